@@ -1,0 +1,79 @@
+"""Data shared between modules: what a game needs (GameSpec) and what it produced (GameRecord).
+
+Both backends (the built-in referee and cutechess-cli) take a GameSpec and return a
+GameRecord; the store records GameRecords; pairing and standings read results only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.config import AdjudicationConfig, EngineConfig
+    from runner.timecontrol import TimeControl
+
+WHITE_WIN = "1-0"
+BLACK_WIN = "0-1"
+DRAW = "1/2-1/2"
+RESULTS = (WHITE_WIN, BLACK_WIN, DRAW)
+
+
+def white_score(result: str) -> float:
+    """Points White scored in a game with this PGN result."""
+    return {WHITE_WIN: 1.0, BLACK_WIN: 0.0, DRAW: 0.5}[result]
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A start position: an optional FEN plus book moves (UCI) played from it."""
+
+    index: int  # position in the book (0-based); -1 for an ad-hoc opening
+    name: str = ""
+    fen: str | None = None  # None = standard start position
+    moves: tuple[str, ...] = ()  # UCI moves, played instantly and marked {book}
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """Everything needed to play one game."""
+
+    game_id: int  # global number of the game in the event, 1-based, stable across resume
+    round: int
+    game_in_round: int  # 1-based, in playing order -> PGN Round "R.G"
+    white: EngineConfig
+    black: EngineConfig
+    time_control: TimeControl
+    adjudication: AdjudicationConfig
+    opening: Opening | None = None
+    event: str = "?"
+    site: str = "?"
+    time_margin_ms: int = 0
+
+    @property
+    def round_label(self) -> str:
+        return f"{self.round}.{self.game_in_round}"
+
+
+@dataclass
+class GameRecord:
+    """Everything one game produced, whichever backend played it."""
+
+    white: str
+    black: str
+    result: str  # "1-0" | "0-1" | "1/2-1/2"
+    reason: str  # cutechess wording: "White mates", "Draw by adjudication: TCEC draw rule", ...
+    termination: str | None = None  # PGN Termination tag: adjudication, time forfeit, ...
+    termination_details: str | None = None  # e.g. "TCEC draw rule", "SyzygyTB"
+    moves: list[str] = field(default_factory=list)  # UCI, book moves included
+    comments: list[str] = field(default_factory=list)  # one per move: "book" or "+0.35/16 5.1s"
+    pgn: str = ""  # the complete PGN text of the game
+    start_time: str = ""  # ISO 8601 UTC
+    end_time: str = ""
+    duration_s: float = 0.0
+    rmobility: str | None = None  # "G1.5" (White achieved) / "-G2.5" (Black achieved)
+    opening_index: int | None = None
+
+    @property
+    def plies(self) -> int:
+        return len(self.moves)

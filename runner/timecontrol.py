@@ -1,0 +1,126 @@
+"""Time controls in cutechess-cli syntax, and the runner's own game clocks.
+
+Syntax: ``[moves/]time[+increment]`` or ``inf``.
+``time`` is seconds (``90``, ``0.5``) or ``m:ss`` / ``h:mm:ss`` (``45:00`` is 45 minutes).
+``moves/`` makes the period repeat: ``40/90:00+30`` gives 90 minutes for every 40 moves.
+
+Note the trap for TCEC users: TCEC writes "45+4.5" meaning 45 minutes, but in cutechess
+syntax ``45+4.5`` is 45 *seconds*; 45 minutes is ``45:00+4.5``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NUM = r"\d+(?:\.\d+)?"
+_TC_RE = re.compile(
+    rf"^(?:(?P<moves>\d+)/)?(?P<time>{_NUM}|\d+:\d{{1,2}}(?::\d{{1,2}})?(?:\.\d+)?|inf)(?:\+(?P<inc>{_NUM}))?$"
+)
+
+
+def _fmt(seconds: float) -> str:
+    """Shortest decimal form: 2700 -> '2700', 4.5 -> '4.5', 0.05 -> '0.05'."""
+    text = f"{seconds:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+@dataclass(frozen=True)
+class TimeControl:
+    """One repeating period: ``moves`` per ``base`` seconds (``moves`` None = whole game)."""
+
+    base: float | None  # seconds; None means infinite
+    increment: float = 0.0
+    moves: int | None = None
+
+    @property
+    def infinite(self) -> bool:
+        return self.base is None
+
+    def __str__(self) -> str:
+        """Canonical cutechess form, as accepted by ``-each tc=``."""
+        if self.base is None:
+            return "inf"
+        text = _fmt(self.base)
+        if self.moves:
+            text = f"{self.moves}/{text}"
+        if self.increment:
+            text += f"+{_fmt(self.increment)}"
+        return text
+
+    def pgn_tag(self) -> str:
+        """Value of the PGN ``TimeControl`` tag as cutechess writes it (seconds)."""
+        return "-" if self.base is None else str(self)
+
+    def human(self) -> str:
+        """Readable form for logs: '45:00 + 4.5s'."""
+        if self.base is None:
+            return "infinite"
+        minutes, seconds = divmod(self.base, 60)
+        body = f"{int(minutes)}:{seconds:04.1f}".replace(".0", "") if minutes else f"{_fmt(self.base)}s"
+        if self.moves:
+            body = f"{self.moves} moves in {body}"
+        return body + (f" + {_fmt(self.increment)}s" if self.increment else "")
+
+
+def parse_time_control(text: object) -> TimeControl:
+    """Parse cutechess time-control syntax; raise ValueError with the reason on bad input."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise ValueError("a string like '45:00+4.5', '40/90:00+30', '10+0.1' or 'inf'")
+    raw = str(text).strip()
+    match = _TC_RE.match(raw)
+    if not match:
+        raise ValueError("[moves/]time[+increment] with time in seconds or m:ss, or 'inf'")
+    time_text = match["time"]
+    if time_text == "inf":
+        if match["moves"] or match["inc"]:
+            raise ValueError("'inf' takes no moves or increment")
+        return TimeControl(base=None)
+    if ":" in time_text:
+        parts = time_text.split(":")
+        if any(float(p) >= 60 for p in parts[1:]):
+            raise ValueError("minutes and seconds after ':' must be below 60")
+        base = 0.0
+        for part in parts:
+            base = base * 60 + float(part)
+    else:
+        base = float(time_text)
+    if base <= 0:
+        raise ValueError("a positive time")
+    moves = int(match["moves"]) if match["moves"] else None
+    if moves == 0:
+        raise ValueError("moves per period must be at least 1")
+    return TimeControl(base=base, increment=float(match["inc"] or 0), moves=moves)
+
+
+@dataclass
+class Clock:
+    """One player's clock, measured by the runner (never trusted from the engine)."""
+
+    tc: TimeControl
+    remaining: float = 0.0  # seconds left in the current period
+    moves_made: int = 0
+
+    def __post_init__(self) -> None:
+        self.remaining = self.tc.base if self.tc.base is not None else float("inf")
+
+    @property
+    def moves_to_go(self) -> int | None:
+        """Moves left in the current period (UCI ``movestogo``), None without periods."""
+        if not self.tc.moves:
+            return None
+        return self.tc.moves - (self.moves_made % self.tc.moves)
+
+    def spend(self, seconds: float, margin: float = 0.0) -> bool:
+        """Charge one move. Return False if the flag fell (beyond ``margin`` seconds)."""
+        if self.tc.base is None:
+            self.moves_made += 1
+            return True
+        self.remaining -= seconds
+        if self.remaining < -margin:
+            return False
+        self.remaining = max(self.remaining, 0.0) + self.tc.increment
+        self.moves_made += 1
+        if self.tc.moves and self.moves_made % self.tc.moves == 0:
+            self.remaining += self.tc.base
+        return True

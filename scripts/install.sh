@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install swiss-runner and the Debian chess engines it is tested with, on a fresh Debian machine.
+# Creates .venv/ in the repository; uses sudo for apt-get when not root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+ENGINES="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax phalanx hoichess gnuchess-book"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $ENGINES python3-venv >/dev/null
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+echo "swiss-runner installed in .venv; engines from Debian are in /usr/games"

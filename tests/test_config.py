@@ -1,0 +1,236 @@
+"""Config loading and validation: good configs load, each bad one is named precisely."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.cli import main
+from runner.config import ConfigError, load_config
+from runner.timecontrol import Clock, parse_time_control
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def base_config(tmp_path: Path) -> dict:
+    book = tmp_path / "book.pgn"
+    book.write_text('[Event "x"]\n\n1. e4 e5 *\n')
+    return {
+        "Event": "Test",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "StatePath": "state/s.json"},
+        "TimeControl": "10+0.1",
+        "Openings": {"File": "book.pgn", "Format": "pgn", "Plies": 8},
+        "Engines": [
+            {"Name": "A", "Command": "stockfish", "Rating": 3000},
+            {"Name": "B", "Command": "stockfish", "Rating": 2900},
+            {"Name": "C", "Command": "fairymax", "Protocol": "xboard"},
+        ],
+    }
+
+
+def write(tmp_path: Path, data: dict | str) -> Path:
+    path = tmp_path / "event.yaml"
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_good_config_loads_with_defaults(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, base_config(tmp_path)))
+    assert [e.name for e in cfg.engines] == ["A", "B", "C"]
+    assert cfg.engines[0].command.endswith("stockfish") and os.path.isabs(cfg.engines[0].command)
+    assert cfg.engines[2].protocol == "xboard"
+    assert cfg.swiss.games_per_match == 2 and cfg.swiss.rounds == 3
+    assert cfg.swiss.state_path == tmp_path / "state" / "s.json"  # relative to the config file
+    assert cfg.database == tmp_path / "state" / "s.sqlite3"
+    assert cfg.pgn_out == tmp_path / "state" / "games.pgn"
+    assert cfg.openings is not None and cfg.openings.order == "random"
+    assert cfg.tiebreaks == ("SonnebornBerger", "RMobility", "Wins", "DirectEncounter")
+    assert str(cfg.time_control) == "10+0.1"
+
+
+def _mutate(data: dict, path: str, value: object) -> None:
+    """Set data[path] where path is like 'SwissOptions.Rounds' or 'Engines.1.Command'."""
+    keys = path.split(".")
+    target = data
+    for k in keys[:-1]:
+        target = target[int(k)] if isinstance(target, list) else target[k]
+    last = keys[-1]
+    if value is _DELETE:
+        if isinstance(target, list):
+            del target[int(last)]
+        else:
+            del target[last]
+    elif isinstance(target, list):
+        target[int(last)] = value
+    else:
+        target[last] = value
+
+
+_DELETE = object()
+
+# (mutation path, new value, substrings every one of which must be in one error line)
+MALFORMED = [
+    ("SwissOptions.Rounds", 0, ["SwissOptions.Rounds", "got 0", "integer >= 1"]),
+    ("SwissOptions.GamesPerMatch", 3, ["SwissOptions.GamesPerMatch", "got 3", "1 (single rounds) or 2"]),
+    ("SwissOptions.Roundz", 5, ["SwissOptions.Roundz", "unknown key", "did you mean 'Rounds'"]),
+    ("SwissOptions.Seeding", "elo", ["SwissOptions.Seeding", "'elo'", "groups | random | listed"]),
+    ("SwissOptions.DoubleRoundSchedule", "zigzag", ["DoubleRoundSchedule", "'zigzag'", "split | consecutive"]),
+    ("SwissOptions.UniquePerMatchOnly", "yes please", ["UniquePerMatchOnly", "'yes please'", "true or false"]),
+    ("TimeControl", "45 minutes", ["TimeControl", "'45 minutes'", "[moves/]time[+increment]"]),
+    ("TimeControl", "1:75+1", ["TimeControl", "'1:75+1'", "below 60"]),
+    ("Engines.1.Name", "A", ["Engines[1].Name", "duplicate engine name 'A'", "Engines[0]"]),
+    ("Engines.0.Command", "no-such-engine-xyz", ["Engines[0].Command", "'no-such-engine-xyz'", "not found"]),
+    ("Engines.0.Command", "./notexec.sh", ["Engines[0].Command", "'./notexec.sh'", "not executable"]),
+    ("Engines.2.Protocol", "winboard", ["Engines[2].Protocol", "'winboard'", "uci | xboard"]),
+    ("Engines.1.Nodes", -5, ["Engines[1].Nodes", "-5", "positive integer"]),
+    ("Engines.0.Comand", "stockfish", ["Engines[0].Comand", "unknown key", "did you mean 'Command'"]),
+    ("Openings.File", "missing.pgn", ["Openings.File", "'missing.pgn'", "readable opening book"]),
+    ("Openings.Order", "shuffled", ["Openings.Order", "'shuffled'", "sequential | random"]),
+    ("Concurrency", 0, ["Concurrency", "got 0", "positive integer"]),
+    ("Backend", "fastchess", ["Backend", "'fastchess'", "python-chess | cutechess"]),
+    ("Tiebreaks", ["SonnebornBerger", "Bucholz"], ["Tiebreaks[1]", "'Bucholz'", "did you mean 'Buchholz'"]),
+    ("Adjudication", {"TcecDraw": {"ScoreCp": "twenty"}}, ["Adjudication.TcecDraw.ScoreCp", "'twenty'", "centipawns"]),
+    ("Adjudication", {"Tablebases": {"Paths": ["/nonexistent/tb"]}}, ["Tablebases.Paths[0]", "/nonexistent/tb", "existing directory"]),
+    ("Engines", [{"Name": "Solo", "Command": "stockfish"}], ["Engines", "1 engine(s)", "at least 2 engines"]),
+    ("SwissOptions", _DELETE, ["SwissOptions", "missing required key"]),
+    ("Engines.0.Options", ["Hash", 16], ["Engines[0].Options", "mapping"]),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "needles"), MALFORMED, ids=[m[0] + "=" + repr(m[1])[:20] for m in MALFORMED])
+def test_malformed_config_is_named_precisely(tmp_path: Path, path: str, value: object, needles: list[str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notexec.sh").write_text("#!/bin/sh\n")
+    data = base_config(tmp_path)
+    _mutate(data, path, value)
+    cfg_path = write(tmp_path, data)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg_path)
+    lines = err.value.problems
+    assert any(all(n in line for n in needles) for line in lines), lines
+    assert all(line.startswith(str(cfg_path)) for line in lines), lines
+    # The CLI says the same, exits 2, and writes nothing.
+    assert main(["validate", str(cfg_path)]) == 2
+    assert any(all(n in line for n in needles) for line in capsys.readouterr().err.splitlines())
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert not (tmp_path / "state").exists()
+
+
+def test_every_problem_is_reported_at_once_with_lines(tmp_path: Path) -> None:
+    data = base_config(tmp_path)
+    data["SwissOptions"]["Rounds"] = -1
+    data["TimeControl"] = "abc"
+    data["Engines"][2]["Protocol"] = "uic"
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    text = str(err.value)
+    assert "SwissOptions.Rounds" in text and "TimeControl" in text and "Engines[2].Protocol" in text
+    assert len(err.value.problems) == 3
+    # each line carries the line number of the key in the file
+    line_of_tc = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if l.startswith("TimeControl"))
+    assert any(p.startswith(f"{path}:{line_of_tc}: TimeControl") for p in err.value.problems)
+
+
+def test_invalid_yaml_and_duplicate_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, "Event: x\nSwissOptions: [unclosed\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "not valid YAML" in str(err.value) and str(path) in str(err.value)
+    path = write(tmp_path, "Event: a\nEvent: b\nSwissOptions: {}\nTimeControl: inf\nEngines: []\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "duplicate key Event (line 2)" in str(err.value)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_random_openings_conflict(tmp_path: Path) -> None:
+    data = base_config(tmp_path)
+    data["SwissOptions"]["RandomOpenings"] = False
+    data["Openings"]["Order"] = "random"
+    with pytest.raises(ConfigError, match="RandomOpenings"):
+        load_config(write(tmp_path, data))
+    data["Openings"].pop("Order")
+    assert load_config(write(tmp_path, data)).openings.order == "sequential"
+
+
+def test_engine_command_as_relative_path(tmp_path: Path) -> None:
+    script = tmp_path / "engines" / "fake.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    data = base_config(tmp_path)
+    data["Engines"][0]["Command"] = "engines/fake.sh"
+    cfg = load_config(write(tmp_path, data))
+    assert cfg.engines[0].command == str(script)
+
+
+@pytest.mark.parametrize(("text", "base", "inc", "moves", "canonical"), [
+    ("45:00+4.5", 2700, 4.5, None, "2700+4.5"),
+    ("40/90:00+30", 5400, 30, 40, "40/5400+30"),
+    ("10+0.1", 10, 0.1, None, "10+0.1"),
+    ("0.05", 0.05, 0, None, "0.05"),
+    ("1:30:00", 5400, 0, None, "5400"),
+    ("inf", None, 0, None, "inf"),
+])
+def test_time_control_parsing(text: str, base: float | None, inc: float, moves: int | None, canonical: str) -> None:
+    tc = parse_time_control(text)
+    assert (tc.base, tc.increment, tc.moves) == (base, inc, moves)
+    assert str(tc) == canonical
+    assert parse_time_control(str(tc)) == tc  # the canonical form reads back identically
+
+
+@pytest.mark.parametrize("text", ["", "45 min", "-5", "0", "40/", "0/60", "inf+1", "1:60", True, None, [1]])
+def test_time_control_rejects(text: object) -> None:
+    with pytest.raises(ValueError):
+        parse_time_control(text)
+
+
+def test_clock_periods_increment_and_flag() -> None:
+    clock = Clock(parse_time_control("2/10+1"))
+    assert clock.moves_to_go == 2
+    assert clock.spend(3.0) and clock.remaining == pytest.approx(8.0)
+    assert clock.moves_to_go == 1
+    assert clock.spend(3.0) and clock.remaining == pytest.approx(16.0)  # new period: +10
+    assert not clock.spend(16.5)
+    assert Clock(parse_time_control("1+0")).spend(1.05, margin=0.1)
+
+
+def test_shipped_configs_validate() -> None:
+    for name in ("demo.yaml", "tcec-swiss.yaml"):
+        cfg = load_config(REPO / "configs" / name)
+        assert len(cfg.engines) >= 6
+    tcec = load_config(REPO / "configs" / "tcec-swiss.yaml")
+    assert tcec.time_control.base == 2700 and tcec.time_control.increment == 4.5
+    assert tcec.swiss.rounds == 11 and tcec.swiss.games_per_match == 2
+    assert tcec.adjudication.tcec_draw is not None and tcec.adjudication.tablebases.max_pieces == 6
+
+
+def test_cli_help_and_module_entry_point() -> None:
+    out = subprocess.run([sys.executable, "-m", "runner", "--help"], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0
+    for command in ("validate", "run", "status", "standings", "play", "audit"):
+        assert command in out.stdout
+
+
+@pytest.mark.engines
+def test_validate_probe_real_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = base_config(tmp_path)
+    data["Engines"][0]["Options"] = {"Hash": 16, "NoSuchOption": 1}
+    path = write(tmp_path, data)
+    assert main(["validate", "--probe", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "ok   A: Stockfish" in out
+    assert "ok   C: " in out  # fairymax over xboard
+    assert "Engines[0].Options.NoSuchOption" in out
