@@ -73,7 +73,42 @@ class GameRecord:
     duration_s: float = 0.0
     rmobility: str | None = None  # "G1.5" (White achieved) / "-G2.5" (Black achieved)
     opening_index: int | None = None
+    start_fen: str | None = None  # None = standard start position
 
     @property
     def plies(self) -> int:
         return len(self.moves)
+
+
+# --------------------------------------------------------------------------- event results
+# What standings, status and reports read back from the store (runner.store builds it).
+
+
+@dataclass(frozen=True)
+class PlayedGame:
+    """One finished game as the standings see it."""
+
+    round: int
+    game_in_round: int
+    white: str
+    black: str
+    result: str
+    rmobility: str | None = None  # r-mobility tag of the game, see runner.rmobility
+    extra: bool = False  # an extra tie-break pair played after the scheduled rounds
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    number: int
+    games: tuple[PlayedGame, ...]
+    bye: str | None = None
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class EventResults:
+    """Everything the standings need: seeds (seed 1 first), format and finished rounds."""
+
+    seeds: tuple[str, ...]
+    games_per_match: int
+    rounds: tuple[RoundResult, ...]

@@ -135,7 +135,7 @@ def test_every_problem_is_reported_at_once_with_lines(tmp_path: Path) -> None:
     assert "SwissOptions.Rounds" in text and "TimeControl" in text and "Engines[2].Protocol" in text
     assert len(err.value.problems) == 3
     # each line carries the line number of the key in the file
-    line_of_tc = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if l.startswith("TimeControl"))
+    line_of_tc = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("TimeControl"))
     assert any(p.startswith(f"{path}:{line_of_tc}: TimeControl") for p in err.value.problems)
 
 
