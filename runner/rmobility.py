@@ -1,0 +1,111 @@
+"""R-mobility: TCEC's second tiebreak, rewarding the side that squeezed its opponent hardest.
+
+Rules (``shared/specs/tcec-rules.md`` section 4):
+
+* After every move, the mover *achieves* g = legal moves of the side to move, + 0.5 when that
+  side is not in check (mate = 0.0, stalemate = 0.5).
+* A pawn move or a capture resets: everything achieved before it is forgotten and the position
+  after the resetting move is the first candidate. The start position counts as a reset.
+* The game's G is the smallest g since the last reset; a later position replaces it only when
+  strictly smaller (the first achiever keeps ties). Tag ``G2.5`` when White achieved it,
+  ``-G2.5`` when Black did. A decisive game is ``G0.0`` for the winner whatever happened.
+* Points: achiever 1/2 + (1/2)^(1+2G), opponent 1/2 - (1/2)^(1+2G), as exact fractions.
+
+g is always a multiple of 1/2, so internally it is kept as the integer 2g ("halves").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+
+import chess
+
+from runner.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN
+
+HALF = Fraction(1, 2)
+# Tag of a drawn game in which no position was reached since the start (no moves at all):
+# nobody achieved anything, both players get 1/2.
+NO_POSITION_TAG = "G-"
+_TAG = re.compile(r"^(-?)G(\d+)(?:\.(0|5))?$")
+
+
+def format_tag(halves: int, white_achieved: bool) -> str:
+    """Tag for G = halves/2: ``G1.5`` (White achieved) or ``-G1.5`` (Black)."""
+    text = f"G{halves // 2}.{5 if halves % 2 else 0}"
+    return text if white_achieved else "-" + text
+
+
+def parse_tag(tag: str) -> tuple[int, bool]:
+    """``"-G2.5"`` -> (5, False): G in halves and whether White achieved it."""
+    m = _TAG.match(tag.strip())
+    if not m:
+        raise ValueError(f"bad r-mobility tag {tag!r}: expected G<n>.0 or G<n>.5, "
+                         f"with a leading '-' when Black achieved it (e.g. G1.5, -G2.0)")
+    halves = int(m.group(2)) * 2 + (1 if m.group(3) == "5" else 0)
+    return halves, m.group(1) != "-"
+
+
+def position_halves(board: chess.Board) -> int:
+    """2g for the side to move in ``board``: twice its legal moves, +1 when not in check."""
+    return 2 * board.legal_moves.count() + (0 if board.is_check() else 1)
+
+
+def game_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> str:
+    """The r-mobility tag of a game from its start position, UCI moves and PGN result.
+
+    Raises ValueError on an illegal move or an unknown result, naming the ply.
+    """
+    if result == WHITE_WIN:
+        return format_tag(0, True)
+    if result == BLACK_WIN:
+        return format_tag(0, False)
+    if result not in RESULTS:
+        raise ValueError(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
+    try:
+        board = chess.Board(start_fen) if start_fen else chess.Board()
+    except ValueError as exc:
+        raise ValueError(f"bad start FEN {start_fen!r}: {exc}") from None
+    best: tuple[int, bool] | None = None  # (halves, white achieved)
+    for ply, uci in enumerate(moves, start=1):
+        try:
+            move = chess.Move.from_uci(uci)
+        except ValueError:
+            raise ValueError(f"ply {ply}: bad UCI move {uci!r}") from None
+        if not board.is_legal(move):
+            raise ValueError(f"ply {ply}: illegal move {uci!r} in {board.fen()}")
+        resets = board.is_zeroing(move)
+        mover_white = board.turn == chess.WHITE
+        board.push(move)
+        g = position_halves(board)
+        if resets or best is None or g < best[0]:
+            best = (g, mover_white)
+    if best is None:
+        return NO_POSITION_TAG
+    return format_tag(*best)
+
+
+def rmobility_points(tag: str | None, result: str) -> tuple[Fraction, Fraction]:
+    """(White, Black) r-mobility points of one game.
+
+    A decisive result always gives 1/0 (the winner achieved G0.0, whatever the tag says).
+    A draw without a tag (None, or ``G-`` = no move was played) gives 1/2 each.
+    """
+    if result == WHITE_WIN:
+        return Fraction(1), Fraction(0)
+    if result == BLACK_WIN:
+        return Fraction(0), Fraction(1)
+    if result != DRAW:
+        raise ValueError(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
+    if tag is None or tag.strip() == NO_POSITION_TAG:
+        return HALF, HALF
+    halves, white_achieved = parse_tag(tag)
+    bonus = Fraction(1, 2 ** (1 + halves))  # (1/2)^(1+2G) with 2G = halves
+    achiever, other = HALF + bonus, HALF - bonus
+    return (achiever, other) if white_achieved else (other, achiever)
+
+
+def bye_points(games: int) -> Fraction:
+    """A BYE has no moves: it is worth the points of a win for every game of the match."""
+    return Fraction(games)
