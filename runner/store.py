@@ -1,0 +1,608 @@
+"""Durable tournament state: SQLite is the truth, the JSON snapshot and the PGN are views.
+
+Layout (all beside ``SwissOptions.StatePath`` unless configured otherwise):
+
+* ``Database`` (default ``swiss_state.sqlite3``): WAL journal, ``synchronous=FULL``. Every
+  finished game is committed in one transaction before anything depends on it.
+* ``StatePath`` JSON snapshot for dashboards, replaced atomically (temp file, fsync, rename)
+  after every game. A missing or corrupt snapshot is simply rebuilt from the database.
+* ``PgnOut``: every finished game appended; rebuilt from the database whenever it does not
+  hold exactly the recorded games (cut short by a crash, deleted, or moved to a new path).
+
+The schema version lives in ``PRAGMA user_version``; a database from a newer version, or a
+file that is not a swiss-runner database, is refused and never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner.config import Config
+from runner.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE players (seed INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE opening_order (position INTEGER PRIMARY KEY, book_index INTEGER NOT NULL);
+CREATE TABLE rounds (
+    number INTEGER PRIMARY KEY,
+    pairs TEXT NOT NULL,            -- JSON [[first, second], ...]
+    bye TEXT,
+    dropped TEXT NOT NULL,          -- JSON rounds newly removed from the encounter history
+    excluded TEXT NOT NULL,         -- JSON all removed rounds after this round
+    extra INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT 'playing',   -- playing | complete
+    created TEXT NOT NULL
+);
+CREATE TABLE games (
+    game_id INTEGER PRIMARY KEY,
+    round INTEGER NOT NULL REFERENCES rounds(number),
+    game_in_round INTEGER NOT NULL,
+    pair_index INTEGER NOT NULL,
+    leg INTEGER NOT NULL,
+    white TEXT NOT NULL,
+    black TEXT NOT NULL,
+    match_index INTEGER NOT NULL,
+    opening_index INTEGER,
+    opening TEXT,                   -- JSON {index, name, fen, moves}
+    extra INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'scheduled',   -- scheduled | running | finished
+    started TEXT,
+    finish_seq INTEGER UNIQUE,      -- order in which games finished (PGN order)
+    result TEXT, reason TEXT, termination TEXT, termination_details TEXT, rmobility TEXT,
+    moves TEXT, start_fen TEXT, pgn TEXT,
+    start_time TEXT, end_time TEXT, duration_s REAL,
+    UNIQUE (round, game_in_round)
+);
+CREATE TABLE processes (
+    pid INTEGER NOT NULL, create_time REAL NOT NULL, game_id INTEGER,
+    PRIMARY KEY (pid, create_time)
+);
+"""
+
+
+class StoreError(Exception):
+    """The state cannot be used; the message says which file and why (nothing was changed)."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# --------------------------------------------------------------------------- fingerprint
+
+
+def _file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    return digest.hexdigest()
+
+
+def event_fingerprint(config: Config) -> dict[str, Any]:
+    """Everything that defines the event; a change here would alter games or pairings.
+
+    Left out on purpose (may change between runs): Concurrency, Backend, CutechessPath,
+    PgnOut, Database, StatePath, Event/Site tags, Tiebreaks (they only rank).
+    """
+    s = config.swiss
+    engines = {}
+    for e in config.engines:
+        engines[e.name] = {
+            "command": e.command, "binary_sha256": _file_sha256(e.command), "args": list(e.args),
+            "protocol": e.protocol, "rating": e.rating, "options": dict(sorted(e.options.items())),
+            "nodes": e.nodes, "depth": e.depth, "movetime_ms": e.movetime_ms,
+            "working_dir": e.working_dir,
+        }
+    openings = None
+    if config.openings is not None:
+        o = config.openings
+        openings = {"sha256": _file_sha256(o.file), "format": o.format, "plies": o.plies,
+                    "order": o.order}
+    adj = config.adjudication
+    return {
+        "Engines": engines,
+        "TimeControl": str(config.time_control),
+        "TimeMarginMs": config.time_margin_ms,
+        "SwissOptions": {
+            "GamesPerMatch": s.games_per_match, "Rounds": s.rounds,
+            "SeedGroupCount": s.seed_group_count, "Seeding": s.seeding,
+            "RandomSeed": s.random_seed, "DoubleRoundSchedule": s.double_round_schedule,
+            "UniquePerMatchOnly": s.unique_per_match_only,
+            "AllowExtraPairsOnTie": s.allow_extra_pairs_on_tie, "MaxExtraPairs": s.max_extra_pairs,
+        },
+        "Openings": openings,
+        "Adjudication": {
+            "TcecDraw": None if adj.tcec_draw is None else vars(adj.tcec_draw),
+            "TcecWin": None if adj.tcec_win is None else vars(adj.tcec_win),
+            "Tablebases": None if adj.tablebases is None else {
+                "paths": [str(p) for p in adj.tablebases.paths],
+                "max_pieces": adj.tablebases.max_pieces, "ignore50": adj.tablebases.ignore50},
+            "MaxMoves": adj.max_moves,
+        },
+    }
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            _flatten(item, f"{prefix}.{key}" if prefix else str(key), out)
+    else:
+        out[prefix] = value
+
+
+def fingerprint_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable list of differences between two fingerprints (empty = same event)."""
+    changes: list[str] = []
+    old_engines, new_engines = set(old.get("Engines", {})), set(new.get("Engines", {}))
+    for name in sorted(old_engines - new_engines):
+        changes.append(f"Engines: {name!r} was removed")
+    for name in sorted(new_engines - old_engines):
+        changes.append(f"Engines: {name!r} was added")
+    a: dict[str, Any] = {}
+    b: dict[str, Any] = {}
+    strip = {"Engines": {n: v for n, v in old.get("Engines", {}).items() if n in new_engines}}
+    _flatten({**old, **strip}, "", a)
+    strip = {"Engines": {n: v for n, v in new.get("Engines", {}).items() if n in old_engines}}
+    _flatten({**new, **strip}, "", b)
+    for key in sorted(set(a) | set(b)):
+        if a.get(key, "<unset>") != b.get(key, "<unset>"):
+            changes.append(f"{key}: {json.dumps(a.get(key))} -> {json.dumps(b.get(key))}")
+    return changes
+
+
+# --------------------------------------------------------------------------- files
+
+
+def atomic_write(path: Path, data: str) -> None:
+    """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
+
+    On any error the old file is untouched and the temp file removed; the error propagates.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _pgn_block(pgn: str) -> str:
+    return pgn.strip() + "\n\n"
+
+
+def append_pgn(path: Path, pgn: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(_pgn_block(pgn))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def count_pgn_games(path: Path) -> int | None:
+    """Games in a PGN file written by us (None when it looks cut short or unreadable)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text:
+        return 0
+    if not text.endswith("\n\n"):
+        return None
+    return sum(1 for line in text.splitlines() if line.startswith("[Event "))
+
+
+# --------------------------------------------------------------------------- the store
+
+
+@dataclass(frozen=True)
+class StoredGame:
+    """One scheduled (maybe finished) game as stored."""
+
+    game_id: int
+    round: int
+    game_in_round: int
+    pair_index: int
+    leg: int
+    white: str
+    black: str
+    match_index: int
+    opening: Opening | None
+    extra: bool
+    status: str
+    result: str | None = None
+    reason: str | None = None
+    rmobility: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredRound:
+    number: int
+    pairs: tuple[tuple[str, str], ...]
+    bye: str | None
+    dropped: tuple[int, ...]
+    excluded: frozenset[int]
+    extra: bool
+    state: str
+
+
+def _opening_json(opening: Opening | None) -> str | None:
+    if opening is None:
+        return None
+    return json.dumps({"index": opening.index, "name": opening.name, "fen": opening.fen,
+                       "moves": list(opening.moves)})
+
+
+def _opening_from(text: str | None) -> Opening | None:
+    if not text:
+        return None
+    d = json.loads(text)
+    return Opening(index=d["index"], name=d.get("name", ""), fen=d.get("fen"),
+                   moves=tuple(d.get("moves", ())))
+
+
+_GAME_COLUMNS = ("game_id, round, game_in_round, pair_index, leg, white, black, match_index, "
+                 "opening, extra, status, result, reason, rmobility")
+
+
+def _game_from_row(row: Sequence[Any]) -> StoredGame:
+    return StoredGame(
+        game_id=row[0], round=row[1], game_in_round=row[2], pair_index=row[3], leg=row[4],
+        white=row[5], black=row[6], match_index=row[7], opening=_opening_from(row[8]),
+        extra=bool(row[9]), status=row[10], result=row[11], reason=row[12], rmobility=row[13],
+    )
+
+
+class Store:
+    """The tournament database. Open with :meth:`open` (read-write) or :meth:`open_readonly`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool):
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+
+    # ---- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        """Open or create the database; refuse (StoreError) anything that is not ours."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{path.parent}: cannot create the state directory: {exc.strerror}") from None
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise StoreError(f"{path.parent}: the state directory is not writable "
+                             f"(the runner needs to create {path.name} and its journal there)")
+        existed = path.exists()
+        if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+            raise StoreError(f"{path}: the state database is not readable and writable")
+        if existed:
+            _check_header(path)
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{path}: cannot open the state database: {exc}") from None
+        store = cls(conn, path, readonly=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if existed:
+                store._check_existing()
+            else:
+                store._create()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
+                             "untouched: restore it from a backup or move it away to start a "
+                             "new event") from None
+        except StoreError:
+            conn.close()
+            raise
+        return store
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> Store | None:
+        """Read-only connection that never writes or blocks the running tournament."""
+        path = Path(path)
+        if not path.exists():
+            return None
+        _check_header(path)
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                   isolation_level=None, timeout=10.0)
+            store = cls(conn, path, readonly=True)
+            store._check_existing(quick=False)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: cannot read the state database: {exc}") from None
+        return store
+
+    def _create(self) -> None:
+        self.conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version={SCHEMA_VERSION};"
+                                f"PRAGMA application_id={APPLICATION_ID};COMMIT;")
+
+    def _check_existing(self, quick: bool = True) -> None:
+        app = self.conn.execute("PRAGMA application_id").fetchone()[0]
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if app != APPLICATION_ID:
+            raise StoreError(f"{self.path}: not a swiss-runner state database (application_id "
+                             f"{app:#x}); it was left untouched")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: written by a newer swiss-runner (schema {version}, "
+                             f"this one knows {SCHEMA_VERSION}); upgrade swiss-runner")
+        if quick:
+            problems = [r[0] for r in self.conn.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise StoreError(f"{self.path}: the state database is damaged "
+                                 f"({'; '.join(problems[:3])}); it was left untouched: restore "
+                                 "it from a backup or move it away to start a new event")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; rolled back on any error (the error propagates)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # ---- event ---------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def has_event(self) -> bool:
+        return self.meta("fingerprint") is not None
+
+    def fingerprint(self) -> dict[str, Any] | None:
+        text = self.meta("fingerprint")
+        return None if text is None else json.loads(text)
+
+    def init_event(self, fingerprint: dict[str, Any], seeds: Sequence[str],
+                   opening_order: Sequence[int], *, event: str, games_per_match: int,
+                   rounds: int) -> None:
+        """Record the event once: its fingerprint, seeds and opening order."""
+        with self.transaction() as c:
+            c.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", _now()),
+                ("event", event), ("games_per_match", str(games_per_match)),
+                ("rounds", str(rounds)),
+            ])
+            c.executemany("INSERT INTO players VALUES (?, ?)",
+                          [(i + 1, name) for i, name in enumerate(seeds)])
+            c.executemany("INSERT INTO opening_order VALUES (?, ?)", list(enumerate(opening_order)))
+
+    def seeds(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM players ORDER BY seed")]
+
+    def opening_order(self) -> list[int]:
+        return [r[0] for r in self.conn.execute("SELECT book_index FROM opening_order ORDER BY position")]
+
+    # ---- rounds and games ----------------------------------------------------------------
+
+    def add_round(self, number: int, pairs: Sequence[tuple[str, str]], bye: str | None,
+                  dropped: Iterable[int], excluded: Iterable[int], games: Sequence[dict[str, Any]],
+                  *, extra: bool = False) -> None:
+        """Store a paired round and its scheduled games (one transaction).
+
+        ``games`` items: game_id, game_in_round, pair_index, leg, white, black, match_index,
+        opening (Opening | None), in playing order.
+        """
+        with self.transaction() as c:
+            c.execute("INSERT INTO rounds (number, pairs, bye, dropped, excluded, extra, state, created)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      (number, json.dumps([list(p) for p in pairs]), bye,
+                       json.dumps(sorted(dropped)), json.dumps(sorted(excluded)), int(extra),
+                       "playing" if games else "complete", _now()))
+            c.executemany(
+                "INSERT INTO games (game_id, round, game_in_round, pair_index, leg, white, black,"
+                " match_index, opening_index, opening, extra) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [(g["game_id"], number, g["game_in_round"], g["pair_index"], g["leg"], g["white"],
+                  g["black"], g["match_index"], None if g["opening"] is None else g["opening"].index,
+                  _opening_json(g["opening"]), int(extra)) for g in games])
+
+    def rounds(self) -> list[StoredRound]:
+        rows = self.conn.execute(
+            "SELECT number, pairs, bye, dropped, excluded, extra, state FROM rounds ORDER BY number")
+        return [StoredRound(number=r[0], pairs=tuple(tuple(p) for p in json.loads(r[1])), bye=r[2],
+                            dropped=tuple(json.loads(r[3])), excluded=frozenset(json.loads(r[4])),
+                            extra=bool(r[5]), state=r[6]) for r in rows]
+
+    def games(self, round_number: int | None = None) -> list[StoredGame]:
+        if round_number is None:
+            rows = self.conn.execute(f"SELECT {_GAME_COLUMNS} FROM games ORDER BY game_id")
+        else:
+            rows = self.conn.execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE round=? ORDER BY game_id",
+                                     (round_number,))
+        return [_game_from_row(r) for r in rows]
+
+    def next_game_id(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(game_id), 0) + 1 FROM games").fetchone()[0])
+
+    def next_match_index(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(match_index), -1) + 1 FROM games").fetchone()[0])
+
+    def mark_running(self, game_id: int) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE games SET status='running', started=? WHERE game_id=? AND status!='finished'",
+                      (_now(), game_id))
+
+    def record_process(self, pid: int, create_time: float, game_id: int | None) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO processes VALUES (?, ?, ?)", (pid, create_time, game_id))
+
+    def processes(self) -> list[tuple[int, float]]:
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT pid, create_time FROM processes")]
+
+    def clear_processes(self, game_id: int | None = None) -> None:
+        with self.transaction() as c:
+            if game_id is None:
+                c.execute("DELETE FROM processes")
+            else:
+                c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
+
+    def reset_running(self) -> int:
+        """Games left 'running' by a dead run go back to 'scheduled' (replayed from the start)."""
+        with self.transaction() as c:
+            return c.execute("UPDATE games SET status='scheduled', started=NULL "
+                             "WHERE status='running'").rowcount
+
+    def record_game(self, game_id: int, record: GameRecord) -> None:
+        """Commit one finished game (one transaction, durable when this returns)."""
+        with self.transaction() as c:
+            row = c.execute("SELECT status, round, white, black FROM games WHERE game_id=?",
+                            (game_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: game {game_id} was never scheduled")
+            if row[0] == "finished":
+                raise StoreError(f"{self.path}: game {game_id} is already recorded")
+            if (row[2], row[3]) != (record.white, record.black):
+                raise StoreError(f"{self.path}: game {game_id} is {row[2]} vs {row[3]}, "
+                                 f"the record says {record.white} vs {record.black}")
+            seq = c.execute("SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games").fetchone()[0]
+            c.execute(
+                "UPDATE games SET status='finished', finish_seq=?, result=?, reason=?, termination=?,"
+                " termination_details=?, rmobility=?, moves=?, start_fen=?, pgn=?, start_time=?,"
+                " end_time=?, duration_s=? WHERE game_id=?",
+                (seq, record.result, record.reason, record.termination, record.termination_details,
+                 record.rmobility, " ".join(record.moves), record.start_fen, record.pgn,
+                 record.start_time, record.end_time, record.duration_s, game_id))
+            c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
+            c.execute("UPDATE rounds SET state='complete' WHERE number=? AND NOT EXISTS "
+                      "(SELECT 1 FROM games WHERE round=? AND status!='finished')", (row[1], row[1]))
+
+    def finished_pgns(self) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT pgn FROM games WHERE status='finished' ORDER BY finish_seq")]
+
+    def counts(self) -> dict[str, int]:
+        rows = self.conn.execute("SELECT status, COUNT(*) FROM games GROUP BY status").fetchall()
+        return dict(rows)
+
+    # ---- views ---------------------------------------------------------------------------
+
+    def event_results(self) -> EventResults | None:
+        """Finished games per round, as the standings read them (None before seeding)."""
+        gpm = self.meta("games_per_match")
+        if gpm is None:
+            return None
+        by_round: dict[int, list[PlayedGame]] = {}
+        unfinished: set[int] = set()
+        for r in self.conn.execute(
+                "SELECT round, game_in_round, white, black, result, rmobility, extra, status "
+                "FROM games ORDER BY round, game_in_round"):
+            if r[7] != "finished":
+                unfinished.add(r[0])
+                continue
+            by_round.setdefault(r[0], []).append(PlayedGame(
+                round=r[0], game_in_round=r[1], white=r[2], black=r[3], result=r[4],
+                rmobility=r[5], extra=bool(r[6])))
+        rounds = tuple(
+            RoundResult(number=rd.number, games=tuple(by_round.get(rd.number, ())), bye=rd.bye,
+                        complete=rd.number not in unfinished)
+            for rd in self.rounds())
+        return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds)
+
+    def snapshot(self, standings: Any = None) -> dict[str, Any]:
+        """The dashboard JSON: current round, pairings with results, standings, opening order."""
+        games_by_round: dict[int, list[dict[str, Any]]] = {}
+        for r in self.conn.execute(
+                "SELECT game_id, round, game_in_round, pair_index, leg, white, black, "
+                "opening_index, status, result, reason, rmobility FROM games ORDER BY game_id"):
+            games_by_round.setdefault(r[1], []).append({
+                "game_id": r[0], "game_in_round": r[2], "pair_index": r[3], "leg": r[4],
+                "white": r[5], "black": r[6], "opening_index": r[7], "status": r[8],
+                "result": r[9], "reason": r[10], "rmobility": r[11]})
+        rounds = []
+        current = 0
+        for rd in self.rounds():
+            current = rd.number
+            pairs = []
+            games = games_by_round.get(rd.number, [])
+            for i, (first, second) in enumerate(rd.pairs):
+                pairs.append({"first": first, "second": second,
+                              "games": [g for g in games if g["pair_index"] == i]})
+            rounds.append({"number": rd.number, "extra": rd.extra, "state": rd.state,
+                           "bye": rd.bye, "dropped_history_rounds": list(rd.dropped),
+                           "pairs": pairs})
+        counts = self.counts()
+        return {
+            "event": self.meta("event"), "created": self.meta("created"), "updated": _now(),
+            "rounds_total": int(self.meta("rounds") or 0), "current_round": current,
+            "games_finished": counts.get("finished", 0),
+            "games_in_progress": counts.get("running", 0),
+            "games_scheduled": sum(counts.values()),
+            "seeds": self.seeds(), "opening_order": self.opening_order(),
+            "opening_index": self.next_match_index(),
+            "rounds": rounds, "standings": standings,
+        }
+
+    def rebuild_pgn(self, path: Path) -> None:
+        atomic_write(path, "".join(_pgn_block(p) for p in self.finished_pgns()))
+
+    def pgn_matches(self, path: Path) -> bool:
+        finished = self.counts().get("finished", 0)
+        if not path.exists():
+            return finished == 0
+        return count_pgn_games(path) == finished
+
+
+def _check_header(path: Path) -> None:
+    """Refuse files that are clearly not SQLite before SQLite gets a chance to touch them."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(100)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the state database: {exc.strerror}") from None
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        raise StoreError(f"{path}: not an SQLite database (truncated or overwritten: "
+                         f"{len(head)} byte header); it was left untouched: restore it from a "
+                         "backup or move it away to start a new event")
+
+
+def load_results(config: Config) -> EventResults | None:
+    """The event's results so far, read-only (safe while a tournament is running)."""
+    store = Store.open_readonly(config.database)
+    if store is None:
+        return None
+    try:
+        return store.event_results()
+    finally:
+        store.close()

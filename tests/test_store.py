@@ -1,0 +1,300 @@
+"""The SQLite store: durability, read-only access, damaged files, full disk, fingerprints."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.config import load_config
+from runner.models import GameRecord, Opening
+from runner.store import (
+    Store,
+    StoreError,
+    append_pgn,
+    atomic_write,
+    count_pgn_games,
+    event_fingerprint,
+    fingerprint_changes,
+    load_results,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS = ["A", "B", "C", "D", "E"]
+
+
+def record(white: str, black: str, result: str = "1-0", n: int = 0, size: int = 0) -> GameRecord:
+    moves = ["e2e4", "e7e5", "g1f3"]
+    pgn = (f'[Event "t"]\n[Round "{n}"]\n[White "{white}"]\n[Black "{black}"]\n'
+           f'[Result "{result}"]\n\n1. e4 e5 2. Nf3 {{{"x" * size}}} {result}\n')
+    return GameRecord(white=white, black=black, result=result, reason="White mates",
+                      termination=None, moves=moves, pgn=pgn, rmobility="G0.0",
+                      start_time="2026-01-01T00:00:00Z", end_time="2026-01-01T00:01:00Z",
+                      duration_s=60.0)
+
+
+def game_rows(first_id: int, pairs: list[tuple[str, str]], opening: Opening | None = None) -> list[dict]:
+    return [{"game_id": first_id + i, "game_in_round": i + 1, "pair_index": i, "leg": 1,
+             "white": w, "black": b, "match_index": first_id - 1 + i, "opening": opening}
+            for i, (w, b) in enumerate(pairs)]
+
+
+def new_store(path: Path) -> Store:
+    store = Store.open(path)
+    store.init_event({"x": 1}, SEEDS, [2, 0, 1], event="T", games_per_match=1, rounds=3)
+    pairs = [("B", "A"), ("D", "C")]
+    store.add_round(1, pairs, "E", (), (), game_rows(1, pairs, Opening(index=2, moves=("e2e4",))))
+    return store
+
+
+def test_roundtrip_and_results(tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite3"
+    store = new_store(db)
+    store.mark_running(1)
+    store.record_process(4242, 123.5, 1)
+    assert store.counts() == {"running": 1, "scheduled": 1}
+    store.record_game(1, record("B", "A", "0-1"))
+    assert store.processes() == []  # the finished game's engines are forgotten with it
+    assert [r.state for r in store.rounds()] == ["playing"]
+    store.record_game(2, record("D", "C", "1/2-1/2"))
+    assert [r.state for r in store.rounds()] == ["complete"]
+    store.close()
+
+    again = Store.open(db)
+    assert again.seeds() == SEEDS and again.opening_order() == [2, 0, 1]
+    games = again.games(1)
+    assert games[0].opening == Opening(index=2, moves=("e2e4",))
+    assert [g.result for g in games] == ["0-1", "1/2-1/2"]
+    assert again.next_game_id() == 3 and again.next_match_index() == 2
+    again.close()
+    results = Store.open_readonly(db).event_results()
+    assert results is not None
+    assert results.seeds == tuple(SEEDS) and results.games_per_match == 1
+    (rnd,) = results.rounds
+    assert rnd.bye == "E" and rnd.complete
+    assert [(g.white, g.black, g.result, g.rmobility) for g in rnd.games] == [
+        ("B", "A", "0-1", "G0.0"), ("D", "C", "1/2-1/2", "G0.0")]
+
+
+def test_record_refuses_duplicates_and_wrong_players(tmp_path: Path) -> None:
+    store = new_store(tmp_path / "s.sqlite3")
+    store.record_game(1, record("B", "A"))
+    with pytest.raises(StoreError, match="already recorded"):
+        store.record_game(1, record("B", "A"))
+    with pytest.raises(StoreError, match="D vs C"):
+        store.record_game(2, record("C", "D"))
+    with pytest.raises(StoreError, match="never scheduled"):
+        store.record_game(99, record("B", "A"))
+    assert store.counts() == {"finished": 1, "scheduled": 1}
+
+
+def test_committed_game_survives_hard_exit(tmp_path: Path) -> None:
+    """A process that dies right after record_game returns (no close) loses nothing."""
+    db = tmp_path / "s.sqlite3"
+    new_store(db).close()
+    code = (
+        "import os, sys\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from runner.store import Store\n"
+        "from tests.test_store import record\n"
+        "s = Store.open(sys.argv[1])\n"
+        "s.record_game(1, record('B', 'A', '1-0'))\n"
+        "os._exit(9)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(db), str(REPO)], cwd=REPO)
+    assert proc.returncode == 9
+    store = Store.open(db)
+    assert [(g.game_id, g.status, g.result) for g in store.games()] == [
+        (1, "finished", "1-0"), (2, "scheduled", None)]
+
+
+def test_readonly_reader_does_not_block_or_see_uncommitted(tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite3"
+    store = new_store(db)
+    store.record_game(1, record("B", "A"))
+    store.conn.execute("BEGIN IMMEDIATE")  # the runner is in the middle of a write
+    store.conn.execute("UPDATE games SET status='finished', result='0-1' WHERE game_id=2")
+    reader = Store.open_readonly(db)
+    assert reader is not None
+    assert reader.counts() == {"finished": 1, "scheduled": 1}
+    with pytest.raises(sqlite3.OperationalError):  # read-only really is read-only
+        reader.conn.execute("DELETE FROM games")
+    reader.close()
+    store.conn.execute("COMMIT")
+    assert store.counts() == {"finished": 2}
+
+
+def test_load_results_without_state_is_none(tmp_path: Path) -> None:
+    cfg = load_config(write_config(tmp_path))
+    assert load_results(cfg) is None
+    assert not cfg.database.exists()  # reading never creates anything
+
+
+def test_garbage_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite3"
+    db.write_bytes(b"this is not a database at all\n" * 10)
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="not an SQLite database.*left untouched"):
+        Store.open(db)
+    with pytest.raises(StoreError, match="not an SQLite database"):
+        Store.open_readonly(db)
+    assert db.read_bytes() == before
+
+
+def test_truncated_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite3"
+    store = new_store(db)
+    for n in range(3):  # make the file span many pages
+        first = store.next_game_id()
+        pairs = [("A", "B"), ("C", "D")]
+        store.add_round(2 + n, pairs, None, (), (), game_rows(first, pairs))
+        for i in range(2):
+            store.record_game(first + i, record(*pairs[i], size=20000))
+    store.close()  # checkpoints the WAL into the main file
+    size = db.stat().st_size
+    assert size > 40000
+    with open(db, "r+b") as handle:
+        handle.truncate(size // 2)
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="damaged|malformed|not a database"):
+        Store.open(db)
+    assert db.read_bytes() == before
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "other.sqlite3"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="not a swiss-runner state database"):
+        Store.open(db)
+
+
+@contextlib.contextmanager
+def unwritable(directory: Path):
+    """Make a directory unwritable, even for root (chattr +i), and restore it afterwards."""
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode:
+            pytest.skip("cannot make a directory immutable here")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(directory)], check=True)
+    else:
+        directory.chmod(0o500)
+        try:
+            yield
+        finally:
+            directory.chmod(0o700)
+
+
+def test_unwritable_state_directory(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    with unwritable(locked), pytest.raises(StoreError, match="not writable"):
+        Store.open(locked / "s.sqlite3")
+    assert list(locked.iterdir()) == []
+
+
+def test_state_directory_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("oops")
+    with pytest.raises(StoreError, match="cannot create the state directory"):
+        Store.open(tmp_path / "state" / "s.sqlite3")
+
+
+def test_full_disk_rolls_back_the_game_and_keeps_the_rest(tmp_path: Path) -> None:
+    """SQLITE_FULL (simulated with max_page_count) loses nothing already recorded."""
+    db = tmp_path / "s.sqlite3"
+    store = new_store(db)
+    store.record_game(1, record("B", "A", "0-1"))
+    pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+    store.conn.execute(f"PRAGMA max_page_count={pages}")
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        store.record_game(2, record("D", "C", size=50000))
+    assert store.counts() == {"finished": 1, "scheduled": 1}
+    store.close()
+    store = Store.open(db)  # the limit is per connection: "space was freed"
+    assert [g.status for g in store.games()] == ["finished", "scheduled"]
+    store.record_game(2, record("D", "C", size=50000))
+    assert store.counts() == {"finished": 2}
+
+
+def test_atomic_write_keeps_old_file_on_enospc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "snap.json"
+    atomic_write(path, '{"old": true}\n')
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as info:
+        atomic_write(path, '{"new": true}\n')
+    assert info.value.errno == errno.ENOSPC
+    assert json.loads(path.read_text()) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["snap.json"]  # no temp file left
+
+
+def test_pgn_count_and_rebuild(tmp_path: Path) -> None:
+    store = new_store(tmp_path / "s.sqlite3")
+    pgn = tmp_path / "games.pgn"
+    assert store.pgn_matches(pgn)  # nothing recorded, no file: fine
+    for gid, (w, b) in ((1, ("B", "A")), (2, ("D", "C"))):
+        rec = record(w, b, n=gid)
+        store.record_game(gid, rec)
+        append_pgn(pgn, rec.pgn)
+    assert count_pgn_games(pgn) == 2 and store.pgn_matches(pgn)
+    full = pgn.read_bytes()
+    pgn.write_bytes(full[: len(full) - 30])  # cut short by a crash mid-append
+    assert count_pgn_games(pgn) is None and not store.pgn_matches(pgn)
+    store.rebuild_pgn(pgn)
+    assert pgn.read_bytes() == full
+
+
+def write_config(tmp_path: Path, **changes: object) -> Path:
+    data = {
+        "Event": "Fingerprint",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "StatePath": "state/s.json"},
+        "TimeControl": "10+0.1",
+        "Concurrency": 1,
+        "Engines": [
+            {"Name": "A", "Command": "stockfish", "Rating": 3000, "Options": {"Hash": 16}},
+            {"Name": "B", "Command": "fairymax", "Protocol": "xboard"},
+        ],
+    }
+    for key, value in changes.items():
+        target = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        target[parts[-1]] = value
+    path = tmp_path / "event.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_fingerprint_lists_exactly_what_changed(tmp_path: Path) -> None:
+    base = event_fingerprint(load_config(write_config(tmp_path)))
+    assert fingerprint_changes(base, base) == []
+    same = event_fingerprint(load_config(write_config(
+        tmp_path, Concurrency=2, PgnOut="elsewhere.pgn", Event="Renamed",
+        Tiebreaks=["Wins"])))
+    assert fingerprint_changes(base, same) == []
+    changed = event_fingerprint(load_config(write_config(
+        tmp_path, **{"SwissOptions.Rounds": 5, "Engines.0.Options": {"Hash": 32},
+                     "TimeControl": "20+0.2"})))
+    assert fingerprint_changes(base, changed) == [
+        "Engines.A.options.Hash: 16 -> 32",
+        "SwissOptions.Rounds: 3 -> 5",
+        'TimeControl: "10+0.1" -> "20+0.2"',
+    ]
+    renamed = event_fingerprint(load_config(write_config(tmp_path, **{"Engines.1.Name": "C"})))
+    assert fingerprint_changes(base, renamed) == ["Engines: 'B' was removed", "Engines: 'C' was added"]
