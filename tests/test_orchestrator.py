@@ -1,0 +1,343 @@
+"""The tournament loop with a scripted backend: fault injection, resume, signals, extra pairs.
+
+These tests replace only the game backend (play_game) by a deterministic coroutine so that
+failures can be injected at exact moments; pairing, openings, standings and the store are
+the real modules. Real engines play in tests/test_orchestrator_engines.py and the SIGKILL
+crash test (tests/test_resume.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import chess
+import chess.pgn
+import pytest
+import yaml
+
+from runner.cli import main
+from runner.config import load_config
+from runner.models import GameRecord, GameSpec
+from runner.orchestrator import cli_run
+from runner.pairing import RoundRecord, pair_round
+from runner.store import Store, count_pgn_games
+
+FAKE = Path(__file__).resolve().parent / "orchestrator_fakes" / "det_engine.py"
+
+
+def write_config(tmp_path: Path, players: int = 5, **swiss: object) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    book = tmp_path / "book.pgn"
+    book.write_text("".join(f'[Event "o{i}"]\n\n1. {m} *\n\n' for i, m in enumerate(
+        ["e4 e5", "d4 d5", "c4 c5", "Nf3 Nf6", "e4 c5", "d4 Nf6"])))
+    data = {
+        "Event": "Loop test",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "Seeding": "listed",
+                         "StatePath": "state/swiss.json", **swiss},
+        "TimeControl": "60+1",
+        "Concurrency": 1,
+        "Openings": {"File": "book.pgn", "Order": "sequential"},
+        "Engines": [{"Name": f"P{i}", "Command": str(FAKE), "Args": ["random", str(i), "0"],
+                     "Rating": 3000 - i} for i in range(1, players + 1)],
+    }
+    path = tmp_path / "event.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def scripted_result(spec: GameSpec) -> str:
+    """A fixed result per (white, black, round) so every run gives the same event."""
+    h = hashlib.sha256(f"{spec.white.name}|{spec.black.name}|{spec.round}".encode()).digest()[0]
+    return ("1-0", "0-1", "1/2-1/2")[h % 3]
+
+
+def make_record(spec: GameSpec, result: str) -> GameRecord:
+    board = chess.Board()
+    moves = list(spec.opening.moves) if spec.opening else []
+    for uci in moves:
+        board.push_uci(uci)
+    game = chess.pgn.Game.from_board(board)
+    game.headers.update({"Event": spec.event, "Round": spec.round_label, "White": spec.white.name,
+                         "Black": spec.black.name, "Result": result})
+    reason = {"1-0": "White mates", "0-1": "Black mates", "1/2-1/2": "Draw by agreement"}[result]
+    return GameRecord(white=spec.white.name, black=spec.black.name, result=result, reason=reason,
+                      moves=moves, pgn=str(game), rmobility="G0.0" if result != "1/2-1/2" else "G9.5",
+                      opening_index=spec.opening.index if spec.opening else None)
+
+
+def backend(result_of: Callable[[GameSpec], str] = scripted_result, *, delay: float = 0.0,
+            hook: Callable[[GameSpec], None] | None = None, log: list | None = None):
+    async def play(spec: GameSpec, *, on_process=None) -> GameRecord:
+        if log is not None:
+            log.append(("start", spec.game_id))
+        if on_process is not None:
+            on_process(10_000_000 + spec.game_id, 1.0)  # no such process: the sweep ignores it
+        if hook is not None:
+            hook(spec)
+        await asyncio.sleep(delay)
+        if log is not None:
+            log.append(("end", spec.game_id))
+        return make_record(spec, result_of(spec))
+
+    return play
+
+
+def args(**kw: object) -> argparse.Namespace:
+    return argparse.Namespace(finish_games=False, quiet=False, json=False, **kw)
+
+
+def event_games(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT game_id, round, game_in_round, white, black, opening_index, "
+                            "status, result, extra FROM games ORDER BY game_id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_whole_event_is_consistent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = load_config(write_config(tmp_path))
+    assert cli_run(config, args(), play_game=backend()) == 0
+    out = capsys.readouterr().out
+    games = event_games(config.database)
+    assert len(games) == 3 * 2 * 2 and all(g[6] == "finished" for g in games)
+    assert [g[0] for g in games] == list(range(1, 13))
+    assert "Started game 1 of 12 (" in out and "Finished game 12 (" in out
+    assert out.count("complete:") == 3 and "Event complete. Final standings:" in out
+
+    store = Store.open_readonly(config.database)
+    rounds = store.rounds()
+    assert [r.state for r in rounds] == ["complete"] * 3
+    assert len({r.bye for r in rounds}) == 3  # nobody gets a second bye while others have none
+    # the stored pairings are exactly what pairing computes from the stored results
+    history: list[RoundRecord] = []
+    excluded: frozenset[int] = frozenset()
+    for rd in rounds:
+        plan = pair_round(store.seeds(), history, rd.number, 2, "split", excluded)
+        assert plan.pairs == rd.pairs and plan.bye == rd.bye
+        stored = [(g.white, g.black, g.game_in_round) for g in store.games(rd.number)]
+        assert stored == [(g.white, g.black, g.game_in_round) for g in plan.games]
+        played = tuple(store.event_results().rounds[rd.number - 1].games)
+        history.append(RoundRecord(rd.number, rd.pairs, played, rd.bye))
+        excluded = plan.excluded
+    # one opening per match, both legs, in book order (Order: sequential)
+    by_match: dict[int, set[int]] = {}
+    for g in store.games():
+        by_match.setdefault(g.match_index, set()).add(g.opening.index)
+    assert [sorted(v) for _, v in sorted(by_match.items())] == [[i % 6] for i in range(6)]
+    store.close()
+
+    # the PGN and the JSON snapshot agree with the database
+    assert count_pgn_games(config.pgn_out) == 12
+    with open(config.pgn_out) as handle:
+        pgn_results = []
+        while (game := chess.pgn.read_game(handle)) is not None:
+            pgn_results.append((game.headers["White"], game.headers["Black"], game.headers["Result"]))
+    assert sorted(pgn_results) == sorted((g[3], g[4], g[7]) for g in games)
+    snap = json.loads(config.swiss.state_path.read_text())
+    assert snap["games_finished"] == 12 and snap["current_round"] == 3
+    assert snap["opening_order"] == list(range(6))
+    snap_games = [(g["game_id"], g["result"]) for r in snap["rounds"] for p in r["pairs"]
+                  for g in p["games"]]
+    assert sorted(snap_games) == [(g[0], g[7]) for g in games]
+    assert snap["standings"] is not None
+
+
+def test_failure_mid_event_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
+    clean = load_config(write_config(tmp_path / "clean"))
+    assert cli_run(clean, args(), play_game=backend()) == 0
+
+    config = load_config(write_config(tmp_path / "broken"))
+
+    def explode(spec: GameSpec) -> None:
+        if spec.game_id == 6:
+            raise RuntimeError("engine would not start")
+
+    assert cli_run(config, args(), play_game=backend(hook=explode)) == 1
+    games = event_games(config.database)
+    assert [g[6] for g in games[:6]] == ["finished"] * 5 + ["scheduled"]
+    assert cli_run(config, args(), play_game=backend()) == 0
+    assert event_games(config.database) == event_games(clean.database)
+
+
+def test_concurrency_starts_in_playing_order_and_limits(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, players=6, Rounds=2))
+    config = config.__class__(**{**vars(config), "concurrency": 3})
+    log: list = []
+    assert cli_run(config, args(), play_game=backend(delay=0.01, log=log)) == 0
+    starts = [gid for kind, gid in log if kind == "start"]
+    assert starts == list(range(1, 13))
+    running = peak = 0
+    for kind, _ in log:
+        running += 1 if kind == "start" else -1
+        peak = max(peak, running)
+    assert peak == 3
+    # round 2 starts only when every game of round 1 is recorded (TCEC rule 7.e)
+    first_r2 = log.index(("start", 7))
+    assert all(("end", gid) in log[:first_r2] for gid in range(1, 7))
+
+
+def test_changed_config_is_refused_with_the_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    config = load_config(path)
+    assert cli_run(config, args(), play_game=backend()) == 0
+    before = config.database.read_bytes()
+    data = yaml.safe_load(path.read_text())
+    data["SwissOptions"]["Rounds"] = 4
+    data["Engines"][0]["Args"] = ["greedy", "1", "0"]
+    data["Concurrency"] = 2  # allowed
+    path.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "SwissOptions.Rounds: 3 -> 4" in err
+    assert 'Engines.P1.args: ["random", "1", "0"] -> ["greedy", "1", "0"]' in err
+    assert "Concurrency" not in err
+    assert config.database.read_bytes() == before
+
+
+def test_corrupt_database_is_refused_by_run_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    config = load_config(path)
+    config.database.parent.mkdir(parents=True)
+    config.database.write_bytes(b"SQLite format 3\x00" + b"\xff" * 5000)
+    before = config.database.read_bytes()
+    assert main(["run", str(path)]) == 2
+    assert main(["status", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(config.database) in err and "left untouched" in err
+    assert config.database.read_bytes() == before
+
+
+def test_corrupt_snapshot_and_cut_pgn_are_rebuilt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = load_config(write_config(tmp_path))
+    assert cli_run(config, args(), play_game=backend()) == 0
+    good_pgn = config.pgn_out.read_text()
+    config.swiss.state_path.write_text('{"current_round": 2, "rou')
+    config.pgn_out.write_text(good_pgn[:-200])
+    capsys.readouterr()
+    assert cli_run(config, args(), play_game=backend()) == 0
+    out = capsys.readouterr().out
+    assert "JSON snapshot was unreadable" in out and "Rebuilt" in out
+    assert json.loads(config.swiss.state_path.read_text())["games_finished"] == 12
+    assert config.pgn_out.read_text() == good_pgn
+
+
+def test_full_disk_while_recording_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    config = load_config(write_config(tmp_path))
+    real = Store.record_game
+    calls = {"n": 0}
+
+    def full(self: Store, game_id: int, record: GameRecord) -> None:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise sqlite3.OperationalError("database or disk is full")
+        real(self, game_id, record)
+
+    monkeypatch.setattr(Store, "record_game", full)
+    assert cli_run(config, args(), play_game=backend()) == 1
+    err = capsys.readouterr().err
+    assert "could not record game 4 (database or disk is full)" in err
+    assert "will be replayed" in err
+    assert [g[6] for g in event_games(config.database)[:4]] == ["finished"] * 3 + ["scheduled"]
+    assert count_pgn_games(config.pgn_out) == 3
+    monkeypatch.setattr(Store, "record_game", real)
+    assert cli_run(config, args(), play_game=backend()) == 0
+    assert len(event_games(config.database)) == 12
+
+
+def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import runner.orchestrator as orch
+
+    config = load_config(write_config(tmp_path))
+    real = orch.atomic_write
+
+    def flaky(path: Path, data: str) -> None:
+        if json.loads(data)["games_finished"] == 5:
+            raise OSError(28, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(orch, "atomic_write", flaky)
+    assert cli_run(config, args(), play_game=backend()) == 0
+    assert "cannot write the JSON snapshot (No space left on device)" in capsys.readouterr().err
+    assert json.loads(config.swiss.state_path.read_text())["games_finished"] == 12
+
+
+@pytest.mark.parametrize("finish_games", [False, True])
+def test_sigint_stops_cleanly(tmp_path: Path, finish_games: bool) -> None:
+    config = load_config(write_config(tmp_path))
+
+    def interrupt(spec: GameSpec) -> None:
+        if spec.game_id == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    code = cli_run(config, args() if not finish_games else argparse.Namespace(
+        finish_games=True, quiet=False), play_game=backend(delay=0.05, hook=interrupt))
+    assert code == 130
+    statuses = [g[6] for g in event_games(config.database)]
+    expected = ["finished", "finished", "finished" if finish_games else "scheduled"]
+    assert statuses[:3] == expected and set(statuses[3:]) == {"scheduled"}
+    store = Store.open_readonly(config.database)
+    assert store.processes() == []  # nothing left to sweep after a clean stop
+    store.close()
+    assert cli_run(config, args(), play_game=backend()) == 0
+
+
+def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = load_config(write_config(tmp_path, players=4, Rounds=2, AllowExtraPairsOnTie=True))
+
+    def result(spec: GameSpec) -> str:
+        w, b = spec.white.name, spec.black.name
+        if spec.round > 2:  # extra pair 1: each wins with White; pair 2: P2 wins both
+            return "1-0" if spec.round == 3 else ("1-0" if w == "P2" else "0-1")
+        if {w, b} == {"P1", "P2"}:
+            return "1/2-1/2"
+        if w in ("P1", "P2"):
+            return "1-0"
+        return "0-1" if b in ("P1", "P2") else "1/2-1/2"
+
+    assert cli_run(config, args(), play_game=backend(result)) == 0
+    out = capsys.readouterr().out
+    games = event_games(config.database)
+    extra = [g for g in games if g[8]]
+    assert [(g[1], g[3], g[4], g[7]) for g in extra] == [
+        (3, "P2", "P1", "1-0"), (3, "P1", "P2", "1-0"), (4, "P1", "P2", "0-1"), (4, "P2", "P1", "1-0")]
+    assert "P1 and P2 share first place" in out and "after 2 pair(s)" in out
+    snap = json.loads(config.swiss.state_path.read_text())
+    top = snap["standings"]["standings"][0]
+    assert top["engine"] == "P2" and top["extra_games"] == 4 and top["extra_score"] == 3.0
+    # a rerun of the finished event plays nothing more
+    assert cli_run(config, args(), play_game=backend(result)) == 0
+    assert event_games(config.database) == games
+
+
+def test_status_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    assert main(["status", str(path)]) == 1  # nothing yet
+    assert not load_config(path).database.exists()
+    config = load_config(path)
+
+    def stop_at_5(spec: GameSpec) -> None:
+        if spec.game_id == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    assert cli_run(config, args(), play_game=backend(hook=stop_at_5, delay=0.01)) == 130
+    capsys.readouterr()
+    before = config.database.read_bytes()
+    assert main(["status", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Games: 4 of 12 finished" in out and "round 2 of 3" in out
+    assert main(["status", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["games_finished"] == 4 and data["games_total"] == 12 and data["in_progress"] == []
+    assert config.database.read_bytes() == before
