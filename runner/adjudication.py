@@ -1,0 +1,194 @@
+"""Game adjudication, fed ply by ply (like cutechess's GameAdjudicator).
+
+Rules (see ``shared/specs/tcec-rules.md`` sections 1-3 and the config keys under
+``Adjudication``):
+
+- Syzygy: a position with at most ``MaxPieces`` men and no castling rights is probed with
+  WDL; the real halfmove clock decides between a win and a fifty-move draw (via DTZ), so
+  cursed wins and blessed losses are draws unless ``Ignore50``.
+- TCEC draw rule: ``Plies`` consecutive plies with |mover's eval| <= ``ScoreCp`` while the
+  position has <= ``MaxPawns`` pawns and <= ``MaxPieces`` other pieces (kings included).
+  Reset when the gate fails or a ply has no score or a mate score; not by pawn moves or
+  captures. Book plies carry no evaluation and do not count.
+- TCEC win rule: ``Plies`` consecutive plies in which the mover's eval, seen from the same
+  side, is >= ``ScoreCp`` for that side (so both engines agree). Mate scores count as
+  winning scores; a ply without a score resets.
+- MaxMoves: a draw once the game (from its start position) has 2 x MaxMoves plies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.syzygy
+
+from runner.config import AdjudicationConfig, TablebaseConfig
+from runner.models import BLACK_WIN, DRAW, WHITE_WIN
+
+_MATE_CP = 100_000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An adjudicated result, in cutechess wording."""
+
+    result: str  # "1-0" | "0-1" | "1/2-1/2"
+    reason: str  # "Draw by adjudication: TCEC draw rule"
+    details: str  # PGN TerminationDetails: "TCEC draw rule", "SyzygyTB", ...
+    termination: str = "adjudication"
+
+
+def _win(color: chess.Color, details: str) -> Verdict:
+    side = "White" if color == chess.WHITE else "Black"
+    return Verdict(WHITE_WIN if color == chess.WHITE else BLACK_WIN,
+                   f"{side} wins by adjudication: {details}", details)
+
+
+def _draw(details: str) -> Verdict:
+    return Verdict(DRAW, f"Draw by adjudication: {details}", details)
+
+
+_TABLEBASES: dict[tuple[str, ...], chess.syzygy.Tablebase] = {}
+
+
+def open_tablebase(config: TablebaseConfig) -> chess.syzygy.Tablebase:
+    """Open (once per process) the Syzygy tables in ``config.paths``; probing is thread-safe."""
+    key = tuple(str(Path(p).resolve()) for p in config.paths)
+    tb = _TABLEBASES.get(key)
+    if tb is None:
+        tb = chess.syzygy.Tablebase()
+        for path in key:
+            tb.add_directory(path)
+        _TABLEBASES[key] = tb
+    return tb
+
+
+def tablebase_verdict(tb: chess.syzygy.Tablebase, board: chess.Board, max_pieces: int,
+                      ignore50: bool = False) -> Verdict | None:
+    """Syzygy verdict for ``board`` (side to move's view turned into a result), or None."""
+    if chess.popcount(board.occupied) > max_pieces or board.castling_rights:
+        return None
+    try:
+        wdl = tb.probe_wdl(board)
+    except (KeyError, IndexError, ValueError):
+        return None  # table missing (MissingTableError is a KeyError) or unprobeable
+    stm = board.turn
+    if wdl == 0:
+        return _draw("SyzygyTB")
+    if ignore50:
+        return _win(stm if wdl > 0 else not stm, "SyzygyTB")
+    if abs(wdl) == 1:  # cursed win / blessed loss even with a fresh fifty-move counter
+        return _draw("SyzygyTB")
+    # Unconditional result with counter 0; the real halfmove clock may still save the loser.
+    try:
+        dtz = abs(tb.probe_dtz(board))
+    except (KeyError, IndexError, ValueError):
+        return None
+    total = board.halfmove_clock + dtz
+    if total < 100:
+        return _win(stm if wdl > 0 else not stm, "SyzygyTB")
+    if total > 100:
+        return _draw("SyzygyTB")
+    return None  # exactly on the edge: DTZ may be rounded by one ply, let them play on
+
+
+def _cp(score: chess.engine.Score | None) -> int | None:
+    if score is None:
+        return None
+    return score.score(mate_score=_MATE_CP)
+
+
+class Adjudicator:
+    """Stateful per-game adjudicator. Call ``update`` after every ply."""
+
+    def __init__(self, config: AdjudicationConfig,
+                 tablebase: chess.syzygy.Tablebase | None = None):
+        self.config = config
+        self.tablebase = tablebase
+        if tablebase is None and config.tablebases is not None and config.tablebases.paths:
+            self.tablebase = open_tablebase(config.tablebases)
+        self.draw_count = 0
+        self.win_count = 0
+        self.win_side: chess.Color | None = None
+
+    def update(self, board: chess.Board, score: chess.engine.Score | None = None, *,
+               book: bool = False) -> Verdict | None:
+        """Feed the position after a ply and the mover's score (relative to the mover).
+
+        ``board.move_stack`` must hold the plies played since the game's start position.
+        Returns a verdict when a rule fires, else None.
+        """
+        mover = not board.turn
+        tbc = self.config.tablebases
+        if self.tablebase is not None and tbc is not None:
+            verdict = tablebase_verdict(self.tablebase, board, tbc.max_pieces, tbc.ignore50)
+            if verdict is not None:
+                return verdict
+        verdict = self._draw_rule(board, score, book)
+        if verdict is None:
+            verdict = self._win_rule(mover, score, book)
+        if verdict is None and self.config.max_moves and len(board.move_stack) >= 2 * self.config.max_moves:
+            verdict = _draw("maximal game length")
+        return verdict
+
+    def _draw_rule(self, board: chess.Board, score: chess.engine.Score | None,
+                   book: bool) -> Verdict | None:
+        rule = self.config.tcec_draw
+        if rule is None:
+            return None
+        pawns = chess.popcount(board.pawns)
+        pieces = chess.popcount(board.occupied) - pawns  # kings included, as TCEC counts
+        if pawns > rule.max_pawns or pieces > rule.max_pieces:
+            self.draw_count = 0
+            return None
+        if book:
+            return None
+        if score is None or score.is_mate():
+            self.draw_count = 0
+            return None
+        cp = score.score()
+        if cp is not None and abs(cp) <= rule.score_cp:
+            self.draw_count += 1
+        else:
+            self.draw_count = 0
+        if self.draw_count >= rule.plies:
+            return _draw("TCEC draw rule")
+        return None
+
+    def _win_rule(self, mover: chess.Color, score: chess.engine.Score | None,
+                  book: bool) -> Verdict | None:
+        rule = self.config.tcec_win
+        if rule is None or book:
+            return None
+        cp = _cp(score)
+        if cp is None:
+            self.win_count, self.win_side = 0, None
+            return None
+        white_cp = cp if mover == chess.WHITE else -cp
+        side: chess.Color | None = None
+        if white_cp >= rule.score_cp:
+            side = chess.WHITE
+        elif white_cp <= -rule.score_cp:
+            side = chess.BLACK
+        if side is None:
+            self.win_count, self.win_side = 0, None
+            return None
+        if side == self.win_side:
+            self.win_count += 1
+        else:
+            self.win_count, self.win_side = 1, side
+        if self.win_count >= rule.plies:
+            return _win(side, "TCEC win rule")
+        return None
+
+
+def close_tablebases() -> None:
+    """Close every cached tablebase (tests, shutdown)."""
+    while _TABLEBASES:
+        _, tb = _TABLEBASES.popitem()
+        with contextlib.suppress(Exception):
+            tb.close()

@@ -1,0 +1,481 @@
+"""The built-in referee: one game between two engine processes, with python-chess.
+
+Clocks are measured by the runner (wall time from sending ``go`` to receiving the move),
+never taken from the engine. Game ends, adjudication and the PGN follow cutechess-cli's
+wording and format so that tournament people (and their tools) recognise them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import chess
+import chess.engine
+import chess.pgn
+
+from runner.adjudication import Adjudicator, Verdict
+from runner.config import Config, EngineConfig
+from runner.engines import EngineProcess, EngineStartError, start_engine
+from runner.models import BLACK_WIN, DRAW, WHITE_WIN, GameRecord, GameSpec, Opening
+from runner.timecontrol import Clock, parse_time_control
+
+LOG = logging.getLogger(__name__)
+
+SIDE = {chess.WHITE: "White", chess.BLACK: "Black"}
+_INFO = chess.engine.INFO_BASIC | chess.engine.INFO_SCORE
+
+STARTUP_TIMEOUT = 30.0  # seconds for an engine's uci/xboard handshake
+STALL_TIMEOUT = 60.0  # seconds without a move when no clock applies (depth/nodes limits)
+GRACE = 0.5  # extra seconds waited past the flag before an engine is given up and killed
+
+
+class RefereeError(Exception):
+    """The game could not be played at all (bad opening, no limit, both engines dead)."""
+
+
+@dataclass(frozen=True)
+class _End:
+    result: str
+    reason: str
+    termination: str | None = None
+    details: str | None = None
+
+
+def _win_for(color: chess.Color) -> str:
+    return WHITE_WIN if color == chess.WHITE else BLACK_WIN
+
+
+# --------------------------------------------------------------------------- game ends
+
+
+def natural_end(board: chess.Board) -> _End | None:
+    """Rules of chess (with the automatic draws cutechess applies), cutechess wording."""
+    if board.is_checkmate():
+        winner = not board.turn
+        return _End(_win_for(winner), f"{SIDE[winner]} mates")
+    if board.is_stalemate():
+        return _End(DRAW, "Draw by stalemate")
+    if board.is_insufficient_material():
+        return _End(DRAW, "Draw by insufficient mating material")
+    if board.is_repetition(3):
+        return _End(DRAW, "Draw by 3-fold repetition")
+    if board.halfmove_clock >= 100:
+        return _End(DRAW, "Draw by fifty moves rule")
+    return None
+
+
+def _flag_fell(board: chess.Board, color: chess.Color) -> _End:
+    """``color`` ran out of time: a loss, or a draw when the opponent cannot mate at all."""
+    if board.has_insufficient_material(not color):
+        return _End(DRAW, "Draw by timeout", "time forfeit")
+    return _End(_win_for(not color), f"{SIDE[color]} loses on time", "time forfeit")
+
+
+def _stalled(board: chess.Board, color: chess.Color) -> _End:
+    if board.has_insufficient_material(not color):
+        return _End(DRAW, "Draw by stalled connection", "stalled connection")
+    return _End(_win_for(not color), f"{SIDE[color]}'s connection stalls", "stalled connection")
+
+
+def _disconnected(color: chess.Color) -> _End:
+    return _End(_win_for(not color), f"{SIDE[color]} disconnects", "abandoned")
+
+
+def _illegal(color: chess.Color, text: str) -> _End:
+    return _End(_win_for(not color), f"{SIDE[color]} makes an illegal move: {text}", "illegal move")
+
+
+def _from_verdict(v: Verdict) -> _End:
+    return _End(v.result, v.reason, v.termination, v.details)
+
+
+# --------------------------------------------------------------------------- comments
+
+
+def format_score(score: chess.engine.Score) -> str:
+    """cutechess score text: +0.35, -1.20, 0.00, +M3 / -M4 (mate distance in plies)."""
+    mate = score.mate()
+    if mate is not None:
+        return f"+M{2 * mate - 1}" if mate > 0 else f"-M{-2 * mate}"
+    cp = score.score() or 0
+    return "0.00" if cp == 0 else f"{cp / 100:+.2f}"
+
+
+def format_seconds(seconds: float) -> str:
+    """cutechess move time: 0s, 0.007s, 0.32s, 5.1s, 12s (3/2/1/0 decimals by size)."""
+    ms = int(round(seconds * 1000))
+    if ms <= 0:
+        return "0s"
+    decimals = 3 if ms < 100 else 2 if ms < 1000 else 1 if ms < 10000 else 0
+    return f"{ms / 1000:.{decimals}f}s"
+
+
+def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
+    """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
+    text = ""
+    pov = info.get("score")
+    if pov is not None:
+        text = format_score(pov.pov(mover))
+        if info.get("depth"):
+            text += f"/{info['depth']}"
+    return f"{text} {format_seconds(seconds)}".strip()
+
+
+# --------------------------------------------------------------------------- PGN
+
+
+class _CutechessExporter(chess.pgn.StringExporter):
+    """python-chess's PGN writer with cutechess-style comments: ``{+0.35/16 5.1s}``."""
+
+    def visit_comment(self, comment: str) -> None:
+        if self.comments and (self.variations or not self.variation_depth):
+            self.write_token("{" + comment.replace("}", "").strip() + "} ")
+
+
+def _utc_tag(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+
+
+def _duration_tag(seconds: float) -> str:
+    total = int(seconds)
+    return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
+              end: _End, start: datetime, finish: datetime, rmobility: str | None) -> str:
+    """The game's PGN, tags in cutechess order (roster, then the rest alphabetically)."""
+    game = chess.pgn.Game()
+    if start_board.fen() != chess.STARTING_FEN:
+        game.setup(start_board)
+    headers = game.headers
+    headers["Event"] = spec.event
+    headers["Site"] = spec.site
+    headers["Date"] = start.strftime("%Y.%m.%d")
+    headers["Round"] = spec.round_label
+    headers["White"] = spec.white.name
+    headers["Black"] = spec.black.name
+    headers["Result"] = end.result
+    extra: dict[str, str] = {
+        "GameDuration": _duration_tag((finish - start).total_seconds()),
+        "GameEndTime": _utc_tag(finish),
+        "GameStartTime": _utc_tag(start),
+        "PlyCount": str(len(moves)),
+        "TimeControl": spec.time_control.pgn_tag(),
+    }
+    for key in ("FEN", "SetUp"):
+        if key in headers:
+            extra[key] = headers.pop(key)
+    if spec.opening is not None:
+        if spec.opening.name:
+            extra["Opening"] = spec.opening.name
+        if spec.opening.index >= 0:
+            extra["BookIndex"] = str(spec.opening.index)
+    if end.termination:
+        extra["Termination"] = end.termination
+    if end.details:
+        extra["TerminationDetails"] = end.details
+    if rmobility:
+        extra["RMobilityResult"] = rmobility
+    for key in sorted(extra):
+        headers[key] = extra[key]
+    node: chess.pgn.GameNode = game
+    for uci, comment in zip(moves, comments, strict=True):
+        node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
+    node.comment = f"{node.comment}, {end.reason}" if node.comment else end.reason
+    return game.accept(_CutechessExporter(headers=True, variations=False, comments=True))
+
+
+def _rmobility(start_fen: str | None, moves: list[str], result: str) -> str | None:
+    try:
+        from runner.rmobility import game_rmobility
+    except ImportError:
+        return None
+    try:
+        return game_rmobility(start_fen, moves, result)
+    except Exception:  # noqa: BLE001 - a tiebreak tag must never lose a played game
+        LOG.exception("r-mobility of a game failed")
+        return None
+
+
+# --------------------------------------------------------------------------- the game
+
+
+def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock],
+           turn: chess.Color) -> chess.engine.Limit:
+    tc = spec.time_control
+    kw: dict[str, object] = {}
+    xboard_nodes = engine.protocol == "xboard" and engine.nodes is not None
+    if not tc.infinite and not xboard_nodes:  # xboard cannot mix node and time limits
+        kw.update(white_clock=clocks[chess.WHITE].remaining, black_clock=clocks[chess.BLACK].remaining,
+                  white_inc=tc.increment, black_inc=tc.increment,
+                  remaining_moves=clocks[turn].moves_to_go)
+    if engine.nodes is not None:
+        kw["nodes"] = engine.nodes
+    if engine.depth is not None:
+        kw["depth"] = engine.depth
+    if engine.movetime_ms is not None:
+        kw["time"] = engine.movetime_ms / 1000
+    if engine.protocol == "xboard":
+        kw["clock_id"] = f"game-{spec.game_id}"  # send 'level' once per game, then time/otim
+    return chess.engine.Limit(**kw)  # type: ignore[arg-type]
+
+
+def _start_board(opening: Opening | None) -> tuple[chess.Board, chess.Board, list[str]]:
+    """(start position, position after the book, book moves kept).
+
+    A book move that ends the game is dropped (the engines play on), as cutechess does.
+    """
+    try:
+        start = chess.Board(opening.fen) if opening and opening.fen else chess.Board()
+    except ValueError as exc:
+        raise RefereeError(f"opening {opening.name or opening.index!r}: bad FEN: {exc}") from None
+    board = start.copy()
+    kept: list[str] = []
+    for uci in opening.moves if opening else ():
+        try:
+            move = board.parse_uci(uci)
+        except ValueError:
+            raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
+                               f"{uci!r} in {board.fen()}") from None
+        board.push(move)
+        if natural_end(board) is not None:
+            board.pop()
+            break
+        kept.append(uci)
+    if not any(True for _ in board.legal_moves):
+        raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
+    return start, board, kept
+
+
+async def _start_both(spec: GameSpec, on_process: Callable[[int, float], None] | None,
+                      timeout: float) -> tuple[dict[chess.Color, EngineProcess], _End | None]:
+    results = await asyncio.gather(
+        start_engine(spec.white, timeout=timeout, on_process=on_process),
+        start_engine(spec.black, timeout=timeout, on_process=on_process),
+        return_exceptions=True)
+    procs: dict[chess.Color, EngineProcess] = {}
+    failures: dict[chess.Color, BaseException] = {}
+    for color, res in zip((chess.WHITE, chess.BLACK), results, strict=True):
+        if isinstance(res, EngineProcess):
+            procs[color] = res
+        else:
+            failures[color] = res
+    for exc in failures.values():
+        if not isinstance(exc, EngineStartError):
+            for proc in procs.values():
+                proc.kill()
+            raise exc
+    if len(failures) == 2:
+        for proc in procs.values():
+            proc.kill()
+        raise RefereeError("neither engine could be started: "
+                           + "; ".join(str(e) for e in failures.values()))
+    end = None
+    for color, exc in failures.items():
+        LOG.warning("game %s: %s", spec.round_label, exc)
+        assert isinstance(exc, EngineStartError)
+        end = _stalled(chess.Board(), color) if exc.stalled else _disconnected(color)
+    return procs, end
+
+
+async def play_game(
+    spec: GameSpec,
+    *,
+    on_process: Callable[[int, float], None] | None = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+    stall_timeout: float = STALL_TIMEOUT,
+    grace: float = GRACE,
+) -> GameRecord:
+    """Play one game; always return a GameRecord (crashes and timeouts are results).
+
+    Raises RefereeError only when the game cannot be played at all (illegal opening, no
+    limit for an engine with an infinite time control, neither engine starts).
+    Cancelling the task kills both engines and their process groups.
+    """
+    tc = spec.time_control
+    for engine in (spec.white, spec.black):
+        if tc.infinite and engine.nodes is None and engine.depth is None and engine.movetime_ms is None:
+            raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
+                               "MoveTime for the engine, or the game never ends")
+    start_board, board, moves = _start_board(spec.opening)
+    comments = ["book"] * len(moves)
+    started = datetime.now(UTC)
+    t0 = time.monotonic()
+    procs: dict[chess.Color, EngineProcess] = {}
+    try:
+        procs, end = await _start_both(spec, on_process, startup_timeout)
+        for proc in procs.values():
+            if getattr(proc.protocol, "no_setboard", False) and start_board.fen() != chess.STARTING_FEN:
+                raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
+                                   "cannot start from a FEN position")
+        if end is None:  # else an engine failed to start: it loses, no move is played
+            end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace)
+    except BaseException:
+        for proc in procs.values():
+            proc.kill()
+        raise
+    else:
+        await asyncio.gather(*(proc.close() for proc in procs.values()))
+    finished = datetime.now(UTC)
+    duration = time.monotonic() - t0
+    start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
+    rmob = _rmobility(start_fen, moves, end.result)
+    pgn = build_pgn(spec, start_board, moves, comments, end, started, finished, rmob)
+    LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
+             end.result, end.reason)
+    return GameRecord(
+        white=spec.white.name, black=spec.black.name, result=end.result, reason=end.reason,
+        termination=end.termination, termination_details=end.details, moves=moves,
+        comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
+        end_time=finished.isoformat(timespec="milliseconds"), duration_s=round(duration, 3),
+        rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
+        start_fen=start_fen,
+    )
+
+
+async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
+                     moves: list[str], comments: list[str], stall_timeout: float,
+                     grace: float) -> _End:
+    tc = spec.time_control
+    margin = spec.time_margin_ms / 1000
+    clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
+    adjudicator = Adjudicator(spec.adjudication)
+    while True:
+        color = board.turn
+        proc = procs[color]
+        engine = proc.config
+        clock = clocks[color]
+        if not tc.infinite:
+            timeout = clock.remaining + margin + grace
+        elif engine.movetime_ms is not None:
+            timeout = engine.movetime_ms / 1000 + margin + grace
+        else:
+            timeout = stall_timeout
+        limit = _limit(spec, engine, clocks, color)
+        proto = proc.protocol
+        called = time.monotonic()
+        try:
+            played = await asyncio.wait_for(
+                proto.play(board, limit, game=spec.game_id, info=_INFO), timeout)
+        except TimeoutError:
+            proc.kill()
+            if tc.infinite and engine.movetime_ms is None:
+                return _stalled(board, color)
+            return _flag_fell(board, color)
+        except chess.engine.EngineTerminatedError:
+            return _disconnected(color)
+        except chess.engine.EngineError as exc:
+            if not proc.alive:
+                return _disconnected(color)
+            text = proto.last_move_text
+            if text is None:  # protocol error without a move: treat it as an illegal reply
+                LOG.warning("%s: %s", engine.name, exc)
+                text = "(none)"
+            return _illegal(color, text)
+        now = time.monotonic()
+        if proto.go_sent is not None and proto.move_received is not None and proto.move_received >= proto.go_sent:
+            elapsed = proto.move_received - proto.go_sent
+        else:
+            elapsed = now - called
+        if not tc.infinite:
+            if not clock.spend(elapsed, margin):
+                return _flag_fell(board, color)
+        elif engine.movetime_ms is not None and elapsed > engine.movetime_ms / 1000 + margin:
+            return _flag_fell(board, color)
+        if played.resigned:
+            return _End(_win_for(not color), f"{SIDE[color]} resigns")
+        move = played.move
+        if move is None or not move or move not in board.legal_moves:
+            return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+        board.push(move)
+        moves.append(move.uci())
+        comments.append(move_comment(played.info, color, elapsed))
+        end = natural_end(board)
+        if end is not None:
+            return end
+        pov = played.info.get("score")
+        verdict = adjudicator.update(board, pov.pov(color) if pov is not None else None)
+        if verdict is not None:
+            return _from_verdict(verdict)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _opening_from_args(args: argparse.Namespace) -> Opening | None:
+    if getattr(args, "fen", None):
+        try:
+            board = chess.Board(args.fen)
+        except ValueError as exc:
+            raise ValueError(f"--fen: got {args.fen!r}, expected a valid FEN ({exc})") from None
+        if board.status() != chess.STATUS_VALID:
+            raise ValueError(f"--fen: got {args.fen!r}, expected a legal position ({board.status()!r})")
+        return Opening(index=-1, name="", fen=board.fen())
+    if getattr(args, "moves", None):
+        board = chess.Board()
+        ucis: list[str] = []
+        for i, token in enumerate(args.moves.replace(",", " ").split(), 1):
+            if token[0].isdigit() and token.rstrip(".").isdigit():
+                continue  # move numbers "1." are allowed
+            token = token.split(".")[-1]
+            try:
+                move = board.parse_san(token)
+            except ValueError:
+                try:
+                    move = board.parse_uci(token)
+                except ValueError:
+                    raise ValueError(f"--moves: token {i} {token!r} is not a legal move (SAN or UCI) "
+                                     f"in {board.fen()}") from None
+            board.push(move)
+            ucis.append(move.uci())
+        return Opening(index=-1, name="", moves=tuple(ucis))
+    return None
+
+
+def cli_play(config: Config, args: argparse.Namespace) -> int:
+    """``swiss-runner play``: one game between two engines of the config; print its PGN."""
+    names = [e.name for e in config.engines]
+    for flag in ("white", "black"):
+        if getattr(args, flag) not in names:
+            print(f"error: --{flag}: got {getattr(args, flag)!r}, expected one of the engines in "
+                  f"{config.path}: {', '.join(names)}", file=sys.stderr)
+            return 2
+    tc = config.time_control
+    if getattr(args, "tc", None):
+        try:
+            tc = parse_time_control(args.tc)
+        except ValueError as exc:
+            print(f"error: --tc: got {args.tc!r}, expected {exc}", file=sys.stderr)
+            return 2
+    try:
+        opening = _opening_from_args(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    spec = GameSpec(game_id=1, round=1, game_in_round=1, white=config.engine(args.white),
+                    black=config.engine(args.black), time_control=tc,
+                    adjudication=config.adjudication, opening=opening, event=config.event,
+                    site=config.site, time_margin_ms=config.time_margin_ms)
+    try:
+        record = asyncio.run(play_game(spec))
+    except RefereeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; engines stopped", file=sys.stderr)
+        return 130
+    print(record.pgn)
+    print(f"{record.white} - {record.black}: {record.result} {{{record.reason}}}", file=sys.stderr)
+    return 0
+
+
+__all__ = ["RefereeError", "build_pgn", "cli_play", "format_score", "format_seconds",
+           "move_comment", "natural_end", "play_game"]
+
