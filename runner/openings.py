@@ -222,6 +222,9 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         name = _game_name(game.headers)
         where = f"game {number}" + (f' ("{name}")' if name else "")
 
+        fen_at = re.search(r"^\s*\[\s*FEN\s", raw, re.MULTILINE)
+        fen_line = text.count("\n", 0, start + fen_at.end()) + 1 if fen_at else first_line
+
         def problem(message: str, line: int = first_line, _where: str = where) -> None:
             problems.append(f"{path}:{line}: {_where}: {message}")
 
@@ -255,7 +258,7 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
                         f"illegal move {error.token!r} ({reason})",
                         first_line if offset is None else line_of(offset))
             elif "FEN" in game.headers:
-                problem(f"unparsable FEN {game.headers['FEN']!r}: {error}")
+                problem(f"unparsable FEN {game.headers['FEN']!r}: {error}", fen_line)
             else:
                 problem(str(error))
             continue
@@ -268,7 +271,7 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         if fen is not None:
             bad_position = _position_problem(board)
             if bad_position:
-                problem(f"FEN {game.headers['FEN']!r}: {bad_position}")
+                problem(f"FEN {game.headers['FEN']!r}: {bad_position}", fen_line)
                 continue
         moves = list(game.mainline_moves())
         if plies:
