@@ -340,14 +340,15 @@ def _cell_games(views: Sequence[GameView]) -> str:
 
 
 def _round_numbers(results: EventResults) -> list[int]:
+    """Rounds shown as columns: those with a bye or a finished scheduled game (not extra rounds)."""
     return sorted(r.number for r in results.rounds
-                  if r.bye is not None or not r.games or any(not g.extra for g in r.games))
+                  if r.bye is not None or any(not g.extra for g in r.games))
 
 
 def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
     numbers = _round_numbers(results)
     complete = [r.number for r in results.rounds if r.complete and r.number in numbers]
-    running = [r.number for r in results.rounds if not r.complete and r.number in numbers]
+    running = sorted(r.number for r in results.rounds if not r.complete)
     kind = "double rounds" if results.games_per_match == 2 else "single rounds"
     text = f"Standings after round {max(complete)}" if complete else "Standings before round 1"
     if running:

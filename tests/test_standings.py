@@ -376,3 +376,18 @@ def test_round_in_progress_is_marked():
 def test_unknown_format():
     with pytest.raises(ValueError, match="text \\| markdown \\| json \\| csv"):
         render_standings(compute_standings(E1, TCEC), E1, "html")
+
+
+def test_before_any_game_everyone_shares_first_place():
+    ev = EventResults(("A", "B", "C", "D"), 2, (RoundResult(1, (), None, complete=False),))
+    rows = compute_standings(ev, TCEC)
+    assert [r.place_label for r in rows] == ["1-4"] * 4 and [r.name for r in rows] == list("ABCD")
+    text = render_standings(rows, ev, "text")
+    assert text.startswith("Standings before round 1 (round 1 in progress)")
+
+
+def test_extra_round_is_not_a_round_column():
+    played = event("ABCD", 1, list(E5), extra={3: "BA0 AB="})
+    doc = json.loads(render_standings(compute_standings(played, TCEC), played, "json"))
+    assert doc["rounds"] == [1, 2]
+    assert "R3" not in render_standings(compute_standings(played, TCEC), played, "text")
