@@ -376,7 +376,7 @@ def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[
                 str(r.wins), str(r.draws), str(r.losses), str(r.byes)]
         if has_extra:
             line.append(f"{fmt_num(r.extra_score)}/{r.extra_games}" if r.extra_games else "")
-        line += [fmt_num(r.tiebreaks[t]) for t in chain]
+        line += [fmt_num(r.tiebreaks[t], 8 if t == "RMobility" else 6) for t in chain]
         shown = r.decided_by if r.decided_by not in (None, "Score") else ""
         line.append(SHORT.get(shown, shown))
         body.append(line)
