@@ -279,13 +279,17 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         if not moves and fen is None:
             problem("no moves and no FEN: not an opening line")
             continue
-        san = board.variation_san(moves) if moves else ""
         for move in moves:
             board.push(move)
-        bad_position = _position_problem(board)
-        if bad_position:
-            problem(f"after {san}: {bad_position}")
+        # Like cutechess-cli, a line whose last move ends the game loses that move, so the
+        # engines have something to play.
+        while moves and board.outcome(claim_draw=False) is not None:
+            moves.pop()
+            board.pop()
+        if not moves and fen is None:
+            problem("no moves left once the move that ends the game is dropped")
             continue
+        san = game.board().variation_san(moves) if moves else ""
         openings.append(Opening(
             index=len(openings),
             name=name or san or f"{path.name} game {number}",
