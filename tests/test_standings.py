@@ -6,8 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from fractions import Fraction as F
+from pathlib import Path
 
+import chess.pgn
 import pytest
 
 from runner.config import DEFAULT_TIEBREAKS, TIEBREAKS
@@ -391,3 +394,46 @@ def test_extra_round_is_not_a_round_column():
     doc = json.loads(render_standings(compute_standings(played, TCEC), played, "json"))
     assert doc["rounds"] == [1, 2]
     assert "R3" not in render_standings(compute_standings(played, TCEC), played, "text")
+
+
+# --------------------------------------------------------------------------- real TCEC events
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def tcec_event(name: str) -> EventResults:
+    """Results of a real TCEC Swiss test event from its PGN headers (no r-mobility tags)."""
+    seeds = tuple(line.strip() for line in
+                  (SHARED / "fixtures/tcec" / f"{name}.seeds.txt").read_text().splitlines() if line.strip())
+    games: dict[int, list[PlayedGame]] = {}
+    with open(SHARED / "fixtures/tcec" / f"{name}.pgn", encoding="utf-8") as fh:
+        while (headers := chess.pgn.read_headers(fh)) is not None:
+            rnd, game = (int(x) for x in headers["Round"].split("."))
+            games.setdefault(rnd, []).append(
+                PlayedGame(rnd, game, headers["White"], headers["Black"], headers["Result"]))
+    gpm = 2 if name == "swiss-test-4" else 1
+    return EventResults(seeds, gpm, tuple(RoundResult(n, tuple(g)) for n, g in sorted(games.items())))
+
+
+@pytest.mark.parametrize("name,games", [("swiss-test-2", 105), ("swiss-test-4", 84)])
+def test_real_tcec_event_is_ranked_consistently(name, games):
+    ev = tcec_event(name)
+    started = time.perf_counter()
+    rows = compute_standings(ev, TCEC)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0
+    assert len(rows) == 42
+    assert sum(r.score for r in rows) == games  # no byes: every game distributes 1 point
+    assert sum(r.games for r in rows) == 2 * games
+    assert all(a.score >= b.score for a, b in zip(rows, rows[1:], strict=False))
+    for a, b in zip(rows, rows[1:], strict=False):
+        if a.place == b.place:  # shared: equal on everything in the chain
+            assert (a.score, a.tiebreaks["SonnebornBerger"], a.wins) == (b.score, b.tiebreaks["SonnebornBerger"], b.wins)
+        elif a.score == b.score:
+            assert a.decided_by in TCEC
+            key = a.decided_by
+            if key != "DirectEncounter":
+                assert a.tiebreaks[key] > b.tiebreaks[key] or any(
+                    a.tiebreaks[k] != b.tiebreaks[k] for k in TCEC[: TCEC.index(key)])
+    for fmt in ("text", "markdown", "json", "csv"):
+        assert render_standings(rows, ev, fmt)
