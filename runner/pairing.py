@@ -286,10 +286,7 @@ class _Graph:
             if not self.classes_viable((q,)):
                 continue
             if search is None:
-                m = mate[q]
-                if self.allowed(r, m):  # alternating path r - M(q) - q
-                    mate[r], mate[m] = m, r
-                    mate[q] = -1
+                if self._short_path(r, q):
                     break
                 search = _Search(self, r)
             if search.reach(q):
@@ -300,6 +297,27 @@ class _Graph:
         mate[p], mate[q] = q, p
         self.remove(q)
         return q
+
+
+    def _short_path(self, r: int, q: int) -> bool:
+        """Try the even alternating paths r - M(q) - q and r - a - M(a) - M(q) - q; when one
+        exists, shift the matching along it (r matched, q exposed) and return True."""
+        mate, allowed = self.mate, self.allowed
+        m = mate[q]
+        if allowed(r, m):
+            mate[r], mate[m] = m, r
+            mate[q] = -1
+            return True
+        for a in range(self.n):
+            if not self.active[a] or a in (r, q, m):
+                continue
+            b = mate[a]
+            if allowed(r, a) and allowed(b, m):
+                mate[r], mate[a] = a, r
+                mate[b], mate[m] = m, b
+                mate[q] = -1
+                return True
+        return False
 
 
 class _Search:
@@ -316,6 +334,8 @@ class _Search:
         self.outer = [False] * n
         self.parent = [-1] * (n + 1)
         self.base = list(range(n))
+        self.members: dict[int, list[int]] = {}
+        self.vertices = [v for v in range(n) if graph.active[v]]
         self.outer[root] = True
         self.queue: deque[int] = deque([root])
         self.steps = self._grow()
@@ -350,20 +370,24 @@ class _Search:
         ends at an exposed vertex (only while building the initial matching)."""
         g = self.g
         mate, base, parent, outer, queue = g.mate, self.base, self.parent, self.outer, self.queue
-        active, allowed, root = g.active, g.allowed, self.root
+        allowed, root, members = g.allowed, self.root, self.members
         while queue:
             v = queue.popleft()
-            for to in range(g.n):
-                if not active[to] or base[v] == base[to] or mate[v] == to or not allowed(v, to):
+            for to in self.vertices:
+                if base[v] == base[to] or mate[v] == to or not allowed(v, to):
                     continue
                 if to == root or (mate[to] != -1 and parent[mate[to]] != -1):
                     b = self._lca(v, to)
                     in_blossom: set[int] = set()
                     self._mark(v, b, to, in_blossom)
                     self._mark(to, b, v, in_blossom)
-                    for i in range(g.n):
-                        if base[i] in in_blossom:
+                    merged = members.setdefault(b, [b])
+                    for old_base in in_blossom:
+                        if old_base == b:
+                            continue
+                        for i in members.pop(old_base, [old_base]):
                             base[i] = b
+                            merged.append(i)
                             if not outer[i]:
                                 outer[i] = True
                                 queue.append(i)
