@@ -226,7 +226,8 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         fen_line = text.count("\n", 0, start + fen_at.end()) + 1 if fen_at else first_line
 
         def problem(message: str, line: int = first_line, _where: str = where) -> None:
-            problems.append(f"{path}:{line}: {_where}: {message}")
+            sep = ", " if message.startswith("ply ") else ": "  # game 3 ("x"), ply 5: ...
+            problems.append(f"{path}:{line}: {_where}{sep}{message}")
 
         # Movetext = everything after the header block (tags, blank and comment lines).
         movetext_at = 0

@@ -162,13 +162,13 @@ def test_pgn_illegal_move_names_file_game_line_ply_and_token(
             f'[Event "3"]\n[Opening "Sicilian"]\n\n{movetext}\n')
     message = only_problem(book(tmp_path, text, name="mybook.pgn"))
     assert message.startswith(f"{tmp_path / 'mybook.pgn'}:{line}: ")
-    assert 'game 3 ("Sicilian")' in message
+    assert f'game 3 ("Sicilian"), ply {ply}: illegal move {token!r}' in message
     assert f"ply {ply}" in message and f"illegal move {token!r}" in message
 
 
 def test_pgn_illegal_move_in_a_variation_is_reported(tmp_path: Path) -> None:
     message = only_problem(book(tmp_path, "1. e4 e5 2. Nf3 (2. Qh5 Nc6 3. Qxf9) Nc6 *\n"))
-    assert "game 1" in message and "ply 5 (in a variation)" in message and "'Qxf9'" in message
+    assert "game 1, ply 5 (in a variation): illegal move" in message and "'Qxf9'" in message
 
 
 def test_pgn_bad_fen_invalid_position_and_empty_game(tmp_path: Path) -> None:
@@ -415,7 +415,7 @@ def test_validate_fails_naming_the_game_and_the_move(tmp_path: Path, capsys: pyt
     }))
     assert main(["validate", str(config)]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'book.pgn'}:8: game 2 (\"French\"): ply 6: illegal move 'Bb4x'" in err
+    assert f"{tmp_path / 'book.pgn'}:8: game 2 (\"French\"), ply 6: illegal move 'Bb4x'" in err
 
     (tmp_path / "book.pgn").write_text('[Event "1"]\n\n1. e4 e5 *\n')
     assert main(["validate", str(config)]) == 0
