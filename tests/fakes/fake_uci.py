@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Fault-injecting fake UCI engine for the referee tests.
+
+Plays the first legal move (sorted by UCI text) with ``info depth 1 score cp 0``, and
+misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinewgame).
+
+  --crash-at-start        exit(1) before answering ``uci``
+  --handshake-delay S     sleep S seconds before ``uciok``
+  --crash-on-go N         os._exit(1) on the Nth ``go``
+  --hang-on-go N          never answer the Nth ``go`` (and ignore ``stop``/``quit``)
+  --sleep-on-go N S       sleep S seconds on the Nth ``go``, then answer
+  --illegal-on-go N MOVE  answer ``bestmove MOVE`` on the Nth ``go``
+  --garbage               print junk lines around every answer (moves stay legal)
+  --spawn-child TOKEN     start a sleeping child process whose command line holds TOKEN
+  --score CP              report this score instead of 0
+  --mate N                report ``score mate N`` instead of a cp score
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import chess
+
+
+def send(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def parse_position(tokens: list[str]) -> chess.Board:
+    board = chess.Board()
+    i = 1
+    if i < len(tokens) and tokens[i] == "startpos":
+        i += 1
+    elif i < len(tokens) and tokens[i] == "fen":
+        board = chess.Board(" ".join(tokens[i + 1:i + 7]))
+        i += 7
+    if i < len(tokens) and tokens[i] == "moves":
+        for m in tokens[i + 1:]:
+            board.push_uci(m)
+    return board
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--crash-at-start", action="store_true")
+    ap.add_argument("--handshake-delay", type=float, default=0.0)
+    ap.add_argument("--crash-on-go", type=int, default=0)
+    ap.add_argument("--hang-on-go", type=int, default=0)
+    ap.add_argument("--sleep-on-go", nargs=2, default=None)
+    ap.add_argument("--illegal-on-go", nargs=2, default=None)
+    ap.add_argument("--garbage", action="store_true")
+    ap.add_argument("--spawn-child", default=None)
+    ap.add_argument("--score", type=int, default=0)
+    ap.add_argument("--mate", type=int, default=None)
+    opts = ap.parse_args()
+    if opts.crash_at_start:
+        sys.exit(1)
+    if opts.spawn_child:
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", opts.spawn_child])
+    board = chess.Board()
+    gos = 0
+    for raw in sys.stdin:
+        tokens = raw.split()
+        if not tokens:
+            continue
+        cmd = tokens[0]
+        if opts.garbage:
+            send("\x07 ??? garbage %d ###" % gos)
+        if cmd == "uci":
+            time.sleep(opts.handshake_delay)
+            send("id name FakeUci")
+            send("id author tests")
+            send("option name Hash type spin default 16 min 1 max 1024")
+            send("uciok")
+        elif cmd == "isready":
+            send("readyok")
+        elif cmd == "ucinewgame":
+            gos = 0
+        elif cmd == "position":
+            board = parse_position(tokens)
+        elif cmd == "go":
+            gos += 1
+            if gos == opts.crash_on_go:
+                os._exit(1)
+            if gos == opts.hang_on_go:
+                while True:
+                    time.sleep(1)
+            if opts.sleep_on_go and gos == int(opts.sleep_on_go[0]):
+                time.sleep(float(opts.sleep_on_go[1]))
+            if opts.illegal_on_go and gos == int(opts.illegal_on_go[0]):
+                send("bestmove " + opts.illegal_on_go[1])
+                continue
+            move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+            score = f"mate {opts.mate}" if opts.mate is not None else f"cp {opts.score}"
+            send(f"info depth 1 score {score} nodes 1 pv {move.uci()}")
+            if opts.garbage:
+                send("info garbage string with depth x")
+                send("bestmovez nonsense")
+            send("bestmove " + move.uci())
+        elif cmd == "quit":
+            break
+
+
+if __name__ == "__main__":
+    main()
