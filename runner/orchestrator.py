@@ -66,8 +66,20 @@ def _first_place_tie(results: Any) -> tuple[str, str] | None:
 
 
 def _standings_json(config: Config, store: Store) -> Any:
-    text = _standings(config, store, "json")
-    return None if text is None else json.loads(text)
+    """Compact standings for the snapshot and `status --json` (full tables: `standings`)."""
+    from runner.standings import compute_standings
+
+    results = store.event_results()
+    if results is None:
+        return None
+    rows = compute_standings(results, config.tiebreaks)
+    return [{"place": r.place_label, "engine": r.name, "seed": r.seed, "score": float(r.score),
+             "games": r.games, "wins": r.wins, "draws": r.draws, "losses": r.losses,
+             "byes": r.byes, "tiebreaks": {k: None if r.tiebreaks.get(k) is None
+                                           else float(r.tiebreaks[k]) for k in config.tiebreaks},
+             "extra_games": r.extra_games,
+             "extra_score": None if r.extra_score is None else float(r.extra_score)}
+            for r in rows]
 
 
 # --------------------------------------------------------------------------- lock
@@ -112,6 +124,8 @@ class Tournament:
     failure: str | None = None
     pgn_dirty: bool = False
     running: dict[int, asyncio.Task[None]] = field(default_factory=dict)
+    _snapshot_task: asyncio.Task[None] | None = None
+    _snapshot_again: bool = False
 
     # ---- output --------------------------------------------------------------------------
 
@@ -219,14 +233,42 @@ class Tournament:
             self.say(f"{path}: the JSON snapshot was unreadable or cut short; rebuilt from "
                      f"{self.store.path}")
 
-    def write_snapshot(self) -> None:
+    def write_snapshot(self, store: Store | None = None) -> None:
         path = self.config.swiss.state_path
+        store = store or self.store
         try:
-            data = self.store.snapshot(_standings_json(self.config, self.store))
-            atomic_write(path, json.dumps(data, indent=1) + "\n")
+            data = store.snapshot(_standings_json(self.config, store))
+            atomic_write(path, json.dumps(data, separators=(",", ":")) + "\n")
         except OSError as exc:
             _err(f"{path}: cannot write the JSON snapshot ({exc.strerror}); the previous "
                  f"snapshot is intact and the games are safe in {self.store.path}")
+
+    def _snapshot_in_thread(self) -> None:
+        reader = Store.open_readonly(self.store.path)
+        if reader is not None:
+            try:
+                self.write_snapshot(reader)
+            finally:
+                reader.close()
+
+    def request_snapshot(self) -> None:
+        """Rewrite the snapshot off the event loop (standings of big events take a while and
+        must not delay the engines' clocks); requests during a write are coalesced."""
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            self._snapshot_again = True
+            return
+        self._snapshot_task = asyncio.create_task(self._snapshot_worker())
+
+    async def _snapshot_worker(self) -> None:
+        while True:
+            self._snapshot_again = False
+            await asyncio.to_thread(self._snapshot_in_thread)
+            if not self._snapshot_again:
+                return
+
+    async def flush_snapshot(self) -> None:
+        if self._snapshot_task is not None:
+            await asyncio.shield(self._snapshot_task)
 
     # ---- rounds --------------------------------------------------------------------------
 
@@ -340,7 +382,7 @@ class Tournament:
                 self.pgn_dirty = True
                 _err(f"{self.config.pgn_out}: cannot append the game ({exc.strerror}); it is "
                      f"safe in {self.store.path} and the PGN will be rebuilt from there")
-        self.write_snapshot()
+        self.request_snapshot()
 
     async def play_round(self, number: int) -> bool:
         """Play the round's unfinished games in playing order; True when all are recorded."""
@@ -465,6 +507,7 @@ class Tournament:
         try:
             return await self._run()
         finally:
+            await self.flush_snapshot()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
@@ -491,7 +534,6 @@ class Tournament:
             self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
                      f"recorded; run the same command to resume", always=True)
             return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
-        self.write_snapshot()
         self.say("Event complete. Final standings:", always=True)
         table = _standings(self.config, self.store, "text")
         if table:

@@ -502,7 +502,7 @@ class Store:
                 " termination_details=?, rmobility=?, moves=?, start_fen=?, pgn=?, start_time=?,"
                 " end_time=?, duration_s=? WHERE game_id=?",
                 (seq, record.result, record.reason, record.termination, record.termination_details,
-                 record.rmobility, " ".join(record.moves), record.start_fen, record.pgn,
+                 record.rmobility, " ".join(record.moves), record.start_fen, _pgn_block(record.pgn),
                  record.start_time, record.end_time, record.duration_s, game_id))
             c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
             c.execute("UPDATE rounds SET state='complete' WHERE number=? AND NOT EXISTS "
@@ -575,13 +575,29 @@ class Store:
         }
 
     def rebuild_pgn(self, path: Path) -> None:
-        atomic_write(path, "".join(_pgn_block(p) for p in self.finished_pgns()))
+        atomic_write(path, "".join(self.finished_pgns()))
 
     def pgn_matches(self, path: Path) -> bool:
-        finished = self.counts().get("finished", 0)
-        if not path.exists():
-            return finished == 0
-        return count_pgn_games(path) == finished
+        """True when the PGN file holds exactly the recorded games (checked by size and end).
+
+        Each recorded game is appended as its stored block, so the file must be exactly as
+        long as all blocks together; a crash between commit and append, or mid-append,
+        leaves it shorter.
+        """
+        expected = self.conn.execute(
+            "SELECT COALESCE(SUM(LENGTH(CAST(pgn AS BLOB))), 0) FROM games "
+            "WHERE status='finished'").fetchone()[0]
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return expected == 0
+        if size != expected:
+            return False
+        if size == 0:
+            return True
+        with open(path, "rb") as handle:
+            handle.seek(-2, os.SEEK_END)
+            return handle.read() == b"\n\n"
 
 
 def _check_header(path: Path) -> None:

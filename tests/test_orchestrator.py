@@ -314,7 +314,7 @@ def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixt
         (3, "P2", "P1", "1-0"), (3, "P1", "P2", "1-0"), (4, "P1", "P2", "0-1"), (4, "P2", "P1", "1-0")]
     assert "P1 and P2 share first place" in out and "after 2 pair(s)" in out
     snap = json.loads(config.swiss.state_path.read_text())
-    top = snap["standings"]["standings"][0]
+    top = snap["standings"][0]
     assert top["engine"] == "P2" and top["extra_games"] == 4 and top["extra_score"] == 3.0
     # a rerun of the finished event plays nothing more
     assert cli_run(config, args(), play_game=backend(result)) == 0
