@@ -1,0 +1,230 @@
+"""`swiss-runner audit`: the real TCEC events replay exactly; tampering and bad input are caught."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.models import RESULTS, PlayedGame
+from runner.pairing import RoundRecord, pair_round
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+TCEC = SHARED / "fixtures" / "tcec"
+
+
+def audit(capsys, pgn, seeds, *options):
+    code = main(["audit", str(pgn), "--seeds", str(seeds), *options])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def pgn_text(games) -> str:
+    """games: (round, game, white, black, result)."""
+    return "".join(f'[Event "t"]\n[Round "{r}.{g}"]\n[White "{w}"]\n[Black "{b}"]\n'
+                   f'[Result "{res}"]\n\n{res}\n\n' for r, g, w, b, res in games)
+
+
+def simulate(tmp_path: Path, players: int, rounds: int, gpm: int, schedule: str, seed: int = 0):
+    """An event paired by runner.pairing with random results, written as PGN + seeds."""
+    rng = random.Random(seed)
+    seeds = [f"Engine {i}" for i in range(1, players + 1)]
+    history: list[RoundRecord] = []
+    excluded: frozenset[int] = frozenset()
+    rows = []
+    byes = []
+    for number in range(1, rounds + 1):
+        plan = pair_round(seeds, history, number, gpm, schedule, excluded)
+        excluded = plan.excluded
+        games = tuple(PlayedGame(number, g.game_in_round, g.white, g.black, rng.choice(RESULTS))
+                      for g in plan.games)
+        rows += [(number, g.game_in_round, g.white, g.black, g.result) for g in games]
+        byes.append(plan.bye)
+        history.append(RoundRecord(number, plan.pairs, games, plan.bye))
+    (tmp_path / "event.pgn").write_text(pgn_text(rows))
+    (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
+    return tmp_path / "event.pgn", tmp_path / "seeds.txt", rows, byes
+
+
+# --------------------------------------------------------------------------- real TCEC events
+
+
+def test_swiss_test_2_single_rounds_all_match_json(capsys):
+    code, out, _ = audit(capsys, TCEC / "swiss-test-2.pgn", TCEC / "swiss-test-2.seeds.txt",
+                         "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert list(data) == ["players", "games_per_match", "schedule", "rounds", "all_match"]
+    assert (data["players"], data["games_per_match"], data["schedule"]) == (42, 1, "split")
+    assert data["all_match"] is True
+    assert [r["round"] for r in data["rounds"]] == [1, 2, 3, 4, 5]
+    first = data["rounds"][0]
+    assert list(first) == ["round", "computed", "bye", "played", "dropped_history_rounds",
+                           "match"]
+    assert len(first["computed"]) == 21 and first["computed"] == first["played"]
+    assert first["computed"][0] == ["42StockfishClassical 202007311012",
+                                    "35StockfishClassical 202007311012"]
+    assert all(r["match"] and r["bye"] is None and r["dropped_history_rounds"] == []
+               for r in data["rounds"])
+
+
+def test_swiss_test_4_double_rounds_consecutive_all_match(capsys):
+    code, out, _ = audit(capsys, TCEC / "swiss-test-4.pgn", TCEC / "swiss-test-4.seeds.txt",
+                         "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert (data["games_per_match"], data["schedule"], data["all_match"]) == (2, "consecutive",
+                                                                               True)
+    assert [len(r["played"]) for r in data["rounds"]] == [42, 42]
+
+
+def test_double_round_event_does_not_match_the_split_schedule(capsys):
+    code, out, _ = audit(capsys, TCEC / "swiss-test-4.pgn", TCEC / "swiss-test-4.seeds.txt",
+                         "--schedule", "split", "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["schedule"] == "split" and not data["all_match"]
+    assert sorted(map(tuple, data["rounds"][0]["computed"])) == \
+        sorted(map(tuple, data["rounds"][0]["played"]))  # same games, other order
+
+
+def test_single_round_event_accepts_format_options_and_human_output(capsys):
+    code, out, _ = audit(capsys, TCEC / "swiss-test-2.pgn", TCEC / "swiss-test-2.seeds.txt",
+                         "--games-per-match", "1", "--schedule", "consecutive")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1:6] == [f"round {n}: match (21 games)" for n in range(1, 6)]
+    assert lines[-1] == "all 5 rounds match"
+
+
+def test_two_players_swapped_is_a_mismatch_in_that_round(tmp_path, capsys):
+    text = (TCEC / "swiss-test-2.pgn").read_text()
+    blocks = text.split("\n\n[Event")
+    a, b = "11StockfishClassical 202007311012", "30StockfishClassical 202007311012"
+
+    def swap(block: str) -> str:
+        return block.replace(a, "\0").replace(b, a).replace("\0", b)
+
+    altered = [swap(blk) if '[Round "3.' in blk else blk for blk in blocks]
+    assert altered != blocks
+    pgn = tmp_path / "altered.pgn"
+    pgn.write_text("\n\n[Event".join(altered))
+    code, out, _ = audit(capsys, pgn, TCEC / "swiss-test-2.seeds.txt", "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert [r["match"] for r in data["rounds"][:3]] == [True, True, False]
+    assert data["all_match"] is False
+    r3 = data["rounds"][2]
+    diff = [(c, p) for c, p in zip(r3["computed"], r3["played"], strict=True) if c != p]
+    assert len(diff) == 2
+    assert all({a, b} & set(c) and {a, b} & set(p) for c, p in diff)
+    code, out, _ = audit(capsys, pgn, TCEC / "swiss-test-2.seeds.txt")
+    line = next(x for x in out.splitlines() if x.startswith("round 3:"))
+    assert "MISMATCH" in line and "computed" in line and a in line and b in line
+    assert "1 of 5 rounds differ" in out or "rounds differ: 3" in out
+
+
+def test_swapped_colours_in_double_round_is_a_mismatch(tmp_path, capsys):
+    text = (TCEC / "swiss-test-4.pgn").read_text()
+    # swap colours of game 2.5 only: the pair still plays twice, but not as computed
+    blocks = text.split("\n\n[Event")
+    i = next(k for k, blk in enumerate(blocks) if '[Round "2.5"]' in blk)
+    w = re.search(r'\[White "([^"]+)"\]', blocks[i]).group(1)
+    bl = re.search(r'\[Black "([^"]+)"\]', blocks[i]).group(1)
+    blocks[i] = blocks[i].replace(f'[White "{w}"]', "\0").replace(
+        f'[Black "{bl}"]', f'[Black "{w}"]').replace("\0", f'[White "{bl}"]')
+    pgn = tmp_path / "colours.pgn"
+    pgn.write_text("\n\n[Event".join(blocks))
+    code, out, _ = audit(capsys, pgn, TCEC / "swiss-test-4.seeds.txt", "--json")
+    data = json.loads(out)
+    assert code == 1 and [r["match"] for r in data["rounds"]] == [True, False]
+
+
+# --------------------------------------------------------------------------- simulated events
+
+
+@pytest.mark.parametrize("players, gpm, schedule", [(7, 1, "split"), (9, 2, "split"),
+                                                    (6, 2, "consecutive")])
+def test_simulated_events_with_byes_and_drops_audit_clean(tmp_path, capsys, players, gpm,
+                                                          schedule):
+    pgn, seeds, _, byes = simulate(tmp_path, players, players + 3, gpm, schedule)
+    code, out, _ = audit(capsys, pgn, seeds, "--json")
+    data = json.loads(out)
+    assert code == 0, out
+    assert (data["games_per_match"], data["schedule"]) == (gpm, schedule)
+    assert [r["bye"] for r in data["rounds"]] == byes
+    assert any(r["dropped_history_rounds"] for r in data["rounds"])  # more rounds than players
+
+
+def test_wrong_bye_is_a_mismatch(tmp_path, capsys):
+    pgn, seeds, rows, byes = simulate(tmp_path, 5, 3, 1, "split")
+    # round 2: let the bye player take the place of a player of the last game
+    last = max(g for r, g, *_ in rows if r == 2)
+    new_rows = []
+    for r, g, w, b, res in rows:
+        if (r, g) == (2, last):
+            w = byes[1]
+        new_rows.append((r, g, w, b, res))
+    pgn.write_text(pgn_text(new_rows))
+    code, out, _ = audit(capsys, pgn, seeds)
+    assert code == 1
+    line = next(x for x in out.splitlines() if x.startswith("round 2:"))
+    assert "MISMATCH" in line and f"bye computed {byes[1]}" in line
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def bad(capsys, tmp_path, games, seeds=("a", "b", "c", "d"), *options):
+    pgn = tmp_path / "games.pgn"
+    pgn.write_text(pgn_text(games))
+    (tmp_path / "s.txt").write_text("\n".join(seeds) + "\n")
+    code, _, err = audit(capsys, pgn, tmp_path / "s.txt", *options)
+    assert code == 2
+    return err
+
+
+def test_unknown_player_names_the_game(tmp_path, capsys):
+    err = bad(capsys, tmp_path, [(1, 1, "b", "a", "1-0"), (1, 2, "d", "X", "0-1")])
+    assert 'games.pgn: game 2 (Round "1.2"): player \'X\' is not in the seeds file' in err
+
+
+def test_player_twice_in_a_round(tmp_path, capsys):
+    err = bad(capsys, tmp_path, [(1, 1, "b", "a", "1-0"), (1, 2, "a", "c", "0-1")])
+    assert 'game 2 (Round "1.2")' in err and "'a' already plays 'b'" in err
+
+
+def test_unfinished_result_bad_round_tag_and_duplicates(tmp_path, capsys):
+    err = bad(capsys, tmp_path, [(1, 1, "b", "a", "*")])
+    assert 'game 1 (Round "1.1"): Result' in err
+    pgn = tmp_path / "x.pgn"
+    pgn.write_text('[Round "7"]\n[White "a"]\n[Black "b"]\n[Result "1-0"]\n\n1-0\n')
+    (tmp_path / "s.txt").write_text("a\nb\n")
+    code, _, err = audit(capsys, pgn, tmp_path / "s.txt")
+    assert code == 2 and 'Round tag \'7\': expected "R.G"' in err
+    err = bad(capsys, tmp_path, [(1, 1, "b", "a", "1-0"), (1, 1, "d", "c", "1-0")])
+    assert "already used by game 1" in err
+    err = bad(capsys, tmp_path, [(1, 1, "b", "a", "1-0"), (3, 1, "d", "c", "1-0")])
+    assert "round 2 has no games" in err
+
+
+def test_format_option_that_contradicts_the_pgn(tmp_path, capsys):
+    err = bad(capsys, tmp_path, [(1, 1, "b", "a", "1-0"), (1, 2, "d", "c", "1-0")],
+              ("a", "b", "c", "d"), "--games-per-match", "2")
+    assert "play 1 game(s) in round 1, expected 2 per match" in err
+
+
+def test_missing_files_and_bad_seeds(tmp_path, capsys):
+    (tmp_path / "s.txt").write_text("a\nb\n")
+    code, _, err = audit(capsys, tmp_path / "nope.pgn", tmp_path / "s.txt")
+    assert code == 2 and "nope.pgn: cannot read the PGN" in err
+    (tmp_path / "dup.txt").write_text("a\n\nb\na\n")
+    code, _, err = audit(capsys, TCEC / "swiss-test-2.pgn", tmp_path / "dup.txt")
+    assert code == 2 and "dup.txt: line 4: 'a' is already seed 1" in err
+    (tmp_path / "empty.pgn").write_text("")
+    code, _, err = audit(capsys, tmp_path / "empty.pgn", tmp_path / "s.txt")
+    assert code == 2 and "no games found" in err
