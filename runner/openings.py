@@ -246,8 +246,12 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         bad = next((item for item in scanned if not item[0]), None)
         if bad is not None:
             _, token, offset, ply, in_variation = bad
-            problem(f"ply {ply}{' (in a variation)' if in_variation else ''}: "
-                    f"illegal move {token!r} (not a move in SAN)", line_of(offset))
+            if token.startswith("["):
+                problem(f"tag {token}...] among the moves: games must be separated by a blank "
+                        f"line (after the moves, before the next game's tags)", line_of(offset))
+            else:
+                problem(f"ply {ply}{' (in a variation)' if in_variation else ''}: "
+                        f"illegal move {token!r} (not a move in SAN)", line_of(offset))
             continue
         if game.errors:
             error = game.errors[0]

@@ -202,6 +202,15 @@ def test_line_ending_the_game_loses_its_last_move_like_cutechess() -> None:
     assert any(o.fen == "8/8/8/4B3/8/8/5q2/5K1k w - - 0 1" and o.moves == () for o in lines)
 
 
+def test_pgn_games_without_blank_line_between_them(tmp_path: Path) -> None:
+    text = '[Event "a"]\r\n\r\n1. e4 e5 *\r\n[Event "b"]\r\n\r\n1. d4 d5 *\r\n'
+    message = only_problem(book(tmp_path, text))
+    assert message.startswith(f"{tmp_path / 'book.pgn'}:4: game 1: tag [Event...] among the moves")
+    assert "blank line" in message
+    fixed = text.replace('*\r\n[Event "b"]', '*\r\n\r\n[Event "b"]')  # CRLF books are fine
+    assert [o.moves for o in load_book(book(tmp_path, fixed))] == [("e2e4", "e7e5"), ("d2d4", "d7d5")]
+
+
 @pytest.mark.parametrize("text", ["", "\n\n   \n", "; only a comment\n% and an escape\n"])
 def test_empty_pgn_book_is_an_error(tmp_path: Path, text: str) -> None:
     assert only_problem(book(tmp_path, text)) == f"{tmp_path / 'book.pgn'}: the opening book is empty (no PGN games found)"
