@@ -284,6 +284,10 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         if not moves and fen is None:
             problem("no moves and no FEN: not an opening line")
             continue
+        null = next((ply for ply, move in enumerate(moves, start=1) if not move), None)
+        if null is not None:
+            problem(f"ply {null}: null move '--' cannot be a book move")
+            continue
         for move in moves:
             board.push(move)
         # Like cutechess-cli, a line whose last move ends the game loses that move, so the
