@@ -1,6 +1,6 @@
 """Benchmark of runner.pairing: whole events with random results (not a test).
 
-    python bench/bench_pairing.py            # 42x11, 50x11 (single and double), 200x20, 1000x20
+    python bench/bench_pairing.py            # 42x11 ... 1000x20, 2000x20 (see main)
     python bench/bench_pairing.py 1000 20 1  # players rounds games_per_match
 """
 
@@ -44,8 +44,8 @@ def main(argv: list[str]) -> None:
     if argv:
         cases = [(int(argv[0]), int(argv[1]), int(argv[2]) if len(argv) > 2 else 1)]
     else:
-        cases = [(42, 11, 1), (50, 11, 1), (50, 11, 2), (51, 30, 1), (200, 20, 1),
-                 (1000, 20, 1), (1000, 20, 2)]
+        cases = [(42, 11, 1), (50, 11, 1), (50, 11, 2), (51, 30, 1), (20, 60, 1),
+                 (100, 150, 1), (200, 20, 1), (1000, 20, 1), (1000, 20, 2), (2000, 20, 1)]
     for players, rounds, gpm in cases:
         total, slowest, dropped = simulate(players, rounds, gpm)
         print(f"{players:5d} players x {rounds:3d} rounds, {gpm} game(s)/match: "

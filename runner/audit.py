@@ -298,6 +298,9 @@ def cli_audit(args: argparse.Namespace) -> int:
         if bad:
             print(f"{len(bad)} of {len(report.rounds)} rounds differ: "
                   + ", ".join(map(str, bad)))
+            if bad[0] < report.rounds[-1].number:
+                print(f"note: each round is paired from the games as played, so a difference "
+                      f"in round {bad[0]} can carry over to the rounds after it")
         else:
             print(f"all {len(report.rounds)} rounds match")
     return EXIT_OK if report.all_match else EXIT_FAIL

@@ -32,7 +32,7 @@ from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from runner.models import PlayedGame, white_score
+from runner.models import PlayedGame, RoundResult, white_score
 
 SCHEDULES = ("split", "consecutive")
 SEEDING_METHODS = ("groups", "random", "listed")
@@ -79,6 +79,17 @@ class RoundPlan:
     bye: str | None
     dropped_history_rounds: tuple[int, ...]
     excluded: frozenset[int]
+
+
+def record_from_result(result: RoundResult) -> RoundRecord:
+    """The RoundRecord of a finished round as the store reports it: pairs come from the
+    games (White, Black of each pair's first game, in playing order); extra tie-break games
+    are left out."""
+    games = tuple(g for g in result.games if not g.extra)
+    pairs: dict[frozenset[str], tuple[str, str]] = {}
+    for g in sorted(games, key=lambda g: g.game_in_round):
+        pairs.setdefault(frozenset((g.white, g.black)), (g.white, g.black))
+    return RoundRecord(result.number, tuple(pairs.values()), games, result.bye)
 
 
 # --------------------------------------------------------------------------------- seeding

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runner.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN, PlayedGame
+from runner.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN, PlayedGame, RoundResult
 from runner.pairing import (
     PairingError,
     RoundRecord,
@@ -21,6 +21,7 @@ from runner.pairing import (
     extra_pair_games,
     first_of_pair_white,
     pair_round,
+    record_from_result,
     scores,
     seed_players,
     single_round_colours,
@@ -398,3 +399,13 @@ def test_many_more_rounds_than_players_keeps_working():
     assert sum(len(p.dropped_history_rounds) for p in plans) > 0
     wgd = white_differences([f"S{i}" for i in range(1, 10)], history)
     assert max(abs(w) for w in wgd.values()) <= 2
+
+
+def test_record_from_result_rebuilds_pairs_and_skips_extra_games():
+    games = (PlayedGame(1, 2, "b", "a", DRAW), PlayedGame(1, 1, "d", "c", WHITE_WIN),
+             PlayedGame(1, 3, "a", "b", BLACK_WIN), PlayedGame(1, 4, "c", "d", DRAW),
+             PlayedGame(1, 5, "a", "d", DRAW, extra=True))
+    record = record_from_result(RoundResult(1, games, bye="e"))
+    assert record.pairs == (("d", "c"), ("b", "a"))
+    assert len(record.games) == 4 and record.bye == "e"
+    assert scores(list("abcde"), [record], games_per_match=2)["e"] == 2
