@@ -147,7 +147,7 @@ def _scan_movetext(movetext: str) -> Iterator[tuple[bool, str, int, int, bool]]:
         token = match.group(0)
         if token[0] in "{;":
             if token[0] == "{" and not token.endswith("}"):
-                yield False, token[:20], match.start(), plies[-1] + 1, len(plies) > 1
+                yield False, token[:20].rstrip(), match.start(), plies[-1] + 1, len(plies) > 1
             continue
         # Split glued tokens such as "1.e4", "(2.Nf3" or "Nf3)".
         for part in re.finditer(r"\(|\)|\d+\.+|[^()\s]+?(?=\(|\)|$)|[^()\s]+", token):
@@ -182,7 +182,7 @@ class _BookGameBuilder(chess.pgn.GameBuilder):
         super().begin_game()
         self._current: tuple[str, int] = ("", 0)
 
-    def begin_parse_san(self, board: chess.Board, san: str):  # noqa: ANN201 (python-chess type)
+    def begin_parse_san(self, board: chess.Board, san: str):  # type: ignore[no-untyped-def]
         self._current = (san, len(board.move_stack) + 1)
         return super().begin_parse_san(board, san)
 
@@ -246,7 +246,9 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         bad = next((item for item in scanned if not item[0]), None)
         if bad is not None:
             _, token, offset, ply, in_variation = bad
-            if token.startswith("["):
+            if token.startswith("{"):
+                problem(f"comment {token}... is never closed (missing '}}')", line_of(offset))
+            elif token.startswith("["):
                 problem(f"tag {token}...] among the moves: games must be separated by a blank "
                         f"line (after the moves, before the next game's tags)", line_of(offset))
             else:

@@ -166,6 +166,11 @@ def test_pgn_illegal_move_names_file_game_line_ply_and_token(
     assert f"ply {ply}" in message and f"illegal move {token!r}" in message
 
 
+def test_pgn_unclosed_comment(tmp_path: Path) -> None:
+    message = only_problem(book(tmp_path, '[Event "a"]\n\n1. e4 e5\n2. Nf3 {good move 2... Nc6 *\n'))
+    assert message.endswith("book.pgn:4: game 1: comment {good move 2... Nc6... is never closed (missing '}')")
+
+
 def test_pgn_null_move_is_refused(tmp_path: Path) -> None:
     message = only_problem(book(tmp_path, "1. e4 e5 2. -- Nc6 *\n"))
     assert message.endswith("book.pgn:1: game 1, ply 3: null move '--' cannot be a book move")
