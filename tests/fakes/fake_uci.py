@@ -69,7 +69,7 @@ def main() -> None:
             continue
         cmd = tokens[0]
         if opts.garbage:
-            send("\x07 ??? garbage %d ###" % gos)
+            send(f"\x07 ??? garbage {gos} ###")
         if cmd == "uci":
             time.sleep(opts.handshake_delay)
             send("id name FakeUci")

@@ -1,0 +1,500 @@
+"""Referee: formatting units, fault injection with fake engines, real Debian engines."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.pgn
+import psutil
+import pytest
+
+from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
+from runner.engines import start_engine, sweep_orphans
+from runner.models import RESULTS, GameSpec, Opening
+from runner.referee import (
+    RefereeError,
+    format_score,
+    format_seconds,
+    natural_end,
+    play_game,
+)
+from runner.timecontrol import parse_time_control
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+FAKE = HERE / "fakes" / "fake_uci.py"
+GAMES = "/usr/games"
+os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + GAMES
+
+COMMENT = re.compile(r"^(book|([+-]?\d+\.\d\d|[+-]M\d+)(/\d+)? (0|\d+\.\d+)s)$")
+
+
+PEACEFUL = ("Draw by 3-fold repetition", "Draw by adjudication: maximal game length")
+
+
+def fake(name: str = "Fake", *flags: str) -> EngineConfig:
+    return EngineConfig(name=name, command=sys.executable, args=(str(FAKE), *flags))
+
+
+def real(name: str, command: str, protocol: str = "uci", **kw) -> EngineConfig:
+    return EngineConfig(name=name, command=f"{GAMES}/{command}", protocol=protocol, **kw)
+
+
+def spec_for(white: EngineConfig, black: EngineConfig, tc: str = "2+0.05", *,
+             adjudication: AdjudicationConfig | None = None, opening: Opening | None = None,
+             margin_ms: int = 0, round_: int = 1, game: int = 1) -> GameSpec:
+    return GameSpec(game_id=game, round=round_, game_in_round=game, white=white, black=black,
+                    time_control=parse_time_control(tc),
+                    adjudication=adjudication or AdjudicationConfig(max_moves=30),
+                    opening=opening, event="Test Event", site="here", time_margin_ms=margin_ms)
+
+
+def play(spec: GameSpec, **kw):
+    pids: list[tuple[int, float]] = []
+    record = asyncio.run(play_game(spec, on_process=lambda p, c: pids.append((p, c)), **kw))
+    return record, pids
+
+
+def assert_all_dead(pids: list[tuple[int, float]]) -> None:
+    deadline = time.monotonic() + 3
+    for pid, created in pids:
+        while True:
+            try:
+                proc = psutil.Process(pid)
+                alive = proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                alive = False
+            if not alive:
+                break
+            assert time.monotonic() < deadline, f"engine process {pid} is still alive"
+            time.sleep(0.05)
+
+
+def no_process_with(token: str) -> bool:
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        found = False
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if token in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                    found = True
+            except psutil.Error:
+                pass
+        if not found:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def parse(record) -> chess.pgn.Game:
+    game = chess.pgn.read_game(io.StringIO(record.pgn))
+    assert game is not None
+    return game
+
+
+# --------------------------------------------------------------------------- units
+
+
+def test_score_and_time_text_like_cutechess():
+    assert format_score(chess.engine.Cp(35)) == "+0.35"
+    assert format_score(chess.engine.Cp(-120)) == "-1.20"
+    assert format_score(chess.engine.Cp(0)) == "0.00"
+    assert format_score(chess.engine.Mate(1)) == "+M1"
+    assert format_score(chess.engine.Mate(18)) == "+M35"
+    assert format_score(chess.engine.Mate(-1)) == "-M2"
+    assert [format_seconds(s) for s in (0, 0.0004, 0.001, 0.029, 0.32, 5.1, 12.4)] == \
+        ["0s", "0s", "0.001s", "0.029s", "0.32s", "5.1s", "12s"]
+
+
+@pytest.mark.parametrize("fen, reason", [
+    ("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", "White mates"),
+    ("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "Draw by stalemate"),
+    ("8/8/8/2k5/8/8/8/4K3 w - - 0 1", "Draw by insufficient mating material"),
+    ("8/8/8/2k5/8/8/8/R3K3 w - - 100 80", "Draw by fifty moves rule"),
+])
+def test_natural_ends(fen, reason):
+    assert natural_end(chess.Board(fen)).reason == reason
+
+
+def test_threefold_repetition_is_detected():
+    board = chess.Board()
+    for san in ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1"]:
+        board.push_san(san)
+        assert natural_end(board) is None
+    board.push_san("Ng8")
+    assert natural_end(board).reason == "Draw by 3-fold repetition"
+
+
+def test_infinite_time_control_without_limits_is_refused():
+    with pytest.raises(RefereeError, match="needs Nodes, Depth or MoveTime"):
+        asyncio.run(play_game(spec_for(fake("A"), fake("B"), "inf")))
+
+
+def test_illegal_book_move_is_refused():
+    with pytest.raises(RefereeError, match="illegal book move"):
+        asyncio.run(play_game(spec_for(fake("A"), fake("B"), opening=Opening(3, "x", moves=("e2e5",)))))
+
+
+# --------------------------------------------------------------------------- faults (fakes)
+
+
+def test_crash_at_start_loses_and_leaves_nothing():
+    record, pids = play(spec_for(fake("Crash", "--crash-at-start"), fake("B")))
+    assert (record.result, record.reason, record.termination) == ("0-1", "White disconnects", "abandoned")
+    assert record.plies == 0
+    assert "{White disconnects} 0-1" in record.pgn
+    assert len(pids) == 2
+    assert_all_dead(pids)
+
+
+def test_crash_mid_game_loses_even_against_a_bare_king():
+    # KR+P vs bare K: a disconnect is always a loss (cutechess disconnect_vs_bare_king)
+    record, pids = play(spec_for(fake("B"), fake("Crash", "--crash-on-go", "3"),
+                                 opening=Opening(-1, fen="4k3/8/8/8/8/8/P7/R3K3 w - - 0 1")))
+    assert (record.result, record.reason, record.termination) == ("1-0", "Black disconnects", "abandoned")
+    assert record.plies == 5  # White's 3rd move was played, Black died on its 3rd go
+    assert record.pgn.rstrip().endswith(", Black disconnects} 1-0")
+    assert_all_dead(pids)
+
+
+def test_hang_on_go_loses_on_time_and_is_killed():
+    token = uuid.uuid4().hex
+    t0 = time.monotonic()
+    record, pids = play(spec_for(fake("Hang", "--hang-on-go", "2", "--spawn-child", token),
+                                 fake("B"), "1+0.05"), grace=0.3)
+    took = time.monotonic() - t0
+    assert (record.result, record.reason, record.termination) == ("0-1", "White loses on time", "time forfeit")
+    assert record.plies == 2
+    assert took < 6, took  # flagged after ~1.35 s, not waiting for the engine
+    assert_all_dead(pids)
+    assert no_process_with(token), "the engine's child process survived"
+
+
+def test_hang_without_clock_is_a_stalled_connection():
+    white = EngineConfig("B", sys.executable, (str(FAKE),), depth=1)
+    black = EngineConfig("Hang", sys.executable, (str(FAKE), "--hang-on-go", "1"), depth=1)
+    record, pids = play(spec_for(white, black, "inf"), stall_timeout=1.0)
+    assert (record.result, record.reason, record.termination) == \
+        ("1-0", "Black's connection stalls", "stalled connection")
+    assert record.plies == 1
+    assert_all_dead(pids)
+
+
+def test_slow_move_loses_on_time_but_bare_king_opponent_means_draw():
+    # the slow side has KR+P: its opponent (bare king) cannot mate -> Draw by timeout
+    fen = Opening(-1, fen="4k3/8/8/8/8/8/P7/R3K3 w - - 0 1")
+    record, pids = play(spec_for(fake("Slow", "--sleep-on-go", "2", "3"), fake("B"), "1+0.05", opening=fen))
+    assert (record.result, record.reason, record.termination) == ("1/2-1/2", "Draw by timeout", "time forfeit")
+    assert record.plies == 2
+    assert_all_dead(pids)
+    # the bare-king side flags: it loses
+    record, pids = play(spec_for(fake("B"), fake("Slow", "--sleep-on-go", "2", "3"), "1+0.05", opening=fen))
+    assert (record.result, record.reason) == ("1-0", "Black loses on time")
+    assert_all_dead(pids)
+
+
+def test_time_margin_forgives_a_small_overrun():
+    # 0.3 s sleep with 0.2 s on the clock: lost without margin, forgiven with 300 ms
+    slow = fake("Slow", "--sleep-on-go", "1", "0.3")
+    record, _ = play(spec_for(slow, fake("B"), "0.2+0.5"))
+    assert record.reason == "White loses on time"
+    record, _ = play(spec_for(slow, fake("B"), "0.2+0.5", margin_ms=300))
+    assert record.reason != "White loses on time" and record.plies > 2
+
+
+@pytest.mark.parametrize("move", ["a1a1", "e2e5", "zz99"])
+def test_illegal_or_garbage_move_loses(move):
+    record, pids = play(spec_for(fake("B"), fake("Bad", "--illegal-on-go", "2", move)))
+    assert (record.result, record.termination) == ("1-0", "illegal move")
+    assert record.reason == f"Black makes an illegal move: {move}"
+    assert record.plies == 3
+    assert_all_dead(pids)
+
+
+def test_garbage_lines_are_ignored_and_the_game_goes_on():
+    record, pids = play(spec_for(fake("Noisy", "--garbage"), fake("B")))
+    assert record.reason in PEACEFUL and record.termination in (None, "adjudication")
+    assert record.plies >= 8
+    assert all(COMMENT.match(c) for c in record.comments), record.comments[:4]
+    assert_all_dead(pids)
+
+
+def test_slow_handshake_is_not_charged_to_the_clock_but_a_dead_one_stalls():
+    record, pids = play(spec_for(fake("Slow", "--handshake-delay", "1.5"), fake("B"), "0.5+0.05"))
+    assert record.reason in PEACEFUL and record.plies >= 8
+    assert_all_dead(pids)
+    record, pids = play(spec_for(fake("B"), fake("Slow", "--handshake-delay", "5")), startup_timeout=0.5)
+    assert (record.result, record.reason, record.termination) == \
+        ("1-0", "Black's connection stalls", "stalled connection")
+    assert record.plies == 0
+    assert_all_dead(pids)
+
+
+def test_both_engines_dead_is_an_error_not_a_result():
+    with pytest.raises(RefereeError, match="neither engine"):
+        play(spec_for(fake("A", "--crash-at-start"), fake("B", "--crash-at-start")))
+
+
+def test_cancel_kills_both_engines():
+    pids: list[tuple[int, float]] = []
+
+    async def main():
+        task = asyncio.create_task(play_game(
+            spec_for(fake("Hang", "--hang-on-go", "1"), fake("B"), "60+1"),
+            on_process=lambda p, c: pids.append((p, c))))
+        await asyncio.sleep(1.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert len(pids) == 2
+    assert_all_dead(pids)
+
+
+def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
+    pid_file = tmp_path / "pids"
+    script = tmp_path / "runner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(HERE)!r})
+        from test_referee import fake, spec_for
+        from runner.referee import play_game
+        def note(pid, created):
+            with open({str(pid_file)!r}, "a") as f:
+                f.write(f"{{pid}} {{created}}\\n")
+        asyncio.run(play_game(spec_for(fake("H", "--hang-on-go", "1"), fake("B"), "600+1"), on_process=note))
+    """))
+    runner = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 20
+        while not (pid_file.exists() and len(pid_file.read_text().split("\n")) >= 3):
+            assert time.monotonic() < deadline, "engines did not start"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        pids = [(int(a), float(b)) for a, b in (line.split() for line in pid_file.read_text().splitlines())]
+        assert all(psutil.pid_exists(p) for p, _ in pids)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        assert_all_dead(pids)
+    finally:
+        runner.kill()
+
+
+def test_sweep_orphans_matches_pid_and_create_time():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        created = psutil.Process(proc.pid).create_time()
+        assert sweep_orphans([(proc.pid, created + 5.0)]) == 0  # pid reused by another process
+        assert proc.poll() is None
+        assert sweep_orphans([(proc.pid, created)]) == 1
+        proc.wait(timeout=5)
+        assert sweep_orphans([(proc.pid, created)]) == 0
+    finally:
+        proc.kill()
+
+
+def test_start_engine_skips_unknown_options():
+    async def main():
+        eng = EngineConfig("F", sys.executable, (str(FAKE),), options={"hash": 8, "NoSuch": 1})
+        proc = await start_engine(eng)
+        try:
+            assert proc.skipped_options == ["NoSuch"]
+            assert proc.protocol.config.get("Hash") == 8
+        finally:
+            await proc.close()
+        return proc.pid, proc.create_time
+
+    assert_all_dead([asyncio.run(main())])
+
+
+# --------------------------------------------------------------------------- real engines
+
+SF = real("Stockfish", "stockfish", options={"Hash": 16, "Threads": 1}, nodes=3000)
+ETH = real("Ethereal", "ethereal-chess", options={"Hash": 16, "Threads": 1}, nodes=3000)
+TOGA = real("Toga II", "toga2", options={"Hash": 16})
+FAIRYMAX = real("Fairymax", "fairymax", protocol="xboard", depth=3)
+PHALANX = real("Phalanx", "phalanx", protocol="xboard")
+TAGS = ["Event", "Site", "Date", "Round", "White", "Black", "Result", "GameDuration", "GameEndTime",
+        "GameStartTime", "PlyCount", "RMobilityResult", "TimeControl"]
+
+
+def check_record(record, white: str, black: str, round_label: str = "1.1") -> chess.pgn.Game:
+    game = parse(record)
+    h = game.headers
+    assert list(h.keys())[:7] == TAGS[:7]
+    assert (h["Event"], h["Site"], h["Round"], h["White"], h["Black"]) == \
+        ("Test Event", "here", round_label, white, black)
+    assert h["Result"] == record.result and record.result in RESULTS
+    assert int(h["PlyCount"]) == record.plies == len(list(game.mainline_moves()))
+    assert [m.uci() for m in game.mainline_moves()] == record.moves
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} UTC", h["GameStartTime"])
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", h["GameDuration"])
+    assert h["RMobilityResult"] == record.rmobility
+    comments = [node.comment for node in game.mainline()]
+    assert comments[-1].endswith(", " + record.reason) or comments[-1] == record.reason
+    for c in comments[:-1] + [comments[-1].split(", ")[0]]:
+        assert COMMENT.match(c), c
+    assert sorted(h.keys())[0]  # python-chess could read it all back
+    return game
+
+
+@pytest.mark.engines
+def test_stockfish_vs_ethereal_at_fixed_nodes():
+    record, pids = play(spec_for(SF, ETH, "inf", round_=3, game=2,
+                                 adjudication=AdjudicationConfig(tcec_draw=TcecDrawRule(), max_moves=80)))
+    game = check_record(record, "Stockfish", "Ethereal", "3.2")
+    assert game.headers["TimeControl"] == "-"
+    assert record.reason in ("White mates", "Black mates", "Draw by adjudication: TCEC draw rule",
+                             "Draw by 3-fold repetition", "Draw by fifty moves rule",
+                             "Draw by adjudication: maximal game length",
+                             "Draw by insufficient mating material", "Draw by stalemate")
+    assert record.plies >= 10
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_clocks_are_measured_by_the_runner_with_real_engines():
+    # Toga II at 2+0.05 vs Stockfish: the times in the comments add up within the clock
+    record, pids = play(spec_for(TOGA, real("Stockfish", "stockfish", options={"Hash": 16}),
+                                 "2+0.05", adjudication=AdjudicationConfig(max_moves=20)))
+    check_record(record, "Toga II", "Stockfish")
+    assert record.plies >= 10
+    spent = {0: 0.0, 1: 0.0}
+    for i, comment in enumerate(record.comments):
+        spent[i % 2] += float(comment.split()[-1].split(",")[0].rstrip("s"))
+    for side in (0, 1):
+        moves = (record.plies + 1 - side) // 2
+        assert 0.05 < spent[side] <= 2 + 0.05 * moves + 0.05, spent  # they did think, within the clock
+    if record.termination != "time forfeit":
+        assert record.reason == "Draw by adjudication: maximal game length" or "mates" in record.reason
+    assert 0.3 < record.duration_s < 10
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_real_engine_flagged_by_a_tiny_clock_loses_on_time():
+    # 0.05 s for the whole game with Move Overhead 0 (cutechess fixture time_forfeit);
+    # the slow fake engine makes sure Stockfish, not the fake, runs out first.
+    sf = real("Stockfish", "stockfish", options={"Hash": 16, "Move Overhead": 0, "Threads": 1})
+    record, pids = play(spec_for(sf, fake("Slow", "--sleep-on-go", "1", "0.01"), "0.02"))
+    assert record.termination == "time forfeit"
+    assert record.reason in ("White loses on time", "Black loses on time")
+    flagged = record.reason.split()[0]
+    check_record(record, "Stockfish", "Slow")
+    # the flagged side's move was not played: it was its turn when the game ended
+    turn = chess.Board()
+    for m in record.moves:
+        turn.push_uci(m)
+    assert {chess.WHITE: "White", chess.BLACK: "Black"}[turn.turn] == flagged
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_xboard_engines_fairymax_and_phalanx():
+    record, pids = play(spec_for(PHALANX, FAIRYMAX, "3+0.05", adjudication=AdjudicationConfig(max_moves=25)))
+    check_record(record, "Phalanx", "Fairymax")
+    assert record.plies >= 10
+    assert record.termination in (None, "adjudication"), record.reason
+    assert_all_dead(pids)
+    record, pids = play(spec_for(FAIRYMAX, SF, "inf", adjudication=AdjudicationConfig(max_moves=20),
+                                 opening=Opening(4, "Italian", moves=("e2e4", "e7e5", "g1f3", "b8c6"))))
+    game = check_record(record, "Fairymax", "Stockfish")
+    assert game.headers["Opening"] == "Italian" and game.headers["BookIndex"] == "4"
+    assert record.comments[:4] == ["book"] * 4 and record.comments[4] != "book"
+    assert record.opening_index == 4
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_fen_start_rejected_for_an_xboard_engine_without_setboard():
+    with pytest.raises(RefereeError, match="setboard"):
+        play(spec_for(FAIRYMAX, SF, "inf", opening=Opening(-1, fen="4k3/8/8/8/8/8/P7/R3K3 w - - 0 1")))
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize("fen, result, reason", [
+    ("3r2k1/8/8/8/8/8/P7/3R2K1 w - - 0 1", "1-0", "White wins by adjudication: SyzygyTB"),
+    ("8/5k2/8/8/3n4/8/1P2Q3/4K3 b - - 0 1", "1/2-1/2", "Draw by adjudication: SyzygyTB"),
+    # KBN v K with the fifty-move counter at 60: a cursed win, so a draw
+    ("8/3B4/N7/8/8/8/5k2/7K w - - 60 80", "1/2-1/2", "Draw by adjudication: SyzygyTB"),
+])
+def test_syzygy_adjudication_in_real_games(fen, result, reason):
+    adj = AdjudicationConfig(tablebases=TablebaseConfig(paths=(SHARED / "syzygy",), max_pieces=4))
+    record, pids = play(spec_for(SF, ETH, "inf", adjudication=adj, opening=Opening(-1, fen=fen)))
+    game = check_record(record, "Stockfish", "Ethereal")
+    assert (record.result, record.reason) == (result, reason)
+    assert record.plies == 1
+    assert game.headers["FEN"] == fen and game.headers["SetUp"] == "1"
+    assert game.headers["Termination"] == "adjudication"
+    assert game.headers["TerminationDetails"] == "SyzygyTB"
+    assert record.start_fen == fen
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_tcec_draw_rule_in_a_real_game():
+    adj = AdjudicationConfig(tcec_draw=TcecDrawRule(max_pawns=8, max_pieces=8, score_cp=20, plies=10))
+    fen = "r7/5k2/8/3p4/3P4/8/5K2/7R w - - 0 1"  # KR+P v KR+P, blocked pawns: a dead draw
+    record, pids = play(spec_for(SF, ETH, "inf", adjudication=adj, opening=Opening(-1, fen=fen)))
+    game = check_record(record, "Stockfish", "Ethereal")
+    assert record.reason == "Draw by adjudication: TCEC draw rule"
+    assert record.plies >= 10
+    # the last ten plies were all within +-0.20 from the mover's view
+    assert all(abs(float(c.split("/")[0])) <= 0.20 for c in record.comments[-10:])
+    assert game.headers["TerminationDetails"] == "TCEC draw rule"
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_book_line_ending_the_game_drops_its_last_ply():
+    fools = Opening(0, "Fool's mate", moves=("f2f3", "e7e5", "g2g4", "d8h4"))
+    record, pids = play(spec_for(ETH, SF, "inf", opening=fools))
+    assert record.comments[:3] == ["book"] * 3
+    assert record.moves[:3] == ["f2f3", "e7e5", "g2g4"]
+    assert (record.result, record.reason, record.plies) == ("0-1", "Black mates", 4)
+    assert record.termination is None and "Termination" not in parse(record).headers
+    assert record.pgn.rstrip().endswith("2... Qh4# {+M1/1 0.001s, Black mates} 0-1") or \
+        re.search(r"Qh4# \{\+M1/\d+ [\d.]+s, Black mates\} 0-1", record.pgn)
+    assert_all_dead(pids)
+
+
+@pytest.mark.engines
+def test_play_command_prints_a_pgn(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(textwrap.dedent("""
+        Event: Play test
+        SwissOptions: {Rounds: 1}
+        TimeControl: "inf"
+        Engines:
+          - {Name: SF, Command: stockfish, Options: {Hash: 16}, Depth: 4}
+          - {Name: Eth, Command: ethereal-chess, Options: {Hash: 16}, Depth: 2}
+        Adjudication: {MaxMoves: 12}
+    """))
+    out = subprocess.run([sys.executable, "-m", "runner", "play", str(cfg), "--white", "Eth",
+                          "--black", "SF", "--moves", "1. e4 e5 Nf3"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    game = chess.pgn.read_game(io.StringIO(out.stdout))
+    assert game.headers["White"] == "Eth" and game.headers["Event"] == "Play test"
+    assert [n.comment for n in game.mainline()][:3] == ["book"] * 3
+    bad = subprocess.run([sys.executable, "-m", "runner", "play", str(cfg), "--white", "Nope",
+                          "--black", "SF"], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert bad.returncode == 2 and "--white: got 'Nope'" in bad.stderr and "SF" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "runner", "play", str(cfg), "--white", "SF",
+                          "--black", "Eth", "--moves", "e4 e4"], capture_output=True, text=True,
+                         cwd=REPO, timeout=60)
+    assert bad.returncode == 2 and "token 2 'e4'" in bad.stderr
