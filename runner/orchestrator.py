@@ -189,8 +189,8 @@ class Tournament:
 
             killed = sweep_orphans(leftovers)
             store.clear_processes()
-            self.say(f"Killed {killed} engine process(es) left over from the previous run "
-                     f"({len(leftovers)} recorded)")
+            self.say(f"Engine processes of the previous run: {len(leftovers)} recorded, "
+                     f"{killed} still running and killed")
         replay = store.reset_running()
         if replay:
             self.say(f"{replay} game(s) interrupted by the previous run will be replayed from "
