@@ -109,10 +109,11 @@ class EngineProcess:
     pid: int
     create_time: float
     skipped_options: list[str] = field(default_factory=list)
+    killed: bool = False
 
     @property
     def alive(self) -> bool:
-        return self.transport.get_returncode() is None
+        return not self.killed and self.transport.get_returncode() is None
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole process group whatever happened."""
@@ -124,7 +125,8 @@ class EngineProcess:
             self.transport.close()
 
     def kill(self) -> None:
-        """Synchronous hard kill (used when a task is being cancelled)."""
+        """Synchronous hard kill (hung engine, cancelled task)."""
+        self.killed = True
         kill_process_group(self.pid)
         with contextlib.suppress(Exception):
             self.transport.close()

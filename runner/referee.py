@@ -132,11 +132,52 @@ def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float
 
 
 class _CutechessExporter(chess.pgn.StringExporter):
-    """python-chess's PGN writer with cutechess-style comments: ``{+0.35/16 5.1s}``."""
+    """python-chess's PGN writer laid out like cutechess: ``12. Nf3 {+0.35/16 5.1s}``.
+
+    Comments have no inner spaces, and a move number, its move and the move's comment
+    stay on one line (one token for the line wrapper).
+    """
+
+    _held = ""
+
+    def _flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, ""
+            self.write_token(held + " ")
+
+    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        self._flush()
+        if self.variations or not self.variation_depth:
+            number = ""
+            if board.turn == chess.WHITE:
+                number = f"{board.fullmove_number}. "
+            elif self.force_movenumber:
+                number = f"{board.fullmove_number}... "
+            self._held = number + board.san(move)
+            self.force_movenumber = False
 
     def visit_comment(self, comment: str) -> None:
         if self.comments and (self.variations or not self.variation_depth):
-            self.write_token("{" + comment.replace("}", "").strip() + "} ")
+            text = "{" + comment.replace("}", "").strip() + "}"
+            if self._held:
+                text, self._held = f"{self._held} {text}", ""
+            self.write_token(text + " ")
+
+    def visit_nag(self, nag: int) -> None:
+        self._flush()
+        super().visit_nag(nag)
+
+    def begin_variation(self) -> None:
+        self._flush()
+        super().begin_variation()
+
+    def end_variation(self) -> None:
+        self._flush()
+        super().end_variation()
+
+    def visit_result(self, result: str) -> None:
+        self._flush()
+        super().visit_result(result)
 
 
 def _utc_tag(moment: datetime) -> str:

@@ -307,6 +307,20 @@ def test_sweep_orphans_matches_pid_and_create_time():
         proc.kill()
 
 
+def test_fresh_engine_per_game_gets_ucinewgame_before_the_first_go(tmp_path):
+    logs = [tmp_path / "w.log", tmp_path / "b.log"]
+    for _ in range(2):  # two games: each starts its own processes
+        play(spec_for(fake("A", "--log", str(logs[0])), fake("B", "--log", str(logs[1])),
+                      adjudication=AdjudicationConfig(max_moves=3)))
+    for log in logs:
+        commands = [line.split()[0] for line in log.read_text().splitlines()]
+        assert commands.count("uci") == 2 and commands.count("ucinewgame") == 2
+        assert commands.count("quit") == 2
+        for game in " ".join(commands).split("quit")[:2]:
+            words = game.split()
+            assert words.index("ucinewgame") < words.index("go")
+
+
 def test_start_engine_skips_unknown_options():
     async def main():
         eng = EngineConfig("F", sys.executable, (str(FAKE),), options={"hash": 8, "NoSuch": 1})

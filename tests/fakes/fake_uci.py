@@ -14,6 +14,7 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --spawn-child TOKEN     start a sleeping child process whose command line holds TOKEN
   --score CP              report this score instead of 0
   --mate N                report ``score mate N`` instead of a cp score
+  --log FILE              append every command received to FILE
 """
 
 import argparse
@@ -56,6 +57,7 @@ def main() -> None:
     ap.add_argument("--spawn-child", default=None)
     ap.add_argument("--score", type=int, default=0)
     ap.add_argument("--mate", type=int, default=None)
+    ap.add_argument("--log", default=None, help="append every command received to this file")
     opts = ap.parse_args()
     if opts.crash_at_start:
         sys.exit(1)
@@ -68,6 +70,9 @@ def main() -> None:
         if not tokens:
             continue
         cmd = tokens[0]
+        if opts.log:
+            with open(opts.log, "a") as log:
+                log.write(raw)
         if opts.garbage:
             send(f"\x07 ??? garbage {gos} ###")
         if cmd == "uci":
