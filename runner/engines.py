@@ -30,20 +30,25 @@ from runner.config import EngineConfig
 LOG = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+try:  # resolved once here: the forked child must not dlopen/dlsym (locks held by other threads)
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _PRCTL = None
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    """preexec_fn: ask the kernel to SIGKILL this child when the runner dies (Linux only)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    """preexec_fn: ask the kernel to SIGKILL this child when the runner dies (Linux only).
+
+    The signal fires when the thread that started the engine exits, i.e. the runner's
+    event-loop thread (the main thread for ``swiss-runner run``).
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _popen_args(engine: EngineConfig) -> dict[str, Any]:
     args: dict[str, Any] = {"start_new_session": True, "stderr": asyncio.subprocess.DEVNULL}
-    if sys.platform.startswith("linux"):
+    if _PRCTL is not None:
         args["preexec_fn"] = _die_with_parent
     if engine.working_dir:
         args["cwd"] = engine.working_dir

@@ -138,6 +138,23 @@ def test_threefold_repetition_is_detected():
     assert natural_end(board).reason == "Draw by 3-fold repetition"
 
 
+def test_limit_from_runner_clocks_with_repeating_periods():
+    from runner.referee import _limit
+    from runner.timecontrol import Clock
+
+    spec = spec_for(fake("A"), EngineConfig("X", sys.executable, protocol="xboard", depth=7), "40/60+1")
+    clocks = {chess.WHITE: Clock(spec.time_control), chess.BLACK: Clock(spec.time_control)}
+    assert clocks[chess.WHITE].spend(2.5)
+    limit = _limit(spec, spec.white, clocks, chess.BLACK)
+    assert (limit.white_clock, limit.black_clock, limit.white_inc, limit.remaining_moves) == (58.5, 60, 1, 40)
+    for _ in range(39):
+        assert clocks[chess.WHITE].spend(0.1)
+    limit = _limit(spec, spec.white, clocks, chess.WHITE)
+    assert limit.remaining_moves == 40 and limit.white_clock == pytest.approx(58.5 - 3.9 + 39 + 60)
+    xb = _limit(spec, spec.black, clocks, chess.BLACK)
+    assert xb.depth == 7 and xb.clock_id == "game-1" and xb.remaining_moves == 40
+
+
 def test_infinite_time_control_without_limits_is_refused():
     with pytest.raises(RefereeError, match="needs Nodes, Depth or MoveTime"):
         asyncio.run(play_game(spec_for(fake("A"), fake("B"), "inf")))
