@@ -17,6 +17,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,9 +92,14 @@ def _event_lock(database: Path):
     lock_path = database.with_name(database.name + ".lock")
     handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole run
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        for attempt in range(20):  # `status` may hold a shared lock for an instant
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt < 19:
+                    time.sleep(0.1)
+        else:
             handle.seek(0)
             owner = handle.read().strip() or "?"
             raise StoreError(f"{database}: another swiss-runner (pid {owner}) is running this "
@@ -584,6 +590,24 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
 # --------------------------------------------------------------------------- status
 
 
+def runner_alive(database: Path) -> bool | None:
+    """Is a runner driving this event right now? (None: cannot tell.) Never blocks it."""
+    lock_path = database.with_name(database.name + ".lock")
+    try:
+        handle = open(lock_path)  # noqa: SIM115
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 def status_data(config: Config, store: Store) -> dict[str, Any]:
     rounds = store.rounds()
     games = store.games()
@@ -606,6 +630,7 @@ def status_data(config: Config, store: Store) -> dict[str, Any]:
         "in_progress": [{"game_id": g.game_id, "round": g.round, "white": g.white,
                          "black": g.black} for g in games if g.status == "running"],
         "complete": complete_rounds == s.rounds and all(g.status == "finished" for g in games),
+        "runner_running": runner_alive(config.database),
     }
 
 
@@ -636,8 +661,13 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         print(f"Games: {data['games_finished']} of {data['games_total']} finished"
               + ("; event complete" if data["complete"] else ""))
         if data["in_progress"]:
+            stale = " (the runner is not running: they will be replayed on resume)" \
+                if data["runner_running"] is False else ""
             print("In progress: " + ", ".join(
-                f"game {g['game_id']} ({g['white']} vs {g['black']})" for g in data["in_progress"]))
+                f"game {g['game_id']} ({g['white']} vs {g['black']})"
+                for g in data["in_progress"]) + stale)
+        if data["runner_running"] is not None:
+            print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = _standings(config, store, "text")
         if table:
             print(table.rstrip("\n"))

@@ -341,3 +341,26 @@ def test_status_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     data = json.loads(capsys.readouterr().out)
     assert data["games_finished"] == 4 and data["games_total"] == 12 and data["in_progress"] == []
     assert config.database.read_bytes() == before
+
+
+def test_status_during_a_run_and_a_second_runner_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    config = load_config(path)
+    seen: dict[str, object] = {}
+
+    def peek(spec: GameSpec) -> None:
+        if spec.game_id == 6:
+            seen["status"] = main(["status", str(path), "--json"])
+            seen["second"] = main(["run", str(path)])
+
+    assert cli_run(config, args(), play_game=backend(hook=peek)) == 0
+    out, err = capsys.readouterr()
+    assert seen == {"status": 0, "second": 2}
+    assert "another swiss-runner (pid" in err and "is running this event" in err
+    data = json.loads(out[out.index("{\n"):out.index("\n}\n") + 2])
+    assert data["runner_running"] is True and data["games_finished"] == 5
+    assert [g["game_id"] for g in data["in_progress"]] == [6]
+    assert len(event_games(config.database)) == 12  # the peeking disturbed nothing
+    assert main(["status", str(path)]) == 0
+    assert "Runner: not running" in capsys.readouterr().out
