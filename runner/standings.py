@@ -562,8 +562,9 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
     try:
         results = store.load_results(config)
         if results is None:
-            print(f"{config.path}: no tournament state yet at {config.swiss.state_path} "
-                  f"(nothing played); start it with: swiss-runner run {config.path}", file=sys.stderr)
+            print(f"{config.path}: no tournament state yet (no database at "
+                  f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
+                  file=sys.stderr)
             return 2
         rows = compute_standings(results, config.tiebreaks)
     except errors as exc:
