@@ -295,7 +295,7 @@ class Store:
     @classmethod
     def open(cls, path: Path) -> Store:
         """Open or create the database; refuse (StoreError) anything that is not ours."""
-        path = Path(path)
+        path = Path(os.path.normpath(path))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -334,7 +334,7 @@ class Store:
     @classmethod
     def open_readonly(cls, path: Path) -> Store | None:
         """Read-only connection that never writes or blocks the running tournament."""
-        path = Path(path)
+        path = Path(os.path.normpath(path))
         if not path.exists():
             return None
         _check_header(path)
