@@ -209,7 +209,7 @@ class Tournament:
     def total_games(self) -> int:
         s = self.config.swiss
         scheduled = len(self.config.engines) // 2 * s.games_per_match * s.rounds
-        extra = sum(1 for g in self.store.games() if g.extra) if self.store.has_event() else 0
+        extra = self.store.conn.execute("SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0]
         return scheduled + extra
 
     # ---- views kept in step with the database -------------------------------------------

@@ -262,14 +262,18 @@ def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeyp
     config = load_config(write_config(tmp_path))
     real = orch.atomic_write
 
-    def flaky(path: Path, data: str) -> None:
-        if json.loads(data)["games_finished"] == 5:
+    failed: list[int] = []
+
+    def flaky(path: Path, data: str) -> None:  # the disk is full once, from game 5 on
+        finished = json.loads(data)["games_finished"]
+        if finished >= 5 and not failed:
+            failed.append(finished)
             raise OSError(28, "No space left on device")
         real(path, data)
 
     monkeypatch.setattr(orch, "atomic_write", flaky)
     assert cli_run(config, args(), play_game=backend()) == 0
-    assert "cannot write the JSON snapshot (No space left on device)" in capsys.readouterr().err
+    assert failed and "cannot write the JSON snapshot (No space left on device)" in capsys.readouterr().err
     assert json.loads(config.swiss.state_path.read_text())["games_finished"] == 12
 
 
@@ -364,3 +368,17 @@ def test_status_during_a_run_and_a_second_runner_is_refused(
     assert len(event_games(config.database)) == 12  # the peeking disturbed nothing
     assert main(["status", str(path)]) == 0
     assert "Runner: not running" in capsys.readouterr().out
+
+
+def test_unwritable_state_directory_is_a_clear_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_store import unwritable
+
+    path = write_config(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    with unwritable(state):
+        assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{state}: the state directory is not writable" in err
+    assert list(state.iterdir()) == []
