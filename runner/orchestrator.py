@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -553,6 +554,11 @@ class RecordError(Exception):
 
 def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | None = None) -> int:
     """`swiss-runner run CONFIG`: run or resume the event; exit code per runner.cli."""
+    chess_log = logging.getLogger("chess.engine")
+    if chess_log.level == logging.NOTSET:
+        # python-chess warns about every line it does not parse (xboard engines' "tellics
+        # whisper", "post on", ...): harmless, and it would drown the progress output.
+        chess_log.setLevel(logging.ERROR)
     try:
         store = Store.open(config.database)
     except StoreError as exc:
