@@ -1,0 +1,644 @@
+"""cutechess-cli backend: build the command line, run it, parse its output into GameRecords.
+
+With ``Backend: cutechess`` the runner keeps pairing, state and resume, and hands each game
+(or each two-game match) to its own cutechess-cli process. What cutechess prints
+(``Finished game N (A vs B): RESULT {REASON}``) and the PGN it writes with ``-pgnout`` are
+turned into the same :class:`~runner.models.GameRecord` the built-in referee produces.
+
+The TCEC draw rule: upstream cutechess's ``-draw`` has no material gate and is reset by
+pawn moves and captures, so it is never passed. When ``Adjudication.TcecDraw`` is set the
+exact TCEC rule is applied afterwards to the evaluations cutechess wrote into the PGN
+(``{+0.12/17 0.31s}``); if it fires, the game is cut at the ply where it fired and scored
+``1/2-1/2 {Draw by adjudication: TCEC draw rule}`` (see docs/cutechess.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import chess
+import chess.pgn
+import psutil
+
+from runner.models import DRAW, RESULTS, GameRecord, GameSpec, Opening
+
+if TYPE_CHECKING:
+    from runner.config import EngineConfig, TcecDrawRule
+
+log = logging.getLogger(__name__)
+
+NOT_INSTALLED_REASON = "cutechess-cli not installed: not packaged for Debian 12 or PyPI"
+TCEC_DRAW_REASON = "Draw by adjudication: TCEC draw rule"
+TCEC_WIN_DETAILS = "TCEC win rule"
+_CHILD_POLL_S = 0.5
+
+
+class CutechessError(RuntimeError):
+    """cutechess-cli could not play the game (missing binary, bad option, engine not started)."""
+
+
+# --------------------------------------------------------------------------- binary check
+
+
+def resolve_binary(path: str) -> str | None:
+    """Absolute path of the cutechess-cli executable, or None when it cannot be found."""
+    if os.sep in path:
+        p = Path(os.path.expanduser(path))
+        return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+    return shutil.which(path)
+
+
+def check_binary(path: str, timeout: float = 10.0) -> str | None:
+    """None when ``path`` is a working cutechess-cli; otherwise a one-line reason why not."""
+    if os.sep in path:
+        p = Path(os.path.expanduser(path))
+        if not p.exists():
+            return f"{path!r} not found (expected the cutechess-cli executable)"
+        if not p.is_file() or not os.access(p, os.X_OK):
+            return f"{path!r} is not an executable file (expected the cutechess-cli executable)"
+        resolved = str(p)
+    else:
+        found = shutil.which(path)
+        if found is None:
+            return (f"{path!r} not found on PATH (install cutechess-cli or set CutechessPath "
+                    "to its full path)")
+        resolved = found
+    try:
+        done = subprocess.run([resolved, "--version"], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return f"'{resolved} --version' did not finish within {timeout:g} s"
+    except OSError as exc:
+        return f"cannot run {resolved!r}: {exc}"
+    output = (done.stdout + done.stderr).strip()
+    first = output.splitlines()[0] if output else "(no output)"
+    if done.returncode != 0:
+        return f"'{resolved} --version' failed with exit status {done.returncode}: {first}"
+    if "cutechess" not in output.lower():
+        return f"{resolved!r} does not look like cutechess-cli: '--version' printed {first!r}"
+    return None
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _option_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def engine_args(engine: EngineConfig, *, per_engine_tc: str | None) -> list[str]:
+    """``-engine`` and its ``key=value`` words for one engine."""
+    words = ["-engine", f"name={engine.name}", f"cmd={engine.command}"]
+    words += [f"arg={a}" for a in engine.args]
+    if engine.working_dir:
+        words.append(f"dir={engine.working_dir}")
+    words.append(f"proto={engine.protocol}")
+    if engine.movetime_ms is not None:
+        words.append(f"st={engine.movetime_ms / 1000:g}")
+    elif per_engine_tc is not None:
+        words.append(f"tc={per_engine_tc}")
+    if engine.nodes is not None:
+        words.append(f"nodes={engine.nodes}")
+    if engine.depth is not None:
+        words.append(f"depth={engine.depth}")
+    words += [f"option.{k}={_option_value(v)}" for k, v in engine.options.items()]
+    return words
+
+
+def build_command(
+    specs: Sequence[GameSpec],
+    *,
+    pgn_out: Path,
+    cutechess_path: str = "cutechess-cli",
+    opening_file: tuple[Path, str] | None = None,
+    srand: int | None = None,
+) -> list[str]:
+    """argv for one game (one spec) or one two-game match (two specs, colours reversed).
+
+    ``opening_file`` is ``(path, "pgn"|"epd")`` as written by :func:`write_opening_file`.
+    """
+    if len(specs) not in (1, 2):
+        raise ValueError(f"cutechess plays 1 game or a 2-game match, got {len(specs)} specs")
+    first = specs[0]
+    if len(specs) == 2:
+        second = specs[1]
+        if (second.white.name, second.black.name) != (first.black.name, first.white.name):
+            raise ValueError("the second game of a match must reverse the colours of the first")
+        if second.opening != first.opening or second.time_control != first.time_control:
+            raise ValueError("both games of a match must share opening and time control")
+        if second.adjudication != first.adjudication:
+            raise ValueError("both games of a match must share the adjudication settings")
+    tc = str(first.time_control)
+    engines = (first.white, first.black)
+    per_engine = any(e.movetime_ms is not None for e in engines)
+    argv = [cutechess_path]
+    for engine in engines:
+        argv += engine_args(engine, per_engine_tc=tc if per_engine else None)
+    each: list[str] = []
+    if not per_engine:
+        each.append(f"tc={tc}")
+    if first.time_margin_ms > 0:
+        each.append(f"timemargin={first.time_margin_ms}")
+    if each:
+        argv += ["-each", *each]
+    if opening_file is not None:
+        path, fmt = opening_file
+        argv += ["-openings", f"file={path}", f"format={fmt}", "order=sequential"]
+    adj = first.adjudication
+    # TCEC draw rule: deliberately no -draw (applied exactly afterwards, see module doc).
+    if adj.tcec_win is not None:
+        argv += ["-resign", f"movecount={math.ceil(adj.tcec_win.plies / 2)}",
+                 f"score={adj.tcec_win.score_cp}", "twosided=true"]
+    if adj.tablebases is not None and adj.tablebases.paths:
+        argv += ["-tb", os.pathsep.join(str(p) for p in adj.tablebases.paths),
+                 "-tbpieces", str(adj.tablebases.max_pieces)]
+        if adj.tablebases.ignore50:
+            argv.append("-tbignore50")
+    if adj.max_moves > 0:
+        argv += ["-maxmoves", str(adj.max_moves)]
+    if len(specs) == 2:
+        argv += ["-games", "2", "-repeat"]
+    else:
+        argv += ["-games", "1"]
+    argv += ["-rounds", "1", "-recover",
+             "-event", first.event, "-site", first.site,
+             "-srand", str(first.game_id if srand is None else srand),
+             "-pgnout", str(pgn_out)]
+    return argv
+
+
+def write_opening_file(opening: Opening | None, directory: Path) -> tuple[Path, str] | None:
+    """Write ``opening`` as a one-game opening file; None for the standard start, no moves.
+
+    A bare FEN with default move counters becomes an EPD line (cutechess's EPD reader keeps
+    only the first four FEN fields); anything else becomes a one-game PGN.
+    """
+    if opening is None or (opening.fen is None and not opening.moves):
+        return None
+    board = chess.Board(opening.fen) if opening.fen else chess.Board()
+    fen_fields = board.fen().split()
+    if not opening.moves and fen_fields[4:] == ["0", "1"]:
+        path = directory / "opening.epd"
+        path.write_text(" ".join(fen_fields[:4]) + f' id "{opening.index}";\n', encoding="utf-8")
+        return path, "epd"
+    game = chess.pgn.Game()
+    game.headers["Event"] = opening.name or f"opening {opening.index}"
+    if opening.fen:
+        game.setup(board)
+    node: chess.pgn.GameNode = game
+    for uci in opening.moves:
+        move = chess.Move.from_uci(uci)
+        if move not in node.board().legal_moves:
+            raise ValueError(f"opening {opening.index}: illegal book move {uci!r}")
+        node = node.add_variation(move)
+    path = directory / "opening.pgn"
+    path.write_text(str(game) + "\n\n", encoding="utf-8")
+    return path, "pgn"
+
+
+# --------------------------------------------------------------------------- stdout parsing
+
+_STARTED_RE = re.compile(r"^Started game (\d+) of (\d+) \((.*) vs (.*)\)$")
+_FINISHED_RE = re.compile(
+    r"^Finished game (\d+) \((.*) vs (.*)\): (1-0|0-1|1/2-1/2|\*) \{(.*)\}$")
+_TERMINATING_RE = re.compile(r"^Terminating process of engine (.*)$")
+_KNOWN_PREFIXES = ("Score of ", "...      ", "Elo difference:", "SPRT:", "Player: ", '   "',
+                   "Finished match", "Indexing opening suite", "Rank Name", "Started game",
+                   "Finished game", "Terminating process")
+_RANK_ROW_RE = re.compile(r"^\s+\d+\s+\S")
+
+
+@dataclass(frozen=True)
+class FinishedGame:
+    """One ``Finished game`` line."""
+
+    number: int
+    white: str
+    black: str
+    result: str
+    reason: str
+
+
+@dataclass
+class CutechessOutput:
+    """What a cutechess-cli run printed (stdout and stderr together)."""
+
+    started: dict[int, tuple[str, str]] = field(default_factory=dict)
+    finished: list[FinishedGame] = field(default_factory=list)  # in printed order
+    warnings: list[str] = field(default_factory=list)  # multi-line warnings joined with '\n'
+    terminated: list[str] = field(default_factory=list)  # engines cutechess had to kill
+    finished_match: bool = False
+    sprt: str | None = None
+    other: list[str] = field(default_factory=list)
+
+    def game(self, number: int) -> FinishedGame | None:
+        for game in self.finished:
+            if game.number == number:
+                return game
+        return None
+
+
+def parse_stdout(text: str) -> CutechessOutput:
+    """Parse cutechess-cli's console output; tolerant of interleaving and odd orderings."""
+    out = CutechessOutput()
+    in_warning = False
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if line.startswith("Warning: "):
+            out.warnings.append(line[len("Warning: "):])
+            in_warning = True
+            continue
+        if m := _STARTED_RE.match(line):
+            out.started[int(m[1])] = (m[3], m[4])
+        elif m := _FINISHED_RE.match(line):
+            out.finished.append(FinishedGame(int(m[1]), m[2], m[3], m[4], m[5]))
+        elif m := _TERMINATING_RE.match(line):
+            out.terminated.append(m[1])
+        elif line.startswith("Finished match"):
+            out.finished_match = True
+        elif line.startswith("SPRT:"):
+            out.sprt = line[len("SPRT:"):].strip()
+        elif not line.strip():
+            in_warning = False
+            continue
+        elif in_warning and not line.startswith(_KNOWN_PREFIXES) and not _RANK_ROW_RE.match(line):
+            out.warnings[-1] += "\n" + line  # continuation of a multi-line warning
+            continue
+        elif not line.startswith(_KNOWN_PREFIXES) and not _RANK_ROW_RE.match(line):
+            out.other.append(line)
+        in_warning = False
+    return out
+
+
+# --------------------------------------------------------------------------- PGN parsing
+
+_EVAL_RE = re.compile(r"^(?P<score>[+-]?(?:M\d+|\d+(?:\.\d+)?))/(?P<depth>\d+)(?:\s|$)")
+_BOARD_ENDS = ("White mates", "Black mates", "Draw by stalemate",
+               "Draw by insufficient mating material", "Draw by fifty moves rule",
+               "Draw by 3-fold repetition")
+
+
+def read_pgn_games(text: str) -> list[chess.pgn.Game]:
+    """Every game of a cutechess PGN, in file order; raises CutechessError on broken games."""
+    games: list[chess.pgn.Game] = []
+    stream = io.StringIO(text)
+    while (game := chess.pgn.read_game(stream)) is not None:
+        if game.errors:
+            raise CutechessError(f"cutechess PGN game {len(games) + 1} "
+                                 f"({game.headers.get('White')} vs {game.headers.get('Black')}) "
+                                 f"does not parse: {game.errors[0]}")
+        games.append(game)
+    return games
+
+
+def comment_eval_cp(comment: str) -> int | None:
+    """Centipawns of a cutechess move comment (mover's view); None for book/mate/no score."""
+    m = _EVAL_RE.match(comment.strip())
+    if not m or "M" in m["score"] or int(m["depth"]) <= 0:
+        return None
+    return round(float(m["score"]) * 100)
+
+
+def _split_reason(comment: str, reason: str | None) -> tuple[str, str | None]:
+    """Split cutechess's last comment ``'+M1/245 0.007s, White mates'`` into (eval, reason)."""
+    comment = comment.strip()
+    if reason:
+        if comment == reason:
+            return "", reason
+        if comment.endswith(", " + reason):
+            return comment[: -len(reason) - 2], reason
+        return comment, reason
+    head, sep, tail = comment.partition(", ")
+    if sep and (_EVAL_RE.match(head) or head == "book"):
+        return head, tail
+    if comment and not _EVAL_RE.match(comment) and comment != "book":
+        return "", comment
+    return comment, None
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    """cutechess's ``2026-11-21T23:50:21.459 UTC``."""
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value.replace(" UTC", ""), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _details(reason: str) -> str | None:
+    marker = "by adjudication: "
+    return reason.split(marker, 1)[1] if marker in reason else None
+
+
+def record_from_pgn(game: chess.pgn.Game, finished: FinishedGame | None = None) -> GameRecord:
+    """GameRecord from one cutechess PGN game (+ its ``Finished game`` line when known).
+
+    The PGN text is left as cutechess wrote it; :func:`finalize_record` rewrites the tags.
+    """
+    headers = game.headers
+    result = headers.get("Result", "*")
+    nodes = list(game.mainline())
+    comments = [node.comment.strip() for node in nodes]
+    if nodes:
+        last_eval, reason = _split_reason(comments[-1], finished.reason if finished else None)
+        comments[-1] = last_eval
+    else:
+        _, reason = _split_reason(game.comment, finished.reason if finished else None)
+    if finished is not None and finished.result != result:
+        raise CutechessError(f"game {finished.number}: stdout says {finished.result} "
+                             f"{{{finished.reason}}} but the PGN says {result}")
+    if result not in RESULTS:
+        raise CutechessError(f"cutechess game {headers.get('White')} vs {headers.get('Black')} "
+                             f"has no result ({result!r}): it did not finish")
+    start = _parse_time(headers.get("GameStartTime"))
+    end = _parse_time(headers.get("GameEndTime"))
+    return GameRecord(
+        white=headers.get("White", "?"),
+        black=headers.get("Black", "?"),
+        result=result,
+        reason=reason or "",
+        termination=headers.get("Termination"),
+        termination_details=_details(reason or ""),
+        moves=[node.move.uci() for node in nodes],
+        comments=comments,
+        pgn=str(game),
+        start_time=start.isoformat(timespec="milliseconds") if start else "",
+        end_time=end.isoformat(timespec="milliseconds") if end else "",
+        duration_s=(end - start).total_seconds() if start and end else 0.0,
+        start_fen=headers.get("FEN"),
+    )
+
+
+# --------------------------------------------------------------------------- TCEC draw rule
+
+
+def tcec_draw_ply(start_fen: str | None, moves: Sequence[str], comments: Sequence[str],
+                  rule: TcecDrawRule) -> int | None:
+    """Ply count (1-based) after which the TCEC draw rule fires, or None.
+
+    After each ply: gate = at most ``max_pawns`` pawns and at most ``max_pieces`` non-pawn
+    pieces (kings counted); a ply without a centipawn score (book, mate, none) or outside
+    the gate resets the counter; ``plies`` consecutive plies with |eval| <= ``score_cp`` fire.
+    """
+    board = chess.Board(start_fen) if start_fen else chess.Board()
+    count = 0
+    for ply, (uci, comment) in enumerate(zip(moves, comments, strict=False), start=1):
+        board.push_uci(uci)
+        pawns = chess.popcount(board.pawns)
+        pieces = chess.popcount(board.occupied) - pawns
+        cp = comment_eval_cp(comment)
+        if pawns > rule.max_pawns or pieces > rule.max_pieces or cp is None:
+            count = 0
+        elif abs(cp) <= rule.score_cp:
+            count += 1
+            if count >= rule.plies:
+                return ply
+        else:
+            count = 0
+    return None
+
+
+def apply_tcec_draw_rule(record: GameRecord, rule: TcecDrawRule) -> GameRecord:
+    """Re-adjudicate a cutechess game with the exact TCEC draw rule (cut where it fired)."""
+    ply = tcec_draw_ply(record.start_fen, record.moves, record.comments, rule)
+    if ply is None:
+        return record
+    if ply == len(record.moves) and (record.reason in _BOARD_ENDS
+                                     or record.termination_details is not None):
+        return record  # the game ended on that very ply by the board, tablebase or move limit
+    return replace(record, result=DRAW, reason=TCEC_DRAW_REASON, termination="adjudication",
+                   termination_details="TCEC draw rule", moves=list(record.moves[:ply]),
+                   comments=list(record.comments[:ply]))
+
+
+# --------------------------------------------------------------------------- final record
+
+
+def _rmobility(record: GameRecord) -> str | None:
+    try:
+        from runner.rmobility import game_rmobility
+    except ImportError:  # pragma: no cover - module written by the standings engineer
+        log.warning("runner.rmobility is not available: r-mobility not recorded")
+        return None
+    return game_rmobility(record.start_fen, record.moves, record.result)
+
+
+def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: GameSpec) -> str:
+    """Rebuild the game's PGN with the runner's tags (Event, Site, Round "R.G", ...)."""
+    game = chess.pgn.Game()
+    for key, value in cutechess_headers.items():
+        game.headers[key] = value
+    game.headers["Event"] = spec.event
+    game.headers["Site"] = spec.site
+    game.headers["Round"] = spec.round_label
+    game.headers["Result"] = record.result
+    game.headers["PlyCount"] = str(len(record.moves))
+    for key, value in (("Termination", record.termination),
+                       ("TerminationDetails", record.termination_details),
+                       ("RMobilityResult", record.rmobility)):
+        if value:
+            game.headers[key] = value
+        elif key in game.headers:
+            del game.headers[key]
+    if record.start_fen:
+        game.setup(record.start_fen)
+    node: chess.pgn.GameNode = game
+    for uci, comment in zip(record.moves, record.comments, strict=True):
+        node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
+    if record.reason:
+        if node is game:
+            game.comment = record.reason
+        else:
+            node.comment = f"{node.comment}, {record.reason}" if node.comment else record.reason
+    exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
+    return game.accept(exporter)
+
+
+def finalize_record(record: GameRecord, spec: GameSpec,
+                    cutechess_headers: chess.pgn.Headers) -> GameRecord:
+    """Apply the TCEC rules cutechess lacks, name the win rule, fill r-mobility and the PGN."""
+    if (record.white, record.black) != (spec.white.name, spec.black.name):
+        raise CutechessError(f"cutechess played {record.white} vs {record.black}, "
+                             f"expected {spec.white.name} vs {spec.black.name}")
+    adj = spec.adjudication
+    if adj.tcec_draw is not None:
+        record = apply_tcec_draw_rule(record, adj.tcec_draw)
+    if adj.tcec_win is not None and record.reason in ("White wins by adjudication",
+                                                      "Black wins by adjudication"):
+        record = replace(record, reason=f"{record.reason}: {TCEC_WIN_DETAILS}",
+                         termination_details=TCEC_WIN_DETAILS)
+    record = replace(record, opening_index=spec.opening.index if spec.opening else None)
+    record.rmobility = _rmobility(record)
+    record.pgn = _build_pgn(record, cutechess_headers, spec)
+    return record
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _kill_tree(pid: int, known: dict[int, float]) -> None:
+    """Kill cutechess-cli ``pid``, its process group and every engine it started."""
+    victims: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        victims = psutil.Process(pid).children(recursive=True)
+    for child_pid, created in known.items():  # engines that left the group still match
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(child_pid)
+            if abs(proc.create_time() - created) < 0.01 and proc not in victims:
+                victims.append(proc)
+    for proc in victims:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(psutil.Error):
+        psutil.Process(pid).kill()
+    psutil.wait_procs(victims, timeout=2)
+
+
+async def _report_children(pid: int, seen: dict[int, float],
+                           on_process: Callable[[int, float], None] | None) -> None:
+    """Report every engine process cutechess starts (for the orchestrator's orphan sweep)."""
+    while True:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(pid).children(recursive=True):
+                if child.pid not in seen:
+                    with contextlib.suppress(psutil.Error):
+                        seen[child.pid] = child.create_time()
+                        if on_process is not None:
+                            on_process(child.pid, seen[child.pid])
+        await asyncio.sleep(_CHILD_POLL_S)
+
+
+async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], None] | None,
+                         ) -> tuple[int, str]:
+    """Run cutechess-cli in its own session; kill it and its engines on cancel."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    seen: dict[int, float] = {}
+    try:
+        created = psutil.Process(proc.pid).create_time()
+    except psutil.Error:
+        created = 0.0
+    if on_process is not None:
+        on_process(proc.pid, created)
+    watcher = asyncio.create_task(_report_children(proc.pid, seen, on_process))
+    assert proc.stdout is not None
+    reader = asyncio.create_task(proc.stdout.read())
+    try:
+        # Wait for cutechess itself, not for EOF: a leftover engine may hold the pipe open
+        # (asyncio's wait() also waits for the pipes), so watch the return code instead.
+        while proc.returncode is None:
+            await asyncio.sleep(0.1)
+        code = proc.returncode
+    except BaseException:
+        watcher.cancel()
+        reader.cancel()
+        _kill_tree(proc.pid, seen)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=5)
+        raise
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watcher
+    _kill_tree(proc.pid, seen)  # cutechess is gone; nothing of its group may outlive it
+    try:
+        stdout = await asyncio.wait_for(reader, timeout=10)
+    except TimeoutError:
+        stdout = b""
+        log.warning("cutechess-cli exited but its output pipe stayed open; output lost")
+    return code, stdout.decode("utf-8", "replace")
+
+
+def _failure(code: int, output: CutechessOutput, text: str) -> str:
+    if output.warnings:
+        detail = "; ".join(w.replace("\n", " ") for w in output.warnings)
+    else:
+        detail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
+    return f"cutechess-cli (exit status {code}) played no game: {detail}"
+
+
+async def play_match(
+    specs: Sequence[GameSpec],
+    *,
+    on_process: Callable[[int, float], None] | None = None,
+    cutechess_path: str = "cutechess-cli",
+) -> list[GameRecord]:
+    """Play one game, or a two-game match with colours reversed, in one cutechess-cli process.
+
+    Returns one record per game played, in playing order (fewer than asked only if
+    cutechess stopped early; with ``-recover`` it normally plays both games).
+    """
+    binary = resolve_binary(cutechess_path)
+    if binary is None:
+        raise CutechessError(f"CutechessPath {cutechess_path!r}: not found or not executable")
+    workdir = Path(tempfile.mkdtemp(prefix="swiss-cutechess-"))
+    keep = False
+    try:
+        opening_file = write_opening_file(specs[0].opening, workdir)
+        pgn_path = workdir / "games.pgn"
+        argv = build_command(specs, pgn_out=pgn_path, cutechess_path=binary,
+                             opening_file=opening_file)
+        log.debug("cutechess: %s", " ".join(argv))
+        code, text = await _run_cutechess(argv, on_process)
+        (workdir / "stdout.txt").write_text(text, encoding="utf-8")
+        output = parse_stdout(text)
+        pgn_text = pgn_path.read_text(encoding="utf-8") if pgn_path.exists() else ""
+        games = read_pgn_games(pgn_text)
+        if code != 0 or not games:
+            keep = True
+            raise CutechessError(_failure(code, output, text) + f" (files kept in {workdir})")
+        for warning in output.warnings:
+            log.warning("cutechess: %s", warning.replace("\n", " "))
+        return _match_records(specs, games, output)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _match_records(specs: Sequence[GameSpec], games: list[chess.pgn.Game],
+                   output: CutechessOutput) -> list[GameRecord]:
+    """Pair PGN games with Finished lines (same players and result, in order) and specs."""
+    unused = list(output.finished)
+    records: list[GameRecord] = []
+    for index, game in enumerate(games):
+        if index >= len(specs):
+            break
+        h = game.headers
+        finished = next((f for f in unused if (f.white, f.black, f.result)
+                         == (h.get("White"), h.get("Black"), h.get("Result"))), None)
+        if finished is not None:
+            unused.remove(finished)
+        record = record_from_pgn(game, finished)
+        records.append(finalize_record(record, specs[index], h))
+    return records
+
+
+async def play_game(
+    spec: GameSpec,
+    *,
+    on_process: Callable[[int, float], None] | None = None,
+    cutechess_path: str = "cutechess-cli",
+) -> GameRecord:
+    """Play one game through cutechess-cli and return its record (same contract as the referee)."""
+    records = await play_match([spec], on_process=on_process, cutechess_path=cutechess_path)
+    return records[0]
