@@ -677,3 +677,154 @@ def test_real_cutechess_swiss_run_and_audit(tmp_path):
 
 def test_time_control_str_is_cutechess_syntax():
     assert str(TimeControl(base=2700, increment=4.5)) == "2700+4.5"
+
+
+# --------------------------------------------------------------------------- stand-in + real engines
+
+STAND_IN = """\
+# NOT cutechess: a stand-in that understands the argv runner.cutechess builds and plays the
+# game with python-chess between the REAL engines named in it, printing cutechess-style
+# console lines and writing a cutechess-style PGN. It lets the whole pipeline (orchestrator,
+# cutechess backend, store, PGN, audit) run here; cutechess's own behaviour is not tested.
+import datetime, sys
+import chess, chess.engine, chess.pgn
+
+argv = sys.argv[1:]
+if argv == ["--version"]:
+    print("cutechess-cli stand-in (not cutechess) 0.0")
+    sys.exit(0)
+engines, opts, i = [], {}, 0
+while i < len(argv):
+    word = argv[i]
+    if word == "-engine":
+        engines.append({"args": [], "options": {}})
+        i += 1
+        while i < len(argv) and not argv[i].startswith("-"):
+            key, _, value = argv[i].partition("=")
+            e = engines[-1]
+            if key == "arg": e["args"].append(value)
+            elif key.startswith("option."): e["options"][key[7:]] = value
+            else: e[key] = value
+            i += 1
+        continue
+    if word.startswith("-"):
+        values = []
+        i += 1
+        while i < len(argv) and not argv[i].startswith("-"):
+            values.append(argv[i]); i += 1
+        opts[word] = values
+        continue
+    i += 1
+board = chess.Board()
+book = []
+if "-openings" in opts:
+    spec = dict(v.partition("=")[::2] for v in opts["-openings"])
+    if spec["format"] == "epd":
+        board = chess.Board(" ".join(open(spec["file"]).read().split()[:4]) + " 0 1")
+    else:
+        g = chess.pgn.read_game(open(spec["file"]))
+        board = g.board(); book = list(g.mainline_moves())
+start_fen = board.fen()
+maxmoves = int(opts.get("-maxmoves", ["0"])[0])
+w, b = engines
+print(f"Started game 1 of 1 ({w['name']} vs {b['name']})", flush=True)
+procs = []
+for e in engines:
+    opener = chess.engine.SimpleEngine.popen_uci if e.get("proto", "uci") == "uci" else chess.engine.SimpleEngine.popen_xboard
+    p = opener([e["cmd"], *e["args"]])
+    p.configure({k: v for k, v in e["options"].items() if k in p.options})
+    procs.append(p)
+start = datetime.datetime.now(datetime.timezone.utc)
+comments, reason = [], None
+for move in book:
+    board.push(move); comments.append("book")
+while reason is None:
+    if board.is_game_over(claim_draw=True):
+        outcome = board.outcome(claim_draw=True)
+        t = outcome.termination
+        reason = {chess.Termination.CHECKMATE: ("White" if outcome.winner else "Black") + " mates",
+                  chess.Termination.STALEMATE: "Draw by stalemate",
+                  chess.Termination.INSUFFICIENT_MATERIAL: "Draw by insufficient mating material",
+                  chess.Termination.FIFTY_MOVES: "Draw by fifty moves rule",
+                  chess.Termination.THREEFOLD_REPETITION: "Draw by 3-fold repetition"}.get(t, "Draw")
+        result = outcome.result()
+        break
+    if maxmoves and board.ply() >= 2 * maxmoves:
+        reason, result = "Draw by adjudication: maximal game length", "1/2-1/2"
+        break
+    e = engines[0 if board.turn == chess.WHITE else 1]
+    p = procs[0 if board.turn == chess.WHITE else 1]
+    limit = chess.engine.Limit(depth=int(e["depth"]) if "depth" in e else None,
+                               nodes=int(e["nodes"]) if "nodes" in e else None)
+    info = p.play(board, limit, info=chess.engine.INFO_SCORE | chess.engine.INFO_BASIC)
+    score = info.info.get("score")
+    depth = info.info.get("depth", 1)
+    if score is None:
+        text = "0.00"
+    else:
+        pov = score.relative if hasattr(score, "relative") else score
+        text = (f"{'+' if pov.mate() > 0 else '-'}M{abs(pov.mate())}" if pov.is_mate()
+                else f"{pov.score() / 100:+.2f}".replace("+0.00", "0.00"))
+    comments.append(f"{text}/{depth} 0.01s")
+    board.push(info.move)
+for p in procs:
+    p.quit()
+end = datetime.datetime.now(datetime.timezone.utc)
+game = chess.pgn.Game()
+game.headers.update({"Event": opts["-event"][0], "Site": opts["-site"][0], "Round": "1",
+                     "White": w["name"], "Black": b["name"], "Result": result,
+                     "GameStartTime": start.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + " UTC",
+                     "GameEndTime": end.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + " UTC"})
+if "adjudication" in reason:
+    game.headers["Termination"] = "adjudication"
+if start_fen != chess.STARTING_FEN:
+    game.setup(start_fen)
+node = game
+for move, comment in zip(board.move_stack, comments):
+    node = node.add_variation(move, comment=comment)
+node.comment = f"{node.comment}, {reason}"
+with open(opts["-pgnout"][0], "a") as f:
+    f.write(str(game) + "\\n\\n")
+print(f"Finished game 1 ({w['name']} vs {b['name']}): {result} {{{reason}}}", flush=True)
+print("Finished match", flush=True)
+"""
+
+
+@pytest.mark.engines
+def test_swiss_run_through_the_backend_with_a_stand_in_and_real_engines(tmp_path):
+    """The whole Backend: cutechess pipeline with real engines; the binary is a stand-in."""
+    stand_in = write_script(tmp_path / "cutechess-stand-in", STAND_IN)
+    env = dict(os.environ, PATH=os.environ.get("PATH", "") + os.pathsep + "/usr/games")
+    names = ("Stockfish", "Ethereal", "Glaurung", "Toga")
+    data = {
+        "Event": "stand-in swiss", "Site": "ci",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 2, "Seeding": "listed",
+                         "StatePath": "state/s.json"},
+        "TimeControl": "inf", "Backend": "cutechess", "CutechessPath": str(stand_in),
+        "Concurrency": 2,
+        "Adjudication": {"TcecDraw": {}, "MaxMoves": 25},
+        "Engines": [{"Name": n, "Command": c, "Depth": 2, "Options": {"Hash": 8}} for n, c in
+                    zip(names, ("stockfish", "ethereal-chess", "glaurung", "toga2"), strict=True)],
+    }
+    path = tmp_path / "event.yaml"
+    path.write_text(yaml.safe_dump(data))
+    config = load_config(path)
+    run = subprocess.run([sys.executable, "-m", "runner", "run", str(path), "--quiet"], env=env,
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    games = read_pgn_games(config.pgn_out.read_text())
+    assert len(games) == 8
+    assert sorted(g.headers["Round"] for g in games) == ["1.1", "1.2", "1.3", "1.4",
+                                                         "2.1", "2.2", "2.3", "2.4"]
+    for g in games:
+        assert g.headers["Event"] == "stand-in swiss" and g.headers["Site"] == "ci"
+        assert int(g.headers["PlyCount"]) <= 50 and g.headers["RMobilityResult"]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(names) + "\n")
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit", str(config.pgn_out),
+                            "--seeds", str(seeds)], env=env, cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if str(stand_in) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []
