@@ -632,8 +632,8 @@ needs_cutechess = pytest.mark.skipif(real_cutechess() is None, reason=NOT_INSTAL
 
 @needs_cutechess
 @pytest.mark.engines
-def test_real_cutechess_plays_a_match():
-    os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + "/usr/games"
+def test_real_cutechess_plays_a_match(monkeypatch):
+    monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + "/usr/games")
     sf = engine("Stockfish", shutil.which("stockfish"), options={"Hash": 16, "Threads": 1}, depth=6)
     eth = engine("Ethereal", shutil.which("ethereal-chess"), options={"Hash": 16}, depth=6)
     op = Opening(index=0, moves=("e2e4", "e7e5"))
