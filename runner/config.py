@@ -449,6 +449,11 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
     return AdjudicationConfig(tcec_draw=draw, tcec_win=win, tablebases=tb, max_moves=max_moves)
 
 
+def _cutechess_path(value: str, base: Path) -> str:
+    """A CutechessPath containing a '/' is relative to the config file; a bare name is looked up later."""
+    return str(_resolve_path(base, value)) if os.sep in value else value
+
+
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Load and validate a config file; raise ConfigError listing every problem found."""
     path = Path(path)
@@ -495,7 +500,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         time_margin_ms=c.get(top, "", "TimeMarginMs", "int", 0, _non_negative, "milliseconds >= 0"),
         concurrency=c.get(top, "", "Concurrency", "int", 1, _positive, "a positive integer"),
         backend=c.choice(top, "", "Backend", ("python-chess", "cutechess"), "python-chess"),
-        cutechess_path=c.get(top, "", "CutechessPath", "str", "cutechess-cli"),
+        cutechess_path=_cutechess_path(c.get(top, "", "CutechessPath", "str", "cutechess-cli"), base),
         pgn_out=pgn_out,
         database=database,
         openings=_openings(c, top.get("Openings"), base, swiss, top.get("SwissOptions")),

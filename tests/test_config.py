@@ -234,3 +234,11 @@ def test_validate_probe_real_engines(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "ok   A: Stockfish" in out
     assert "ok   C: " in out  # fairymax over xboard
     assert "Engines[0].Options.NoSuchOption" in out
+
+
+def test_cutechess_path_relative_to_config(tmp_path: Path) -> None:
+    data = base_config(tmp_path)
+    data["CutechessPath"] = "bin/cutechess-cli"
+    assert load_config(write(tmp_path, data)).cutechess_path == str(tmp_path / "bin" / "cutechess-cli")
+    data["CutechessPath"] = "cutechess-cli"
+    assert load_config(write(tmp_path, data)).cutechess_path == "cutechess-cli"
