@@ -35,7 +35,7 @@ def write_config(directory: Path, token: str, concurrency: int) -> Path:
     engines = []
     for i in range(1, PLAYERS + 1):
         style = "greedy" if i % 2 else "random"
-        engines.append({"Name": f"D{i}", "Command": str(FAKE), "Args": [style, f"{token}-{i}", "5"],
+        engines.append({"Name": f"D{i}", "Command": str(FAKE), "Args": [style, f"{token}-{i}", "10"],
                         "Nodes": 1})
     path = directory / "event.yaml"
     path.write_text(yaml.safe_dump({
@@ -86,7 +86,7 @@ def engines_alive(token: str) -> list[int]:
 
 def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path) -> None:
     token = f"crash{os.getpid()}x{tmp_path.name[-12:]}"
-    clean = write_config(tmp_path / "clean", token, concurrency=1)
+    clean = write_config(tmp_path / "clean", token, concurrency=2)
     proc = start(clean, tmp_path / "clean.log")
     assert proc.wait(timeout=300) == 0, (tmp_path / "clean.log").read_text()[-3000:]
     reference = db_games(tmp_path / "clean" / "state" / "swiss.sqlite3")
@@ -103,7 +103,7 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
         proc = start(crashed, log)
         if kills < KILLS:
             try:
-                proc.wait(timeout=rng.uniform(0.3, 2.0))
+                proc.wait(timeout=rng.uniform(0.3, 1.5))
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=30)
