@@ -62,8 +62,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                       f"the engine has no option {option!r}")
                 status = EXIT_FAIL
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds
-    print(f"{config.path}: OK: {len(config.engines)} engines, {config.swiss.rounds} rounds "
-          f"x {config.swiss.games_per_match} game(s) per match = {games} games, "
+    verdict = "OK" if status == EXIT_OK else "config OK, but the engine probe FAILED (see above)"
+    print(f"{config.path}: {verdict}: {len(config.engines)} engines, {config.swiss.rounds} "
+          f"round(s) x {config.swiss.games_per_match} game(s) per match = {games} games, "
           f"time control {config.time_control} ({config.time_control.human()})")
     return status
 

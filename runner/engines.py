@@ -196,6 +196,20 @@ async def start_engine(
     return proc
 
 
+def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str | None:
+    """Why the engine cannot honour its configured per-move limit, or None.
+
+    XBoard has no plain node limit: it needs the engine's ``nps`` feature, which most
+    XBoard engines (Fairy-Max, Phalanx, ...) do not declare.
+    """
+    if engine.protocol == "xboard" and engine.nodes is not None:
+        features = getattr(protocol, "features", {})
+        if not features.get("nps"):
+            return (f"engine {engine.name!r}: Nodes is set, but this XBoard engine does not declare "
+                    "node-limit support (feature nps=1); use Depth or MoveTime for it")
+    return None
+
+
 def kill_process_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (engines run in their own session)."""
     try:
@@ -251,7 +265,8 @@ async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
         return ProbeResult(error=f"cannot start {engine.command!r}: {exc}")
     try:
         return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
-                           unknown_options=list(proc.skipped_options))
+                           unknown_options=list(proc.skipped_options),
+                           error=limit_problem(engine, proc.protocol) or "")
     finally:
         await proc.close()
 

@@ -22,7 +22,7 @@ import chess.pgn
 
 from runner.adjudication import Adjudicator, Verdict
 from runner.config import Config, EngineConfig
-from runner.engines import EngineProcess, EngineStartError, start_engine
+from runner.engines import EngineProcess, EngineStartError, limit_problem, start_engine
 from runner.models import BLACK_WIN, DRAW, WHITE_WIN, GameRecord, GameSpec, Opening
 from runner.timecontrol import Clock, parse_time_control
 
@@ -252,8 +252,11 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
            turn: chess.Color) -> chess.engine.Limit:
     tc = spec.time_control
     kw: dict[str, object] = {}
-    xboard_nodes = engine.protocol == "xboard" and engine.nodes is not None
-    if not tc.infinite and not xboard_nodes:  # xboard cannot mix node and time limits
+    # A per-engine limit (Nodes/Depth/MoveTime) is sent alone: engines such as Ethereal
+    # ignore "go nodes" when clocks come with it. The runner still charges and enforces
+    # the clock, so a limit that is too slow for the time control still loses on time.
+    per_move = engine.nodes is not None or engine.depth is not None or engine.movetime_ms is not None
+    if not tc.infinite and not per_move:
         kw.update(white_clock=clocks[chess.WHITE].remaining, black_clock=clocks[chess.BLACK].remaining,
                   white_inc=tc.increment, black_inc=tc.increment,
                   remaining_moves=clocks[turn].moves_to_go)
@@ -353,6 +356,9 @@ async def play_game(
     try:
         procs, end = await _start_both(spec, on_process, startup_timeout)
         for proc in procs.values():
+            problem = limit_problem(proc.config, proc.protocol)
+            if problem:
+                raise RefereeError(problem)
             if getattr(proc.protocol, "no_setboard", False) and start_board.fen() != chess.STARTING_FEN:
                 raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
                                    "cannot start from a FEN position")
@@ -393,7 +399,7 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         proc = procs[color]
         engine = proc.config
         clock = clocks[color]
-        if not tc.infinite:
+        if not tc.infinite and not per_move:
             timeout = clock.remaining + margin + grace
         elif engine.movetime_ms is not None:
             timeout = engine.movetime_ms / 1000 + margin + grace
@@ -425,7 +431,7 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
             elapsed = proto.move_received - proto.go_sent
         else:
             elapsed = now - called
-        if not tc.infinite:
+        if not tc.infinite and not per_move:
             if not clock.spend(elapsed, margin):
                 return _flag_fell(board, color)
         elif engine.movetime_ms is not None and elapsed > engine.movetime_ms / 1000 + margin:

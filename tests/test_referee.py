@@ -151,8 +151,11 @@ def test_limit_from_runner_clocks_with_repeating_periods():
         assert clocks[chess.WHITE].spend(0.1)
     limit = _limit(spec, spec.white, clocks, chess.WHITE)
     assert limit.remaining_moves == 40 and limit.white_clock == pytest.approx(58.5 - 3.9 + 39 + 60)
+    # a per-engine limit is sent alone (Ethereal ignores "go nodes" next to clocks);
+    # the runner still charges and enforces the clock
     xb = _limit(spec, spec.black, clocks, chess.BLACK)
-    assert xb.depth == 7 and xb.clock_id == "game-1" and xb.remaining_moves == 40
+    assert xb.depth == 7 and xb.clock_id == "game-1"
+    assert xb.white_clock is None and xb.black_clock is None and xb.remaining_moves is None
 
 
 def test_infinite_time_control_without_limits_is_refused():
@@ -418,19 +421,26 @@ def test_clocks_are_measured_by_the_runner_with_real_engines():
 
 @pytest.mark.engines
 def test_real_engine_flagged_by_a_tiny_clock_loses_on_time():
-    # 0.05 s for the whole game with Move Overhead 0 (cutechess fixture time_forfeit);
-    # the slow fake engine makes sure Stockfish, not the fake, runs out first.
-    sf = real("Stockfish", "stockfish", options={"Hash": 16, "Move Overhead": 0, "Threads": 1})
-    record, pids = play(spec_for(sf, fake("Slow", "--sleep-on-go", "1", "0.01"), "0.02"))
-    assert record.termination == "time forfeit"
+    # A locked pawn fortress: no capture, no mate, no way through for either king, so the
+    # game can only end by the fifty-move rule (100 plies) or a flag. 5 ms for the whole
+    # game with Move Overhead 0 cannot last 50 moves of real process round trips.
+    fortress = "8/8/1k6/p1p1p1p1/P1P1P1P1/8/3K4/8 w - - 0 1"
+    opts = {"Hash": 16, "Move Overhead": 0, "Threads": 1}
+    white = real("Stockfish-W", "stockfish", options=opts)
+    black = real("Stockfish-B", "stockfish", options=opts)
+    record, pids = play(spec_for(white, black, "0.005", adjudication=AdjudicationConfig(),
+                                 opening=Opening(-1, "fortress", fen=fortress)))
+    check_record(record, "Stockfish-W", "Stockfish-B")
+    assert record.termination == "time forfeit", record.reason
     assert record.reason in ("White loses on time", "Black loses on time")
+    assert record.result == ("0-1" if record.reason.startswith("White") else "1-0")
     flagged = record.reason.split()[0]
-    check_record(record, "Stockfish", "Slow")
     # the flagged side's move was not played: it was its turn when the game ended
-    turn = chess.Board()
+    turn = chess.Board(fortress)
     for m in record.moves:
         turn.push_uci(m)
     assert {chess.WHITE: "White", chess.BLACK: "Black"}[turn.turn] == flagged
+    assert record.plies < 100
     assert_all_dead(pids)
 
 
@@ -529,3 +539,28 @@ def test_play_command_prints_a_pgn(tmp_path):
                           "--black", "Eth", "--moves", "e4 e4"], capture_output=True, text=True,
                          cwd=REPO, timeout=60)
     assert bad.returncode == 2 and "token 2 'e4'" in bad.stderr
+
+
+@pytest.mark.engines
+def test_xboard_node_limit_without_nps_feature_is_a_setup_error_not_a_loss():
+    from runner.engines import probe_engine
+
+    fmax = real("Fairymax", "fairymax", protocol="xboard", nodes=3000)
+    with pytest.raises(RefereeError, match="does not declare node-limit support"):
+        asyncio.run(play_game(spec_for(fmax, real("SF", "stockfish", nodes=1000), "10+0.1")))
+    assert "use Depth or MoveTime" in probe_engine(fmax, timeout=10).error
+    assert probe_engine(real("Fairymax", "fairymax", protocol="xboard", depth=3), timeout=10).error == ""
+
+
+@pytest.mark.engines
+def test_per_engine_node_limit_is_honoured_next_to_a_slow_clock():
+    # Ethereal ignores "go nodes" when clocks come with it: the limit must be sent alone,
+    # or this game at 40/60 would take about a minute instead of well under a second each move.
+    eth = real("Ethereal", "ethereal-chess", nodes=2000, options={"Hash": 16})
+    sf = real("Stockfish", "stockfish", nodes=2000, options={"Hash": 16, "Threads": 1})
+    record, pids = play(spec_for(eth, sf, "40/60", adjudication=AdjudicationConfig(max_moves=20)))
+    check_record(record, "Ethereal", "Stockfish")
+    spent = [float(m.group(1)) for c in record.comments
+             if (m := re.search(r"/\d+ (\d+(?:\.\d+)?)s\b", c))]
+    assert spent and max(spent) < 0.5, spent
+    assert_all_dead(pids)
