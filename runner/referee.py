@@ -399,7 +399,7 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         proc = procs[color]
         engine = proc.config
         clock = clocks[color]
-        if not tc.infinite and not per_move:
+        if not tc.infinite:
             timeout = clock.remaining + margin + grace
         elif engine.movetime_ms is not None:
             timeout = engine.movetime_ms / 1000 + margin + grace
@@ -431,7 +431,7 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
             elapsed = proto.move_received - proto.go_sent
         else:
             elapsed = now - called
-        if not tc.infinite and not per_move:
+        if not tc.infinite:
             if not clock.spend(elapsed, margin):
                 return _flag_fell(board, color)
         elif engine.movetime_ms is not None and elapsed > engine.movetime_ms / 1000 + margin:
