@@ -8,8 +8,9 @@ state from another event, ...); 130 interrupted by SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from runner import __version__
 from runner.config import Config, ConfigError, load_config
@@ -69,40 +70,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    if config is None:
-        return EXIT_BAD_INPUT
-    from runner.orchestrator import cli_run
+def _with_config(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    """A subcommand that loads and validates ``args.config``, then calls module.function(config, args).
 
-    return cli_run(config, args)
+    The module is imported only when the command runs, so ``--help`` and ``validate`` never
+    depend on the rest of the package.
+    """
 
+    def command(args: argparse.Namespace) -> int:
+        config = _load(args.config)
+        if config is None:
+            return EXIT_BAD_INPUT
+        return int(getattr(importlib.import_module(module), function)(config, args))
 
-def cmd_status(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    if config is None:
-        return EXIT_BAD_INPUT
-    from runner.orchestrator import cli_status
-
-    return cli_status(config, args)
+    return command
 
 
-def cmd_standings(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    if config is None:
-        return EXIT_BAD_INPUT
-    from runner.standings import cli_standings
-
-    return cli_standings(config, args)
-
-
-def cmd_play(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    if config is None:
-        return EXIT_BAD_INPUT
-    from runner.referee import cli_play
-
-    return cli_play(config, args)
+cmd_run = _with_config("runner.orchestrator", "cli_run")
+cmd_status = _with_config("runner.orchestrator", "cli_status")
+cmd_standings = _with_config("runner.standings", "cli_standings")
+cmd_play = _with_config("runner.referee", "cli_play")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

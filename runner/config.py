@@ -251,7 +251,7 @@ class _Checker:
 
 def _resolve_path(base: Path, value: str | os.PathLike[str]) -> Path:
     p = Path(os.path.expanduser(str(value)))
-    return p if p.is_absolute() else (base / p)
+    return Path(os.path.normpath(p if p.is_absolute() else base / p))
 
 
 def resolve_command(command: str, base: Path) -> str | None:
