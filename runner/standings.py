@@ -565,7 +565,7 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
             print(f"{config.path}: no tournament state yet (no database at "
                   f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
                   file=sys.stderr)
-            return 2
+            return 1  # as `status`: the command ran, there is just no event yet
         rows = compute_standings(results, config.tiebreaks)
     except errors as exc:
         print(f"error: {exc}", file=sys.stderr)

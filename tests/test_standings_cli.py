@@ -38,12 +38,12 @@ def write_config(tmp_path: Path) -> Path:
     return path
 
 
-def test_no_state_exits_2_with_a_clear_message(tmp_path, capsys):
+def test_no_state_exits_1_with_a_clear_message(tmp_path, capsys):
     if shutil.which("stockfish") is None:
         pytest.skip("stockfish not installed")
     code = main(["standings", str(write_config(tmp_path))])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 1
     assert "no tournament state yet" in err and "swiss-runner run" in err
 
 
