@@ -26,7 +26,7 @@ import chess
 import chess.engine
 import chess.syzygy
 
-from runner.config import AdjudicationConfig, TablebaseConfig
+from runner.config import AdjudicationConfig, TablebaseConfig, TcecDrawRule
 from runner.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000
@@ -102,6 +102,36 @@ def _cp(score: chess.engine.Score | None) -> int | None:
     return score.score(mate_score=_MATE_CP)
 
 
+class TcecDrawWindow:
+    """The TCEC draw rule's counter (specs/tcec-rules.md section 1), shared by both backends.
+
+    Gate: at most ``max_pawns`` pawns and ``max_pieces`` other pieces (kings counted, as TCEC
+    does); leaving the gate (a promotion) or a ply without a centipawn score (none, or a mate
+    score) restarts the count; book plies neither count nor reset; pawn moves and captures do
+    not reset. Fires after ``plies`` consecutive plies with |eval| <= ``score_cp``.
+    """
+
+    def __init__(self, rule: TcecDrawRule):
+        self.rule = rule
+        self.count = 0
+
+    def update(self, board: chess.Board, cp: int | None, *, book: bool = False) -> bool:
+        """Feed the position after a ply and the mover's centipawn score; True when it fires."""
+        rule = self.rule
+        pawns = chess.popcount(board.pawns)
+        pieces = chess.popcount(board.occupied) - pawns
+        if pawns > rule.max_pawns or pieces > rule.max_pieces:
+            self.count = 0
+            return False
+        if book:
+            return False
+        if cp is not None and abs(cp) <= rule.score_cp:
+            self.count += 1
+        else:
+            self.count = 0
+        return self.count >= rule.plies
+
+
 class Adjudicator:
     """Stateful per-game adjudicator. Call ``update`` after every ply."""
 
@@ -111,7 +141,7 @@ class Adjudicator:
         self.tablebase = tablebase
         if tablebase is None and config.tablebases is not None and config.tablebases.paths:
             self.tablebase = open_tablebase(config.tablebases)
-        self.draw_count = 0
+        self.draw_window = TcecDrawWindow(config.tcec_draw) if config.tcec_draw else None
         self.win_count = 0
         self.win_side: chess.Color | None = None
 
@@ -137,27 +167,10 @@ class Adjudicator:
 
     def _draw_rule(self, board: chess.Board, score: chess.engine.Score | None,
                    book: bool) -> Verdict | None:
-        rule = self.config.tcec_draw
-        if rule is None:
+        if self.draw_window is None:
             return None
-        pawns = chess.popcount(board.pawns)
-        pieces = chess.popcount(board.occupied) - pawns  # kings included, as TCEC counts
-        if pawns > rule.max_pawns or pieces > rule.max_pieces:
-            self.draw_count = 0
-            return None
-        if book:
-            return None
-        if score is None or score.is_mate():
-            self.draw_count = 0
-            return None
-        cp = score.score()
-        if cp is not None and abs(cp) <= rule.score_cp:
-            self.draw_count += 1
-        else:
-            self.draw_count = 0
-        if self.draw_count >= rule.plies:
-            return _draw("TCEC draw rule")
-        return None
+        cp = None if score is None or score.is_mate() else score.score()
+        return _draw("TCEC draw rule") if self.draw_window.update(board, cp, book=book) else None
 
     def _win_rule(self, mover: chess.Color, score: chess.engine.Score | None,
                   book: bool) -> Verdict | None:

@@ -35,6 +35,7 @@ import chess
 import chess.pgn
 import psutil
 
+from runner.adjudication import TcecDrawWindow
 from runner.models import DRAW, RESULTS, GameRecord, GameSpec, Opening
 
 if TYPE_CHECKING:
@@ -399,20 +400,11 @@ def tcec_draw_ply(start_fen: str | None, moves: Sequence[str], comments: Sequenc
     the gate resets the counter; ``plies`` consecutive plies with |eval| <= ``score_cp`` fire.
     """
     board = chess.Board(start_fen) if start_fen else chess.Board()
-    count = 0
+    window = TcecDrawWindow(rule)
     for ply, (uci, comment) in enumerate(zip(moves, comments, strict=False), start=1):
         board.push_uci(uci)
-        pawns = chess.popcount(board.pawns)
-        pieces = chess.popcount(board.occupied) - pawns
-        cp = comment_eval_cp(comment)
-        if pawns > rule.max_pawns or pieces > rule.max_pieces or cp is None:
-            count = 0
-        elif abs(cp) <= rule.score_cp:
-            count += 1
-            if count >= rule.plies:
-                return ply
-        else:
-            count = 0
+        if window.update(board, comment_eval_cp(comment), book=comment.strip() == "book"):
+            return ply
     return None
 
 

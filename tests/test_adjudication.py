@@ -52,7 +52,7 @@ def test_draw_rule_reset_by_big_eval_missing_score_and_mate():
         adj = draw_only()
         verdicts = feed(adj, GATED, [Cp(0)] * 9 + [breaker] + [Cp(0)] * 9)
         assert all(v is None for v in verdicts), breaker
-        assert adj.draw_count == 9
+        assert adj.draw_window.count == 9
         assert feed(adj, GATED, [Cp(0)])[0] is not None
 
 
@@ -63,7 +63,7 @@ def test_draw_rule_gate_counts_kings_and_pawns():
     for _ in range(12):
         board.push(next(m for m in board.legal_moves if board.piece_type_at(m.from_square) == chess.KNIGHT))
         assert adj.update(board, Cp(0)) is None
-    assert adj.draw_count == 0
+    assert adj.draw_window.count == 0
     # 8 pieces incl. kings allowed, 9 not: K+Q+R+B vs K+R+B+N = 8 -> gated; add a knight -> 9
     eight = "r1b1k3/8/8/8/8/8/4n3/R1B1K2Q w - - 0 1"
     nine = "r1b1k3/8/8/8/8/8/4n3/RNB1K2Q w - - 0 1"
@@ -77,13 +77,13 @@ def test_draw_rule_not_reset_by_pawn_moves_or_captures_but_by_promotion_over_the
     adj = draw_only(**rule)
     board = chess.Board("7k/1P6/8/p7/8/8/8/R5K1 b - - 0 1")
     board.push_san("a4")  # pawn move: counts
-    assert adj.update(board, Cp(0)) is None and adj.draw_count == 1
+    assert adj.update(board, Cp(0)) is None and adj.draw_window.count == 1
     board.push_san("Rxa4")  # capture: counts
-    assert adj.update(board, Cp(0)) is None and adj.draw_count == 2
+    assert adj.update(board, Cp(0)) is None and adj.draw_window.count == 2
     board.push_san("Kh7")
-    assert adj.update(board, Cp(0)) is None and adj.draw_count == 3
+    assert adj.update(board, Cp(0)) is None and adj.draw_window.count == 3
     board.push_san("b8=Q")  # promotion: 4 pieces now, gate fails -> reset
-    assert adj.update(board, Cp(0)) is None and adj.draw_count == 0
+    assert adj.update(board, Cp(0)) is None and adj.draw_window.count == 0
 
 
 def test_book_plies_do_not_count_for_the_draw_rule():
@@ -93,7 +93,7 @@ def test_book_plies_do_not_count_for_the_draw_rule():
     assert adj.update(board, None, book=True) is None
     board.push_san("Kf6")
     assert adj.update(board, None, book=True) is None
-    assert adj.draw_count == 0
+    assert adj.draw_window.count == 0
 
 
 def test_win_rule_needs_both_engines_to_agree_for_n_plies():

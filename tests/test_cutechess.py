@@ -295,10 +295,12 @@ def test_tcec_draw_rule_exact_window_reset_and_cut():
     assert (cut.result, cut.reason, cut.termination, cut.termination_details) == (
         D, TCEC_DRAW_REASON, "adjudication", "TCEC draw rule")
     assert cut.moves == rec.moves[:20] and cut.comments == rec.comments[:20]
-    # mate scores and book moves reset the counter
-    for breaker in ("+M12/30 1s", "book"):
-        rec2 = _shuffle_record([ok] * 9 + [breaker] + [ok] * 9)
-        assert tcec_draw_ply(rec2.start_fen, rec2.moves, rec2.comments, TCEC) is None
+    # a mate score resets the counter; a book ply neither counts nor resets it (the same
+    # runner.adjudication.TcecDrawWindow as the built-in referee)
+    rec2 = _shuffle_record([ok] * 9 + ["+M12/30 1s"] + [ok] * 9)
+    assert tcec_draw_ply(rec2.start_fen, rec2.moves, rec2.comments, TCEC) is None
+    rec3 = _shuffle_record([ok] * 9 + ["book"] + [ok] * 9)
+    assert tcec_draw_ply(rec3.start_fen, rec3.moves, rec3.comments, TCEC) == 11
     # the same game with 3 rooks and 2 kings (5 pieces) but a gate of 4 pieces never fires
     small = TcecDrawRule(max_pawns=0, max_pieces=3, score_cp=20, plies=10)
     assert tcec_draw_ply(rec.start_fen, rec.moves, rec.comments, small) is None
