@@ -117,6 +117,19 @@ def format_seconds(seconds: float) -> str:
     return f"{ms / 1000:.{decimals}f}s"
 
 
+def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
+    """The engine's info without a score reported at depth 0.
+
+    XBoard engines answering from their own book print a thinking line ``0 0 0 0`` (depth 0,
+    score 0): that is no evaluation. It must neither feed the TCEC draw rule nor show as
+    ``0.00`` in the PGN (cutechess writes only the time for such moves).
+    """
+    if info.get("depth") == 0 and "score" in info:
+        info = dict(info)  # type: ignore[assignment]
+        del info["score"]
+    return info
+
+
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
     text = ""
@@ -443,11 +456,12 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
             return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
         board.push(move)
         moves.append(move.uci())
-        comments.append(move_comment(played.info, color, elapsed))
+        info = searched_info(played.info)
+        comments.append(move_comment(info, color, elapsed))
         end = natural_end(board)
         if end is not None:
             return end
-        pov = played.info.get("score")
+        pov = info.get("score")
         verdict = adjudicator.update(board, pov.pov(color) if pov is not None else None)
         if verdict is not None:
             return _from_verdict(verdict)

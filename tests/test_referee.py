@@ -39,7 +39,7 @@ FAKE = HERE / "fakes" / "fake_uci.py"
 GAMES = "/usr/games"
 os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + GAMES
 
-COMMENT = re.compile(r"^(book|([+-]?\d+\.\d\d|[+-]M\d+)(/\d+)? (0|\d+\.\d+)s)$")
+COMMENT = re.compile(r"^(book|(([+-]?\d+\.\d\d|[+-]M\d+)(/\d+)? )?(0|\d+\.\d+)s)$")
 
 
 PEACEFUL = ("Draw by 3-fold repetition", "Draw by adjudication: maximal game length")
@@ -564,3 +564,16 @@ def test_per_engine_node_limit_is_honoured_next_to_a_slow_clock():
              if (m := re.search(r"/\d+ (\d+(?:\.\d+)?)s\b", c))]
     assert spent and max(spent) < 0.5, spent
     assert_all_dead(pids)
+
+
+def test_depth_zero_score_is_no_evaluation():
+    # Phalanx answers from its own book with the thinking line "0 0 0 0" (depth 0, score 0)
+    from runner.referee import move_comment, searched_info
+
+    book_reply = {"depth": 0, "time": 0.0, "nodes": 0, "score": chess.engine.PovScore(chess.engine.Cp(0), chess.WHITE)}
+    info = searched_info(book_reply)
+    assert "score" not in info and "score" in book_reply
+    assert move_comment(info, chess.WHITE, 0.001) == "0.001s"
+    searched = {"depth": 12, "score": chess.engine.PovScore(chess.engine.Cp(-35), chess.WHITE)}
+    assert searched_info(searched) is searched
+    assert move_comment(searched, chess.BLACK, 5.1) == "+0.35/12 5.1s"
