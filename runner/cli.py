@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner import __version__
-from runner.config import Config, ConfigError, load_config
+from runner.config import Config, ConfigError, advice, load_config
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -62,6 +62,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"FAIL {engine.name}: Engines[{config.engines.index(engine)}].Options.{option}: "
                       f"the engine has no option {option!r}")
                 status = EXIT_FAIL
+    for note in advice(config):
+        print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds
     verdict = "OK" if status == EXIT_OK else "config OK, but the engine probe FAILED (see above)"
     print(f"{config.path}: {verdict}: {len(config.engines)} engines, {config.swiss.rounds} "

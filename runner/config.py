@@ -512,3 +512,25 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     if c.problems:
         raise ConfigError(c.problems)
     return config
+
+
+def advice(config: Config) -> list[str]:
+    """Warnings about legal settings the TCEC Swiss page advises against (never errors)."""
+    notes: list[str] = []
+    players, swiss = len(config.engines), config.swiss
+    if swiss.rounds > players - 1:
+        notes.append(f"SwissOptions.Rounds: {swiss.rounds} rounds with {players} engines: rematches "
+                     "are certain (the earliest rounds are dropped from the encounter history)")
+    elif swiss.rounds > max(1, players // 2):
+        notes.append(f"SwissOptions.Rounds: {swiss.rounds} rounds with {players} engines is more than "
+                     "players/2, which the TCEC Swiss page advises against (consider a round robin)")
+    if swiss.games_per_match == 1 and swiss.rounds % 2 == 0:
+        notes.append("SwissOptions.Rounds: an odd number of single rounds balances colours "
+                     "(TCEC Swiss page); with an even number half the engines end with an extra White")
+    if players % 2:
+        notes.append(f"Engines: {players} engines (odd): one engine gets a BYE every round, "
+                     "scored as a win for each game of the match")
+    if swiss.seeding == "groups" and swiss.seed_group_count > 1 and swiss.seed_group_count % 2:
+        notes.append(f"SwissOptions.SeedGroupCount: {swiss.seed_group_count}; the TCEC Swiss page "
+                     "recommends an even number of groups")
+    return notes

@@ -242,3 +242,17 @@ def test_cutechess_path_relative_to_config(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, data)).cutechess_path == str(tmp_path / "bin" / "cutechess-cli")
     data["CutechessPath"] = "cutechess-cli"
     assert load_config(write(tmp_path, data)).cutechess_path == "cutechess-cli"
+
+
+def test_validate_advises_without_failing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = base_config(tmp_path)  # 3 engines
+    data["SwissOptions"].update({"GamesPerMatch": 1, "Rounds": 4, "Seeding": "groups", "SeedGroupCount": 3})
+    assert main(["validate", str(write(tmp_path, data))]) == 0
+    out = capsys.readouterr().out
+    assert "rematches are certain" in out and "odd number of single rounds" in out
+    assert "BYE every round" in out and "even number of groups" in out
+    assert out.rstrip().splitlines()[-1].endswith("time control 10+0.1 (10s + 0.1s)")
+    data["Engines"].append({"Name": "D", "Command": "stockfish"})
+    data["SwissOptions"].update({"Rounds": 1, "SeedGroupCount": 2})
+    assert main(["validate", str(write(tmp_path, data))]) == 0
+    assert "warning" not in capsys.readouterr().out
