@@ -256,3 +256,16 @@ def test_validate_advises_without_failing(tmp_path: Path, capsys: pytest.Capture
     data["SwissOptions"].update({"Rounds": 1, "SeedGroupCount": 2})
     assert main(["validate", str(write(tmp_path, data))]) == 0
     assert "warning" not in capsys.readouterr().out
+
+
+def test_output_into_a_closed_pipe_is_not_a_traceback() -> None:
+    # `swiss-runner ... | head -1`: the reader has gone before the output is written
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = subprocess.run([sys.executable, "-m", "runner", "validate", str(REPO / "configs" / "demo.yaml")],
+                             stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
+    assert out.returncode == 0
