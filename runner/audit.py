@@ -18,7 +18,7 @@ from pathlib import Path
 
 import chess.pgn
 
-from runner.models import RESULTS, PlayedGame
+from runner.models import RESULTS, TIEBREAK_PAIR_TAG, PlayedGame
 from runner.pairing import PairingError, RoundRecord, pair_round
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -37,6 +37,7 @@ class PgnGame:
     white: str
     black: str
     result: str
+    extra: bool = False  # a game of an extra tie-break pair (TieBreakPair tag)
 
     @property
     def label(self) -> str:
@@ -69,6 +70,7 @@ class AuditReport:
     games_per_match: int
     schedule: str
     rounds: list[RoundAudit] = field(default_factory=list)
+    extra_games: int = 0  # extra tie-break games set aside (not in the JSON, as specified)
 
     @property
     def all_match(self) -> bool:
@@ -126,7 +128,8 @@ def read_pgn_games(path: str | Path) -> list[PgnGame]:
                 white = headers.get("White", "").strip()
                 black = headers.get("Black", "").strip()
                 result = headers.get("Result", "*").strip()
-                game = PgnGame(index, number, game_in_round, white, black, result)
+                game = PgnGame(index, number, game_in_round, white, black, result,
+                               extra=bool(headers.get(TIEBREAK_PAIR_TAG, "").strip()))
                 if not white or not black or white == "?" or black == "?":
                     raise AuditInputError(f"{path}: {game.label}: missing White or Black tag")
                 if result not in RESULTS:
@@ -215,14 +218,23 @@ def _check_round(number: int, games: Sequence[PgnGame], games_per_match: int,
 
 def audit_event(games: Sequence[PgnGame], seeds: Sequence[str], games_per_match: int | None = None,
                 schedule: str | None = None, source: str = "PGN") -> AuditReport:
-    """Replay the event round by round; raises AuditInputError on bad input."""
+    """Replay the event round by round; raises AuditInputError on bad input.
+
+    Games of extra tie-break pairs (PGN tag TieBreakPair) are set aside: they are played
+    after the Swiss rounds between two engines tied for first, not paired by the rules.
+    """
+    extra_games = sum(1 for g in games if g.extra)
+    games = [g for g in games if not g.extra]
+    if not games:
+        raise AuditInputError(f"{source}: no Swiss games found (only extra tie-break games)")
     rounds = _group_rounds(games, seeds, source)
     inferred_gpm, inferred_schedule = infer_format(rounds)
     gpm = games_per_match or inferred_gpm
     sched = schedule or (inferred_schedule if gpm == inferred_gpm else "split")
     for number, round_games in rounds.items():
         _check_round(number, round_games, gpm, source)
-    report = AuditReport(players=len(seeds), games_per_match=gpm, schedule=sched)
+    report = AuditReport(players=len(seeds), games_per_match=gpm, schedule=sched,
+                         extra_games=extra_games)
     history: list[RoundRecord] = []
     excluded: frozenset[int] = frozenset()
     for number, round_games in rounds.items():
@@ -292,6 +304,9 @@ def cli_audit(args: argparse.Namespace) -> int:
         kind = "single rounds" if report.games_per_match == 1 else \
             f"double rounds, {report.schedule} schedule"
         print(f"{args.pgn}: {report.players} players, {len(report.rounds)} rounds, {kind}")
+        if report.extra_games:
+            print(f"{report.extra_games} extra tie-break game(s) (tag {TIEBREAK_PAIR_TAG}) set aside: "
+                  "they are not paired by the Swiss rules")
         for audit in report.rounds:
             print(describe_round(audit))
         bad = [a.number for a in report.rounds if not a.match]

@@ -36,7 +36,7 @@ import chess.pgn
 import psutil
 
 from runner.adjudication import TcecDrawWindow
-from runner.models import DRAW, RESULTS, GameRecord, GameSpec, Opening
+from runner.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, GameSpec, Opening
 
 if TYPE_CHECKING:
     from runner.config import EngineConfig, TcecDrawRule
@@ -450,6 +450,8 @@ def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: G
             game.headers[key] = value
         elif key in game.headers:
             del game.headers[key]
+    if spec.extra_pair:
+        game.headers[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
     if record.start_fen:
         game.setup(record.start_fen)
     node: chess.pgn.GameNode = game

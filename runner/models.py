@@ -18,6 +18,10 @@ BLACK_WIN = "0-1"
 DRAW = "1/2-1/2"
 RESULTS = (WHITE_WIN, BLACK_WIN, DRAW)
 
+# PGN tag on the games of an extra tie-break pair (AllowExtraPairsOnTie): its value is the
+# pair's number (1, 2, ...). Such games are not paired by the Swiss rules; audit skips them.
+TIEBREAK_PAIR_TAG = "TieBreakPair"
+
 
 def white_score(result: str) -> float:
     """Points White scored in a game with this PGN result."""
@@ -49,6 +53,7 @@ class GameSpec:
     event: str = "?"
     site: str = "?"
     time_margin_ms: int = 0
+    extra_pair: int = 0  # n > 0: a game of the n-th extra tie-break pair, not a Swiss round
 
     @property
     def round_label(self) -> str:

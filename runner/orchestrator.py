@@ -359,6 +359,7 @@ class Tournament:
             time_control=config.time_control, adjudication=config.adjudication,
             opening=game.opening, event=config.event, site=config.site,
             time_margin_ms=config.time_margin_ms,
+            extra_pair=game.round - config.swiss.rounds if game.extra else 0,
         )
         self.store.mark_running(game.game_id)
         self.say(f"Started game {game.game_id} of {self.total_games()} "

@@ -23,7 +23,15 @@ import chess.pgn
 from runner.adjudication import Adjudicator, Verdict
 from runner.config import Config, EngineConfig
 from runner.engines import EngineProcess, EngineStartError, limit_problem, start_engine
-from runner.models import BLACK_WIN, DRAW, WHITE_WIN, GameRecord, GameSpec, Opening
+from runner.models import (
+    BLACK_WIN,
+    DRAW,
+    TIEBREAK_PAIR_TAG,
+    WHITE_WIN,
+    GameRecord,
+    GameSpec,
+    Opening,
+)
 from runner.timecontrol import Clock, parse_time_control
 
 LOG = logging.getLogger(__name__)
@@ -237,6 +245,8 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
         extra["TerminationDetails"] = end.details
     if rmobility:
         extra["RMobilityResult"] = rmobility
+    if spec.extra_pair:
+        extra[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
     for key in sorted(extra):
         headers[key] = extra[key]
     node: chess.pgn.GameNode = game

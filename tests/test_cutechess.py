@@ -433,6 +433,10 @@ def test_finalize_rewrites_tags_and_names_rules():
     assert reread.end().comment.endswith(", Black wins by adjudication: TCEC win rule")
     if final.rmobility is not None:  # runner.rmobility present: decisive = G0.0 for the winner
         assert final.rmobility == "-G0.0" and h["RMobilityResult"] == "-G0.0"
+    assert "TieBreakPair" not in h
+    extra = finalize_record(record_from_pgn(game), __import__("dataclasses").replace(s, extra_pair=3),
+                            game.headers)
+    assert chess.pgn.read_game(__import__("io").StringIO(extra.pgn)).headers["TieBreakPair"] == "3"
     with pytest.raises(CutechessError, match="expected"):
         finalize_record(record, spec(engine(SF), engine(ETH)), game.headers)
 

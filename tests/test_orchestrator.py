@@ -25,7 +25,7 @@ import yaml
 
 from runner.cli import main
 from runner.config import load_config
-from runner.models import GameRecord, GameSpec
+from runner.models import TIEBREAK_PAIR_TAG, GameRecord, GameSpec
 from runner.orchestrator import cli_run
 from runner.pairing import RoundRecord, pair_round
 from runner.store import Store, count_pgn_games
@@ -67,6 +67,8 @@ def make_record(spec: GameSpec, result: str) -> GameRecord:
     game = chess.pgn.Game.from_board(board)
     game.headers.update({"Event": spec.event, "Round": spec.round_label, "White": spec.white.name,
                          "Black": spec.black.name, "Result": result})
+    if spec.extra_pair:  # as both real backends write it
+        game.headers[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
     reason = {"1-0": "White mates", "0-1": "Black mates", "1/2-1/2": "Draw by agreement"}[result]
     return GameRecord(white=spec.white.name, black=spec.black.name, result=result, reason=reason,
                       moves=moves, pgn=str(game), rmobility="G0.0" if result != "1/2-1/2" else "G9.5",
@@ -310,8 +312,11 @@ def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixt
             return "1-0"
         return "0-1" if b in ("P1", "P2") else "1/2-1/2"
 
-    assert cli_run(config, args(), play_game=backend(result)) == 0
+    seen: list[GameSpec] = []
+    assert cli_run(config, args(), play_game=backend(result, hook=seen.append)) == 0
     out = capsys.readouterr().out
+    assert [s.extra_pair for s in seen if s.round > 2] == [1, 1, 2, 2]
+    assert all(s.extra_pair == 0 for s in seen if s.round <= 2)
     games = event_games(config.database)
     extra = [g for g in games if g[8]]
     assert [(g[1], g[3], g[4], g[7]) for g in extra] == [
@@ -320,6 +325,12 @@ def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixt
     snap = json.loads(config.swiss.state_path.read_text())
     top = snap["standings"][0]
     assert top["engine"] == "P2" and top["extra_games"] == 4 and top["extra_score"] == 3.0
+    # the event's PGN audits clean: the extra games are marked and set aside
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(Store.open_readonly(config.database).seeds()) + "\n")
+    assert main(["audit", str(config.pgn_out), "--seeds", str(seeds)]) == 0
+    audit_out = capsys.readouterr().out
+    assert "4 extra tie-break game(s)" in audit_out and "all 2 rounds match" in audit_out
     # a rerun of the finished event plays nothing more
     assert cli_run(config, args(), play_game=backend(result)) == 0
     assert event_games(config.database) == games

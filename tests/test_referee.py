@@ -577,3 +577,14 @@ def test_depth_zero_score_is_no_evaluation():
     searched = {"depth": 12, "score": chess.engine.PovScore(chess.engine.Cp(-35), chess.WHITE)}
     assert searched_info(searched) is searched
     assert move_comment(searched, chess.BLACK, 5.1) == "+0.35/12 5.1s"
+
+
+def test_extra_tiebreak_pair_games_are_tagged():
+    from dataclasses import replace
+
+    record, pids = play(replace(spec_for(fake("A"), fake("B"), "2+0.05"), round=12, extra_pair=2))
+    game = chess.pgn.read_game(io.StringIO(record.pgn))
+    assert game.headers["TieBreakPair"] == "2" and game.headers["Round"] == "12.1"
+    record, pids = play(spec_for(fake("A"), fake("B"), "2+0.05"))
+    assert "TieBreakPair" not in chess.pgn.read_game(io.StringIO(record.pgn)).headers
+    assert_all_dead(pids)
