@@ -560,6 +560,13 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
         # python-chess warns about every line it does not parse (xboard engines' "tellics
         # whisper", "post on", ...): harmless, and it would drown the progress output.
         chess_log.setLevel(logging.ERROR)
+    if config.backend == "cutechess" and play_game is None:
+        from runner.cutechess import check_binary
+
+        problem = check_binary(config.cutechess_path)
+        if problem:  # refuse before any state is created or touched
+            _err(f"{config.path}: CutechessPath: {problem}")
+            return EXIT_BAD_INPUT
     try:
         store = Store.open(config.database)
     except StoreError as exc:

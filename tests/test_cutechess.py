@@ -834,3 +834,16 @@ def test_swiss_run_through_the_backend_with_a_stand_in_and_real_engines(tmp_path
     leftovers = [p for p in psutil.process_iter(["cmdline"])
                  if str(stand_in) in " ".join(p.info["cmdline"] or [])]
     assert leftovers == []
+
+
+def test_run_with_a_missing_cutechess_is_refused_before_any_state(tmp_path, capsys):
+    from runner.cli import main
+
+    cfg = tmp_path / "ev.yaml"
+    cfg.write_text(
+        "SwissOptions: {GamesPerMatch: 1, Rounds: 1, StatePath: st/s.json}\n"
+        "TimeControl: 1+0.1\nBackend: cutechess\nCutechessPath: /nonexistent/cutechess-cli\n"
+        "Engines: [{Name: A, Command: stockfish}, {Name: B, Command: stockfish}]\n")
+    assert main(["run", str(cfg)]) == 2
+    assert "CutechessPath" in capsys.readouterr().err
+    assert not (tmp_path / "st").exists()
