@@ -18,8 +18,8 @@ from pathlib import Path
 
 import chess.pgn
 
-from runner.models import RESULTS, TIEBREAK_PAIR_TAG, PlayedGame
-from runner.pairing import PairingError, RoundRecord, pair_round
+from runner.models import RESULTS, TIEBREAK_PAIR_TAG, PlayedGame, RoundResult
+from runner.pairing import PairingError, RoundRecord, pair_round, record_from_result
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 _ROUND_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
@@ -52,10 +52,11 @@ class RoundAudit:
     bye: str | None  # computed bye
     played_bye: str | None
     dropped_history_rounds: list[int]
+    error: str | None = None  # the rules cannot pair this round from the games before it
 
     @property
     def match(self) -> bool:
-        return self.computed == self.played and self.bye == self.played_bye
+        return self.error is None and self.computed == self.played and self.bye == self.played_bye
 
     def to_json(self) -> dict[str, object]:
         return {"round": self.number, "computed": [list(g) for g in self.computed],
@@ -174,17 +175,18 @@ def _group_rounds(games: Sequence[PgnGame], seeds: Sequence[str],
 
 
 def infer_format(rounds: dict[int, list[PgnGame]]) -> tuple[int, str]:
-    """games per match: 2 when every pair of every round met twice, else 1. Schedule:
-    consecutive when every pair's games are back to back, else split."""
-    double = all(
-        all(c == 2 for c in Counter(frozenset((g.white, g.black)) for g in games).values())
+    """games per match: 2 when some pair meets twice in a round, else 1 (a double-round
+    event with a game missing is still double, and the missing game is then reported).
+    Schedule: consecutive when every pair's games are back to back, else split."""
+    double = any(
+        any(c >= 2 for c in Counter(frozenset((g.white, g.black)) for g in games).values())
         for games in rounds.values())
     if not double:
         return 1, "split"
     consecutive = all(
         all(frozenset((games[i].white, games[i].black))
             == frozenset((games[i + 1].white, games[i + 1].black))
-            for i in range(0, len(games), 2))
+            for i in range(0, len(games) - 1, 2))
         for games in rounds.values())
     return 2, "consecutive" if consecutive else "split"
 
@@ -238,28 +240,28 @@ def audit_event(games: Sequence[PgnGame], seeds: Sequence[str], games_per_match:
     history: list[RoundRecord] = []
     excluded: frozenset[int] = frozenset()
     for number, round_games in rounds.items():
-        try:
-            plan = pair_round(seeds, history, number, gpm, sched, excluded)
-        except PairingError as exc:
-            raise AuditInputError(f"{source}: round {number}: {exc}") from exc
-        excluded = plan.excluded
         playing = {g.white for g in round_games} | {g.black for g in round_games}
         missing = [name for name in seeds if name not in playing]
         played_bye = missing[0] if len(missing) == 1 else None
-        report.rounds.append(RoundAudit(
+        played = [(g.white, g.black) for g in round_games]
+        try:
+            plan = pair_round(seeds, history, number, gpm, sched, excluded)
+        except PairingError as exc:
+            # The games before this round break the rules so badly (e.g. colours) that no
+            # pairing exists: a mismatch of this round, not bad input; later rounds go on.
+            report.rounds.append(RoundAudit(number, [], played, None, played_bye, [],
+                                            error=str(exc).removeprefix(f"round {number}: ")))
+        else:
+            excluded = plan.excluded
+            report.rounds.append(RoundAudit(
+                number=number, computed=[(g.white, g.black) for g in plan.games], played=played,
+                bye=plan.bye, played_bye=played_bye,
+                dropped_history_rounds=list(plan.dropped_history_rounds)))
+        history.append(record_from_result(RoundResult(
             number=number,
-            computed=[(g.white, g.black) for g in plan.games],
-            played=[(g.white, g.black) for g in round_games],
-            bye=plan.bye, played_bye=played_bye,
-            dropped_history_rounds=list(plan.dropped_history_rounds)))
-        pairs: dict[frozenset[str], tuple[str, str]] = {}
-        for g in round_games:
-            pairs.setdefault(frozenset((g.white, g.black)), (g.white, g.black))
-        history.append(RoundRecord(
-            number=number, pairs=tuple(pairs.values()),
             games=tuple(PlayedGame(g.round, g.game_in_round, g.white, g.black, g.result)
                         for g in round_games),
-            bye=played_bye if len(seeds) % 2 else None))
+            bye=played_bye if len(seeds) % 2 else None)))
     return report
 
 
@@ -272,6 +274,9 @@ def describe_round(audit: RoundAudit) -> str:
                      + ", ".join(map(str, audit.dropped_history_rounds)))
     if audit.bye is not None or audit.played_bye is not None:
         notes.append(f"bye {audit.bye}")
+    if audit.error is not None:
+        return (f"round {audit.number}: mismatch: the rules cannot pair this round from the "
+                f"games before it ({audit.error})")
     if audit.match:
         extra = f"; {'; '.join(notes)}" if notes else ""
         return f"round {audit.number}: match ({games} games{extra})"

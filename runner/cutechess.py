@@ -37,6 +37,7 @@ import psutil
 
 from runner.adjudication import TcecDrawWindow
 from runner.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, GameSpec, Opening
+from runner.rmobility import record_rmobility
 
 if TYPE_CHECKING:
     from runner.config import EngineConfig, TcecDrawRule
@@ -424,15 +425,6 @@ def apply_tcec_draw_rule(record: GameRecord, rule: TcecDrawRule) -> GameRecord:
 # --------------------------------------------------------------------------- final record
 
 
-def _rmobility(record: GameRecord) -> str | None:
-    try:
-        from runner.rmobility import game_rmobility
-    except ImportError:  # pragma: no cover - module written by the standings engineer
-        log.warning("runner.rmobility is not available: r-mobility not recorded")
-        return None
-    return game_rmobility(record.start_fen, record.moves, record.result)
-
-
 def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: GameSpec) -> str:
     """Rebuild the game's PGN with the runner's tags (Event, Site, Round "R.G", ...)."""
     game = chess.pgn.Game()
@@ -480,7 +472,7 @@ def finalize_record(record: GameRecord, spec: GameSpec,
         record = replace(record, reason=f"{record.reason}: {TCEC_WIN_DETAILS}",
                          termination_details=TCEC_WIN_DETAILS)
     record = replace(record, opening_index=spec.opening.index if spec.opening else None)
-    record.rmobility = _rmobility(record)
+    record.rmobility = record_rmobility(record.start_fen, record.moves, record.result)
     record.pgn = _build_pgn(record, cutechess_headers, spec)
     return record
 

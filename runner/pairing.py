@@ -467,6 +467,7 @@ def single_round_colours(first: str, second: str, number: int, wgd: dict[str, in
 def _encounters(seeds: Sequence[str], index: dict[str, int], history: Sequence[RoundRecord],
                 excluded: set[int], n: int) -> list[set[int]]:
     met: list[set[int]] = [set() for _ in range(n)]
+    seed_set = set(seeds)
     for record in history:
         if record.number in excluded:
             continue
@@ -475,7 +476,7 @@ def _encounters(seeds: Sequence[str], index: dict[str, int], history: Sequence[R
                 # a pair involving the bye player of this round cannot exist; an unknown
                 # name is a broken history
                 for name in (a, b):
-                    if name not in seeds:
+                    if name not in seed_set:
                         raise PairingError(f"round {record.number}: player {name!r} is not seeded")
                 continue
             met[index[a]].add(index[b])

@@ -32,6 +32,7 @@ from runner.models import (
     GameSpec,
     Opening,
 )
+from runner.rmobility import record_rmobility
 from runner.timecontrol import Clock, parse_time_control
 
 LOG = logging.getLogger(__name__)
@@ -256,18 +257,6 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
     return game.accept(_CutechessExporter(headers=True, variations=False, comments=True))
 
 
-def _rmobility(start_fen: str | None, moves: list[str], result: str) -> str | None:
-    try:
-        from runner.rmobility import game_rmobility
-    except ImportError:
-        return None
-    try:
-        return game_rmobility(start_fen, moves, result)
-    except Exception:  # noqa: BLE001 - a tiebreak tag must never lose a played game
-        LOG.exception("r-mobility of a game failed")
-        return None
-
-
 # --------------------------------------------------------------------------- the game
 
 
@@ -396,7 +385,7 @@ async def play_game(
     finished = datetime.now(UTC)
     duration = time.monotonic() - t0
     start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
-    rmob = _rmobility(start_fen, moves, end.result)
+    rmob = record_rmobility(start_fen, moves, end.result)
     pgn = build_pgn(spec, start_board, moves, comments, end, started, finished, rmob)
     LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
              end.result, end.reason)

@@ -16,6 +16,7 @@ g is always a multiple of 1/2, so internally it is kept as the integer 2g ("halv
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from fractions import Fraction
@@ -84,6 +85,16 @@ def game_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> 
     if best is None:
         return NO_POSITION_TAG
     return format_tag(*best)
+
+
+def record_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> str | None:
+    """``game_rmobility`` for a backend recording a game: never raises (a tiebreak tag must
+    never cost a played game), logs and returns None instead."""
+    try:
+        return game_rmobility(start_fen, moves, result)
+    except Exception:  # noqa: BLE001
+        logging.getLogger(__name__).exception("r-mobility of a game failed; recorded without it")
+        return None
 
 
 def rmobility_points(tag: str | None, result: str) -> tuple[Fraction, Fraction]:

@@ -182,8 +182,7 @@ def _opponent_scores(p: _Player, players: dict[str, _Player]) -> list[Fraction]:
 
 def _values(players: dict[str, _Player], results: EventResults) -> dict[str, dict[str, Fraction]]:
     """Every numeric tiebreak for every player (DirectEncounter is group-relative: not here)."""
-    numbered = sorted({r.number for r in results.rounds
-                       if r.bye is not None or any(not g.extra for g in r.games)})
+    numbered = _round_numbers(results)
     out: dict[str, dict[str, Fraction]] = {}
     for name, p in players.items():
         opp = _opponent_scores(p, players)
@@ -553,12 +552,10 @@ def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:
-    """``swiss-runner standings CONFIG [--format ...]``: 0 printed, 2 no state / bad state."""
+    """``swiss-runner standings CONFIG [--format ...]``: 0 printed, 1 no state yet, 2 bad state."""
     from runner import store
 
-    errors: tuple[type[BaseException], ...] = (OSError, ValueError)
-    if hasattr(store, "StoreError"):
-        errors += (store.StoreError,)
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, store.StoreError)
     try:
         results = store.load_results(config)
         if results is None:

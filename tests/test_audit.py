@@ -228,3 +228,36 @@ def test_missing_files_and_bad_seeds(tmp_path, capsys):
     (tmp_path / "empty.pgn").write_text("")
     code, _, err = audit(capsys, tmp_path / "empty.pgn", tmp_path / "s.txt")
     assert code == 2 and "no games found" in err
+
+
+def test_rounds_the_rules_cannot_pair_are_mismatches_not_bad_input(tmp_path, capsys):
+    # 'd' has Black in every game: by round 3 its WGD makes any pairing impossible. That is a
+    # PGN against the rules (exit 1, every round reported), not unreadable input (exit 2).
+    cycle = [(("a", "d"), ("b", "c")), (("b", "d"), ("c", "a")), (("c", "d"), ("a", "b"))]
+    games = []
+    for r in range(1, 8):
+        (w1, b1), (w2, b2) = cycle[(r - 1) % 3]
+        games += [(r, 1, w1, b1, "1/2-1/2"), (r, 2, w2, b2, "1/2-1/2")]
+    pgn = tmp_path / "games.pgn"
+    pgn.write_text(pgn_text(games))
+    (tmp_path / "s.txt").write_text("a\nb\nc\nd\n")
+    code, out, err = audit(capsys, pgn, tmp_path / "s.txt", "--json")
+    assert code == 1 and err == ""
+    doc = json.loads(out)
+    assert [r["round"] for r in doc["rounds"]] == list(range(1, 8)) and not doc["all_match"]
+    unpairable = [r for r in doc["rounds"] if r["computed"] == []]
+    assert unpairable and all(not r["match"] for r in unpairable)
+    code, out, _ = audit(capsys, pgn, tmp_path / "s.txt")
+    assert code == 1 and "the rules cannot pair this round" in out and "no viable pairing" in out
+
+
+def test_double_round_event_with_a_game_missing_names_the_right_round(tmp_path, capsys):
+    text = (TCEC / "swiss-test-4.pgn").read_text()
+    games = text.split("\n\n[Event")
+    kept = [g for g in games if '[Round "2.42"]' not in g]
+    assert len(kept) == len(games) - 1
+    pgn = tmp_path / "games.pgn"
+    pgn.write_text("\n\n[Event".join(kept))
+    code, _, err = audit(capsys, pgn, TCEC / "swiss-test-4.seeds.txt")
+    assert code == 2
+    assert "in round 2, expected 2 per match" in err and "play 1 game(s)" in err

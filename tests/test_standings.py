@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from fractions import Fraction as F
 from pathlib import Path
 
@@ -418,10 +417,7 @@ def tcec_event(name: str) -> EventResults:
 @pytest.mark.parametrize("name,games", [("swiss-test-2", 105), ("swiss-test-4", 84)])
 def test_real_tcec_event_is_ranked_consistently(name, games):
     ev = tcec_event(name)
-    started = time.perf_counter()
-    rows = compute_standings(ev, TCEC)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0
+    rows = compute_standings(ev, TCEC)  # speed is measured by bench, not asserted in tests
     assert len(rows) == 42
     assert sum(r.score for r in rows) == games  # no byes: every game distributes 1 point
     assert sum(r.games for r in rows) == 2 * games
