@@ -509,9 +509,39 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         tiebreaks=tuple(tiebreaks),
         raw=raw,
     )
+    _check_distinct_outputs(c, config)
     if c.problems:
         raise ConfigError(c.problems)
     return config
+
+
+def _check_distinct_outputs(c: _Checker, config: Config) -> None:
+    """StatePath, Database (with its SQLite and lock side files), PgnOut and the book must be
+    different files: the snapshot's rename would replace the database, the PGN would be
+    appended to it or to the book, and the event's record would be lost."""
+    db = config.database
+    files: list[tuple[str, str, Path]] = [
+        ("SwissOptions.StatePath", "the JSON snapshot", config.swiss.state_path),
+        ("Database", "the state database", db),
+        ("Database", "the state database's WAL journal", db.with_name(db.name + "-wal")),
+        ("Database", "the state database's shared-memory file", db.with_name(db.name + "-shm")),
+        ("Database", "the state database's rollback journal", db.with_name(db.name + "-journal")),
+        ("Database", "the state database's lock file", db.with_name(db.name + ".lock")),
+        ("PgnOut", "the PGN of the games", config.pgn_out),
+    ]
+    if config.openings is not None:
+        files.append(("Openings.File", "the opening book", config.openings.file))
+    seen: dict[str, tuple[str, str]] = {}
+    for key, role, path in files:
+        real = os.path.realpath(path)  # the same file through a symlink is the same file
+        if real in seen and seen[real][0] != key:
+            other_key, other_role = seen[real]
+            default = " (Database defaults to StatePath with the suffix .sqlite3)" if (
+                "Database" in (key, other_key) and "Database" not in config.raw) else ""
+            c.problem(key, f"{path}: {role} would be the same file as {other_role} "
+                      f"({other_key}){default}; StatePath, Database, PgnOut and Openings.File "
+                      "must name different files, or one overwrites the other")
+        seen.setdefault(real, (key, role))
 
 
 def advice(config: Config) -> list[str]:

@@ -139,6 +139,54 @@ def test_every_problem_is_reported_at_once_with_lines(tmp_path: Path) -> None:
     assert any(p.startswith(f"{path}:{line_of_tc}: TimeControl") for p in err.value.problems)
 
 
+# (keys set, the key the problem is reported at, the path it names, what it collides with)
+SAME_FILE = [
+    ({"Database": "state/s.json"}, "Database", "state/s.json", "the JSON snapshot (SwissOptions.StatePath)"),
+    ({"SwissOptions.StatePath": "state/s.sqlite3"}, "Database", "state/s.sqlite3",
+     "the JSON snapshot (SwissOptions.StatePath) (Database defaults to StatePath"),
+    ({"PgnOut": "state/s.sqlite3"}, "PgnOut", "state/s.sqlite3", "the state database (Database)"),
+    ({"PgnOut": "state/s.sqlite3-wal"}, "PgnOut", "state/s.sqlite3-wal", "WAL journal (Database)"),
+    ({"PgnOut": "state/s.sqlite3-shm"}, "PgnOut", "state/s.sqlite3-shm", "shared-memory file (Database)"),
+    ({"SwissOptions.StatePath": "state/s.sqlite3.lock", "Database": "state/s.sqlite3"}, "Database",
+     "state/s.sqlite3.lock", "the JSON snapshot (SwissOptions.StatePath)"),
+    ({"PgnOut": "state/s.json"}, "PgnOut", "state/s.json", "the JSON snapshot (SwissOptions.StatePath)"),
+    ({"PgnOut": "book.pgn"}, "Openings.File", "book.pgn", "the PGN of the games (PgnOut)"),
+    ({"PgnOut": "./state/../state/x/../s.json"}, "PgnOut", "state/s.json", "SwissOptions.StatePath"),
+]
+
+
+@pytest.mark.parametrize(("changes", "key", "shown", "other"), SAME_FILE,
+                         ids=[",".join(f"{k}={v}" for k, v in c[0].items()) for c in SAME_FILE])
+def test_outputs_that_are_the_same_file_are_refused(tmp_path: Path, changes: dict, key: str,
+                                                    shown: str, other: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The snapshot's rename would replace the database (or the PGN be appended to it): the
+    event's record would be lost, so two outputs naming one file are a config error."""
+    data = base_config(tmp_path)
+    for path, value in changes.items():
+        _mutate(data, path, value)
+    cfg_path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg_path)
+    (problem,) = err.value.problems
+    assert f": {key}: {tmp_path / shown}: " in problem and other in problem, problem
+    assert main(["run", str(cfg_path)]) == 2
+    assert problem in capsys.readouterr().err
+    assert not (tmp_path / "state").exists()  # nothing was created
+
+
+def test_the_same_file_through_a_symlink_is_refused(tmp_path: Path) -> None:
+    data = base_config(tmp_path)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "state")
+    data["PgnOut"] = "alias/s.sqlite3"
+    with pytest.raises(ConfigError, match=r"PgnOut: .*alias/s\.sqlite3: the PGN of the games would "
+                                          r"be the same file as the state database \(Database\)"):
+        load_config(write(tmp_path, data))
+    data["PgnOut"] = "alias/games.pgn"
+    assert load_config(write(tmp_path, data)).pgn_out == tmp_path / "alias" / "games.pgn"
+
+
 def test_invalid_yaml_and_duplicate_keys(tmp_path: Path) -> None:
     path = write(tmp_path, "Event: x\nSwissOptions: [unclosed\n")
     with pytest.raises(ConfigError) as err:
