@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from runner.cli import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.config import Config
 from runner.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.openings import BookError
@@ -37,8 +38,6 @@ from runner.store import (
     event_fingerprint,
     fingerprint_changes,
 )
-
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 PlayGame = Callable[..., Awaitable[GameRecord]]
 
@@ -59,12 +58,6 @@ def _standings(config: Config, store: Store, fmt: str) -> str | None:
         return None
     rows = compute_standings(results, config.tiebreaks)
     return render_standings(rows, results, fmt)
-
-
-def _first_place_tie(results: Any) -> tuple[str, str] | None:
-    from runner.standings import first_place_tie
-
-    return first_place_tie(results)
 
 
 def _standings_json(config: Config, store: Store) -> Any:
@@ -157,16 +150,31 @@ class Tournament:
                       "(and Database) somewhere else to start a new event.", file=sys.stderr,
                       flush=True)
                 return EXIT_BAD_INPUT
+        book_lines: str | None = None
         if config.openings is not None:
-            from runner.openings import load_book
+            from runner.openings import book_fingerprint, load_book
 
             try:
                 self.book = load_book(config.openings, config.swiss.random_seed)
             except BookError as exc:
                 _err(str(exc))
                 return EXIT_BAD_INPUT
+            book_lines = book_fingerprint(self.book)
+        if store.has_event() and config.openings is not None and book_lines is not None:
+            # The fingerprint covers the book file, not the lines read from it: another
+            # python-chess could walk a polyglot book (or read a PGN) differently.
+            recorded = store.meta("book_fingerprint")
+            if recorded is None:  # an event started before the lines were recorded
+                store.set_meta("book_fingerprint", book_lines)
+            elif recorded != book_lines:
+                _err(f"{config.openings.file}: the opening book now gives other lines than when "
+                     f"the event recorded in {store.path} started (lines {recorded}, now "
+                     f"{book_lines}) although the file is the same: was python-chess or "
+                     "swiss-runner upgraded? The remaining matches would not get the openings "
+                     "of an uninterrupted run; resume with the versions the event started with.")
+                return EXIT_BAD_INPUT
         if not store.has_event():
-            from runner.openings import opening_order
+            from runner.openings import check_book_size, event_matches, opening_order
             from runner.pairing import seed_players
 
             s = config.swiss
@@ -174,15 +182,12 @@ class Tournament:
                                  s.seed_group_count, s.random_seed)
             order: list[int] = []
             if self.book and config.openings is not None:
-                from runner.openings import check_book_size, matches_needed
-
-                check_book_size(len(self.book), matches_needed(
-                    len(config.engines), s.rounds,
-                    s.max_extra_pairs if s.allow_extra_pairs_on_tie else 0),
-                    s.unique_per_match_only, config.openings.file)
+                check_book_size(len(self.book), event_matches(config),
+                                s.unique_per_match_only, config.openings.file)
                 order = opening_order(len(self.book), config.openings.order, s.random_seed)
             store.init_event(fingerprint, seeds, order, event=config.event,
-                             games_per_match=s.games_per_match, rounds=s.rounds)
+                             games_per_match=s.games_per_match, rounds=s.rounds,
+                             book_fingerprint=book_lines)
             self.say(f"New event {config.event!r}: {len(seeds)} engines, {s.rounds} rounds, "
                      f"{self.total_games()} games; state in {store.path}")
             self.say("Seeds: " + ", ".join(f"{i}. {n}" for i, n in enumerate(seeds, 1)))
@@ -221,8 +226,11 @@ class Tournament:
             self.pgn_dirty = False
             return
         try:
-            self.store.rebuild_pgn(path)
+            backup = self.store.rebuild_pgn(path)
             self.pgn_dirty = False
+            if backup is not None:
+                self.say(f"{path} held games that are not this event's; kept it as {backup}",
+                         always=True)
             self.say(f"Rebuilt {path} from the database "
                      f"({self.store.counts().get('finished', 0)} games)")
         except OSError as exc:
@@ -251,12 +259,18 @@ class Tournament:
                  f"snapshot is intact and the games are safe in {self.store.path}")
 
     def _snapshot_in_thread(self) -> None:
-        reader = Store.open_readonly(self.store.path)
-        if reader is not None:
-            try:
-                self.write_snapshot(reader)
-            finally:
-                reader.close()
+        try:
+            reader = Store.open_readonly(self.store.path)
+            if reader is not None:
+                try:
+                    self.write_snapshot(reader)
+                finally:
+                    reader.close()
+        except (StoreError, sqlite3.Error) as exc:
+            # The snapshot is derived from the database: a failed read costs one dashboard
+            # update, never the event (every game is committed through the main connection).
+            _err(f"{self.config.swiss.state_path}: cannot update the JSON snapshot ({exc}); the "
+                 f"previous snapshot is intact and the games are safe in {self.store.path}")
 
     def request_snapshot(self) -> None:
         """Rewrite the snapshot off the event loop (standings of big events take a while and
@@ -303,6 +317,7 @@ class Tournament:
         """Assign ids and openings (one per match, in playing order) and store the round."""
         from runner.openings import opening_for_match
 
+        order = self.store.opening_order() if self.book else []
         first_match = self.store.next_match_index()
         next_id = self.store.next_game_id()
         match_of_pair: dict[int, int] = {}
@@ -311,7 +326,7 @@ class Tournament:
             match = match_of_pair.setdefault(g.pair_index, first_match + len(match_of_pair))
             opening = None
             if self.book:
-                opening = opening_for_match(self.store.opening_order(), match, self.book,
+                opening = opening_for_match(order, match, self.book,
                                             repeat=self.config.swiss.unique_per_match_only)
             rows.append({"game_id": next_id + i, "game_in_round": g.game_in_round,
                          "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
@@ -501,7 +516,7 @@ class Tournament:
             if not was_complete:
                 self.round_summary(number, label="Extra pair round")
         results = self.store.event_results()
-        if results is not None and _first_place_tie(results) is not None:
+        if results is not None and first_place_tie(results) is not None:
             self.say(f"{s.max_extra_pairs} extra pair(s) did not separate the leaders: "
                      "the tiebreaks decide", always=True)
         return True

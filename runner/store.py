@@ -140,12 +140,25 @@ def event_fingerprint(config: Config) -> dict[str, Any]:
     }
 
 
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for key, item in value.items():
-            _flatten(item, f"{prefix}.{key}" if prefix else str(key), out)
-    else:
-        out[prefix] = value
+_UNSET = object()
+
+
+def _diff(old: Any, new: Any, prefix: str, out: list[tuple[str, Any, Any]]) -> None:
+    """Collect (key path, old, new) for every difference; descend only where both are dicts.
+
+    A value that is a mapping on one side only (a book or a draw rule added or removed) is
+    one difference shown whole, not a line per key against nothing.
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in set(old) | set(new):
+            _diff(old.get(key, _UNSET), new.get(key, _UNSET),
+                  f"{prefix}.{key}" if prefix else str(key), out)
+    elif old != new:
+        out.append((prefix, old, new))
+
+
+def _shown(value: Any) -> str:
+    return "(unset)" if value is _UNSET else json.dumps(value, sort_keys=True)
 
 
 def fingerprint_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -156,15 +169,12 @@ def fingerprint_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         changes.append(f"Engines: {name!r} was removed")
     for name in sorted(new_engines - old_engines):
         changes.append(f"Engines: {name!r} was added")
-    a: dict[str, Any] = {}
-    b: dict[str, Any] = {}
-    strip = {"Engines": {n: v for n, v in old.get("Engines", {}).items() if n in new_engines}}
-    _flatten({**old, **strip}, "", a)
-    strip = {"Engines": {n: v for n, v in new.get("Engines", {}).items() if n in old_engines}}
-    _flatten({**new, **strip}, "", b)
-    for key in sorted(set(a) | set(b)):
-        if a.get(key, "<unset>") != b.get(key, "<unset>"):
-            changes.append(f"{key}: {json.dumps(a.get(key))} -> {json.dumps(b.get(key))}")
+    kept_old = {**old, "Engines": {n: v for n, v in old.get("Engines", {}).items() if n in new_engines}}
+    kept_new = {**new, "Engines": {n: v for n, v in new.get("Engines", {}).items() if n in old_engines}}
+    found: list[tuple[str, Any, Any]] = []
+    _diff(kept_old, kept_new, "", found)
+    for key, a, b in sorted(found, key=lambda item: item[0]):
+        changes.append(f"{key}: {_shown(a)} -> {_shown(b)}")
     return changes
 
 
@@ -295,7 +305,12 @@ class Store:
 
     @classmethod
     def open(cls, path: Path) -> Store:
-        """Open or create the database; refuse (StoreError) anything that is not ours."""
+        """Open or create the database; refuse (StoreError) anything that is not ours.
+
+        An existing file is examined through a read-only connection first: nothing is
+        written to it (not even the switch to WAL) until it is known to be our database, or
+        the empty file a first start left when it died before the schema was committed.
+        """
         path = Path(os.path.normpath(path))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -304,11 +319,11 @@ class Store:
         if not os.access(path.parent, os.W_OK | os.X_OK):
             raise StoreError(f"{path.parent}: the state directory is not writable "
                              f"(the runner needs to create {path.name} and its journal there)")
-        existed = path.exists()
-        if path.exists() and not os.access(path, os.R_OK | os.W_OK):
-            raise StoreError(f"{path}: the state database is not readable and writable")
-        if existed:
-            _check_header(path)
+        fresh = True
+        if path.exists():
+            if not os.access(path, os.R_OK | os.W_OK):
+                raise StoreError(f"{path}: the state database is not readable and writable")
+            fresh = _examine(path, integrity=True) == "empty"
         try:
             conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         except sqlite3.Error as exc:
@@ -318,10 +333,8 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
-            if existed:
-                store._check_existing()
-            else:
-                store._create()
+            if not (fresh and store._create()):
+                store._check_existing(quick=False)  # _examine ran the integrity check
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
@@ -334,39 +347,47 @@ class Store:
 
     @classmethod
     def open_readonly(cls, path: Path) -> Store | None:
-        """Read-only connection that never writes or blocks the running tournament."""
+        """Read-only connection that never writes or blocks the running tournament.
+
+        None when there is no event yet: no file, or the empty file of a first start that
+        died before creating the schema.
+        """
         path = Path(os.path.normpath(path))
         if not path.exists():
             return None
-        _check_header(path)
+        if _examine(path, integrity=False) == "empty":
+            return None
         try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                                   isolation_level=None, timeout=10.0)
+            conn = _connect_readonly(path)
             store = cls(conn, path, readonly=True)
             store._check_existing(quick=False)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: cannot read the state database: {exc}") from None
         return store
 
-    def _create(self) -> None:
-        self.conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version={SCHEMA_VERSION};"
-                                f"PRAGMA application_id={APPLICATION_ID};COMMIT;")
+    def _create(self) -> bool:
+        """Create the schema in an empty database (False: another runner just created it)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+                self.conn.execute("ROLLBACK")
+                return False
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        return True
 
     def _check_existing(self, quick: bool = True) -> None:
-        app = self.conn.execute("PRAGMA application_id").fetchone()[0]
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        if app != APPLICATION_ID:
-            raise StoreError(f"{self.path}: not a swiss-runner state database (application_id "
-                             f"{app:#x}); it was left untouched")
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: written by a newer swiss-runner (schema {version}, "
-                             f"this one knows {SCHEMA_VERSION}); upgrade swiss-runner")
+        _check_identity(self.conn, self.path)
         if quick:
-            problems = [r[0] for r in self.conn.execute("PRAGMA quick_check").fetchall()]
-            if problems != ["ok"]:
-                raise StoreError(f"{self.path}: the state database is damaged "
-                                 f"({'; '.join(problems[:3])}); it was left untouched: restore "
-                                 "it from a backup or move it away to start a new event")
+            _check_integrity(self.conn, self.path)
 
     def close(self) -> None:
         self.conn.close()
@@ -396,16 +417,22 @@ class Store:
         text = self.meta("fingerprint")
         return None if text is None else json.loads(text)
 
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     def init_event(self, fingerprint: dict[str, Any], seeds: Sequence[str],
                    opening_order: Sequence[int], *, event: str, games_per_match: int,
-                   rounds: int) -> None:
-        """Record the event once: its fingerprint, seeds and opening order."""
-        with self.transaction() as c:
-            c.executemany("INSERT INTO meta VALUES (?, ?)", [
-                ("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", _now()),
+                   rounds: int, book_fingerprint: str | None = None) -> None:
+        """Record the event once: its fingerprint, seeds, opening order and the book's lines
+        (``book_fingerprint``, see runner.openings.book_fingerprint)."""
+        meta = [("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", _now()),
                 ("event", event), ("games_per_match", str(games_per_match)),
-                ("rounds", str(rounds)),
-            ])
+                ("rounds", str(rounds))]
+        if book_fingerprint is not None:
+            meta.append(("book_fingerprint", book_fingerprint))
+        with self.transaction() as c:
+            c.executemany("INSERT INTO meta VALUES (?, ?)", meta)
             c.executemany("INSERT INTO players VALUES (?, ?)",
                           [(i + 1, name) for i, name in enumerate(seeds)])
             c.executemany("INSERT INTO opening_order VALUES (?, ?)", list(enumerate(opening_order)))
@@ -575,8 +602,20 @@ class Store:
             "rounds": rounds, "standings": standings,
         }
 
-    def rebuild_pgn(self, path: Path) -> None:
-        atomic_write(path, "".join(self.finished_pgns()))
+    def rebuild_pgn(self, path: Path) -> Path | None:
+        """Rewrite ``path`` with exactly the recorded games.
+
+        A file we did not write is never destroyed: when ``path`` holds text that is not the
+        start of the recorded games' PGN (another event's games, an unrelated file), it is
+        kept as ``<name>.<UTC time>.bak`` beside it and that path is returned (else None).
+        A file that is a prefix of ours (cut short by a crash) is simply completed.
+        """
+        expected = "".join(self.finished_pgns()).encode("utf-8")
+        backup = None
+        if not _is_prefix_of(path, expected):
+            backup = _keep_aside(path)
+        atomic_write(path, expected.decode("utf-8"))
+        return backup
 
     def pgn_matches(self, path: Path) -> bool:
         """True when the PGN file holds exactly the recorded games (checked by size and end).
@@ -601,6 +640,33 @@ class Store:
             return handle.read() == b"\n\n"
 
 
+def _is_prefix_of(path: Path, expected: bytes) -> bool:
+    """True when the file is missing, empty or a prefix of ``expected`` (what we write)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(len(expected) + 1)
+    except FileNotFoundError:
+        return True
+    return expected.startswith(data)
+
+
+def _keep_aside(path: Path) -> Path:
+    """Hard-link ``path`` to an unused ``<name>.<UTC time>.bak`` (rename where links fail)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1000):
+        backup = path.with_name(f"{path.name}.{stamp}{f'-{n}' if n else ''}.bak")
+        try:
+            os.link(path, backup)  # the original stays in place until it is replaced
+        except FileExistsError:
+            continue
+        except OSError:
+            if backup.exists():
+                continue
+            os.rename(path, backup)
+        return backup
+    raise FileExistsError(f"{path}: no free backup name")
+
+
 def _check_header(path: Path) -> None:
     """Refuse files that are clearly not SQLite before SQLite gets a chance to touch them."""
     try:
@@ -612,6 +678,67 @@ def _check_header(path: Path) -> None:
         raise StoreError(f"{path}: not an SQLite database (truncated or overwritten: "
                          f"{len(head)} byte header); it was left untouched: restore it from a "
                          "backup or move it away to start a new event")
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                           isolation_level=None, timeout=10.0)
+
+
+def _check_identity(conn: sqlite3.Connection, path: Path) -> None:
+    app = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if app != APPLICATION_ID:
+        raise StoreError(f"{path}: not a swiss-runner state database (application_id "
+                         f"{app:#x}); it was left untouched")
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path}: written by a newer swiss-runner (schema {version}, "
+                         f"this one knows {SCHEMA_VERSION}); upgrade swiss-runner")
+
+
+def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    if problems != ["ok"]:
+        raise StoreError(f"{path}: the state database is damaged "
+                         f"({'; '.join(problems[:3])}); it was left untouched: restore "
+                         "it from a backup or move it away to start a new event")
+
+
+def _examine(path: Path, *, integrity: bool) -> str:
+    """What an existing database file is, read-only: "ours" or "empty"; else StoreError.
+
+    "empty" is what a first start leaves when it dies before committing the schema: a
+    0-byte file (killed right after the file was created) or an SQLite file with no table,
+    application_id 0 and user_version 0 (killed after the switch to WAL). Nothing of value
+    is in such a file, so it is taken as a new database. Everything else that is not ours
+    is refused and left exactly as it was.
+    """
+    try:
+        empty_file = path.stat().st_size == 0
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the state database: {exc.strerror}") from None
+    if not empty_file:
+        _check_header(path)
+    try:
+        conn = _connect_readonly(path)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the state database: {exc}") from None
+    try:
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+        if app == 0 and version == 0 and tables == 0:
+            return "empty"
+        _check_identity(conn, path)
+        if integrity:
+            _check_integrity(conn, path)
+        return "ours"
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
+                         "untouched: restore it from a backup or move it away to start a "
+                         "new event") from None
+    finally:
+        conn.close()
 
 
 def load_results(config: Config) -> EventResults | None:

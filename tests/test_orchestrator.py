@@ -15,6 +15,8 @@ import json
 import os
 import signal
 import sqlite3
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from runner.config import load_config
 from runner.models import TIEBREAK_PAIR_TAG, GameRecord, GameSpec
 from runner.orchestrator import cli_run
 from runner.pairing import RoundRecord, pair_round
-from runner.store import Store, count_pgn_games
+from runner.store import Store, StoreError, count_pgn_games
 
 FAKE = Path(__file__).resolve().parent / "orchestrator_fakes" / "det_engine.py"
 
@@ -393,3 +395,109 @@ def test_unwritable_state_directory_is_a_clear_bad_input(
     err = capsys.readouterr().err
     assert f"{state}: the state directory is not writable" in err
     assert list(state.iterdir()) == []
+
+
+def test_an_existing_pgn_is_kept_when_a_new_event_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PgnOut holding another event's games is moved aside, never overwritten."""
+    config = load_config(write_config(tmp_path))
+    last_season = '[Event "last season"]\n[White "A"]\n[Black "B"]\n[Result "1-0"]\n\n1. e4 1-0\n\n'
+    config.pgn_out.parent.mkdir(parents=True)
+    config.pgn_out.write_text(last_season)
+
+    def stop(spec: GameSpec) -> None:
+        raise RuntimeError("stop before any game is recorded")
+
+    assert cli_run(config, args(), play_game=backend(hook=stop)) == 1
+    out = capsys.readouterr().out
+    (kept,) = config.pgn_out.parent.glob("games.pgn.*.bak")
+    assert kept.read_text() == last_season
+    assert f"{config.pgn_out} held games that are not this event's; kept it as {kept}" in out
+    assert config.pgn_out.read_text() == ""
+    assert cli_run(config, args(), play_game=backend()) == 0
+    assert count_pgn_games(config.pgn_out) == 12 and kept.read_text() == last_season
+
+
+def test_pgn_out_moved_onto_an_unrelated_file_on_resume_keeps_that_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    config = load_config(path)
+
+    def stop_at_5(spec: GameSpec) -> None:
+        if spec.game_id == 5:
+            raise RuntimeError("stop")
+
+    assert cli_run(config, args(), play_game=backend(hook=stop_at_5)) == 1
+    notes = tmp_path / "notes.pgn"
+    notes.write_text("my annotated games, nothing to do with this event\n")
+    data = yaml.safe_load(path.read_text())
+    data["PgnOut"] = "notes.pgn"  # allowed between runs
+    path.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert main(["run", str(path)]) == 0
+    out = capsys.readouterr().out
+    (kept,) = tmp_path.glob("notes.pgn.*.bak")
+    assert kept.read_text() == "my annotated games, nothing to do with this event\n"
+    assert f"kept it as {kept}" in out and f"Rebuilt {notes} from the database (4 games)" in out
+    assert count_pgn_games(notes) == 12
+    store = Store.open_readonly(config.database)
+    assert notes.read_text() == "".join(store.finished_pgns())
+    store.close()
+
+
+@pytest.mark.parametrize("error", [
+    StoreError("state/swiss.sqlite3: cannot read the state database: disk I/O error"),
+    sqlite3.OperationalError("unable to open database file"),
+], ids=["StoreError", "sqlite3.Error"])
+def test_a_failed_snapshot_read_does_not_fail_the_event(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        error: Exception) -> None:
+    """The snapshot is derived: an error reading the database for it (in its worker thread,
+    the last one included) is reported like a failed snapshot write; the event exits 0."""
+    config = load_config(write_config(tmp_path))
+    real = Store.open_readonly
+    failed: list[str] = []
+
+    def failing_in_the_snapshot_thread(path: Path) -> Store | None:
+        if threading.current_thread() is not threading.main_thread():
+            failed.append(threading.current_thread().name)
+            raise error
+        return real(path)
+
+    monkeypatch.setattr(Store, "open_readonly", staticmethod(failing_in_the_snapshot_thread))
+    assert cli_run(config, args(), play_game=backend()) == 0
+    err = capsys.readouterr().err
+    assert failed
+    assert f"{config.swiss.state_path}: cannot update the JSON snapshot ({error})" in err
+    assert "the previous snapshot is intact" in err
+    # the snapshot written at the start (main thread) is still there and valid
+    assert json.loads(config.swiss.state_path.read_text())["games_finished"] == 0
+    assert len(event_games(config.database)) == 12
+
+
+def test_a_first_start_killed_before_the_schema_was_committed_is_resumed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    config = load_config(path)
+    config.database.parent.mkdir(parents=True)
+    config.database.touch()  # killed right after sqlite3.connect() created the file
+    assert main(["status", str(path)]) == 1
+    assert "no event recorded yet" in capsys.readouterr().out
+    assert cli_run(config, args(), play_game=backend()) == 0
+    assert len(event_games(config.database)) == 12
+
+
+def test_the_opening_order_is_read_once_per_paired_round(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    config = load_config(write_config(tmp_path, players=6, Rounds=3))
+    real = Store.opening_order
+    callers: list[str] = []
+
+    def counted(self: Store) -> list[int]:
+        callers.append(sys._getframe(1).f_code.co_name)
+        return real(self)
+
+    monkeypatch.setattr(Store, "opening_order", counted)
+    assert cli_run(config, args(), play_game=backend()) == 0
+    # one table read per paired round, not one per game (18 games); the snapshot reads its own
+    assert callers.count("schedule_games") == 3

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -175,8 +177,85 @@ def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE t (x)")
     conn.commit()
     conn.close()
+    before = db.read_bytes()
+    assert before[18:20] == b"\x01\x01"  # a rollback-journal database
+    with pytest.raises(StoreError, match="not a swiss-runner state database.*left untouched"):
+        Store.open(db)
+    with pytest.raises(StoreError, match="not a swiss-runner state database"):
+        Store.open_readonly(db)
+    assert db.read_bytes() == before  # not even switched to WAL (header bytes 18-19)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite3"]
+
+
+def test_foreign_sqlite_file_without_tables_is_refused(tmp_path: Path) -> None:
+    """Only an SQLite file with nothing at all in it is taken for an unfinished first start."""
+    db = tmp_path / "other.sqlite3"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version=7")
+    conn.close()
+    before = db.read_bytes()
     with pytest.raises(StoreError, match="not a swiss-runner state database"):
         Store.open(db)
+    assert db.read_bytes() == before
+
+
+def _first_start_killed_after_connect(db: Path) -> None:
+    db.touch()  # what sqlite3.connect() leaves: an empty file
+
+
+def _first_start_killed_after_wal(db: Path) -> None:
+    code = ("import os, sqlite3, sys\n"
+            "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "conn.execute('PRAGMA journal_mode=WAL')\n"
+            "os._exit(9)\n")
+    assert subprocess.run([sys.executable, "-c", code, str(db)]).returncode == 9
+
+
+def _first_start_killed_in_the_schema_transaction(db: Path) -> None:
+    code = ("import os, sqlite3, sys\n"
+            "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "conn.execute('PRAGMA journal_mode=WAL')\n"
+            "conn.execute('BEGIN IMMEDIATE')\n"
+            "conn.execute('CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)')\n"
+            "os._exit(9)\n")
+    assert subprocess.run([sys.executable, "-c", code, str(db)]).returncode == 9
+
+
+@pytest.mark.parametrize("leftover", [_first_start_killed_after_connect, _first_start_killed_after_wal,
+                                      _first_start_killed_in_the_schema_transaction])
+def test_first_start_killed_before_the_schema_is_committed_starts_afresh(tmp_path: Path, leftover) -> None:
+    """A kill during the very first start leaves an empty file; it must not be refused forever."""
+    db = tmp_path / "state" / "s.sqlite3"
+    db.parent.mkdir()
+    leftover(db)
+    assert db.exists()
+    assert Store.open_readonly(db) is None  # `status`: no event yet (not "damaged")
+    store = new_store(db)
+    store.record_game(1, record("B", "A"))
+    store.close()
+    again = Store.open(db)
+    assert again.seeds() == SEEDS and again.counts() == {"finished": 1, "scheduled": 1}
+    again.close()
+
+
+def test_fingerprint_shows_a_section_added_or_removed_as_one_change(tmp_path: Path) -> None:
+    (tmp_path / "book.pgn").write_text('[Event "x"]\n\n1. e4 e5 *\n')
+    base = event_fingerprint(load_config(write_config(tmp_path)))
+    added = event_fingerprint(load_config(write_config(
+        tmp_path, Openings={"File": "book.pgn", "Order": "sequential"},
+        Adjudication={"TcecDraw": {"Plies": 12}})))
+    digest = hashlib.sha256((tmp_path / "book.pgn").read_bytes()).hexdigest()
+    assert fingerprint_changes(base, added) == [
+        'Adjudication.TcecDraw: null -> {"max_pawns": 8, "max_pieces": 8, "plies": 12, "score_cp": 20}',
+        f'Openings: null -> {{"format": "pgn", "order": "sequential", "plies": 0, "sha256": "{digest}"}}',
+    ]
+    assert fingerprint_changes(added, base) == [
+        'Adjudication.TcecDraw: {"max_pawns": 8, "max_pieces": 8, "plies": 12, "score_cp": 20} -> null',
+        f'Openings: {{"format": "pgn", "order": "sequential", "plies": 0, "sha256": "{digest}"}} -> null',
+    ]
+    older = json.loads(json.dumps(base))  # a key an older swiss-runner did not record
+    del older["TimeMarginMs"]
+    assert fingerprint_changes(older, base) == ["TimeMarginMs: (unset) -> 0"]
 
 
 @contextlib.contextmanager
@@ -255,8 +334,33 @@ def test_pgn_count_and_rebuild(tmp_path: Path) -> None:
     full = pgn.read_bytes()
     pgn.write_bytes(full[: len(full) - 30])  # cut short by a crash mid-append
     assert count_pgn_games(pgn) is None and not store.pgn_matches(pgn)
-    store.rebuild_pgn(pgn)
+    assert store.rebuild_pgn(pgn) is None  # our own file, completed in place
     assert pgn.read_bytes() == full
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("games")) == ["games.pgn"]
+
+
+def test_rebuild_keeps_a_pgn_we_did_not_write(tmp_path: Path) -> None:
+    store = new_store(tmp_path / "s.sqlite3")
+    ours = record("B", "A", n=1)
+    store.record_game(1, ours)
+    pgn = tmp_path / "games.pgn"
+    foreign = '[Event "last season"]\n[White "X"]\n[Black "Y"]\n[Result "1-0"]\n\n1. e4 1-0\n\n'
+    pgn.write_text(foreign)
+    assert not store.pgn_matches(pgn)
+    backup = store.rebuild_pgn(pgn)
+    assert backup is not None and backup.parent == tmp_path
+    assert re.fullmatch(r"games\.pgn\.\d{8}T\d{6}Z\.bak", backup.name), backup.name
+    assert backup.read_text() == foreign
+    assert store.pgn_matches(pgn) and pgn.read_text() == ours.pgn.strip() + "\n\n"
+    # the same foreign text again in the same second: a second backup, the first one kept
+    pgn.write_text(foreign + "more")
+    second = store.rebuild_pgn(pgn)
+    assert second is not None and second != backup and second.read_text() == foreign + "more"
+    assert backup.read_text() == foreign
+    # longer than ours although it starts like it: not ours either
+    pgn.write_text(ours.pgn.strip() + "\n\n" + foreign)
+    third = store.rebuild_pgn(pgn)
+    assert third is not None and third.read_text().endswith(foreign)
 
 
 def write_config(tmp_path: Path, **changes: object) -> Path:
