@@ -35,9 +35,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     problems: list[str] = []
     if config.openings is not None:
-        from runner.openings import check_book
+        from runner.openings import check_book, event_matches
 
-        problems += check_book(config.openings)
+        # as `run` reads it: the polyglot walk depends on RandomSeed, and without
+        # UniquePerMatchOnly the book must hold an opening for every match
+        problems += check_book(config.openings, config.swiss.random_seed,
+                               matches=event_matches(config),
+                               unique_per_match_only=config.swiss.unique_per_match_only)
     if config.backend == "cutechess":
         from runner.cutechess import check_binary
 

@@ -21,7 +21,7 @@ import chess
 import chess.pgn
 import chess.polyglot
 
-from runner.config import OpeningsConfig
+from runner.config import Config, OpeningsConfig
 from runner.models import Opening
 
 LOG = logging.getLogger("runner.openings")
@@ -55,9 +55,20 @@ def load_book(config: OpeningsConfig, random_seed: int = 0) -> list[Opening]:
     return openings
 
 
-def check_book(config: OpeningsConfig) -> list[str]:
-    """Problems found in the configured book (empty when it can be used)."""
-    return _read_book(config, 0)[1]
+def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | None = None,
+               unique_per_match_only: bool = True) -> list[str]:
+    """Problems found in the configured book (empty when it can be used).
+
+    With ``matches`` (see :func:`event_matches`) the size is checked as ``run`` checks it:
+    with ``unique_per_match_only=False`` the book must hold an opening for every match.
+    """
+    openings, problems = _read_book(config, random_seed)
+    if not problems and matches is not None:
+        try:
+            check_book_size(len(openings), matches, unique_per_match_only, config.file)
+        except BookError as exc:
+            problems = list(exc.problems)
+    return problems
 
 
 def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening], list[str]]:
@@ -422,6 +433,13 @@ def opening_for_match(
 def matches_needed(players: int, rounds: int, extra_pairs: int = 0) -> int:
     """Matches (= openings) a Swiss event plays at most: one per pair per round (+ extra pairs)."""
     return rounds * (players // 2) + extra_pairs
+
+
+def event_matches(config: Config) -> int:
+    """Matches the configured event plays at most (extra tie-break pairs included)."""
+    s = config.swiss
+    return matches_needed(len(config.engines), s.rounds,
+                          s.max_extra_pairs if s.allow_extra_pairs_on_tie else 0)
 
 
 def check_book_size(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import stat
 import struct
 import subprocess
@@ -17,10 +18,13 @@ import chess.engine
 import chess.polyglot
 import pytest
 import yaml
+from test_orchestrator import args as event_args
+from test_orchestrator import backend
+from test_orchestrator import write_config as write_event
 
 import runner.openings as openings
 from runner.cli import main
-from runner.config import OpeningsConfig
+from runner.config import OpeningsConfig, load_config
 from runner.models import Opening
 from runner.openings import (
     BookError,
@@ -33,6 +37,7 @@ from runner.openings import (
     opening_order,
     opening_start_board,
 )
+from runner.orchestrator import cli_run
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BOOK = REPO / "books" / "default.pgn"
@@ -367,26 +372,90 @@ def test_two_tournaments_with_the_same_seed_assign_identical_openings() -> None:
     assert len({o.index for o in one}) == matches  # no repeats while the book lasts
 
 
-def test_resume_from_the_persisted_order_gives_every_match_the_same_opening(tmp_path: Path) -> None:
-    seed, matches, interrupted_after = 20261122, 30, 11
-    book_ = demo_book()
-    order = opening_order(len(book_), "random", seed)
-    uninterrupted = assignment(book_, order, matches)
+def match_openings(db: Path) -> list[tuple[int, int, str | None]]:
+    """(game id, match, stored opening JSON) of every game of an event, from its database."""
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT game_id, match_index, opening FROM games ORDER BY game_id").fetchall()
+    finally:
+        conn.close()
 
-    # First run: persist the order with the state, play some matches, then stop.
-    state = tmp_path / "state.json"
-    played = {m: opening_for_match(order, m, book_).index for m in range(interrupted_after)}
-    state.write_text(json.dumps({"opening_order": order, "book": book_fingerprint(book_),
-                                 "played": played}))
 
-    # Resume: a fresh load of the book and the order read back (never re-drawn).
-    saved = json.loads(state.read_text())
-    resumed_book = demo_book()
-    assert saved["book"] == book_fingerprint(resumed_book)
-    resumed = [opening_for_match(saved["opening_order"], m, resumed_book)
-               for m in range(interrupted_after, matches)]
-    assert [book_[i] for i in saved["played"].values()] == uninterrupted[:interrupted_after]
-    assert resumed == uninterrupted[interrupted_after:]
+def random_order_event(directory: Path) -> Path:
+    path = write_event(directory, players=6, Rounds=4, RandomSeed=20261122)
+    data = yaml.safe_load(path.read_text())
+    data["Openings"] = {"File": str(DEFAULT_BOOK), "Order": "random", "Plies": 8}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_resumed_event_gives_every_match_the_opening_of_an_uninterrupted_run(tmp_path: Path) -> None:
+    """Random order, the real store and loop: an event that fails partway and is resumed
+    (book re-read, order read back) plays every game from the same opening as a clean run."""
+    clean = load_config(random_order_event(tmp_path / "clean"))
+    assert cli_run(clean, event_args(), play_game=backend()) == 0
+    reference = match_openings(clean.database)
+    assert len(reference) == 4 * 3 * 2
+
+    config = load_config(random_order_event(tmp_path / "broken"))
+
+    def fail_in_round_2(spec) -> None:  # noqa: ANN001 - a GameSpec
+        if spec.game_id == 9:
+            raise RuntimeError("engine crashed")
+
+    assert cli_run(config, event_args(), play_game=backend(hook=fail_in_round_2)) == 1
+    assert len(match_openings(config.database)) == 12  # rounds 3 and 4 not paired yet
+    assert cli_run(config, event_args(), play_game=backend()) == 0
+    assert match_openings(config.database) == reference
+
+    # ... and those are the openings the seed's order gives, one per match, both games
+    book_ = load_book(clean.openings)
+    order = opening_order(len(book_), "random", 20261122)
+    assert order != sorted(order)
+    for _, match, stored in reference:
+        assert json.loads(stored)["index"] == order[match]
+        assert tuple(json.loads(stored)["moves"]) == book_[order[match]].moves
+
+
+def test_book_lines_that_change_under_the_same_file_are_refused_on_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fingerprint covers the polyglot file, not the walk: a python-chess whose walk gives
+    as many lines, but other ones, must not silently hand other openings to the rest."""
+    path = write_event(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["Openings"] = {"File": str(tiny_polyglot(tmp_path)), "Plies": 8, "Order": "sequential"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    config = load_config(path)
+
+    def stop_in_round_2(spec) -> None:  # noqa: ANN001 - a GameSpec
+        if spec.game_id == 5:
+            raise RuntimeError("stop")
+
+    assert cli_run(config, event_args(), play_game=backend(hook=stop_in_round_2)) == 1
+    before = config.database.read_bytes()
+    original = load_book(config.openings, 0)
+
+    # "another python-chess": the same two lines, drawn in the other order
+    real = chess.polyglot.MemoryMappedReader.weighted_choice
+
+    def other_walk(self, board, *, exclude_moves=(), random=None):  # noqa: ANN001, ANN202
+        entry = real(self, board, exclude_moves=exclude_moves, random=random)
+        if board.ply() == 0:
+            return next(e for e in self.find_all(board) if e.move != entry.move)
+        return entry
+
+    monkeypatch.setattr(chess.polyglot.MemoryMappedReader, "weighted_choice", other_walk)
+    walked = load_book(config.openings, 0)
+    assert len(walked) == len(original) == 2
+    assert [o.moves for o in walked] == [o.moves for o in reversed(original)]
+    capsys.readouterr()
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{config.openings.file}: the opening book now gives other lines than when the event" in err
+    assert config.database.read_bytes() == before
+
+    monkeypatch.setattr(chess.polyglot.MemoryMappedReader, "weighted_choice", real)
+    assert cli_run(config, event_args(), play_game=backend()) == 0
 
 
 def test_wrap_around_logs_once_and_unique_mode_refuses(caplog: pytest.LogCaptureFixture) -> None:
@@ -440,3 +509,17 @@ def test_validate_fails_naming_the_game_and_the_move(tmp_path: Path, capsys: pyt
 
     (tmp_path / "book.pgn").write_text('[Event "1"]\n\n1. e4 e5 *\n')
     assert main(["validate", str(config)]) == 0
+
+
+def test_validate_refuses_a_book_too_small_for_unique_openings_as_run_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_event(tmp_path, UniquePerMatchOnly=False, Rounds=4)  # 6 openings, 8 matches
+    capsys.readouterr()
+    assert main(["validate", str(path)]) == 2
+    validate_err = capsys.readouterr().err
+    needle = (f"{tmp_path / 'book.pgn'}: 6 openings for up to 8 matches, but UniquePerMatchOnly "
+              "is false")
+    assert needle in validate_err
+    assert main(["run", str(path)]) == 2
+    assert needle in capsys.readouterr().err
+    assert main(["validate", str(write_event(tmp_path, UniquePerMatchOnly=False, Rounds=3))]) == 0
