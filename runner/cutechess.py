@@ -22,7 +22,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -36,7 +35,9 @@ import chess.pgn
 import psutil
 
 from runner.adjudication import TcecDrawWindow
+from runner.engines import child_popen_args, kill_owned, new_owner_token
 from runner.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, GameSpec, Opening
+from runner.pgnout import write_game
 from runner.rmobility import record_rmobility
 
 if TYPE_CHECKING:
@@ -415,8 +416,11 @@ def apply_tcec_draw_rule(record: GameRecord, rule: TcecDrawRule) -> GameRecord:
     if ply is None:
         return record
     if ply == len(record.moves) and (record.reason in _BOARD_ENDS
-                                     or record.termination_details is not None):
-        return record  # the game ended on that very ply by the board, tablebase or move limit
+                                     or record.termination_details == "SyzygyTB"):
+        # The game ended on that very ply by the board or the tablebases: the built-in
+        # referee checks those first too. Its other checks come after the draw rule
+        # (TCEC win rule, maximal game length), so the draw rule wins over them.
+        return record
     return replace(record, result=DRAW, reason=TCEC_DRAW_REASON, termination="adjudication",
                    termination_details="TCEC draw rule", moves=list(record.moves[:ply]),
                    comments=list(record.comments[:ply]))
@@ -426,36 +430,23 @@ def apply_tcec_draw_rule(record: GameRecord, rule: TcecDrawRule) -> GameRecord:
 
 
 def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: GameSpec) -> str:
-    """Rebuild the game's PGN with the runner's tags (Event, Site, Round "R.G", ...)."""
-    game = chess.pgn.Game()
-    for key, value in cutechess_headers.items():
-        game.headers[key] = value
-    game.headers["Event"] = spec.event
-    game.headers["Site"] = spec.site
-    game.headers["Round"] = spec.round_label
-    game.headers["Result"] = record.result
-    game.headers["PlyCount"] = str(len(record.moves))
+    """Rebuild the game's PGN with the runner's tags (Event, Site, Round "R.G", ...).
+
+    Written by :func:`runner.pgnout.write_game`, the built-in referee's writer, so both
+    backends lay their PGN out the same way (cutechess's own short comments, tags sorted).
+    """
+    tags = {key: value for key, value in cutechess_headers.items()
+            if key not in ("Termination", "TerminationDetails", "RMobilityResult")}
+    tags.update({"Event": spec.event, "Site": spec.site, "Round": spec.round_label,
+                 "Result": record.result, "PlyCount": str(len(record.moves))})
     for key, value in (("Termination", record.termination),
                        ("TerminationDetails", record.termination_details),
                        ("RMobilityResult", record.rmobility)):
         if value:
-            game.headers[key] = value
-        elif key in game.headers:
-            del game.headers[key]
+            tags[key] = value
     if spec.extra_pair:
-        game.headers[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
-    if record.start_fen:
-        game.setup(record.start_fen)
-    node: chess.pgn.GameNode = game
-    for uci, comment in zip(record.moves, record.comments, strict=True):
-        node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
-    if record.reason:
-        if node is game:
-            game.comment = record.reason
-        else:
-            node.comment = f"{node.comment}, {record.reason}" if node.comment else record.reason
-    exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
-    return game.accept(exporter)
+        tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
+    return write_game(tags, record.start_fen, record.moves, record.comments, record.reason)
 
 
 def finalize_record(record: GameRecord, spec: GameSpec,
@@ -480,11 +471,19 @@ def finalize_record(record: GameRecord, spec: GameSpec,
 # --------------------------------------------------------------------------- processes
 
 
-def _kill_tree(pid: int, known: dict[int, float]) -> None:
-    """Kill cutechess-cli ``pid``, its process group and every engine it started."""
+def _kill_tree(pid: int, token: str, handle: psutil.Process | None, known: dict[int, float],
+               *, reaped: bool) -> None:
+    """Kill cutechess-cli ``pid``, its process group and every engine it started.
+
+    Nothing is signalled by bare pid once cutechess has been reaped (``reaped``): the engines
+    are found by the owner token they inherited from cutechess, by the pid AND create time
+    recorded while cutechess ran, and cutechess itself through ``handle`` (a psutil.Process
+    that checks the create time).
+    """
     victims: list[psutil.Process] = []
-    with contextlib.suppress(psutil.Error):
-        victims = psutil.Process(pid).children(recursive=True)
+    if handle is not None and not reaped:
+        with contextlib.suppress(psutil.Error):
+            victims = handle.children(recursive=True)
     for child_pid, created in known.items():  # engines that left the group still match
         with contextlib.suppress(psutil.Error):
             proc = psutil.Process(child_pid)
@@ -493,19 +492,16 @@ def _kill_tree(pid: int, known: dict[int, float]) -> None:
     for proc in victims:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(psutil.Error):
-        psutil.Process(pid).kill()
+    kill_owned(pid, token, handle=handle, reaped=reaped)
     psutil.wait_procs(victims, timeout=2)
 
 
-async def _report_children(pid: int, seen: dict[int, float],
+async def _report_children(handle: psutil.Process, seen: dict[int, float],
                            on_process: Callable[[int, float], None] | None) -> None:
     """Report every engine process cutechess starts (for the orchestrator's orphan sweep)."""
     while True:
-        with contextlib.suppress(psutil.Error):
-            for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # the handle refuses a reused pid
+            for child in handle.children(recursive=True):
                 if child.pid not in seen:
                     with contextlib.suppress(psutil.Error):
                         seen[child.pid] = child.create_time()
@@ -516,18 +512,27 @@ async def _report_children(pid: int, seen: dict[int, float],
 
 async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], None] | None,
                          ) -> tuple[int, str]:
-    """Run cutechess-cli in its own session; kill it and its engines on cancel."""
+    """Run cutechess-cli in its own session; kill it and its engines on cancel.
+
+    Like the referee's engines, cutechess gets the parent-death signal and an owner token:
+    if the runner is killed with ``kill -9`` the kernel kills cutechess, and the engines it
+    started (in its process group, with its token) are removed by the next start's
+    :func:`runner.engines.sweep_orphans`.
+    """
+    token = new_owner_token()
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        stderr=asyncio.subprocess.STDOUT, **child_popen_args(token))
     seen: dict[int, float] = {}
-    try:
-        created = psutil.Process(proc.pid).create_time()
-    except psutil.Error:
-        created = 0.0
+    handle: psutil.Process | None = None
+    created = 0.0
+    if proc.returncode is None:
+        with contextlib.suppress(psutil.Error):
+            handle = psutil.Process(proc.pid)
+            created = handle.create_time()
     if on_process is not None:
         on_process(proc.pid, created)
-    watcher = asyncio.create_task(_report_children(proc.pid, seen, on_process))
+    watcher = asyncio.create_task(_report_children(handle, seen, on_process)) if handle else None
     assert proc.stdout is not None
     reader = asyncio.create_task(proc.stdout.read())
     try:
@@ -537,16 +542,19 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
             await asyncio.sleep(0.1)
         code = proc.returncode
     except BaseException:
-        watcher.cancel()
+        if watcher is not None:
+            watcher.cancel()
         reader.cancel()
-        _kill_tree(proc.pid, seen)
+        _kill_tree(proc.pid, token, handle, seen, reaped=proc.returncode is not None)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=5)
         raise
-    watcher.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await watcher
-    _kill_tree(proc.pid, seen)  # cutechess is gone; nothing of its group may outlive it
+    if watcher is not None:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    # cutechess is gone (and reaped); nothing it started may outlive it
+    _kill_tree(proc.pid, token, handle, seen, reaped=True)
     try:
         stdout = await asyncio.wait_for(reader, timeout=10)
     except TimeoutError:

@@ -6,6 +6,12 @@ parent-death signal so it dies with the runner even when the runner is killed wi
 crashed is "restarted" simply by the next game) and kills the whole process group when the
 game ends. ``sweep_orphans`` removes processes left over by a runner that died anyway
 (PIDs recorded by the orchestrator, matched on pid AND create time).
+
+Every process the runner starts (engines, cutechess-cli) gets an owner token in its
+environment (``SWISS_RUNNER_OWNER=<runner pid>:<runner create time>:<n>``), which its own
+children inherit. A process is only ever killed by a plain pid/pgid signal while its leader
+has not been reaped; afterwards (and in the sweep) only processes that carry the token are
+killed, so a pid or process-group id reused by an unrelated process is never hit.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import itertools
 import logging
 import os
 import signal
@@ -36,20 +43,116 @@ except (OSError, AttributeError):
     _PRCTL = None
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+def die_with_parent() -> None:  # pragma: no cover - runs in the forked child
     """preexec_fn: ask the kernel to SIGKILL this child when the runner dies (Linux only).
 
     The signal fires when the thread that started the engine exits, i.e. the runner's
-    event-loop thread (the main thread for ``swiss-runner run``).
+    event-loop thread (the main thread for ``swiss-runner run``). It reaches only this
+    child, not the processes it starts itself: those are found by their owner token
+    (:func:`sweep_orphans`).
     """
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _popen_args(engine: EngineConfig) -> dict[str, Any]:
-    args: dict[str, Any] = {"start_new_session": True, "stderr": asyncio.subprocess.DEVNULL}
+_die_with_parent = die_with_parent  # the old private name
+
+# --------------------------------------------------------------------------- ownership
+
+OWNER_ENV = "SWISS_RUNNER_OWNER"
+_TIME_SLACK = 0.01  # psutil create times are rounded to clock ticks
+_owner_counter = itertools.count(1)
+_runner_mark: str | None = None
+
+
+def _this_runner() -> str:
+    global _runner_mark
+    if _runner_mark is None or not _runner_mark.startswith(f"{os.getpid()}:"):  # after a fork
+        _runner_mark = f"{os.getpid()}:{psutil.Process().create_time():.3f}"
+    return _runner_mark
+
+
+def new_owner_token() -> str:
+    """A token naming this runner (pid and create time) and one process it starts."""
+    return f"{_this_runner()}:{next(_owner_counter)}"
+
+
+def owned_env(token: str) -> dict[str, str]:
+    """The environment for a child process: the runner's own, plus the owner token."""
+    return {**os.environ, OWNER_ENV: token}
+
+
+def child_popen_args(token: str) -> dict[str, Any]:
+    """Popen arguments for every process the runner starts: own session, owner token in the
+    environment, and (on Linux) SIGKILL when the runner dies."""
+    args: dict[str, Any] = {"start_new_session": True, "env": owned_env(token)}
     if _PRCTL is not None:
-        args["preexec_fn"] = _die_with_parent
+        args["preexec_fn"] = die_with_parent
+    return args
+
+
+def _owner_of(proc: psutil.Process) -> str | None:
+    try:
+        return proc.environ().get(OWNER_ENV)
+    except (psutil.Error, OSError):
+        return None  # gone, or not ours to read
+
+
+def _runner_alive(token: str) -> bool:
+    """Whether the runner named by ``token`` ("pid:create time:n") is still running."""
+    try:
+        pid_text, created_text, _ = token.split(":", 2)
+        proc = psutil.Process(int(pid_text))
+        return abs(proc.create_time() - float(created_text)) <= _TIME_SLACK
+    except (ValueError, psutil.Error):
+        return False
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    members: list[psutil.Process] = []
+    if pgid <= 0:
+        return members
+    for proc in psutil.process_iter():
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+    return members
+
+
+def _owned_processes(token: str) -> list[psutil.Process]:
+    """Every running process whose environment carries exactly this owner token."""
+    found: list[psutil.Process] = []
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        if proc.pid != me and _owner_of(proc) == token:
+            found.append(proc)
+    return found
+
+
+def kill_owned(pid: int, token: str | None, *, handle: psutil.Process | None,
+               reaped: bool) -> None:
+    """SIGKILL process ``pid`` (started by the runner with ``token``) and its process group.
+
+    While the leader has not been reaped (``reaped`` False) its pid and its process-group
+    id are still ours, so the group is signalled directly. After that only processes that
+    can be proven ours are killed: the leader through ``handle`` (a psutil.Process that
+    checks the create time) and every process carrying ``token`` in its environment.
+    """
+    if not reaped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    if handle is not None:
+        with contextlib.suppress(psutil.Error):
+            handle.kill()
+    if token is not None:
+        for proc in _owned_processes(token):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
+def _popen_args(engine: EngineConfig, token: str) -> dict[str, Any]:
+    args = child_popen_args(token)
+    args["stderr"] = asyncio.subprocess.DEVNULL
     if engine.working_dir:
         args["cwd"] = engine.working_dir
     return args
@@ -66,12 +169,25 @@ class _Timed:
     go_sent: float | None = None
     move_received: float | None = None
     last_move_text: str | None = None
+    _go_future: asyncio.Future[float] | None = None
+
+    def expect_go(self) -> asyncio.Future[float]:
+        """A future resolved with the (monotonic) time the next ``go`` is sent.
+
+        Lets the referee start a move's deadline when the clock starts, not when the
+        ``ucinewgame``/``isready`` (``new``/``ping``) exchange before it starts.
+        """
+        self.go_sent = None
+        self._go_future = asyncio.get_running_loop().create_future()
+        return self._go_future
 
     def send_line(self, line: str) -> None:
         if line == "go" or line.startswith("go "):
             self.go_sent = time.monotonic()
             self.move_received = None
             self.last_move_text = None
+            if self._go_future is not None and not self._go_future.done():
+                self._go_future.set_result(self.go_sent)
         super().send_line(line)  # type: ignore[misc]
 
     def _line_received(self, line: str) -> None:
@@ -115,26 +231,32 @@ class EngineProcess:
     create_time: float
     skipped_options: list[str] = field(default_factory=list)
     killed: bool = False
+    token: str | None = None  # owner token in the engine's environment
+    handle: psutil.Process | None = None  # created at start: checks the create time
 
     @property
     def alive(self) -> bool:
         return not self.killed and self.transport.get_returncode() is None
+
+    def _kill_all(self) -> None:
+        reaped = self.transport.get_returncode() is not None
+        kill_owned(self.pid, None, handle=self.handle, reaped=reaped)  # the group, at once
+        with contextlib.suppress(Exception):
+            self.transport.close()
+        if self.token is not None:  # then whatever is left of it, wherever it is
+            kill_owned(self.pid, self.token, handle=None, reaped=True)
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole process group whatever happened."""
         if self.alive:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.protocol.quit(), quit_timeout)
-        kill_process_group(self.pid)
-        with contextlib.suppress(Exception):
-            self.transport.close()
+        self._kill_all()
 
     def kill(self) -> None:
         """Synchronous hard kill (hung engine, cancelled task)."""
         self.killed = True
-        kill_process_group(self.pid)
-        with contextlib.suppress(Exception):
-            self.transport.close()
+        self._kill_all()
 
 
 class EngineStartError(Exception):
@@ -158,18 +280,21 @@ async def start_engine(
     """
     command = [engine.command, *engine.args]
     cls = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
+    token = new_owner_token()
     try:
-        transport, protocol = await cls.popen(command, **_popen_args(engine))
+        transport, protocol = await cls.popen(command, **_popen_args(engine, token))
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): {exc}") from None
     pid = transport.get_pid()
-    try:
-        create_time = psutil.Process(pid).create_time()
-    except psutil.Error:
-        create_time = 0.0
+    handle: psutil.Process | None = None
+    create_time = 0.0
+    if transport.get_returncode() is None:  # not reaped yet: the pid is still this engine
+        with contextlib.suppress(psutil.Error):
+            handle = psutil.Process(pid)
+            create_time = handle.create_time()
     if on_process is not None:
         on_process(pid, create_time)
-    proc = EngineProcess(engine, transport, protocol, pid, create_time)
+    proc = EngineProcess(engine, transport, protocol, pid, create_time, token=token, handle=handle)
     try:
         await asyncio.wait_for(protocol.initialize(), timeout)
         known = {name.lower(): name for name in protocol.options}
@@ -211,38 +336,78 @@ def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str 
 
 
 def kill_process_group(pid: int) -> None:
-    """SIGKILL the process group led by ``pid`` (engines run in their own session)."""
-    try:
+    """SIGKILL the process group led by ``pid`` (engines run in their own session).
+
+    Only for a ``pid`` the caller knows is not reaped yet (a running or zombie child, or a
+    process matched on pid and create time): the group id cannot have been reused then.
+    There is deliberately no fallback to ``kill(pid)``: a failing ``killpg`` means the
+    group is gone, and the pid may already belong to someone else.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+
+
+def _orphaned_group(pgid: int, leader_created: float) -> list[psutil.Process]:
+    """Members of process group ``pgid`` that a dead runner left behind.
+
+    The recorded leader is gone, so the group id alone proves nothing (the leader's pid can
+    be reused once its group is empty). A member is taken only when it was created no
+    earlier than the recorded leader and carries the owner token of a runner that is no
+    longer running: a process started by someone else has no token, and one of a live
+    runner is that runner's business.
+    """
+    victims: list[psutil.Process] = []
+    for proc in _group_members(pgid):
+        try:
+            if proc.create_time() + _TIME_SLACK < leader_created:
+                continue
+        except psutil.Error:
+            continue
+        token = _owner_of(proc)
+        if token is not None and not _runner_alive(token):
+            victims.append(proc)
+    return victims
 
 
 def sweep_orphans(records: Iterable[tuple[int, float]]) -> int:
-    """Kill leftover engine processes whose pid AND create time match a record.
+    """Kill leftover processes of a dead runner; returns how many records still had some.
 
-    The create time guards against killing an unrelated process that reuses the pid.
-    Children in the engine's process group are killed too. Returns how many matched.
+    A record is ``(pid, create time)`` of an engine (or cutechess-cli) the previous run
+    started. When a live process matches pid AND create time, it and its process group are
+    killed (the create time guards against a reused pid). When the recorded process is
+    gone or a zombie, the processes it started may live on in its process group (the
+    parent-death signal reached only the leader): those are killed when they carry the
+    owner token of a runner that is no longer running (see :func:`_orphaned_group`).
     """
     killed = 0
     for pid, create_time in records:
         try:
-            proc = psutil.Process(pid)
-            if abs(proc.create_time() - create_time) > 0.01:
-                continue
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            children = proc.children(recursive=True)
-            kill_process_group(pid)
-            for child in children:
-                with contextlib.suppress(psutil.Error):
-                    child.kill()
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-            killed += 1
+            proc: psutil.Process | None = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            proc = None
         except psutil.Error:
             continue
+        try:
+            if proc is not None and abs(proc.create_time() - create_time) > _TIME_SLACK:
+                continue  # the pid was reused: our group was empty, nothing of ours is left
+            zombie = proc is not None and proc.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            proc, zombie = None, False
+        except psutil.Error:
+            continue
+        if proc is None:
+            victims = _orphaned_group(pid, create_time)
+        else:  # matched on pid and create time: it and its group (the id is still held) are ours
+            victims = [m for m in _group_members(pid) if m.pid != pid]
+            with contextlib.suppress(psutil.Error):
+                victims += [c for c in proc.children(recursive=True) if c not in victims]
+            if not zombie:
+                victims.append(proc)
+            kill_process_group(pid)
+        for victim in victims:
+            with contextlib.suppress(psutil.Error):
+                victim.kill()
+        killed += bool(victims)
     return killed
 
 

@@ -18,11 +18,17 @@ from datetime import UTC, datetime
 
 import chess
 import chess.engine
-import chess.pgn
 
 from runner.adjudication import Adjudicator, Verdict
 from runner.config import Config, EngineConfig
-from runner.engines import EngineProcess, EngineStartError, limit_problem, start_engine
+from runner.engines import (
+    EngineProcess,
+    EngineStartError,
+    TimedUciProtocol,
+    TimedXBoardProtocol,
+    limit_problem,
+    start_engine,
+)
 from runner.models import (
     BLACK_WIN,
     DRAW,
@@ -32,6 +38,7 @@ from runner.models import (
     GameSpec,
     Opening,
 )
+from runner.pgnout import write_game
 from runner.rmobility import record_rmobility
 from runner.timecontrol import Clock, parse_time_control
 
@@ -153,55 +160,6 @@ def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float
 # --------------------------------------------------------------------------- PGN
 
 
-class _CutechessExporter(chess.pgn.StringExporter):
-    """python-chess's PGN writer laid out like cutechess: ``12. Nf3 {+0.35/16 5.1s}``.
-
-    Comments have no inner spaces, and a move number, its move and the move's comment
-    stay on one line (one token for the line wrapper).
-    """
-
-    _held = ""
-
-    def _flush(self) -> None:
-        if self._held:
-            held, self._held = self._held, ""
-            self.write_token(held + " ")
-
-    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
-        self._flush()
-        if self.variations or not self.variation_depth:
-            number = ""
-            if board.turn == chess.WHITE:
-                number = f"{board.fullmove_number}. "
-            elif self.force_movenumber:
-                number = f"{board.fullmove_number}... "
-            self._held = number + board.san(move)
-            self.force_movenumber = False
-
-    def visit_comment(self, comment: str) -> None:
-        if self.comments and (self.variations or not self.variation_depth):
-            text = "{" + comment.replace("}", "").strip() + "}"
-            if self._held:
-                text, self._held = f"{self._held} {text}", ""
-            self.write_token(text + " ")
-
-    def visit_nag(self, nag: int) -> None:
-        self._flush()
-        super().visit_nag(nag)
-
-    def begin_variation(self) -> None:
-        self._flush()
-        super().begin_variation()
-
-    def end_variation(self) -> None:
-        self._flush()
-        super().end_variation()
-
-    def visit_result(self, result: str) -> None:
-        self._flush()
-        super().visit_result(result)
-
-
 def _utc_tag(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
 
@@ -213,48 +171,35 @@ def _duration_tag(seconds: float) -> str:
 
 def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
               end: _End, start: datetime, finish: datetime, rmobility: str | None) -> str:
-    """The game's PGN, tags in cutechess order (roster, then the rest alphabetically)."""
-    game = chess.pgn.Game()
-    if start_board.fen() != chess.STARTING_FEN:
-        game.setup(start_board)
-    headers = game.headers
-    headers["Event"] = spec.event
-    headers["Site"] = spec.site
-    headers["Date"] = start.strftime("%Y.%m.%d")
-    headers["Round"] = spec.round_label
-    headers["White"] = spec.white.name
-    headers["Black"] = spec.black.name
-    headers["Result"] = end.result
-    extra: dict[str, str] = {
+    """The game's PGN, as cutechess writes it (runner.pgnout, shared with the cutechess backend)."""
+    tags: dict[str, str] = {
+        "Event": spec.event,
+        "Site": spec.site,
+        "Date": start.strftime("%Y.%m.%d"),
+        "Round": spec.round_label,
+        "White": spec.white.name,
+        "Black": spec.black.name,
+        "Result": end.result,
         "GameDuration": _duration_tag((finish - start).total_seconds()),
         "GameEndTime": _utc_tag(finish),
         "GameStartTime": _utc_tag(start),
         "PlyCount": str(len(moves)),
         "TimeControl": spec.time_control.pgn_tag(),
     }
-    for key in ("FEN", "SetUp"):
-        if key in headers:
-            extra[key] = headers.pop(key)
     if spec.opening is not None:
         if spec.opening.name:
-            extra["Opening"] = spec.opening.name
+            tags["Opening"] = spec.opening.name
         if spec.opening.index >= 0:
-            extra["BookIndex"] = str(spec.opening.index)
+            tags["BookIndex"] = str(spec.opening.index)
     if end.termination:
-        extra["Termination"] = end.termination
+        tags["Termination"] = end.termination
     if end.details:
-        extra["TerminationDetails"] = end.details
+        tags["TerminationDetails"] = end.details
     if rmobility:
-        extra["RMobilityResult"] = rmobility
+        tags["RMobilityResult"] = rmobility
     if spec.extra_pair:
-        extra[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
-    for key in sorted(extra):
-        headers[key] = extra[key]
-    node: chess.pgn.GameNode = game
-    for uci, comment in zip(moves, comments, strict=True):
-        node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
-    node.comment = f"{node.comment}, {end.reason}" if node.comment else end.reason
-    return game.accept(_CutechessExporter(headers=True, variations=False, comments=True))
+        tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
+    return write_game(tags, start_board.fen(), moves, comments, end.reason)
 
 
 # --------------------------------------------------------------------------- the game
@@ -310,19 +255,42 @@ def _start_board(opening: Opening | None) -> tuple[chess.Board, chess.Board, lis
     return start, board, kept
 
 
-async def _start_both(spec: GameSpec, on_process: Callable[[int, float], None] | None,
+def _kill_started(task: asyncio.Future[EngineProcess]) -> None:
+    if not task.cancelled() and task.exception() is None:
+        task.result().kill()
+
+
+async def _start_both(spec: GameSpec, board: chess.Board,
+                      on_process: Callable[[int, float], None] | None,
                       timeout: float) -> tuple[dict[chess.Color, EngineProcess], _End | None]:
-    results = await asyncio.gather(
-        start_engine(spec.white, timeout=timeout, on_process=on_process),
-        start_engine(spec.black, timeout=timeout, on_process=on_process),
-        return_exceptions=True)
+    """Start both engines at once; ``board`` is the position the game starts from.
+
+    If this is cancelled (or fails) while one engine is still starting, the one that has
+    already started is killed and the other start is cancelled (which kills its process).
+    """
+    tasks = {color: asyncio.ensure_future(start_engine(engine, timeout=timeout, on_process=on_process))
+             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
+    try:
+        await asyncio.wait(tasks.values())
+    except BaseException:
+        pending = [task for task in tasks.values() if not task.done()]
+        for task in tasks.values():
+            if task.done():
+                _kill_started(task)
+            else:  # a start that still completes kills what it started
+                task.add_done_callback(_kill_started)
+                task.cancel()
+        if pending:  # let the cancelled starts run their clean-up before going on
+            await asyncio.wait(pending)
+        raise
     procs: dict[chess.Color, EngineProcess] = {}
     failures: dict[chess.Color, BaseException] = {}
-    for color, res in zip((chess.WHITE, chess.BLACK), results, strict=True):
-        if isinstance(res, EngineProcess):
-            procs[color] = res
+    for color, task in tasks.items():
+        exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
+        if exc is None:
+            procs[color] = task.result()
         else:
-            failures[color] = res
+            failures[color] = exc
     for exc in failures.values():
         if not isinstance(exc, EngineStartError):
             for proc in procs.values():
@@ -337,7 +305,7 @@ async def _start_both(spec: GameSpec, on_process: Callable[[int, float], None] |
     for color, exc in failures.items():
         LOG.warning("game %s: %s", spec.round_label, exc)
         assert isinstance(exc, EngineStartError)
-        end = _stalled(chess.Board(), color) if exc.stalled else _disconnected(color)
+        end = _stalled(board, color) if exc.stalled else _disconnected(color)
     return procs, end
 
 
@@ -366,7 +334,7 @@ async def play_game(
     t0 = time.monotonic()
     procs: dict[chess.Color, EngineProcess] = {}
     try:
-        procs, end = await _start_both(spec, on_process, startup_timeout)
+        procs, end = await _start_both(spec, board, on_process, startup_timeout)
         for proc in procs.values():
             problem = limit_problem(proc.config, proc.protocol)
             if problem:
@@ -375,7 +343,8 @@ async def play_game(
                 raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
                                    "cannot start from a FEN position")
         if end is None:  # else an engine failed to start: it loses, no move is played
-            end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace)
+            end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
+                                   startup_timeout)
     except BaseException:
         for proc in procs.values():
             proc.kill()
@@ -399,9 +368,40 @@ async def play_game(
     )
 
 
+class _NotReady(Exception):
+    """The engine did not get ready for ``go`` (``isready``/``ping`` unanswered) in time."""
+
+
+async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess.Board,
+                     limit: chess.engine.Limit, game_id: int, timeout: float,
+                     ready_timeout: float) -> chess.engine.PlayResult:
+    """``proto.play`` with its hard deadline ``timeout`` counted from sending ``go``.
+
+    What python-chess sends before ``go`` (``ucinewgame`` + ``isready`` before an engine's
+    first move, ``new``/``ping`` for XBoard) is not on the clock, as for cutechess; an
+    engine still not ready after ``ready_timeout`` raises :class:`_NotReady` (a stall).
+    Raises TimeoutError when the move has not come ``timeout`` seconds after ``go``.
+    """
+    went = proto.expect_go()
+    task = asyncio.ensure_future(proto.play(board, limit, game=game_id, info=_INFO))
+    try:
+        await asyncio.wait({task, went}, timeout=ready_timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not went.done():
+            if task.done():
+                return task.result()  # failed (or answered) before go: its own error
+            raise _NotReady
+        remaining = went.result() + timeout - time.monotonic()
+        return await asyncio.wait_for(task, max(remaining, 0.0))
+    finally:
+        went.cancel()
+        if not task.done():
+            task.cancel()
+
+
 async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                      moves: list[str], comments: list[str], stall_timeout: float,
-                     grace: float) -> _End:
+                     grace: float, ready_timeout: float = STARTUP_TIMEOUT) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
@@ -421,8 +421,10 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         proto = proc.protocol
         called = time.monotonic()
         try:
-            played = await asyncio.wait_for(
-                proto.play(board, limit, game=spec.game_id, info=_INFO), timeout)
+            played = await _play_move(proto, board, limit, spec.game_id, timeout, ready_timeout)
+        except _NotReady:
+            proc.kill()
+            return _stalled(board, color)
         except TimeoutError:
             proc.kill()
             if tc.infinite and engine.movetime_ms is None:

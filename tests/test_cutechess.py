@@ -10,8 +10,10 @@ The ``real_cutechess`` tests run only when the binary is present.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -20,11 +22,13 @@ import time
 from pathlib import Path
 
 import chess
+import chess.engine
 import chess.pgn
 import psutil
 import pytest
 import yaml
 
+from runner.adjudication import Adjudicator
 from runner.cli import main
 from runner.config import (
     AdjudicationConfig,
@@ -38,6 +42,7 @@ from runner.cutechess import (
     NOT_INSTALLED_REASON,
     TCEC_DRAW_REASON,
     CutechessError,
+    _kill_tree,
     apply_tcec_draw_rule,
     build_command,
     check_binary,
@@ -51,6 +56,7 @@ from runner.cutechess import (
     tcec_draw_ply,
     write_opening_file,
 )
+from runner.engines import sweep_orphans
 from runner.models import GameRecord, GameSpec, Opening
 from runner.timecontrol import TimeControl, parse_time_control
 
@@ -267,14 +273,25 @@ def test_tcec_draw_rule_without_gate_fires_no_later_than_cutechess_draw():
 
 
 def test_tcec_draw_rule_material_gate_keeps_full_board_games_going():
-    record = record_from_pgn(read_pgn_games(fixture("draw_adjudication", "games.pgn"))[0])
+    games = [record_from_pgn(g) for g in read_pgn_games(fixture("draw_adjudication", "games.pgn"))]
+    # game 2 never gets down to 8 pawns and 8 pieces: cutechess's gate-less -draw ended it
+    # at ply 62, the TCEC rule lets it go on
+    full_board = games[1]
+    assert tcec_draw_ply(None, full_board.moves, full_board.comments, NO_GATE) == 62
+    assert tcec_draw_ply(None, full_board.moves, full_board.comments, TCEC) is None
+    # game 1 enters the gate at ply 49; the rule fires at ply 95, after 10 quiet plies all
+    # inside the gate
+    record = games[0]
     ply = tcec_draw_ply(None, record.moves, record.comments, TCEC)
+    assert ply == 95
     board = chess.Board()
-    for uci in record.moves[: ply or record.plies]:
+    for n, uci in enumerate(record.moves[:ply], start=1):
         board.push_uci(uci)
-    if ply is not None:  # it may only fire once the material is down to the gate
-        assert chess.popcount(board.pawns) <= 8
-        assert chess.popcount(board.occupied & ~board.pawns) <= 8
+        inside = chess.popcount(board.pawns) <= 8 and chess.popcount(board.occupied & ~board.pawns) <= 8
+        assert inside == (n >= 49), n
+        if n > ply - 10:
+            cp = comment_eval_cp(record.comments[n - 1])
+            assert cp is not None and abs(cp) <= 20, (n, record.comments[n - 1])
 
 
 def _shuffle_record(evals: list[str], result=W, reason="White mates", termination=None) -> GameRecord:
@@ -315,6 +332,31 @@ def test_tcec_draw_rule_on_the_last_ply():
                          termination=ADJ)
     tb.termination_details = "SyzygyTB"
     assert apply_tcec_draw_rule(tb, TCEC) is tb  # the tablebase ended it on that very ply
+    # the move limit reached on that ply: the built-in referee checks the TCEC draw rule
+    # before MaxMoves, so the draw rule is the reason here too
+    maxed = _shuffle_record([ok] * 10, result=D, reason="Draw by adjudication: maximal game length",
+                            termination=ADJ)
+    maxed.termination_details = "maximal game length"
+    got = apply_tcec_draw_rule(maxed, TCEC)
+    assert (got.result, got.reason, got.termination_details, got.plies) == (
+        D, TCEC_DRAW_REASON, "TCEC draw rule", 10)
+    mated = _shuffle_record([ok] * 10, result=W, reason="White mates")
+    assert apply_tcec_draw_rule(mated, TCEC) is mated  # the board comes first
+
+
+def test_tcec_draw_rule_and_max_moves_on_the_same_ply_agree_with_the_referee():
+    ok = "0.00/20 1s"
+    rec = _shuffle_record([ok] * 10, result=D, reason="Draw by adjudication: maximal game length",
+                          termination=ADJ)
+    rec.termination_details = "maximal game length"
+    adj = Adjudicator(AdjudicationConfig(tcec_draw=TCEC, max_moves=5))
+    board = chess.Board(rec.start_fen)
+    verdicts = []
+    for uci in rec.moves:
+        board.push_uci(uci)
+        verdicts.append(adj.update(board, chess.engine.Cp(0)))
+    assert verdicts[:9] == [None] * 9
+    assert apply_tcec_draw_rule(rec, TCEC).reason == verdicts[9].reason == TCEC_DRAW_REASON
 
 
 # --------------------------------------------------------------------------- command builder
@@ -453,6 +495,34 @@ def test_finalize_cuts_a_game_with_the_tcec_draw_rule():
     assert reread.headers["PlyCount"] == str(ply)
     assert reread.headers["TerminationDetails"] == "TCEC draw rule"
     assert len(list(reread.mainline_moves())) == ply
+
+
+def test_both_backends_write_the_same_pgn_layout():
+    # cutechess's own PGN: short comments, roster first, other tags sorted (issue 4)
+    game = read_pgn_games(fixture("syzygy", "games.pgn"))[0]
+    s = spec(engine(SF), engine(ETH), tc="2+0.05", adj=AdjudicationConfig(tcec_draw=TCEC))
+    final = finalize_record(record_from_pgn(game), s, game.headers)
+    assert final.pgn.rstrip().endswith(
+        "\n\n1. Rxd8+ {+M59/20 0.15s, White wins by adjudication: SyzygyTB} 1-0")
+    tags = [line[1:].split(" ", 1)[0] for line in final.pgn.splitlines() if line.startswith("[")]
+    roster = ["Event", "Site", "Date", "Round", "White", "Black", "Result"]
+    assert tags[:7] == roster and tags[7:] == sorted(tags[7:])
+    assert {"FEN", "SetUp", "Termination", "TerminationDetails", "RMobilityResult", "TimeControl",
+            "PlyCount", "GameStartTime"} <= set(tags)
+    # the built-in referee writes the same game identically (same writer, runner.pgnout)
+    from datetime import datetime
+
+    from runner.referee import _End, build_pgn
+
+    start = datetime.strptime(game.headers["GameStartTime"], "%Y-%m-%dT%H:%M:%S.%f UTC")
+    end = datetime.strptime(game.headers["GameEndTime"], "%Y-%m-%dT%H:%M:%S.%f UTC")
+    referee_pgn = build_pgn(s, chess.Board(final.start_fen), final.moves, final.comments,
+                            _End(final.result, final.reason, final.termination, final.termination_details),
+                            start, end, final.rmobility)
+    ref_tags = [line[1:].split(" ", 1)[0] for line in referee_pgn.splitlines() if line.startswith("[")]
+    assert ref_tags[:7] == roster and ref_tags[7:] == sorted(ref_tags[7:])
+    assert referee_pgn.split("\n\n", 1)[1] == final.pgn.split("\n\n", 1)[1]
+    assert set(ref_tags) == set(tags)
 
 
 # --------------------------------------------------------------------------- binary checks
@@ -623,6 +693,68 @@ def test_engine_left_behind_by_fake_cutechess_is_killed(tmp_path):
     while psutil.pid_exists(engine_pid) and psutil.Process(engine_pid).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the engine outlived cutechess"
         time.sleep(0.05)
+
+
+def test_fake_cutechess_dies_with_a_runner_killed_by_sigkill_and_its_engine_is_swept(tmp_path):
+    # The parent-death signal kills cutechess; the engine it started lives on in cutechess's
+    # process group (ppid 1) until the next start's sweep, which is given only cutechess's
+    # record (an engine started after the last 0.5 s poll was never reported).
+    fake = write_script(tmp_path / "hang", HANG.format(tail="time.sleep(300)"))
+    records = tmp_path / "records"
+    script = tmp_path / "runner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(REPO)!r})
+        from runner.cutechess import _run_cutechess
+        def note(pid, created):
+            with open({str(records)!r}, "a") as f:
+                f.write(f"{{pid}} {{created}}\\n")
+        asyncio.run(_run_cutechess([{str(fake)!r}], note))
+    """))
+    runner = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
+    engine_pid = 0
+    try:
+        engine_pid = int(_wait_for(tmp_path / "engine.pid"))
+        _wait_for(records)
+        cc_pid, cc_created = records.read_text().splitlines()[0].split()
+        cc = psutil.Process(int(cc_pid))
+        assert abs(cc.create_time() - float(cc_created)) < 0.01
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        deadline = time.monotonic() + 5
+        while cc.is_running() and cc.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "cutechess-cli outlived the runner"
+            time.sleep(0.05)
+        engine = psutil.Process(engine_pid)
+        assert engine.status() != psutil.STATUS_ZOMBIE  # cutechess's engine is not its business
+        assert sweep_orphans([(int(cc_pid), float(cc_created))]) == 1
+        deadline = time.monotonic() + 5
+        while engine.is_running() and engine.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the sweep left cutechess's engine running"
+            time.sleep(0.05)
+    finally:
+        runner.kill()
+        for pid in [engine_pid] + [int(line.split()[0]) for line in
+                                   (records.read_text().splitlines() if records.exists() else [])]:
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
+
+
+def test_cleanup_after_cutechess_was_reaped_never_hits_a_reused_pid():
+    # After cutechess exited and asyncio reaped it, its pid may belong to another process:
+    # the clean-up must not signal that pid (nor its group), nor list its children.
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    from runner.engines import new_owner_token
+
+    try:
+        for reused in (other.pid, bystander.pid):
+            _kill_tree(reused, new_owner_token(), None, {}, reaped=True)
+        time.sleep(0.2)
+        assert other.poll() is None and bystander.poll() is None
+    finally:
+        other.kill()
+        bystander.kill()
 
 
 # --------------------------------------------------------------------------- real binary

@@ -263,6 +263,38 @@ def test_slow_handshake_is_not_charged_to_the_clock_but_a_dead_one_stalls():
     assert_all_dead(pids)
 
 
+def test_slow_ucinewgame_is_not_charged_to_the_clock_but_a_dead_one_stalls():
+    # An engine clearing a big hash on ucinewgame answers the isready after it 1.5 s late;
+    # at 0.5+0.05 that must not lose on time: the deadline starts when go is sent.
+    record, pids = play(spec_for(fake("Slow", "--newgame-delay", "1.5"), fake("B"), "0.5+0.05"))
+    assert record.reason in PEACEFUL and record.plies >= 8
+    assert_all_dead(pids)
+    # not ready for go within the start-up timeout: a stalled connection, not a time loss
+    record, pids = play(spec_for(fake("B"), fake("Slow", "--newgame-delay", "5"), "0.5+0.05"),
+                        startup_timeout=1.0)
+    assert (record.result, record.reason, record.termination) == \
+        ("1-0", "Black's connection stalls", "stalled connection")
+    assert record.plies == 1
+    assert_all_dead(pids)
+
+
+def test_failed_start_is_scored_on_the_real_start_position():
+    # White KR+P, Black a bare king: White stalling at start cannot lose to a bare king
+    fen = Opening(-1, fen="4k3/8/8/8/8/8/P7/R3K3 w - - 0 1")
+    record, pids = play(spec_for(fake("Slow", "--handshake-delay", "5"), fake("B"), opening=fen),
+                        startup_timeout=0.5)
+    assert (record.result, record.reason, record.termination) == \
+        ("1/2-1/2", "Draw by stalled connection", "stalled connection")
+    assert "{Draw by stalled connection} 1/2-1/2" in record.pgn
+    assert_all_dead(pids)
+    # the bare-king side stalling loses; a crash at start is a disconnect, always a loss
+    record, _ = play(spec_for(fake("B"), fake("Slow", "--handshake-delay", "5"), opening=fen),
+                     startup_timeout=0.5)
+    assert (record.result, record.reason) == ("1-0", "Black's connection stalls")
+    record, _ = play(spec_for(fake("Crash", "--crash-at-start"), fake("B"), opening=fen))
+    assert (record.result, record.reason, record.termination) == ("0-1", "White disconnects", "abandoned")
+
+
 def test_both_engines_dead_is_an_error_not_a_result():
     with pytest.raises(RefereeError, match="neither engine"):
         play(spec_for(fake("A", "--crash-at-start"), fake("B", "--crash-at-start")))
@@ -283,6 +315,41 @@ def test_cancel_kills_both_engines():
     asyncio.run(main())
     assert len(pids) == 2
     assert_all_dead(pids)
+
+
+def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(tmp_path):
+    # White is up at once, Black needs 30 s for its handshake; the game is cancelled in
+    # between (the orchestrator stopping): White must not be left running.
+    log = tmp_path / "white.log"
+    pids: list[tuple[int, float]] = []
+
+    def alive(pid: int, created: float) -> bool:
+        try:
+            proc = psutil.Process(pid)
+            return proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    async def main() -> None:
+        white = EngineConfig("A", sys.executable, (str(FAKE), "--log", str(log)), options={"Hash": 8})
+        task = asyncio.create_task(play_game(
+            spec_for(white, fake("Slow", "--handshake-delay", "30"), "60+1"),
+            on_process=lambda p, c: pids.append((p, c))))
+        # White's options are the last thing its start sends: then it is started
+        while not (log.exists() and "setoption" in log.read_text()):
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # checked inside the loop: closing the loop would reap a leaked engine anyway
+        deadline = time.monotonic() + 3
+        while any(alive(p, c) for p, c in pids):
+            assert time.monotonic() < deadline, "an engine outlived the cancelled game"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+    assert len(pids) == 2
 
 
 def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
@@ -382,7 +449,8 @@ def check_record(record, white: str, black: str, round_label: str = "1.1") -> ch
     assert comments[-1].endswith(", " + record.reason) or comments[-1] == record.reason
     for c in comments[:-1] + [comments[-1].split(", ")[0]]:
         assert COMMENT.match(c), c
-    assert sorted(h.keys())[0]  # python-chess could read it all back
+    keys = list(h.keys())  # cutechess's order: the seven-tag roster, then the rest sorted
+    assert keys[:7] == TAGS[:7] and keys[7:] == sorted(keys[7:]) and set(TAGS) <= set(keys)
     return game
 
 

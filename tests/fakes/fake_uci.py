@@ -6,6 +6,8 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
 
   --crash-at-start        exit(1) before answering ``uci``
   --handshake-delay S     sleep S seconds before ``uciok``
+  --newgame-delay S       sleep S seconds on ``ucinewgame`` (like clearing a big hash), so the
+                          ``readyok`` after it comes S seconds late
   --crash-on-go N         os._exit(1) on the Nth ``go``
   --hang-on-go N          never answer the Nth ``go`` (and ignore ``stop``/``quit``)
   --sleep-on-go N S       sleep S seconds on the Nth ``go``, then answer
@@ -49,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash-at-start", action="store_true")
     ap.add_argument("--handshake-delay", type=float, default=0.0)
+    ap.add_argument("--newgame-delay", type=float, default=0.0)
     ap.add_argument("--crash-on-go", type=int, default=0)
     ap.add_argument("--hang-on-go", type=int, default=0)
     ap.add_argument("--sleep-on-go", nargs=2, default=None)
@@ -84,6 +87,7 @@ def main() -> None:
         elif cmd == "isready":
             send("readyok")
         elif cmd == "ucinewgame":
+            time.sleep(opts.newgame_delay)
             gos = 0
         elif cmd == "position":
             board = parse_position(tokens)

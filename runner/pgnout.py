@@ -1,0 +1,96 @@
+"""The one PGN writer of both backends (built-in referee and cutechess-cli), cutechess's layout.
+
+``write_game`` lays a game out the way cutechess-cli writes it: the seven-tag roster first,
+then every other tag alphabetically, move comments without inner spaces
+(``12. Nf3 {+0.35/16 5.1s}``), and the reason the game ended appended to the last comment
+(``{+M59/20 0.15s, White wins by adjudication: SyzygyTB}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import chess
+import chess.pgn
+
+ROSTER = ("Event", "Site", "Date", "Round", "White", "Black", "Result")
+
+
+class CutechessExporter(chess.pgn.StringExporter):
+    """python-chess's PGN writer laid out like cutechess: ``12. Nf3 {+0.35/16 5.1s}``.
+
+    Comments have no inner spaces, and a move number, its move and the move's comment
+    stay on one line (one token for the line wrapper).
+    """
+
+    _held = ""
+
+    def _flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, ""
+            self.write_token(held + " ")
+
+    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        self._flush()
+        if self.variations or not self.variation_depth:
+            number = ""
+            if board.turn == chess.WHITE:
+                number = f"{board.fullmove_number}. "
+            elif self.force_movenumber:
+                number = f"{board.fullmove_number}... "
+            self._held = number + board.san(move)
+            self.force_movenumber = False
+
+    def visit_comment(self, comment: str) -> None:
+        if self.comments and (self.variations or not self.variation_depth):
+            text = "{" + comment.replace("}", "").strip() + "}"
+            if self._held:
+                text, self._held = f"{self._held} {text}", ""
+            self.write_token(text + " ")
+
+    def visit_nag(self, nag: int) -> None:
+        self._flush()
+        super().visit_nag(nag)
+
+    def begin_variation(self) -> None:
+        self._flush()
+        super().begin_variation()
+
+    def end_variation(self) -> None:
+        self._flush()
+        super().end_variation()
+
+    def visit_result(self, result: str) -> None:
+        self._flush()
+        super().visit_result(result)
+
+
+def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[str],
+               comments: Sequence[str], reason: str | None) -> str:
+    """The PGN text of one game, cutechess's layout.
+
+    ``tags`` in any order (roster first and the rest sorted on output); ``FEN`` and
+    ``SetUp`` are written for a ``start_fen`` other than the standard start. ``moves`` are
+    UCI, one comment per move; ``reason`` is appended to the last comment (or is the
+    game's only comment when no move was played).
+    """
+    game = chess.pgn.Game()
+    if start_fen is not None and start_fen != chess.STARTING_FEN:
+        game.setup(start_fen)
+    for key, value in tags.items():
+        if key not in ("FEN", "SetUp"):  # those follow start_fen alone
+            game.headers[key] = value
+    others = {key: value for key, value in game.headers.items() if key not in ROSTER}
+    for key in others:
+        del game.headers[key]
+    for key in sorted(others):
+        game.headers[key] = others[key]
+    node: chess.pgn.GameNode = game
+    for uci, comment in zip(moves, comments, strict=True):
+        node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
+    if reason:
+        node.comment = f"{node.comment}, {reason}" if node.comment else reason
+    return game.accept(CutechessExporter(headers=True, variations=False, comments=True))
+
+
+__all__ = ["ROSTER", "CutechessExporter", "write_game"]

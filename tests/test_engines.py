@@ -1,0 +1,191 @@
+"""Engine processes: kill -9 of the runner, the next start's sweep, and pid-reuse safety.
+
+Real processes throughout (the fake UCI engine in tests/fakes and plain python sleepers);
+a "reused pid" is simulated by pointing a finished engine's record at another live process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+from runner.config import EngineConfig
+from runner.engines import kill_process_group, start_engine, sweep_orphans
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+FAKE = HERE / "fakes" / "fake_uci.py"
+SLEEPER = "import time; time.sleep(120)"
+OWNER_ENV = "SWISS_RUNNER_OWNER"  # runner.engines.OWNER_ENV: "<runner pid>:<its create time>:<n>"
+
+
+def with_token(token: str) -> list[psutil.Process]:
+    """Live (non-zombie) helper processes started by a fake engine with ``--spawn-child token``
+    (the engine itself, with the token among its options, is not one)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmdline = proc.info["cmdline"] or []
+            if (token in cmdline and "--spawn-child" not in cmdline
+                    and proc.info["status"] != psutil.STATUS_ZOMBIE):
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def wait_until(predicate, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def gone(pid: int, created: float) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - created) > 0.01 or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def kill_all(procs) -> None:
+    for proc in procs:
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            proc.kill()
+
+
+def test_sweep_removes_what_an_engine_started_after_the_runner_was_killed_by_sigkill(tmp_path):
+    # The parent-death signal kills the engine, not the helper process it started: that one
+    # lives on in the engine's process group, and the next start's sweep must remove it
+    # although the recorded engine (the group leader) is gone.
+    token = uuid.uuid4().hex
+    pid_file = tmp_path / "pids"
+    script = tmp_path / "runner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(HERE)!r})
+        from test_referee import fake, spec_for
+        from runner.referee import play_game
+        def note(pid, created):
+            with open({str(pid_file)!r}, "a") as f:
+                f.write(f"{{pid}} {{created}}\\n")
+        asyncio.run(play_game(spec_for(fake("H", "--hang-on-go", "1", "--spawn-child", {token!r}),
+                                       fake("B"), "600+1"), on_process=note))
+    """))
+    runner = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
+    try:
+        wait_until(lambda: pid_file.exists() and len(pid_file.read_text().splitlines()) == 2
+                   and with_token(token), "engines did not start")
+        records = [(int(a), float(b)) for a, b in (line.split() for line in pid_file.read_text().splitlines())]
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        wait_until(lambda: all(gone(p, c) for p, c in records), "the engines outlived the runner")
+        helpers = with_token(token)
+        assert helpers, "precondition: the engine's own child survives the parent-death signal"
+        assert sweep_orphans(records) == 1
+        wait_until(lambda: not with_token(token), "the sweep left the engine's child running")
+    finally:
+        runner.kill()
+        kill_all(with_token(token))
+
+
+def _orphan_group(tmp_path: Path, env: dict[str, str] | None, tag: str) -> tuple[int, float, int]:
+    """A group leader (recorded) that exits, leaving a sleeper in its process group.
+
+    Returns (leader pid, leader create time, sleeper pid); the leader is reaped.
+    """
+    pid_file = tmp_path / f"{tag}.pid"
+    code = (f"import subprocess, sys, pathlib; p = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}, {tag!r}]); "
+            f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid))")
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env)
+    created = psutil.Process(leader.pid).create_time()
+    leader.wait(timeout=10)
+    wait_until(lambda: pid_file.exists() and pid_file.read_text(), "no sleeper")
+    sleeper = int(pid_file.read_text())
+    assert os.getpgid(sleeper) == leader.pid
+    return leader.pid, created, sleeper
+
+
+def test_sweep_of_a_gone_leader_kills_only_processes_proven_ours(tmp_path):
+    # No token (a group that could belong to anyone once the pid was reused), the token of a
+    # runner that is still running (this test process), and a dead runner's token on a
+    # process older than the recorded leader: none of them may be killed.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_created = psutil.Process(dead.pid).create_time()
+    dead.wait()
+    dead_token = f"{dead.pid}:{dead_created:.3f}:1"
+    clean = {k: v for k, v in os.environ.items() if k != OWNER_ENV}
+    cases = {
+        "untagged": clean,
+        "live-runner": {**clean, OWNER_ENV: f"{os.getpid()}:{psutil.Process().create_time():.3f}:1"},
+        "dead-runner": {**clean, OWNER_ENV: dead_token},
+    }
+    groups = {tag: _orphan_group(tmp_path, env, tag) for tag, env in cases.items()}
+    try:
+        spared = [(pid, created) for tag, (pid, created, _) in groups.items() if tag != "dead-runner"]
+        pid, created, _ = groups["dead-runner"]
+        spared.append((pid, created + 60.0))  # its member is older than this recorded leader
+        assert sweep_orphans(spared) == 0
+        for _, _, sleeper in groups.values():
+            assert psutil.Process(sleeper).status() != psutil.STATUS_ZOMBIE
+        # the same dead runner's group with the true leader record is an orphan: swept
+        assert sweep_orphans([(pid, created)]) == 1
+        sleeper = groups["dead-runner"][2]
+        wait_until(lambda: not psutil.pid_exists(sleeper)
+                   or psutil.Process(sleeper).status() == psutil.STATUS_ZOMBIE, "not swept")
+    finally:
+        for _, _, sleeper in groups.values():
+            kill_all([psutil.Process(sleeper)] if psutil.pid_exists(sleeper) else [])
+
+
+def test_a_finished_engine_is_never_killed_by_a_reused_pid():
+    # After the engine was reaped its pid may be reused: killing "the engine" again (close()
+    # after a crash, kill() on cancel) must not signal whoever has that pid now.
+    other = subprocess.Popen([sys.executable, "-c", SLEEPER], start_new_session=True)
+    bystander = subprocess.Popen([sys.executable, "-c", SLEEPER])  # not a group leader
+
+    async def main() -> None:
+        proc = await start_engine(EngineConfig("F", sys.executable, (str(FAKE),)))
+        await proc.close()  # quits; asyncio reaps it
+        while proc.transport.get_returncode() is None:
+            await asyncio.sleep(0.02)
+        for reused in (other.pid, bystander.pid):
+            proc.pid = reused  # the kernel handed the engine's pid to another process
+            proc.kill()
+            await proc.close()
+
+    try:
+        asyncio.run(main())
+        kill_process_group(bystander.pid)  # no group with that id: no fallback to kill(pid)
+        time.sleep(0.2)
+        assert other.poll() is None and bystander.poll() is None
+    finally:
+        other.kill()
+        bystander.kill()
+
+
+def test_what_an_engine_started_dies_with_it_even_after_it_quit_and_was_reaped():
+    token = uuid.uuid4().hex
+
+    async def main() -> tuple[int, float]:
+        proc = await start_engine(EngineConfig("F", sys.executable, (str(FAKE), "--spawn-child", token)))
+        wait_until(lambda: bool(with_token(token)), "no child")
+        await proc.close()
+        return proc.pid, proc.create_time
+
+    try:
+        asyncio.run(main())
+        wait_until(lambda: not with_token(token), "the engine's child outlived the game")
+    finally:
+        kill_all(with_token(token))
