@@ -323,7 +323,7 @@ class Store:
         if path.exists():
             if not os.access(path, os.R_OK | os.W_OK):
                 raise StoreError(f"{path}: the state database is not readable and writable")
-            fresh = _examine(path, integrity=True) == "empty"
+            fresh = _examine(path, integrity=True, recover=True) == "empty"
         try:
             conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         except sqlite3.Error as exc:
@@ -355,7 +355,7 @@ class Store:
         path = Path(os.path.normpath(path))
         if not path.exists():
             return None
-        if _examine(path, integrity=False) == "empty":
+        if _examine(path, integrity=False, recover=False) == "empty":
             return None
         try:
             conn = _connect_readonly(path)
@@ -704,41 +704,82 @@ def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
                          "it from a backup or move it away to start a new event")
 
 
-def _examine(path: Path, *, integrity: bool) -> str:
+def _examine(path: Path, *, integrity: bool, recover: bool) -> str:
     """What an existing database file is, read-only: "ours" or "empty"; else StoreError.
 
     "empty" is what a first start leaves when it dies before committing the schema: a
     0-byte file (killed right after the file was created) or an SQLite file with no table,
-    application_id 0 and user_version 0 (killed after the switch to WAL). Nothing of value
-    is in such a file, so it is taken as a new database. Everything else that is not ours
-    is refused and left exactly as it was.
+    application_id 0 and user_version 0 (killed during or after the switch to WAL). Nothing
+    of value is in such a file, so it is taken as a new database. Everything else that is
+    not ours is refused and left as it was.
+
+    A kill during the switch to WAL also leaves a hot rollback journal, which a read-only
+    connection cannot roll back. With ``recover`` (``run``) it is rolled back first, as any
+    SQLite client opening the file would do (that restores the file's last committed
+    state); without (``status``), the header tells whether the file can hold an event.
     """
     try:
         empty_file = path.stat().st_size == 0
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the state database: {exc.strerror}") from None
-    if not empty_file:
+    journal = path.with_name(path.name + "-journal")
+    hot_journal = journal.exists() and journal.stat().st_size > 0
+    if not empty_file and not hot_journal:  # with a journal, the file may be torn: ask SQLite
         _check_header(path)
+    damaged = (f"{path}: the state database is damaged ({{}}); it was left untouched: restore "
+               "it from a backup or move it away to start a new event")
+    for attempt in range(2):
+        try:
+            conn = _connect_readonly(path)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{path}: cannot open the state database: {exc}") from None
+        try:
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+            if app == 0 and version == 0 and tables == 0:
+                return "empty"
+            _check_identity(conn, path)
+            if integrity:
+                _check_integrity(conn, path)
+            return "ours"
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_READONLY_ROLLBACK or attempt:
+                raise StoreError(damaged.format(exc)) from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(damaged.format(exc)) from None
+        finally:
+            conn.close()
+        # a hot rollback journal beside the file
+        if not recover:
+            if _journal_initial_pages(journal) == 0:
+                return "empty"  # the journal says: nothing was ever committed to the file
+            raise StoreError(f"{path}: a crash left a rollback journal beside the database; "
+                             "`swiss-runner run` recovers it")
+        try:
+            writer = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+            try:
+                writer.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # rolls back
+            finally:
+                writer.close()
+        except sqlite3.Error as exc:
+            raise StoreError(damaged.format(exc)) from None
+    raise AssertionError("unreachable")
+
+
+_JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")
+
+
+def _journal_initial_pages(journal: Path) -> int | None:
+    """Size in pages of the database before the journal's transaction (None: unreadable)."""
     try:
-        conn = _connect_readonly(path)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the state database: {exc}") from None
-    try:
-        app = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
-        if app == 0 and version == 0 and tables == 0:
-            return "empty"
-        _check_identity(conn, path)
-        if integrity:
-            _check_integrity(conn, path)
-        return "ours"
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
-                         "untouched: restore it from a backup or move it away to start a "
-                         "new event") from None
-    finally:
-        conn.close()
+        with open(journal, "rb") as handle:
+            head = handle.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or not head.startswith(_JOURNAL_MAGIC):
+        return None
+    return int.from_bytes(head[16:20], "big")
 
 
 def load_results(config: Config) -> EventResults | None:

@@ -199,6 +199,26 @@ def test_foreign_sqlite_file_without_tables_is_refused(tmp_path: Path) -> None:
     assert db.read_bytes() == before
 
 
+def test_foreign_sqlite_file_with_a_hot_journal_is_recovered_then_refused(tmp_path: Path) -> None:
+    db = tmp_path / "other.sqlite3"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("INSERT INTO t VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    committed = db.read_bytes()
+    _first_start_killed_switching_to_wal_on(db, "t")  # a crashed writer of the other program
+    with pytest.raises(StoreError, match="rollback journal"):
+        Store.open_readonly(db)  # `status` writes nothing, not even the rollback
+    with pytest.raises(StoreError, match="not a swiss-runner state database.*left untouched"):
+        Store.open(db)
+    assert db.read_bytes() == committed  # rolled back to what the other program committed
+    check = sqlite3.connect(db)
+    assert check.execute("SELECT x FROM t").fetchall() == [("keep me",)]
+    assert check.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    check.close()
+
+
 def _first_start_killed_after_connect(db: Path) -> None:
     db.touch()  # what sqlite3.connect() leaves: an empty file
 
@@ -221,7 +241,30 @@ def _first_start_killed_in_the_schema_transaction(db: Path) -> None:
     assert subprocess.run([sys.executable, "-c", code, str(db)]).returncode == 9
 
 
+def _first_start_killed_switching_to_wal(db: Path) -> None:
+    """Killed while SQLite switches the new file to WAL: page 1 written, a hot rollback
+    journal beside it (a read-only connection cannot read the file until it is rolled back).
+    A transaction that spills to the file before its commit leaves the same shape."""
+    _first_start_killed_switching_to_wal_on(db, "CREATE TABLE t (x)")
+
+
+def _first_start_killed_switching_to_wal_on(db: Path, create: str) -> None:
+    code = ("import os, sqlite3, sys\n"
+            "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "conn.execute('PRAGMA cache_size=2')\n"
+            "conn.execute('BEGIN IMMEDIATE')\n"
+            "if sys.argv[2].startswith('CREATE'):\n"
+            "    conn.execute(sys.argv[2])\n"
+            "for _ in range(200):\n"
+            "    conn.execute('INSERT INTO t VALUES (randomblob(2000))')\n"
+            "os._exit(9)\n")
+    assert subprocess.run([sys.executable, "-c", code, str(db), create]).returncode == 9
+    journal = db.with_name(db.name + "-journal")
+    assert db.stat().st_size > 0 and journal.stat().st_size > 0  # a hot journal
+
+
 @pytest.mark.parametrize("leftover", [_first_start_killed_after_connect, _first_start_killed_after_wal,
+                                      _first_start_killed_switching_to_wal,
                                       _first_start_killed_in_the_schema_transaction])
 def test_first_start_killed_before_the_schema_is_committed_starts_afresh(tmp_path: Path, leftover) -> None:
     """A kill during the very first start leaves an empty file; it must not be refused forever."""
