@@ -4,6 +4,15 @@ The runner is started as a real subprocess (`python -m runner run CONFIG`) with 
 referee and deterministic fake UCI engines (tests/orchestrator_fakes/det_engine.py: the move
 depends only on the position, so a replayed game is the same game). Every kill is SIGKILL:
 no handler runs, whatever was being written is cut where it stands.
+
+The kills are placed by what the runner has done, not by the wall clock, so they land the
+same way on a fast or a slow machine. The first comes as soon as the database file appears
+(a first start cut short while it creates its state, or just after; the exact spot varies,
+the deterministic leftovers are in test_store.py). Each later one comes a random moment
+after the run has started a game (the game is in progress: it must be replayed) or finished
+one (cut in the PGN append or the snapshot). The random moment is under half the shortest
+game of the clean run, so a run killed after a start records no game and one killed after a
+finish at most two: all the kills land before the event can end.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import chess.pgn
@@ -84,6 +94,34 @@ def engines_alive(token: str) -> list[int]:
     return alive
 
 
+def game_durations(db: Path) -> list[float]:
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return [r[0] for r in conn.execute("SELECT duration_s FROM games WHERE status='finished'")]
+    finally:
+        conn.close()
+
+
+def wait_for(proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float = 60.0,
+             poll: float = 0.002) -> bool:
+    """Wait until ``ready()``; False if the process ended first."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            return False
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the runner did not get there within {timeout} s")
+        time.sleep(poll)
+    return True
+
+
+def log_since(log: Path, offset: int) -> str:
+    with open(log, "rb") as handle:
+        handle.seek(offset)
+        return handle.read().decode("utf-8", errors="replace")
+
+
 def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path) -> None:
     token = f"crash{os.getpid()}x{tmp_path.name[-12:]}"
     clean = write_config(tmp_path / "clean", token, concurrency=2)
@@ -92,30 +130,38 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     reference = db_games(tmp_path / "clean" / "state" / "swiss.sqlite3")
     assert len([g for g in reference if not g[5]]) == PLAYERS // 2 * 2 * ROUNDS
     assert all(g[6] == "finished" for g in reference)
+    shortest = min(game_durations(tmp_path / "clean" / "state" / "swiss.sqlite3"))
 
     crashed = write_config(tmp_path / "crashed", token, concurrency=2)
     db = tmp_path / "crashed" / "state" / "swiss.sqlite3"
     log = tmp_path / "crashed.log"
+    log.touch()
     rng = random.Random(20261122)
+    # where each kill lands: after this run's first "Started game" or "Finished game" line
+    triggers = ["Started game "] * (KILLS - KILLS // 2) + ["Finished game "] * (KILLS // 2)
+    rng.shuffle(triggers)
+    plan: list[str | None] = [None, *triggers]  # None: as soon as the database file exists
     kills = 0
-    deadline = time.monotonic() + 240
-    while True:
+    for trigger in plan:
+        offset = log.stat().st_size
         proc = start(crashed, log)
-        if kills < KILLS:
-            try:
-                proc.wait(timeout=rng.uniform(0.3, 1.5))
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(timeout=30)
-                kills += 1
-                continue
-        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        assert code == 0, log.read_text()[-3000:]
-        break
-    assert kills >= KILLS - 2, "the runs ended before most kills: kill earlier"
+        if trigger is None:
+            reached = wait_for(proc, db.exists, poll=0.0005)
+        else:
+            reached = wait_for(proc, lambda t=trigger, o=offset: t in log_since(log, o))
+            time.sleep(rng.uniform(0, shortest / 2))
+        if not reached or proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        kills += 1
+    assert kills == len(plan), f"the event ended after {kills} kills:\n{log.read_text()[-3000:]}"
+    proc = start(crashed, log)
+    code = proc.wait(timeout=240)
+    assert code == 0, log.read_text()[-3000:]
     output = log.read_text()
     assert "Resuming event" in output
-    assert "will be replayed from the start" in output  # some kill hit a game in progress
+    assert "will be replayed from the start" in output  # a kill hit a game in progress
 
     games = db_games(db)
     assert games == reference  # same games, same order, same results and moves
@@ -123,6 +169,7 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     in_pgn = pgn_games(tmp_path / "crashed" / "state" / "games.pgn")
     assert len(in_pgn) == len(games)
     assert sorted(in_pgn) == sorted(pgn_games(tmp_path / "clean" / "state" / "games.pgn"))
+    assert not list((tmp_path / "crashed" / "state").glob("*.bak"))  # only our own PGN was there
     # no engine process left behind by any of the killed runs
     time.sleep(0.2)
     assert engines_alive(token) == []
