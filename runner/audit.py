@@ -18,10 +18,10 @@ from pathlib import Path
 
 import chess.pgn
 
+from runner.cli import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.models import RESULTS, TIEBREAK_PAIR_TAG, PlayedGame, RoundResult
 from runner.pairing import PairingError, RoundRecord, pair_round, record_from_result
 
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 _ROUND_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 
 
