@@ -12,12 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 from pathlib import Path
 
 import psutil
+from test_referee import start_runner_playing
 
 from runner.config import EngineConfig
 from runner.engines import kill_process_group, start_engine, sweep_orphans
@@ -70,20 +70,7 @@ def test_sweep_removes_what_an_engine_started_after_the_runner_was_killed_by_sig
     # lives on in the engine's process group, and the next start's sweep must remove it
     # although the recorded engine (the group leader) is gone.
     token = uuid.uuid4().hex
-    pid_file = tmp_path / "pids"
-    script = tmp_path / "runner.py"
-    script.write_text(textwrap.dedent(f"""
-        import asyncio, sys
-        sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(HERE)!r})
-        from test_referee import fake, spec_for
-        from runner.referee import play_game
-        def note(pid, created):
-            with open({str(pid_file)!r}, "a") as f:
-                f.write(f"{{pid}} {{created}}\\n")
-        asyncio.run(play_game(spec_for(fake("H", "--hang-on-go", "1", "--spawn-child", {token!r}),
-                                       fake("B"), "600+1"), on_process=note))
-    """))
-    runner = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
+    runner, pid_file = start_runner_playing(tmp_path, "--spawn-child", token)
     try:
         wait_until(lambda: pid_file.exists() and len(pid_file.read_text().splitlines()) == 2
                    and with_token(token), "engines did not start")

@@ -352,9 +352,13 @@ def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(t
     assert len(pids) == 2
 
 
-def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
+def start_runner_playing(tmp_path: Path, *white_flags: str) -> tuple[subprocess.Popen, Path]:
+    """A separate runner process playing a fake engine that hangs on its first ``go`` (plus
+    ``white_flags``) against another fake; it writes each engine's "pid create_time" to the
+    returned file. For tests that kill the runner with SIGKILL."""
     pid_file = tmp_path / "pids"
     script = tmp_path / "runner.py"
+    flags = ("--hang-on-go", "1", *white_flags)
     script.write_text(textwrap.dedent(f"""
         import asyncio, sys
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(HERE)!r})
@@ -363,9 +367,13 @@ def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
         def note(pid, created):
             with open({str(pid_file)!r}, "a") as f:
                 f.write(f"{{pid}} {{created}}\\n")
-        asyncio.run(play_game(spec_for(fake("H", "--hang-on-go", "1"), fake("B"), "600+1"), on_process=note))
+        asyncio.run(play_game(spec_for(fake("H", *{flags!r}), fake("B"), "600+1"), on_process=note))
     """))
-    runner = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
+    return subprocess.Popen([sys.executable, str(script)], cwd=REPO), pid_file
+
+
+def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
+    runner, pid_file = start_runner_playing(tmp_path)
     try:
         deadline = time.monotonic() + 20
         while not (pid_file.exists() and len(pid_file.read_text().split("\n")) >= 3):
