@@ -160,19 +160,6 @@ class Tournament:
                 _err(str(exc))
                 return EXIT_BAD_INPUT
             book_lines = book_fingerprint(self.book)
-        if store.has_event() and config.openings is not None and book_lines is not None:
-            # The fingerprint covers the book file, not the lines read from it: another
-            # python-chess could walk a polyglot book (or read a PGN) differently.
-            recorded = store.meta("book_fingerprint")
-            if recorded is None:  # an event started before the lines were recorded
-                store.set_meta("book_fingerprint", book_lines)
-            elif recorded != book_lines:
-                _err(f"{config.openings.file}: the opening book now gives other lines than when "
-                     f"the event recorded in {store.path} started (lines {recorded}, now "
-                     f"{book_lines}) although the file is the same: was python-chess or "
-                     "swiss-runner upgraded? The remaining matches would not get the openings "
-                     "of an uninterrupted run; resume with the versions the event started with.")
-                return EXIT_BAD_INPUT
         if not store.has_event():
             from runner.openings import check_book_size, event_matches, opening_order
             from runner.pairing import seed_players
@@ -192,6 +179,19 @@ class Tournament:
                      f"{self.total_games()} games; state in {store.path}")
             self.say("Seeds: " + ", ".join(f"{i}. {n}" for i, n in enumerate(seeds, 1)))
         else:
+            if book_lines is not None:
+                # The fingerprint covers the book file, not the lines read from it: another
+                # python-chess could walk a polyglot book (or read a PGN) differently.
+                recorded = store.meta("book_fingerprint")
+                if recorded is None:  # an event started before the lines were recorded
+                    store.set_meta("book_fingerprint", book_lines)
+                elif recorded != book_lines:
+                    _err(f"{config.openings.file}: the opening book now gives other lines than "
+                         f"when the event recorded in {store.path} started (lines {recorded}, now "
+                         f"{book_lines}) although the file is the same: was python-chess or "
+                         "swiss-runner upgraded? The remaining matches would not get the openings "
+                         "of an uninterrupted run; resume with the versions the event started with.")
+                    return EXIT_BAD_INPUT
             counts = store.counts()
             self.say(f"Resuming event {config.event!r}: {counts.get('finished', 0)} of "
                      f"{self.total_games()} games recorded; state in {store.path}")
