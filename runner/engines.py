@@ -55,7 +55,6 @@ def die_with_parent() -> None:  # pragma: no cover - runs in the forked child
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-_die_with_parent = die_with_parent  # the old private name
 
 # --------------------------------------------------------------------------- ownership
 
