@@ -34,7 +34,7 @@ from runner.models import GameRecord  # noqa: E402
 from runner.orchestrator import Tournament  # noqa: E402
 from runner.store import Store, append_pgn, event_fingerprint  # noqa: E402
 
-FAKE = REPO / "tests" / "orchestrator_fakes" / "det_engine.py"
+FAKE = REPO / "tests" / "fakes" / "det_engine.py"
 PLAYERS = 50
 
 
@@ -72,7 +72,7 @@ def main() -> int:
         "Event": "bench", "TimeControl": "60+1",
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
-        "Engines": [{"Name": f"E{i:02d}", "Command": str(FAKE), "Args": ["random", str(i), "0"]}
+        "Engines": [{"Name": f"E{i:02d}", "Command": sys.executable, "Args": [str(FAKE), "random", str(i), "0"]}
                     for i in range(PLAYERS)],
     }))
     config = load_config(cfg_path)

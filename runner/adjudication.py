@@ -1,6 +1,6 @@
 """Game adjudication, fed ply by ply (like cutechess's GameAdjudicator).
 
-Rules (see ``shared/specs/tcec-rules.md`` sections 1-3 and the config keys under
+Rules (TCEC rules 6.b-6.c, docs/referee.md, and the config keys under
 ``Adjudication``):
 
 - Syzygy: a position with at most ``MaxPieces`` men and no castling rights is probed with

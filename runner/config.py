@@ -470,6 +470,10 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     c = _Checker(path, lines)
     for dup in dups:
         c.problems.append(f"{path}: duplicate key {dup}: each key may appear once")
+    if raw is None:
+        c.problems.append(f"{path}: the config file is empty (no YAML content); expected a "
+                          "mapping with SwissOptions, TimeControl, Engines, ...")
+        raise ConfigError(c.problems)
     if not isinstance(raw, dict):
         c.bad("(top level)", raw, "a mapping with SwissOptions, TimeControl, Engines, ...")
         raise ConfigError(c.problems)

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NOT_INSTALLED_REASON = "cutechess-cli not installed: not packaged for Debian 12 or PyPI"
+NOT_INSTALLED_REASON = ("cutechess-cli not found on PATH and CUTECHESS_CLI not set (it is on no package "
+                        "registry: build it from its public repository, tag v1.5.1)")
 TCEC_DRAW_REASON = "Draw by adjudication: TCEC draw rule"
 TCEC_WIN_DETAILS = "TCEC win rule"
 _CHILD_POLL_S = 0.5

@@ -1,6 +1,6 @@
 """R-mobility: TCEC's second tiebreak, rewarding the side that squeezed its opponent hardest.
 
-Rules (``shared/specs/tcec-rules.md`` section 4):
+Rules (TCEC rule 3, r-mobility; docs/standings.md):
 
 * After every move, the mover *achieves* g = legal moves of the side to move, + 0.5 when that
   side is not in check (mate = 0.0, stalemate = 0.5).

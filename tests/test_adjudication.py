@@ -1,8 +1,6 @@
-"""Adjudicator unit tests: synthetic eval sequences, and real Syzygy tables from shared/."""
+"""Adjudicator unit tests: synthetic eval sequences, and the real 3-4-man Syzygy tables python-chess's sdist ships."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import chess
 import chess.engine
@@ -10,9 +8,6 @@ import pytest
 
 from runner.adjudication import Adjudicator, open_tablebase, tablebase_verdict
 from runner.config import AdjudicationConfig, TablebaseConfig, TcecDrawRule, TcecWinRule
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SYZYGY = SHARED / "syzygy"
 
 Cp = chess.engine.Cp
 Mate = chess.engine.Mate
@@ -123,8 +118,8 @@ def test_max_moves_counts_plies_from_the_start_position():
 # --------------------------------------------------------------------------- Syzygy
 
 @pytest.fixture(scope="module")
-def tb():
-    return open_tablebase(TablebaseConfig(paths=(SYZYGY,), max_pieces=4))
+def tb(syzygy_dir):
+    return open_tablebase(TablebaseConfig(paths=(syzygy_dir,), max_pieces=4))
 
 
 @pytest.mark.parametrize("fen, result", [
@@ -181,10 +176,10 @@ def test_syzygy_not_probed_with_castling_rights_or_too_many_men(tb):
     assert tablebase_verdict(tb, kqk, 2) is None  # MaxPieces below the men count
 
 
-def test_adjudicator_uses_tablebases_before_the_draw_rule():
+def test_adjudicator_uses_tablebases_before_the_draw_rule(syzygy_dir):
     adj = Adjudicator(AdjudicationConfig(
         tcec_draw=TcecDrawRule(plies=1),
-        tablebases=TablebaseConfig(paths=(SYZYGY,), max_pieces=4)))
+        tablebases=TablebaseConfig(paths=(syzygy_dir,), max_pieces=4)))
     board = chess.Board("3r2k1/8/8/8/8/8/P7/3R2K1 w - - 0 1")
     board.push_san("Rxd8+")
     v = adj.update(board, Cp(0))

@@ -1,4 +1,8 @@
-"""`swiss-runner audit`: the real TCEC events replay exactly; tampering and bad input are caught."""
+"""`swiss-runner audit`: events replay exactly; tampering and bad input are caught.
+
+The tampering tests use events of the project's own (paired by runner.pairing, random
+results); the real TCEC events run only when SWISS_RUNNER_TCEC_EVENTS names them (conftest).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,6 @@ import pytest
 from runner.cli import main
 from runner.models import RESULTS, PlayedGame
 from runner.pairing import RoundRecord, pair_round
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TCEC = SHARED / "fixtures" / "tcec"
 
 
 def audit(capsys, pgn, seeds, *options):
@@ -53,8 +54,8 @@ def simulate(tmp_path: Path, players: int, rounds: int, gpm: int, schedule: str,
 # --------------------------------------------------------------------------- real TCEC events
 
 
-def test_swiss_test_2_single_rounds_all_match_json(capsys):
-    code, out, _ = audit(capsys, TCEC / "swiss-test-2.pgn", TCEC / "swiss-test-2.seeds.txt",
+def test_swiss_test_2_single_rounds_all_match_json(capsys, tcec_events):
+    code, out, _ = audit(capsys, tcec_events / "swiss-test-2.pgn", tcec_events / "swiss-test-2.seeds.txt",
                          "--json")
     assert code == 0
     data = json.loads(out)
@@ -72,8 +73,8 @@ def test_swiss_test_2_single_rounds_all_match_json(capsys):
                for r in data["rounds"])
 
 
-def test_swiss_test_4_double_rounds_consecutive_all_match(capsys):
-    code, out, _ = audit(capsys, TCEC / "swiss-test-4.pgn", TCEC / "swiss-test-4.seeds.txt",
+def test_swiss_test_4_double_rounds_consecutive_all_match(capsys, tcec_events):
+    code, out, _ = audit(capsys, tcec_events / "swiss-test-4.pgn", tcec_events / "swiss-test-4.seeds.txt",
                          "--json")
     assert code == 0
     data = json.loads(out)
@@ -82,8 +83,8 @@ def test_swiss_test_4_double_rounds_consecutive_all_match(capsys):
     assert [len(r["played"]) for r in data["rounds"]] == [42, 42]
 
 
-def test_double_round_event_does_not_match_the_split_schedule(capsys):
-    code, out, _ = audit(capsys, TCEC / "swiss-test-4.pgn", TCEC / "swiss-test-4.seeds.txt",
+def test_double_round_event_does_not_match_the_split_schedule(capsys, tcec_events):
+    code, out, _ = audit(capsys, tcec_events / "swiss-test-4.pgn", tcec_events / "swiss-test-4.seeds.txt",
                          "--schedule", "split", "--json")
     assert code == 1
     data = json.loads(out)
@@ -92,8 +93,8 @@ def test_double_round_event_does_not_match_the_split_schedule(capsys):
         sorted(map(tuple, data["rounds"][0]["played"]))  # same games, other order
 
 
-def test_single_round_event_accepts_format_options_and_human_output(capsys):
-    code, out, _ = audit(capsys, TCEC / "swiss-test-2.pgn", TCEC / "swiss-test-2.seeds.txt",
+def test_single_round_event_accepts_format_options_and_human_output(capsys, tcec_events):
+    code, out, _ = audit(capsys, tcec_events / "swiss-test-2.pgn", tcec_events / "swiss-test-2.seeds.txt",
                          "--games-per-match", "1", "--schedule", "consecutive")
     assert code == 0
     lines = out.splitlines()
@@ -101,19 +102,24 @@ def test_single_round_event_accepts_format_options_and_human_output(capsys):
     assert lines[-1] == "all 5 rounds match"
 
 
-def test_two_players_swapped_is_a_mismatch_in_that_round(tmp_path, capsys):
-    text = (TCEC / "swiss-test-2.pgn").read_text()
+def _swap_in_round(text: str, round_prefix: str, a: str, b: str) -> str:
     blocks = text.split("\n\n[Event")
-    a, b = "11StockfishClassical 202007311012", "30StockfishClassical 202007311012"
 
     def swap(block: str) -> str:
-        return block.replace(a, "\0").replace(b, a).replace("\0", b)
+        return block.replace(f'"{a}"', "\0").replace(f'"{b}"', f'"{a}"').replace("\0", f'"{b}"')
 
-    altered = [swap(blk) if '[Round "3.' in blk else blk for blk in blocks]
+    altered = [swap(blk) if f'[Round "{round_prefix}' in blk else blk for blk in blocks]
     assert altered != blocks
-    pgn = tmp_path / "altered.pgn"
-    pgn.write_text("\n\n[Event".join(altered))
-    code, out, _ = audit(capsys, pgn, TCEC / "swiss-test-2.seeds.txt", "--json")
+    return "\n\n[Event".join(altered)
+
+
+def test_two_players_swapped_is_a_mismatch_in_that_round(tmp_path, capsys):
+    pgn, seeds, rows, _ = simulate(tmp_path, 42, 5, 1, "split", seed=3)
+    # two players of different games of round 3 change places
+    g1, g2 = [r for r in rows if r[0] == 3][:2]
+    a, b = g1[2], g2[3]
+    pgn.write_text(_swap_in_round(pgn.read_text(), "3.", a, b))
+    code, out, _ = audit(capsys, pgn, seeds, "--json")
     assert code == 1
     data = json.loads(out)
     assert [r["match"] for r in data["rounds"][:3]] == [True, True, False]
@@ -122,14 +128,15 @@ def test_two_players_swapped_is_a_mismatch_in_that_round(tmp_path, capsys):
     diff = [(c, p) for c, p in zip(r3["computed"], r3["played"], strict=True) if c != p]
     assert len(diff) == 2
     assert all({a, b} & set(c) and {a, b} & set(p) for c, p in diff)
-    code, out, _ = audit(capsys, pgn, TCEC / "swiss-test-2.seeds.txt")
+    code, out, _ = audit(capsys, pgn, seeds)
     line = next(x for x in out.splitlines() if x.startswith("round 3:"))
     assert "MISMATCH" in line and "computed" in line and a in line and b in line
     assert "1 of 5 rounds differ" in out or "rounds differ: 3" in out
 
 
 def test_swapped_colours_in_double_round_is_a_mismatch(tmp_path, capsys):
-    text = (TCEC / "swiss-test-4.pgn").read_text()
+    pgn, seeds, rows, _ = simulate(tmp_path, 42, 2, 2, "consecutive", seed=4)
+    text = pgn.read_text()
     # swap colours of game 2.5 only: the pair still plays twice, but not as computed
     blocks = text.split("\n\n[Event")
     i = next(k for k, blk in enumerate(blocks) if '[Round "2.5"]' in blk)
@@ -137,9 +144,8 @@ def test_swapped_colours_in_double_round_is_a_mismatch(tmp_path, capsys):
     bl = re.search(r'\[Black "([^"]+)"\]', blocks[i]).group(1)
     blocks[i] = blocks[i].replace(f'[White "{w}"]', "\0").replace(
         f'[Black "{bl}"]', f'[Black "{w}"]').replace("\0", f'[White "{bl}"]')
-    pgn = tmp_path / "colours.pgn"
     pgn.write_text("\n\n[Event".join(blocks))
-    code, out, _ = audit(capsys, pgn, TCEC / "swiss-test-4.seeds.txt", "--json")
+    code, out, _ = audit(capsys, pgn, seeds, "--json")
     data = json.loads(out)
     assert code == 1 and [r["match"] for r in data["rounds"]] == [True, False]
 
@@ -223,7 +229,8 @@ def test_missing_files_and_bad_seeds(tmp_path, capsys):
     code, _, err = audit(capsys, tmp_path / "nope.pgn", tmp_path / "s.txt")
     assert code == 2 and "nope.pgn: cannot read the PGN" in err
     (tmp_path / "dup.txt").write_text("a\n\nb\na\n")
-    code, _, err = audit(capsys, TCEC / "swiss-test-2.pgn", tmp_path / "dup.txt")
+    pgn, _, _, _ = simulate(tmp_path, 4, 1, 1, "split")
+    code, _, err = audit(capsys, pgn, tmp_path / "dup.txt")
     assert code == 2 and "dup.txt: line 4: 'a' is already seed 1" in err
     (tmp_path / "empty.pgn").write_text("")
     code, _, err = audit(capsys, tmp_path / "empty.pgn", tmp_path / "s.txt")
@@ -252,12 +259,11 @@ def test_rounds_the_rules_cannot_pair_are_mismatches_not_bad_input(tmp_path, cap
 
 
 def test_double_round_event_with_a_game_missing_names_the_right_round(tmp_path, capsys):
-    text = (TCEC / "swiss-test-4.pgn").read_text()
-    games = text.split("\n\n[Event")
+    pgn, seeds, _, _ = simulate(tmp_path, 42, 2, 2, "consecutive", seed=5)
+    games = pgn.read_text().split("\n\n[Event")
     kept = [g for g in games if '[Round "2.42"]' not in g]
     assert len(kept) == len(games) - 1
-    pgn = tmp_path / "games.pgn"
     pgn.write_text("\n\n[Event".join(kept))
-    code, _, err = audit(capsys, pgn, TCEC / "swiss-test-4.seeds.txt")
+    code, _, err = audit(capsys, pgn, seeds)
     assert code == 2
     assert "in round 2, expected 2 per match" in err and "play 1 game(s)" in err

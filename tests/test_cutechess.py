@@ -60,8 +60,8 @@ from runner.engines import sweep_orphans
 from runner.models import GameRecord, GameSpec, Opening
 from runner.timecontrol import TimeControl, parse_time_control
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-FIXTURES = SHARED / "fixtures" / "cutechess"
+# Transcripts of real cutechess-cli 1.5.1 runs made by the project (see data/cutechess/README.md).
+FIXTURES = Path(__file__).resolve().parent / "data" / "cutechess"
 REPO = Path(__file__).resolve().parents[1]
 
 W, B, D = "1-0", "0-1", "1/2-1/2"
@@ -413,13 +413,13 @@ def test_movetime_uses_st_and_moves_tc_per_engine():
 def test_adjudication_options_and_no_cutechess_draw(tmp_path):
     adj = AdjudicationConfig(
         tcec_draw=TcecDrawRule(), tcec_win=TcecWinRule(score_cp=1000, plies=10),
-        tablebases=TablebaseConfig(paths=(SHARED / "syzygy", Path("/srv/tb")), max_pieces=4,
+        tablebases=TablebaseConfig(paths=(Path("/srv/syzygy"), Path("/srv/tb")), max_pieces=4,
                                    ignore50=True),
         max_moves=200)
     argv = build_command([spec(engine("A"), engine("B"), adj=adj)], pgn_out=tmp_path / "g.pgn")
     joined = " ".join(argv)
     assert "-resign movecount=5 score=1000 twosided=true" in joined
-    assert f"-tb {SHARED / 'syzygy'}:/srv/tb -tbpieces 4 -tbignore50" in joined
+    assert f"-tb {'/srv/syzygy'}:/srv/tb -tbpieces 4 -tbignore50" in joined
     assert "-maxmoves 200" in joined
     # upstream -draw has no material gate: never passed, the exact rule is applied afterwards
     assert "-draw" not in argv

@@ -208,9 +208,7 @@ def test_pgn_bad_fen_invalid_position_and_empty_game(tmp_path: Path) -> None:
 def test_line_ending_the_game_loses_its_last_move_like_cutechess() -> None:
     # The cutechess-cli 1.5.1 fixture: "a book line whose last move ends the game has that
     # last ply dropped, and the engine plays on".
-    fixture = REPO.parent / "shared" / "fixtures" / "cutechess" / "board_results" / "book.pgn"
-    if not fixture.is_file():
-        pytest.skip("shared fixtures not found")
+    fixture = REPO / "tests" / "data" / "cutechess" / "board_results" / "book.pgn"
     lines = load_book(OpeningsConfig(file=fixture, format="pgn"))
     stalemate, fools_mate = lines[0], lines[1]
     assert len(stalemate.moves) == 18 and stalemate.moves[-1] == "f7g6"  # ends 9... Kg6; 10. Qe6 dropped

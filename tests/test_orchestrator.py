@@ -32,7 +32,7 @@ from runner.orchestrator import cli_run
 from runner.pairing import RoundRecord, pair_round
 from runner.store import Store, StoreError, count_pgn_games
 
-FAKE = Path(__file__).resolve().parent / "orchestrator_fakes" / "det_engine.py"
+FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
 
 
 def write_config(tmp_path: Path, players: int = 5, **swiss: object) -> Path:
@@ -47,7 +47,7 @@ def write_config(tmp_path: Path, players: int = 5, **swiss: object) -> Path:
         "TimeControl": "60+1",
         "Concurrency": 1,
         "Openings": {"File": "book.pgn", "Order": "sequential"},
-        "Engines": [{"Name": f"P{i}", "Command": str(FAKE), "Args": ["random", str(i), "0"],
+        "Engines": [{"Name": f"P{i}", "Command": sys.executable, "Args": [str(FAKE), "random", str(i), "0"],
                      "Rating": 3000 - i} for i in range(1, players + 1)],
     }
     path = tmp_path / "event.yaml"

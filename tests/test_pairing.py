@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -30,7 +29,6 @@ from runner.pairing import (
 
 # --------------------------------------------------------------------------------- helpers
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 
@@ -143,8 +141,8 @@ def test_group_seeding_blog_example_19_players_3_groups():
     assert "".join(seed_players(players, "groups", 3)) == "AHNBIOCJPDKQELRFMSG"
 
 
-def test_group_seeding_reproduces_the_real_tcec_fixture():
-    seeds = (SHARED / "fixtures/tcec/swiss-test-2.seeds.txt").read_text().splitlines()
+def test_group_seeding_reproduces_the_real_tcec_fixture(tcec_events):
+    seeds = (tcec_events / "swiss-test-2.seeds.txt").read_text().splitlines()
     by_rank = sorted(seeds)  # names start with the strength rank 01..42
     players = [(name, None) for name in by_rank]  # no ratings: the listed order is strength
     assert seed_players(players, "groups", 6) == seeds

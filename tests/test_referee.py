@@ -34,7 +34,6 @@ from runner.timecontrol import parse_time_control
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 FAKE = HERE / "fakes" / "fake_uci.py"
 GAMES = "/usr/games"
 os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + GAMES
@@ -549,8 +548,8 @@ def test_fen_start_rejected_for_an_xboard_engine_without_setboard():
     # KBN v K with the fifty-move counter at 60: a cursed win, so a draw
     ("8/3B4/N7/8/8/8/5k2/7K w - - 60 80", "1/2-1/2", "Draw by adjudication: SyzygyTB"),
 ])
-def test_syzygy_adjudication_in_real_games(fen, result, reason):
-    adj = AdjudicationConfig(tablebases=TablebaseConfig(paths=(SHARED / "syzygy",), max_pieces=4))
+def test_syzygy_adjudication_in_real_games(fen, result, reason, syzygy_dir):
+    adj = AdjudicationConfig(tablebases=TablebaseConfig(paths=(syzygy_dir,), max_pieces=4))
     record, pids = play(spec_for(SF, ETH, "inf", adjudication=adj, opening=Opening(-1, fen=fen)))
     game = check_record(record, "Stockfish", "Ethereal")
     assert (record.result, record.reason) == (result, reason)

@@ -1,7 +1,7 @@
 """Crash test: SIGKILL the real runner at random moments, resume, compare with a clean run.
 
 The runner is started as a real subprocess (`python -m runner run CONFIG`) with the built-in
-referee and deterministic fake UCI engines (tests/orchestrator_fakes/det_engine.py: the move
+referee and deterministic fake UCI engines (tests/fakes/det_engine.py: the move
 depends only on the position, so a replayed game is the same game). Every kill is SIGKILL:
 no handler runs, whatever was being written is cut where it stands.
 
@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-FAKE = REPO / "tests" / "orchestrator_fakes" / "det_engine.py"
+FAKE = REPO / "tests" / "fakes" / "det_engine.py"
 KILLS = 10
 PLAYERS = 7
 ROUNDS = 3
@@ -45,7 +45,7 @@ def write_config(directory: Path, token: str, concurrency: int) -> Path:
     engines = []
     for i in range(1, PLAYERS + 1):
         style = "greedy" if i % 2 else "random"
-        engines.append({"Name": f"D{i}", "Command": str(FAKE), "Args": [style, f"{token}-{i}", "10"],
+        engines.append({"Name": f"D{i}", "Command": sys.executable, "Args": [str(FAKE), style, f"{token}-{i}", "10"],
                         "Nodes": 1})
     path = directory / "event.yaml"
     path.write_text(yaml.safe_dump({

@@ -397,15 +397,12 @@ def test_extra_round_is_not_a_round_column():
 
 # --------------------------------------------------------------------------- real TCEC events
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
-
-def tcec_event(name: str) -> EventResults:
+def tcec_event(folder: Path, name: str) -> EventResults:
     """Results of a real TCEC Swiss test event from its PGN headers (no r-mobility tags)."""
     seeds = tuple(line.strip() for line in
-                  (SHARED / "fixtures/tcec" / f"{name}.seeds.txt").read_text().splitlines() if line.strip())
+                  (folder / f"{name}.seeds.txt").read_text().splitlines() if line.strip())
     games: dict[int, list[PlayedGame]] = {}
-    with open(SHARED / "fixtures/tcec" / f"{name}.pgn", encoding="utf-8") as fh:
+    with open(folder / f"{name}.pgn", encoding="utf-8") as fh:
         while (headers := chess.pgn.read_headers(fh)) is not None:
             rnd, game = (int(x) for x in headers["Round"].split("."))
             games.setdefault(rnd, []).append(
@@ -414,11 +411,30 @@ def tcec_event(name: str) -> EventResults:
     return EventResults(seeds, gpm, tuple(RoundResult(n, tuple(g)) for n, g in sorted(games.items())))
 
 
-@pytest.mark.parametrize("name,games", [("swiss-test-2", 105), ("swiss-test-4", 84)])
-def test_real_tcec_event_is_ranked_consistently(name, games):
-    ev = tcec_event(name)
+def generated_event(players: int, rounds: int, gpm: int, seed: int) -> EventResults:
+    """A TCEC-sized event of the project's own: paired by runner.pairing, seeded random results."""
+    import random
+
+    from runner.pairing import RoundRecord, pair_round
+
+    rng = random.Random(seed)
+    seeds = [f"Engine {i:02d}" for i in range(1, players + 1)]
+    history: list[RoundRecord] = []
+    excluded: frozenset[int] = frozenset()
+    for number in range(1, rounds + 1):
+        plan = pair_round(seeds, history, number, gpm, "consecutive", excluded)
+        excluded = plan.excluded
+        games = tuple(PlayedGame(number, g.game_in_round, g.white, g.black,
+                                 rng.choice(("1-0", "0-1", "1/2-1/2", "1/2-1/2")))
+                      for g in plan.games)
+        history.append(RoundRecord(number, plan.pairs, games, plan.bye))
+    return EventResults(tuple(seeds), gpm, tuple(RoundResult(r.number, r.games, r.bye)
+                                                 for r in history))
+
+
+def check_ranked_consistently(ev: EventResults, games: int) -> None:
     rows = compute_standings(ev, TCEC)  # speed is measured by bench, not asserted in tests
-    assert len(rows) == 42
+    assert len(rows) == len(ev.seeds)
     assert sum(r.score for r in rows) == games  # no byes: every game distributes 1 point
     assert sum(r.games for r in rows) == 2 * games
     assert all(a.score >= b.score for a, b in zip(rows, rows[1:], strict=False))
@@ -433,3 +449,13 @@ def test_real_tcec_event_is_ranked_consistently(name, games):
                     a.tiebreaks[k] != b.tiebreaks[k] for k in TCEC[: TCEC.index(key)])
     for fmt in ("text", "markdown", "json", "csv"):
         assert render_standings(rows, ev, fmt)
+
+
+@pytest.mark.parametrize("rounds, gpm, games", [(5, 1, 105), (2, 2, 84), (11, 2, 462)])
+def test_generated_tcec_sized_event_is_ranked_consistently(rounds, gpm, games):
+    check_ranked_consistently(generated_event(42, rounds, gpm, seed=rounds), games)
+
+
+@pytest.mark.parametrize("name,games", [("swiss-test-2", 105), ("swiss-test-4", 84)])
+def test_real_tcec_event_is_ranked_consistently(name, games, tcec_events):
+    check_ranked_consistently(tcec_event(tcec_events, name), games)
