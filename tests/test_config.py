@@ -317,3 +317,13 @@ def test_output_into_a_closed_pipe_is_not_a_traceback() -> None:
         os.close(write_end)
     assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
     assert out.returncode == 0
+
+
+def test_empty_config_file_is_reported_as_empty(tmp_path: Path) -> None:
+    for text in ("", "# only a comment\n", "---\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        assert str(err.value).count("the config file is empty") == 1, text
+        assert "got None" not in str(err.value)
