@@ -1,4 +1,4 @@
-"""Benchmark of runner.pairing: whole events with random results (not a test).
+"""Benchmark of runner.domain.pairing: whole events with random results (not a test).
 
     python bench/bench_pairing.py            # 42x11 ... 1000x20, 2000x20 (see main)
     python bench/bench_pairing.py 1000 20 1  # players rounds games_per_match
@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.models import RESULTS, PlayedGame  # noqa: E402
-from runner.pairing import RoundRecord, pair_round  # noqa: E402
+from runner.domain.models import RESULTS, PlayedGame  # noqa: E402
+from runner.domain.pairing import RoundRecord, pair_round  # noqa: E402
 
 
 def simulate(players: int, rounds: int, games_per_match: int, seed: int = 1,

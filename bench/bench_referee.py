@@ -21,9 +21,9 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runner.config import AdjudicationConfig, EngineConfig, TcecDrawRule  # noqa: E402
-from runner.models import GameSpec, Opening  # noqa: E402
-from runner.referee import play_game  # noqa: E402
-from runner.timecontrol import parse_time_control  # noqa: E402
+from runner.domain.models import GameSpec, Opening  # noqa: E402
+from runner.domain.timecontrol import parse_time_control  # noqa: E402
+from runner.play.referee import play_game  # noqa: E402
 
 OPENINGS = [("e2e4", "e7e5"), ("d2d4", "d7d5"), ("c2c4", "e7e5"), ("g1f3", "g8f6"),
             ("e2e4", "c7c5"), ("d2d4", "g8f6"), ("e2e4", "e7e6"), ("e2e4", "c7c6")]

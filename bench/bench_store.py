@@ -30,9 +30,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from runner.config import load_config  # noqa: E402
-from runner.models import GameRecord  # noqa: E402
-from runner.orchestrator import Tournament  # noqa: E402
-from runner.store import Store, append_pgn, event_fingerprint  # noqa: E402
+from runner.config.fingerprint import event_fingerprint  # noqa: E402
+from runner.domain.models import GameRecord  # noqa: E402
+from runner.service.tournament import Tournament  # noqa: E402
+from runner.store.database import Store, append_pgn  # noqa: E402
 
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
 PLAYERS = 50

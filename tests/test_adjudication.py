@@ -6,8 +6,8 @@ import chess
 import chess.engine
 import pytest
 
-from runner.adjudication import Adjudicator, open_tablebase, tablebase_verdict
 from runner.config import AdjudicationConfig, TablebaseConfig, TcecDrawRule, TcecWinRule
+from runner.domain.adjudication import Adjudicator, open_tablebase, tablebase_verdict
 
 Cp = chess.engine.Cp
 Mate = chess.engine.Mate

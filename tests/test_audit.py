@@ -1,6 +1,6 @@
 """`swiss-runner audit`: events replay exactly; tampering and bad input are caught.
 
-The tampering tests use events of the project's own (paired by runner.pairing, random
+The tampering tests use events of the project's own (paired by runner.domain.pairing, random
 results); the real TCEC events run only when SWISS_RUNNER_TCEC_EVENTS names them (conftest).
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
-from runner.models import RESULTS, PlayedGame
-from runner.pairing import RoundRecord, pair_round
+from runner.domain.models import RESULTS, PlayedGame
+from runner.domain.pairing import RoundRecord, pair_round
 
 
 def audit(capsys, pgn, seeds, *options):
@@ -31,7 +31,7 @@ def pgn_text(games) -> str:
 
 
 def simulate(tmp_path: Path, players: int, rounds: int, gpm: int, schedule: str, seed: int = 0):
-    """An event paired by runner.pairing with random results, written as PGN + seeds."""
+    """An event paired by runner.domain.pairing with random results, written as PGN + seeds."""
     rng = random.Random(seed)
     seeds = [f"Engine {i}" for i in range(1, players + 1)]
     history: list[RoundRecord] = []

@@ -13,7 +13,7 @@ import yaml
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
-from runner.timecontrol import Clock, parse_time_control
+from runner.domain.timecontrol import Clock, parse_time_control
 
 REPO = Path(__file__).resolve().parent.parent
 

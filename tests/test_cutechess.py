@@ -28,7 +28,6 @@ import psutil
 import pytest
 import yaml
 
-from runner.adjudication import Adjudicator
 from runner.cli import main
 from runner.config import (
     AdjudicationConfig,
@@ -38,7 +37,10 @@ from runner.config import (
     TcecWinRule,
     load_config,
 )
-from runner.cutechess import (
+from runner.domain.adjudication import Adjudicator
+from runner.domain.models import GameRecord, GameSpec, Opening
+from runner.domain.timecontrol import TimeControl, parse_time_control
+from runner.play.cutechess import (
     NOT_INSTALLED_REASON,
     TCEC_DRAW_REASON,
     CutechessError,
@@ -56,9 +58,7 @@ from runner.cutechess import (
     tcec_draw_ply,
     write_opening_file,
 )
-from runner.engines import sweep_orphans
-from runner.models import GameRecord, GameSpec, Opening
-from runner.timecontrol import TimeControl, parse_time_control
+from runner.play.engines import sweep_orphans
 
 # Transcripts of real cutechess-cli 1.5.1 runs made by the project (see data/cutechess/README.md).
 FIXTURES = Path(__file__).resolve().parent / "data" / "cutechess"
@@ -313,7 +313,7 @@ def test_tcec_draw_rule_exact_window_reset_and_cut():
         D, TCEC_DRAW_REASON, "adjudication", "TCEC draw rule")
     assert cut.moves == rec.moves[:20] and cut.comments == rec.comments[:20]
     # a mate score resets the counter; a book ply neither counts nor resets it (the same
-    # runner.adjudication.TcecDrawWindow as the built-in referee)
+    # runner.domain.adjudication.TcecDrawWindow as the built-in referee)
     rec2 = _shuffle_record([ok] * 9 + ["+M12/30 1s"] + [ok] * 9)
     assert tcec_draw_ply(rec2.start_fen, rec2.moves, rec2.comments, TCEC) is None
     rec3 = _shuffle_record([ok] * 9 + ["book"] + [ok] * 9)
@@ -473,7 +473,7 @@ def test_finalize_rewrites_tags_and_names_rules():
     assert h["TerminationDetails"] == "TCEC win rule" and h["GameStartTime"]
     assert [m.uci() for m in reread.mainline_moves()] == final.moves
     assert reread.end().comment.endswith(", Black wins by adjudication: TCEC win rule")
-    if final.rmobility is not None:  # runner.rmobility present: decisive = G0.0 for the winner
+    if final.rmobility is not None:  # runner.domain.rmobility present: decisive = G0.0 for the winner
         assert final.rmobility == "-G0.0" and h["RMobilityResult"] == "-G0.0"
     assert "TieBreakPair" not in h
     extra = finalize_record(record_from_pgn(game), __import__("dataclasses").replace(s, extra_pair=3),
@@ -509,10 +509,10 @@ def test_both_backends_write_the_same_pgn_layout():
     assert tags[:7] == roster and tags[7:] == sorted(tags[7:])
     assert {"FEN", "SetUp", "Termination", "TerminationDetails", "RMobilityResult", "TimeControl",
             "PlyCount", "GameStartTime"} <= set(tags)
-    # the built-in referee writes the same game identically (same writer, runner.pgnout)
+    # the built-in referee writes the same game identically (same writer, runner.domain.pgn)
     from datetime import datetime
 
-    from runner.referee import _End, build_pgn
+    from runner.play.referee import _End, build_pgn
 
     start = datetime.strptime(game.headers["GameStartTime"], "%Y-%m-%dT%H:%M:%S.%f UTC")
     end = datetime.strptime(game.headers["GameEndTime"], "%Y-%m-%dT%H:%M:%S.%f UTC")
@@ -601,9 +601,18 @@ def test_play_game_with_fake_cutechess_replaying_a_real_run(tmp_path):
     seen: list[tuple[int, float]] = []
     s = spec(engine(SF), engine(ETH, "/usr/games/ethereal-chess"), tc="2+0.05",
              opening=Opening(index=0, moves=("d2d4",)))
+    events: list = []
     record = asyncio.run(play_game(s, on_process=lambda pid, ct: seen.append((pid, ct)),
-                                   cutechess_path=str(fake)))
+                                   cutechess_path=str(fake), emit=events.append, attempt=2))
     assert (record.result, record.reason, record.termination) == (W, "White mates", None)
+    # the event stream: started, one MovePlayed per ply read back from the PGN, finished
+    assert [e.kind for e in events] == ["started"] + ["move"] * record.plies + ["finished"]
+    moves = events[1:-1]
+    assert [m.uci for m in moves] == record.moves and all(e.attempt == 2 for e in events)
+    assert (moves[0].score_cp, moves[0].depth, moves[0].time_ms, moves[0].san) == (40, 17, 320, "d4")
+    assert all(m.depth is not None for m in moves[1:] if m.score_cp is not None)
+    assert any(m.mate is not None for m in moves) and events[-1].record == record
+    assert moves[-1].san.endswith("#")
     assert record.plies == 45 and record.moves[-1] == "b6c8" and record.opening_index == 0
     assert '[Round "3.2"]' in record.pgn and '[Event "Test Swiss"]' in record.pgn
     assert len(seen) >= 1 and seen[0][1] > 0
@@ -705,7 +714,7 @@ def test_fake_cutechess_dies_with_a_runner_killed_by_sigkill_and_its_engine_is_s
     script.write_text(textwrap.dedent(f"""
         import asyncio, sys
         sys.path.insert(0, {str(REPO)!r})
-        from runner.cutechess import _run_cutechess
+        from runner.play.cutechess import _run_cutechess
         def note(pid, created):
             with open({str(records)!r}, "a") as f:
                 f.write(f"{{pid}} {{created}}\\n")
@@ -745,7 +754,7 @@ def test_cleanup_after_cutechess_was_reaped_never_hits_a_reused_pid():
     # the clean-up must not signal that pid (nor its group), nor list its children.
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    from runner.engines import new_owner_token
+    from runner.play.engines import new_owner_token
 
     try:
         for reused in (other.pid, bystander.pid):
@@ -820,7 +829,7 @@ def test_time_control_str_is_cutechess_syntax():
 # --------------------------------------------------------------------------- stand-in + real engines
 
 STAND_IN = """\
-# NOT cutechess: a stand-in that understands the argv runner.cutechess builds and plays the
+# NOT cutechess: a stand-in that understands the argv runner.play.cutechess builds and plays the
 # game with python-chess between the REAL engines named in it, printing cutechess-style
 # console lines and writing a cutechess-style PGN. It lets the whole pipeline (orchestrator,
 # cutechess backend, store, PGN, audit) run here; cutechess's own behaviour is not tested.

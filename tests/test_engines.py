@@ -20,13 +20,13 @@ import psutil
 from test_referee import start_runner_playing
 
 from runner.config import EngineConfig
-from runner.engines import kill_process_group, start_engine, sweep_orphans
+from runner.play.engines import kill_process_group, start_engine, sweep_orphans
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 FAKE = HERE / "fakes" / "fake_uci.py"
 SLEEPER = "import time; time.sleep(120)"
-OWNER_ENV = "SWISS_RUNNER_OWNER"  # runner.engines.OWNER_ENV: "<runner pid>:<its create time>:<n>"
+OWNER_ENV = "SWISS_RUNNER_OWNER"  # runner.play.engines.OWNER_ENV: "<runner pid>:<its create time>:<n>"
 
 
 def with_token(token: str) -> list[psutil.Process]:

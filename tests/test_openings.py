@@ -22,11 +22,8 @@ from test_orchestrator import args as event_args
 from test_orchestrator import backend
 from test_orchestrator import write_config as write_event
 
-import runner.openings as openings
-from runner.cli import main
-from runner.config import OpeningsConfig, load_config
-from runner.models import Opening
-from runner.openings import (
+import runner.books.openings as openings
+from runner.books.openings import (
     BookError,
     book_fingerprint,
     check_book,
@@ -37,7 +34,10 @@ from runner.openings import (
     opening_order,
     opening_start_board,
 )
-from runner.orchestrator import cli_run
+from runner.cli import main
+from runner.cli.run import cli_run
+from runner.config import OpeningsConfig, load_config
+from runner.domain.models import Opening
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BOOK = REPO / "books" / "default.pgn"
@@ -459,7 +459,7 @@ def test_book_lines_that_change_under_the_same_file_are_refused_on_resume(
 def test_wrap_around_logs_once_and_unique_mode_refuses(caplog: pytest.LogCaptureFixture) -> None:
     book_ = [Opening(index=i, name=f"o{i}", moves=(m,)) for i, m in enumerate(("e2e4", "d2d4", "c2c4"))]
     order = opening_order(3, "random", 5)
-    with caplog.at_level(logging.WARNING, logger="runner.openings"):
+    with caplog.at_level(logging.WARNING, logger="runner.books.openings"):
         got = assignment(book_, order, 8)
     assert [o.index for o in got] == [order[m % 3] for m in range(8)]
     wrap_logs = [r for r in caplog.records if "exhausted" in r.getMessage()]

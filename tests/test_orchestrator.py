@@ -26,11 +26,12 @@ import pytest
 import yaml
 
 from runner.cli import main
+from runner.cli.run import cli_run
 from runner.config import load_config
-from runner.models import TIEBREAK_PAIR_TAG, GameRecord, GameSpec
-from runner.orchestrator import cli_run
-from runner.pairing import RoundRecord, pair_round
-from runner.store import Store, StoreError, count_pgn_games
+from runner.domain.events import GameStarted
+from runner.domain.models import TIEBREAK_PAIR_TAG, GameRecord, GameSpec
+from runner.domain.pairing import RoundRecord, pair_round
+from runner.store.database import Store, StoreError, count_pgn_games
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
 
@@ -79,11 +80,18 @@ def make_record(spec: GameSpec, result: str) -> GameRecord:
 
 def backend(result_of: Callable[[GameSpec], str] = scripted_result, *, delay: float = 0.0,
             hook: Callable[[GameSpec], None] | None = None, log: list | None = None):
-    async def play(spec: GameSpec, *, on_process=None) -> GameRecord:
+    async def play(spec: GameSpec, *, on_process=None, emit=None, attempt: int = 1) -> GameRecord:
+        # Emits GameStarted like a real backend; leaves GameFinished to the loop (which
+        # publishes it for backends that only return their record).
         if log is not None:
             log.append(("start", spec.game_id))
         if on_process is not None:
             on_process(10_000_000 + spec.game_id, 1.0)  # no such process: the sweep ignores it
+        if emit is not None:
+            emit(GameStarted(game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
+                             white_id="", black_id="", start_time="2026-01-01T00:00:00",
+                             start_fen=chess.STARTING_FEN, book_plies=0, white_clock_ms=None,
+                             black_clock_ms=None, attempt=attempt))
         if hook is not None:
             hook(spec)
         await asyncio.sleep(delay)
@@ -147,7 +155,8 @@ def test_whole_event_is_consistent(tmp_path: Path, capsys: pytest.CaptureFixture
             pgn_results.append((game.headers["White"], game.headers["Black"], game.headers["Result"]))
     assert sorted(pgn_results) == sorted((g[3], g[4], g[7]) for g in games)
     snap = json.loads(config.swiss.state_path.read_text())
-    assert snap["games_finished"] == 12 and snap["current_round"] == 3
+    assert snap["games_finished"] == 12 and snap["current_round"]["number"] == 3
+    assert (snap["format"], snap["version"]) == ("swiss-runner-state", 1)
     assert snap["opening_order"] == list(range(6))
     snap_games = [(g["game_id"], g["result"]) for r in snap["rounds"] for p in r["pairs"]
                   for g in p["games"]]
@@ -196,14 +205,14 @@ def test_changed_config_is_refused_with_the_changes(tmp_path: Path, capsys: pyte
     before = config.database.read_bytes()
     data = yaml.safe_load(path.read_text())
     data["SwissOptions"]["Rounds"] = 4
-    data["Engines"][0]["Args"] = ["greedy", "1", "0"]
+    data["Engines"][0]["Args"] = [str(FAKE), "greedy", "1", "0"]
     data["Concurrency"] = 2  # allowed
     path.write_text(yaml.safe_dump(data))
     capsys.readouterr()
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
     assert "SwissOptions.Rounds: 3 -> 4" in err
-    assert 'Engines.P1.args: ["random", "1", "0"] -> ["greedy", "1", "0"]' in err
+    assert f'Engines.P1.args: ["{FAKE}", "random", "1", "0"] -> ["{FAKE}", "greedy", "1", "0"]' in err
     assert "Concurrency" not in err
     assert config.database.read_bytes() == before
 
@@ -241,17 +250,17 @@ def test_full_disk_while_recording_loses_nothing(tmp_path: Path, monkeypatch: py
     real = Store.record_game
     calls = {"n": 0}
 
-    def full(self: Store, game_id: int, record: GameRecord) -> None:
+    def full(self: Store, game_id: int, record: GameRecord, moves=()) -> None:
         calls["n"] += 1
         if calls["n"] == 4:
             raise sqlite3.OperationalError("database or disk is full")
-        real(self, game_id, record)
+        real(self, game_id, record, moves)
 
     monkeypatch.setattr(Store, "record_game", full)
     assert cli_run(config, args(), play_game=backend()) == 1
     err = capsys.readouterr().err
     assert "could not record game 4 (database or disk is full)" in err
-    assert "will be replayed" in err
+    assert "will be played again" in err
     assert [g[6] for g in event_games(config.database)[:4]] == ["finished"] * 3 + ["scheduled"]
     assert count_pgn_games(config.pgn_out) == 3
     monkeypatch.setattr(Store, "record_game", real)
@@ -261,7 +270,7 @@ def test_full_disk_while_recording_loses_nothing(tmp_path: Path, monkeypatch: py
 
 def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    import runner.orchestrator as orch
+    import runner.service.state as orch
 
     config = load_config(write_config(tmp_path))
     real = orch.atomic_write

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runner.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN, PlayedGame, RoundResult
-from runner.pairing import (
+from runner.domain.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN, PlayedGame, RoundResult
+from runner.domain.pairing import (
     PairingError,
     RoundRecord,
     _Graph,

@@ -21,16 +21,16 @@ import psutil
 import pytest
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
-from runner.engines import start_engine, sweep_orphans
-from runner.models import RESULTS, GameSpec, Opening
-from runner.referee import (
+from runner.domain.models import RESULTS, GameSpec, Opening
+from runner.domain.timecontrol import parse_time_control
+from runner.play.engines import start_engine, sweep_orphans
+from runner.play.referee import (
     RefereeError,
     format_score,
     format_seconds,
     natural_end,
     play_game,
 )
-from runner.timecontrol import parse_time_control
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -138,8 +138,8 @@ def test_threefold_repetition_is_detected():
 
 
 def test_limit_from_runner_clocks_with_repeating_periods():
-    from runner.referee import _limit
-    from runner.timecontrol import Clock
+    from runner.domain.timecontrol import Clock
+    from runner.play.referee import _limit
 
     spec = spec_for(fake("A"), EngineConfig("X", sys.executable, protocol="xboard", depth=7), "40/60+1")
     clocks = {chess.WHITE: Clock(spec.time_control), chess.BLACK: Clock(spec.time_control)}
@@ -362,7 +362,7 @@ def start_runner_playing(tmp_path: Path, *white_flags: str) -> tuple[subprocess.
         import asyncio, sys
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(HERE)!r})
         from test_referee import fake, spec_for
-        from runner.referee import play_game
+        from runner.play.referee import play_game
         def note(pid, created):
             with open({str(pid_file)!r}, "a") as f:
                 f.write(f"{{pid}} {{created}}\\n")
@@ -618,7 +618,7 @@ def test_play_command_prints_a_pgn(tmp_path):
 
 @pytest.mark.engines
 def test_xboard_node_limit_without_nps_feature_is_a_setup_error_not_a_loss():
-    from runner.engines import probe_engine
+    from runner.play.engines import probe_engine
 
     fmax = real("Fairymax", "fairymax", protocol="xboard", nodes=3000)
     with pytest.raises(RefereeError, match="does not declare node-limit support"):
@@ -643,7 +643,7 @@ def test_per_engine_node_limit_is_honoured_next_to_a_slow_clock():
 
 def test_depth_zero_score_is_no_evaluation():
     # Phalanx answers from its own book with the thinking line "0 0 0 0" (depth 0, score 0)
-    from runner.referee import move_comment, searched_info
+    from runner.play.referee import move_comment, searched_info
 
     book_reply = {"depth": 0, "time": 0.0, "nodes": 0, "score": chess.engine.PovScore(chess.engine.Cp(0), chess.WHITE)}
     info = searched_info(book_reply)

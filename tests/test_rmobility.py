@@ -7,8 +7,8 @@ from fractions import Fraction
 import chess
 import pytest
 
-from runner.models import BLACK_WIN, DRAW, WHITE_WIN
-from runner.rmobility import (
+from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
+from runner.domain.rmobility import (
     bye_points,
     format_tag,
     game_rmobility,

@@ -13,8 +13,8 @@ import chess.pgn
 import pytest
 
 from runner.config import DEFAULT_TIEBREAKS, TIEBREAKS
-from runner.models import EventResults, PlayedGame, RoundResult
-from runner.standings import compute_standings, first_place_tie, fmt_num, render_standings
+from runner.domain.models import EventResults, PlayedGame, RoundResult
+from runner.domain.standings import compute_standings, first_place_tie, fmt_num, render_standings
 
 TCEC = list(DEFAULT_TIEBREAKS)
 RES = {"1": "1-0", "0": "0-1", "=": "1/2-1/2"}
@@ -412,10 +412,10 @@ def tcec_event(folder: Path, name: str) -> EventResults:
 
 
 def generated_event(players: int, rounds: int, gpm: int, seed: int) -> EventResults:
-    """A TCEC-sized event of the project's own: paired by runner.pairing, seeded random results."""
+    """A TCEC-sized event of the project's own: paired by runner.domain.pairing, seeded random results."""
     import random
 
-    from runner.pairing import RoundRecord, pair_round
+    from runner.domain.pairing import RoundRecord, pair_round
 
     rng = random.Random(seed)
     seeds = [f"Engine {i:02d}" for i in range(1, players + 1)]

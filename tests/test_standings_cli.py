@@ -14,9 +14,9 @@ import pytest
 
 from runner.cli import main
 from runner.config import load_config
-from runner.models import DRAW, GameRecord
-from runner.rmobility import game_rmobility, rmobility_points
-from runner.store import Store
+from runner.domain.models import DRAW, GameRecord
+from runner.domain.rmobility import game_rmobility, rmobility_points
+from runner.store.database import Store
 
 os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + "/usr/games"
 

@@ -17,15 +17,14 @@ import pytest
 import yaml
 
 from runner.config import load_config
-from runner.models import GameRecord, Opening
-from runner.store import (
+from runner.config.fingerprint import event_fingerprint, fingerprint_changes
+from runner.domain.models import GameRecord, Opening
+from runner.store.database import (
     Store,
     StoreError,
     append_pgn,
     atomic_write,
     count_pgn_games,
-    event_fingerprint,
-    fingerprint_changes,
     load_results,
 )
 
@@ -60,7 +59,7 @@ def new_store(path: Path) -> Store:
 def test_roundtrip_and_results(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite3"
     store = new_store(db)
-    store.mark_running(1)
+    store.start_game(1, 1, "{}")
     store.record_process(4242, 123.5, 1)
     assert store.counts() == {"running": 1, "scheduled": 1}
     store.record_game(1, record("B", "A", "0-1"))
@@ -105,7 +104,7 @@ def test_committed_game_survives_hard_exit(tmp_path: Path) -> None:
     code = (
         "import os, sys\n"
         "sys.path.insert(0, sys.argv[2])\n"
-        "from runner.store import Store\n"
+        "from runner.store.database import Store\n"
         "from tests.test_store import record\n"
         "s = Store.open(sys.argv[1])\n"
         "s.record_game(1, record('B', 'A', '1-0'))\n"

@@ -16,7 +16,6 @@ file that is not a swiss-runner database, is refused and never modified.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -27,10 +26,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.config import Config
-from runner.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
+from runner.config.schema import Config
+from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
+from runner.errors import BadInput
+from runner.store.movelog import INSERT_MOVES, MoveRow
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the per-move log (moves), game attempts and GameStarted
 APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
 
 _SCHEMA = """
@@ -65,8 +66,17 @@ CREATE TABLE games (
     result TEXT, reason TEXT, termination TEXT, termination_details TEXT, rmobility TEXT,
     moves TEXT, start_fen TEXT, pgn TEXT,
     start_time TEXT, end_time TEXT, duration_s REAL,
+    attempt INTEGER NOT NULL DEFAULT 0,   -- times the game was started
+    started_event TEXT,             -- JSON GameStarted of the current attempt
     UNIQUE (round, game_in_round)
 );
+CREATE TABLE moves (                -- the per-move log: JSON MovePlayed per ply
+    game_id INTEGER NOT NULL,
+    ply INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (game_id, ply)
+) WITHOUT ROWID;
 CREATE TABLE processes (
     pid INTEGER NOT NULL, create_time REAL NOT NULL, game_id INTEGER,
     PRIMARY KEY (pid, create_time)
@@ -74,7 +84,18 @@ CREATE TABLE processes (
 """
 
 
-class StoreError(Exception):
+# Upgrades of an existing event's database, applied by `run` (one transaction each).
+_MIGRATIONS = {
+    2: [
+        "ALTER TABLE games ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE games ADD COLUMN started_event TEXT",
+        "CREATE TABLE moves (game_id INTEGER NOT NULL, ply INTEGER NOT NULL, "
+        "attempt INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (game_id, ply)) WITHOUT ROWID",
+    ],
+}
+
+
+class StoreError(BadInput):
     """The state cannot be used; the message says which file and why (nothing was changed)."""
 
 
@@ -85,97 +106,14 @@ def _now() -> str:
 # --------------------------------------------------------------------------- fingerprint
 
 
-def _file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        return f"unreadable: {exc.strerror}"
-    return digest.hexdigest()
 
 
-def event_fingerprint(config: Config) -> dict[str, Any]:
-    """Everything that defines the event; a change here would alter games or pairings.
-
-    Left out on purpose (may change between runs): Concurrency, Backend, CutechessPath,
-    PgnOut, Database, StatePath, Event/Site tags, Tiebreaks (they only rank).
-    """
-    s = config.swiss
-    engines = {}
-    for e in config.engines:
-        engines[e.name] = {
-            "command": e.command, "binary_sha256": _file_sha256(e.command), "args": list(e.args),
-            "protocol": e.protocol, "rating": e.rating, "options": dict(sorted(e.options.items())),
-            "nodes": e.nodes, "depth": e.depth, "movetime_ms": e.movetime_ms,
-            "working_dir": e.working_dir,
-        }
-    openings = None
-    if config.openings is not None:
-        o = config.openings
-        openings = {"sha256": _file_sha256(o.file), "format": o.format, "plies": o.plies,
-                    "order": o.order}
-    adj = config.adjudication
-    return {
-        "Engines": engines,
-        "TimeControl": str(config.time_control),
-        "TimeMarginMs": config.time_margin_ms,
-        "SwissOptions": {
-            "GamesPerMatch": s.games_per_match, "Rounds": s.rounds,
-            "SeedGroupCount": s.seed_group_count, "Seeding": s.seeding,
-            "RandomSeed": s.random_seed, "DoubleRoundSchedule": s.double_round_schedule,
-            "UniquePerMatchOnly": s.unique_per_match_only,
-            "AllowExtraPairsOnTie": s.allow_extra_pairs_on_tie, "MaxExtraPairs": s.max_extra_pairs,
-        },
-        "Openings": openings,
-        "Adjudication": {
-            "TcecDraw": None if adj.tcec_draw is None else vars(adj.tcec_draw),
-            "TcecWin": None if adj.tcec_win is None else vars(adj.tcec_win),
-            "Tablebases": None if adj.tablebases is None else {
-                "paths": [str(p) for p in adj.tablebases.paths],
-                "max_pieces": adj.tablebases.max_pieces, "ignore50": adj.tablebases.ignore50},
-            "MaxMoves": adj.max_moves,
-        },
-    }
 
 
-_UNSET = object()
 
 
-def _diff(old: Any, new: Any, prefix: str, out: list[tuple[str, Any, Any]]) -> None:
-    """Collect (key path, old, new) for every difference; descend only where both are dicts.
-
-    A value that is a mapping on one side only (a book or a draw rule added or removed) is
-    one difference shown whole, not a line per key against nothing.
-    """
-    if isinstance(old, dict) and isinstance(new, dict):
-        for key in set(old) | set(new):
-            _diff(old.get(key, _UNSET), new.get(key, _UNSET),
-                  f"{prefix}.{key}" if prefix else str(key), out)
-    elif old != new:
-        out.append((prefix, old, new))
 
 
-def _shown(value: Any) -> str:
-    return "(unset)" if value is _UNSET else json.dumps(value, sort_keys=True)
-
-
-def fingerprint_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Human-readable list of differences between two fingerprints (empty = same event)."""
-    changes: list[str] = []
-    old_engines, new_engines = set(old.get("Engines", {})), set(new.get("Engines", {}))
-    for name in sorted(old_engines - new_engines):
-        changes.append(f"Engines: {name!r} was removed")
-    for name in sorted(new_engines - old_engines):
-        changes.append(f"Engines: {name!r} was added")
-    kept_old = {**old, "Engines": {n: v for n, v in old.get("Engines", {}).items() if n in new_engines}}
-    kept_new = {**new, "Engines": {n: v for n, v in new.get("Engines", {}).items() if n in old_engines}}
-    found: list[tuple[str, Any, Any]] = []
-    _diff(kept_old, kept_new, "", found)
-    for key, a, b in sorted(found, key=lambda item: item[0]):
-        changes.append(f"{key}: {_shown(a)} -> {_shown(b)}")
-    return changes
 
 
 # --------------------------------------------------------------------------- files
@@ -335,6 +273,7 @@ class Store:
             conn.execute("PRAGMA foreign_keys=ON")
             if not (fresh and store._create()):
                 store._check_existing(quick=False)  # _examine ran the integrity check
+                store._migrate()
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
@@ -384,6 +323,20 @@ class Store:
         self.conn.execute("COMMIT")
         return True
 
+    @property
+    def version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        """Bring an event started by an older swiss-runner to this schema (kept data intact)."""
+        version = self.version
+        while version < SCHEMA_VERSION:
+            version += 1
+            with self.transaction() as c:
+                for statement in _MIGRATIONS[version]:
+                    c.execute(statement)
+                c.execute(f"PRAGMA user_version={version}")
+
     def _check_existing(self, quick: bool = True) -> None:
         _check_identity(self.conn, self.path)
         if quick:
@@ -425,7 +378,7 @@ class Store:
                    opening_order: Sequence[int], *, event: str, games_per_match: int,
                    rounds: int, book_fingerprint: str | None = None) -> None:
         """Record the event once: its fingerprint, seeds, opening order and the book's lines
-        (``book_fingerprint``, see runner.openings.book_fingerprint)."""
+        (``book_fingerprint``, see runner.books.openings.book_fingerprint)."""
         meta = [("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", _now()),
                 ("event", event), ("games_per_match", str(games_per_match)),
                 ("rounds", str(rounds))]
@@ -487,10 +440,45 @@ class Store:
     def next_match_index(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(match_index), -1) + 1 FROM games").fetchone()[0])
 
-    def mark_running(self, game_id: int) -> None:
+    def start_game(self, game_id: int, attempt: int, started_event: str, *,
+                   keep_plies: int = 0) -> None:
+        """A game (attempt) started: mark it running, keep its GameStarted, and drop logged
+        moves past ``keep_plies`` (a replay keeps none; a resume keeps those it goes on from)."""
         with self.transaction() as c:
-            c.execute("UPDATE games SET status='running', started=? WHERE game_id=? AND status!='finished'",
-                      (_now(), game_id))
+            c.execute("UPDATE games SET status='running', started=?, attempt=?, started_event=? "
+                      "WHERE game_id=? AND status!='finished'",
+                      (_now(), attempt, started_event, game_id))
+            c.execute("DELETE FROM moves WHERE game_id=? AND ply>?", (game_id, keep_plies))
+
+    def attempts(self, game_id: int) -> int:
+        row = self.conn.execute("SELECT attempt FROM games WHERE game_id=?", (game_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def logged_moves(self, game_id: int) -> list[dict[str, Any]]:
+        """The game's per-move log (MovePlayed events, wire form), in ply order."""
+        if self.version < 2:
+            return []
+        return [json.loads(r[0]) for r in self.conn.execute(
+            "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
+
+    def game_rows(self) -> list[dict[str, Any]]:
+        """Every scheduled game as a dict (for the state document)."""
+        extra = "attempt, started_event" if self.version >= 2 else "0, NULL"
+        cols = ("game_id", "round", "game_in_round", "pair_index", "leg", "white", "black",
+                "opening_index", "status", "result", "reason", "termination", "rmobility", "moves",
+                "extra", "attempt", "started_event")
+        rows = self.conn.execute(
+            "SELECT game_id, round, game_in_round, pair_index, leg, white, black, opening_index,"
+            f" status, result, reason, termination, rmobility, moves, extra, {extra} FROM games"
+            " ORDER BY game_id")
+        out = []
+        for r in rows:
+            d = dict(zip(cols, r, strict=True))
+            moves = d.pop("moves")
+            d["plies"] = len(moves.split()) if moves else (0 if d["status"] == "finished" else None)
+            d["extra"] = bool(d["extra"])
+            out.append(d)
+        return out
 
     def record_process(self, pid: int, create_time: float, game_id: int | None) -> None:
         with self.transaction() as c:
@@ -507,13 +495,15 @@ class Store:
                 c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
 
     def reset_running(self) -> int:
-        """Games left 'running' by a dead run go back to 'scheduled' (replayed from the start)."""
+        """Games left 'running' by a dead run go back to 'scheduled' (played again)."""
         with self.transaction() as c:
             return c.execute("UPDATE games SET status='scheduled', started=NULL "
                              "WHERE status='running'").rowcount
 
-    def record_game(self, game_id: int, record: GameRecord) -> None:
-        """Commit one finished game (one transaction, durable when this returns)."""
+    def record_game(self, game_id: int, record: GameRecord,
+                    moves: Sequence[MoveRow] = ()) -> None:
+        """Commit one finished game with the rest of its move log (one transaction, durable
+        when this returns)."""
         with self.transaction() as c:
             row = c.execute("SELECT status, round, white, black FROM games WHERE game_id=?",
                             (game_id,)).fetchone()
@@ -533,6 +523,8 @@ class Store:
                  record.rmobility, " ".join(record.moves), record.start_fen, _pgn_block(record.pgn),
                  record.start_time, record.end_time, record.duration_s, game_id))
             c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
+            if moves:
+                c.executemany(INSERT_MOVES, moves)
             c.execute("UPDATE rounds SET state='complete' WHERE number=? AND NOT EXISTS "
                       "(SELECT 1 FROM games WHERE round=? AND status!='finished')", (row[1], row[1]))
 

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import chess
 
-from runner.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN
+from runner.domain.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN
 
 HALF = Fraction(1, 2)
 # Tag of a drawn game in which no position was reached since the start (no moves at all):

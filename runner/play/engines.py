@@ -32,7 +32,7 @@ from typing import Any
 import chess.engine
 import psutil
 
-from runner.config import EngineConfig
+from runner.config.schema import EngineConfig
 
 LOG = logging.getLogger(__name__)
 
@@ -168,7 +168,17 @@ class _Timed:
     go_sent: float | None = None
     move_received: float | None = None
     last_move_text: str | None = None
+    last_pv_line: str | None = None  # the last search line with a PV, as the engine sent it
     _go_future: asyncio.Future[float] | None = None
+
+    def _is_pv_line(self, line: str) -> bool:
+        return line.startswith("info ") and " pv " in line
+
+    def take_pv_line(self) -> str | None:
+        """The last line with a PV since the previous call (kept raw: parsing every info
+        line's PV on a board would cost more than the rest of the move)."""
+        line, self.last_pv_line = self.last_pv_line, None
+        return line
 
     def expect_go(self) -> asyncio.Future[float]:
         """A future resolved with the (monotonic) time the next ``go`` is sent.
@@ -190,10 +200,13 @@ class _Timed:
         super().send_line(line)  # type: ignore[misc]
 
     def _line_received(self, line: str) -> None:
-        tokens = line.split()
-        if tokens and tokens[0] == self.move_token and self.move_received is None:
-            self.move_received = time.monotonic()
-            self.last_move_text = tokens[1] if len(tokens) > 1 else ""
+        if line.startswith(self.move_token):
+            tokens = line.split()
+            if tokens[0] == self.move_token and self.move_received is None:
+                self.move_received = time.monotonic()
+                self.last_move_text = tokens[1] if len(tokens) > 1 else ""
+        elif self._is_pv_line(line):
+            self.last_pv_line = line
         super()._line_received(line)  # type: ignore[misc]
 
 
@@ -211,6 +224,10 @@ class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
 
     move_token = "move"
     no_setboard = False
+
+    def _is_pv_line(self, line: str) -> bool:
+        # thinking output: "ply score time nodes [seldepth nps tbhits] pv..."
+        return line[:1].isdigit()
 
     def _line_received(self, line: str) -> None:
         if line.startswith("feature") and "setboard=0" in line:

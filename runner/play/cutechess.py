@@ -3,7 +3,7 @@
 With ``Backend: cutechess`` the runner keeps pairing, state and resume, and hands each game
 (or each two-game match) to its own cutechess-cli process. What cutechess prints
 (``Finished game N (A vs B): RESULT {REASON}``) and the PGN it writes with ``-pgnout`` are
-turned into the same :class:`~runner.models.GameRecord` the built-in referee produces.
+turned into the same :class:`~runner.domain.models.GameRecord` the built-in referee produces.
 
 The TCEC draw rule: upstream cutechess's ``-draw`` has no material gate and is reset by
 pawn moves and captures, so it is never passed. When ``Adjudication.TcecDraw`` is set the
@@ -34,14 +34,16 @@ import chess
 import chess.pgn
 import psutil
 
-from runner.adjudication import TcecDrawWindow
-from runner.engines import child_popen_args, kill_owned, new_owner_token
-from runner.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, GameSpec, Opening
-from runner.pgnout import write_game
-from runner.rmobility import record_rmobility
+from runner.domain.adjudication import TcecDrawWindow
+from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, spec_to_json
+from runner.domain.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, GameSpec, Opening
+from runner.domain.pgn import write_game
+from runner.domain.rmobility import record_rmobility
+from runner.domain.timecontrol import Clock
+from runner.play.engines import child_popen_args, kill_owned, new_owner_token
 
 if TYPE_CHECKING:
-    from runner.config import EngineConfig, TcecDrawRule
+    from runner.config.schema import EngineConfig, TcecDrawRule
 
 log = logging.getLogger(__name__)
 
@@ -433,7 +435,7 @@ def apply_tcec_draw_rule(record: GameRecord, rule: TcecDrawRule) -> GameRecord:
 def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: GameSpec) -> str:
     """Rebuild the game's PGN with the runner's tags (Event, Site, Round "R.G", ...).
 
-    Written by :func:`runner.pgnout.write_game`, the built-in referee's writer, so both
+    Written by :func:`runner.domain.pgn.write_game`, the built-in referee's writer, so both
     backends lay their PGN out the same way (cutechess's own short comments, tags sorted).
     """
     tags = {key: value for key, value in cutechess_headers.items()
@@ -518,7 +520,7 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
     Like the referee's engines, cutechess gets the parent-death signal and an owner token:
     if the runner is killed with ``kill -9`` the kernel kills cutechess, and the engines it
     started (in its process group, with its token) are removed by the next start's
-    :func:`runner.engines.sweep_orphans`.
+    :func:`runner.play.engines.sweep_orphans`.
     """
     token = new_owner_token()
     proc = await asyncio.create_subprocess_exec(
@@ -631,9 +633,71 @@ def _match_records(specs: Sequence[GameSpec], games: list[chess.pgn.Game],
 async def play_game(
     spec: GameSpec,
     *,
+    emit: Callable[[GameEvent], None] | None = None,
     on_process: Callable[[int, float], None] | None = None,
+    attempt: int = 1,
     cutechess_path: str = "cutechess-cli",
 ) -> GameRecord:
-    """Play one game through cutechess-cli and return its record (same contract as the referee)."""
+    """Play one game through cutechess-cli and return its record (same contract as the referee).
+
+    Events: GameStarted when cutechess-cli is started (the engines' id names are not known
+    then), and once the game is over a MovePlayed per ply read back from cutechess's PGN
+    (its comments give score, depth and time; the clocks are replayed from the times),
+    then GameFinished. cutechess-cli prints nothing per move without ``-debug``, so moves
+    are not live with this backend (docs/cutechess.md).
+    """
+    start_board = chess.Board(spec.opening.fen) if spec.opening and spec.opening.fen else chess.Board()
+    tc = spec.time_control
+    if emit is not None:
+        emit(GameStarted(
+            game_id=spec.game_id, white=spec.white.name, black=spec.black.name, white_id="",
+            black_id="", start_time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+            start_fen=start_board.fen(), book_plies=len(spec.opening.moves) if spec.opening else 0,
+            white_clock_ms=None if tc.infinite else int(tc.base * 1000),  # type: ignore[operator]
+            black_clock_ms=None if tc.infinite else int(tc.base * 1000),  # type: ignore[operator]
+            attempt=attempt, spec=spec_to_json(spec)))
     records = await play_match([spec], on_process=on_process, cutechess_path=cutechess_path)
-    return records[0]
+    record = records[0]
+    if emit is not None:
+        for event in moves_from_record(spec, record, start_board, attempt):
+            emit(event)
+        emit(GameFinished(spec.game_id, record, attempt))
+    return record
+
+
+_COMMENT = re.compile(r"^(?:(?P<score>[+-]?(?:\d+\.\d+|M\d+))(?:/(?P<depth>\d+))? )?"
+                      r"(?P<time>\d+(?:\.\d+)?)s$")
+
+
+def moves_from_record(spec: GameSpec, record: GameRecord, start_board: chess.Board,
+                      attempt: int = 1) -> list[MovePlayed]:
+    """MovePlayed events for a finished game, read from its moves and cutechess comments."""
+    board = start_board.copy(stack=False)
+    clocks = {chess.WHITE: Clock(spec.time_control), chess.BLACK: Clock(spec.time_control)}
+    events = []
+    for ply, (uci, comment) in enumerate(zip(record.moves, record.comments, strict=False), 1):
+        move = chess.Move.from_uci(uci)
+        mover = board.turn
+        san = board.san(move)
+        board.push(move)
+        book = comment == "book"
+        match = None if book else _COMMENT.match(comment)
+        time_ms = int(round(float(match["time"]) * 1000)) if match else 0
+        score_cp = mate = depth = None
+        if match and match["score"]:
+            text = match["score"]
+            if "M" in text:
+                plies = int(text.lstrip("+-M"))
+                mate = (plies + 1) // 2 if not text.startswith("-") else -(plies // 2)
+            else:
+                score_cp = int(round(float(text) * 100))
+            depth = int(match["depth"]) if match["depth"] else None
+        if not book:
+            clocks[mover].spend(time_ms / 1000, float("inf"))
+        events.append(MovePlayed(
+            game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=board.fen(),
+            white_clock_ms=None if spec.time_control.infinite else int(round(clocks[chess.WHITE].remaining * 1000)),
+            black_clock_ms=None if spec.time_control.infinite else int(round(clocks[chess.BLACK].remaining * 1000)),
+            time_ms=time_ms, book=book, score_cp=score_cp, mate=mate, depth=depth,
+            comment=comment, attempt=attempt))
+    return events

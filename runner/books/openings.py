@@ -1,6 +1,6 @@
 """Opening books (PGN, EPD, polyglot) and the persisted assignment of openings to matches.
 
-A book is read into a list of :class:`runner.models.Opening` (``index`` = position in that
+A book is read into a list of :class:`runner.domain.models.Opening` (``index`` = position in that
 list). The orchestrator draws :func:`opening_order` once from the tournament seed, stores it
 with the tournament state and asks :func:`opening_for_match` for the opening of the n-th
 match of the event, so a resumed tournament gives every match the opening it would have had.
@@ -21,10 +21,10 @@ import chess
 import chess.pgn
 import chess.polyglot
 
-from runner.config import Config, OpeningsConfig
-from runner.models import Opening
+from runner.config.schema import Config, OpeningsConfig
+from runner.domain.models import Opening
 
-LOG = logging.getLogger("runner.openings")
+LOG = logging.getLogger("runner.books.openings")
 
 # How many distinct lines a polyglot walk produces at most, and when it gives up.
 POLYGLOT_LINES = 1000

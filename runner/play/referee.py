@@ -7,10 +7,9 @@ wording and format so that tournament people (and their tools) recognise them.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
-import sys
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,17 +18,10 @@ from datetime import UTC, datetime
 import chess
 import chess.engine
 
-from runner.adjudication import Adjudicator, Verdict
-from runner.config import Config, EngineConfig
-from runner.engines import (
-    EngineProcess,
-    EngineStartError,
-    TimedUciProtocol,
-    TimedXBoardProtocol,
-    limit_problem,
-    start_engine,
-)
-from runner.models import (
+from runner.config.schema import EngineConfig
+from runner.domain.adjudication import Adjudicator, Verdict
+from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, spec_to_json
+from runner.domain.models import (
     BLACK_WIN,
     DRAW,
     TIEBREAK_PAIR_TAG,
@@ -38,9 +30,17 @@ from runner.models import (
     GameSpec,
     Opening,
 )
-from runner.pgnout import write_game
-from runner.rmobility import record_rmobility
-from runner.timecontrol import Clock, parse_time_control
+from runner.domain.pgn import write_game
+from runner.domain.rmobility import record_rmobility
+from runner.domain.timecontrol import Clock
+from runner.play.engines import (
+    EngineProcess,
+    EngineStartError,
+    TimedUciProtocol,
+    TimedXBoardProtocol,
+    limit_problem,
+    start_engine,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ def _duration_tag(seconds: float) -> str:
 
 def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
               end: _End, start: datetime, finish: datetime, rmobility: str | None) -> str:
-    """The game's PGN, as cutechess writes it (runner.pgnout, shared with the cutechess backend)."""
+    """The game's PGN, as cutechess writes it (runner.domain.pgn, shared with the cutechess backend)."""
     tags: dict[str, str] = {
         "Event": spec.event,
         "Site": spec.site,
@@ -309,15 +309,25 @@ async def _start_both(spec: GameSpec, board: chess.Board,
     return procs, end
 
 
+Emit = Callable[[GameEvent], None]
+
+
 async def play_game(
     spec: GameSpec,
     *,
+    emit: Emit | None = None,
     on_process: Callable[[int, float], None] | None = None,
+    attempt: int = 1,
     startup_timeout: float = STARTUP_TIMEOUT,
     stall_timeout: float = STALL_TIMEOUT,
     grace: float = GRACE,
 ) -> GameRecord:
     """Play one game; always return a GameRecord (crashes and timeouts are results).
+
+    While it runs, ``emit`` receives the game's events: GameStarted once both engines are
+    up (or one failed to start), a MovePlayed for every ply (book plies first), and
+    GameFinished with the record last. An exception raised by ``emit`` ends the game (both
+    engines are killed) and propagates.
 
     Raises RefereeError only when the game cannot be played at all (illegal opening, no
     limit for an engine with an infinite time control, neither engine starts).
@@ -333,6 +343,7 @@ async def play_game(
     started = datetime.now(UTC)
     t0 = time.monotonic()
     procs: dict[chess.Color, EngineProcess] = {}
+    clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
     try:
         procs, end = await _start_both(spec, board, on_process, startup_timeout)
         for proc in procs.values():
@@ -342,9 +353,11 @@ async def play_game(
             if getattr(proc.protocol, "no_setboard", False) and start_board.fen() != chess.STARTING_FEN:
                 raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
                                    "cannot start from a FEN position")
+        if emit is not None:
+            _emit_start(emit, spec, procs, start_board, moves, started, clocks, attempt)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
-                                   startup_timeout)
+                                   startup_timeout, clocks=clocks, emit=emit, attempt=attempt)
     except BaseException:
         for proc in procs.values():
             proc.kill()
@@ -358,7 +371,7 @@ async def play_game(
     pgn = build_pgn(spec, start_board, moves, comments, end, started, finished, rmob)
     LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
              end.result, end.reason)
-    return GameRecord(
+    record = GameRecord(
         white=spec.white.name, black=spec.black.name, result=end.result, reason=end.reason,
         termination=end.termination, termination_details=end.details, moves=moves,
         comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
@@ -366,6 +379,86 @@ async def play_game(
         rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
         start_fen=start_fen,
     )
+    if emit is not None:
+        emit(GameFinished(spec.game_id, record, attempt))
+    return record
+
+
+def _clock_ms(clock: Clock) -> int | None:
+    return None if clock.tc.infinite else int(round(clock.remaining * 1000))
+
+
+def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
+                start_board: chess.Board, book: list[str], started: datetime,
+                clocks: dict[chess.Color, Clock], attempt: int) -> None:
+    """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched)."""
+    def id_name(color: chess.Color) -> str:
+        proc = procs.get(color)
+        return str(proc.protocol.id.get("name", "")) if proc is not None else ""
+
+    white_ms, black_ms = _clock_ms(clocks[chess.WHITE]), _clock_ms(clocks[chess.BLACK])
+    emit(GameStarted(
+        game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
+        white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
+        start_time=started.isoformat(timespec="milliseconds"), start_fen=start_board.fen(),
+        book_plies=len(book), white_clock_ms=white_ms, black_clock_ms=black_ms,
+        attempt=attempt, spec=spec_to_json(spec)))
+    board = start_board.copy(stack=False)
+    now_ms = int(time.time() * 1000)
+    for ply, uci in enumerate(book, 1):
+        move = chess.Move.from_uci(uci)
+        san = board.san(move)
+        board.push(move)
+        emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=board.fen(),
+                        white_clock_ms=white_ms, black_clock_ms=black_ms, book=True,
+                        comment="book", attempt=attempt, at_ms=now_ms))
+
+
+_PV_MOVE = re.compile(r"^[a-h][1-8][a-h][1-8][qrbn]?$")
+_MOVE_NUMBER = re.compile(r"^\d+\.+$")
+
+
+def _pv(line: str | None, board: chess.Board, xboard: bool) -> tuple[str, ...]:
+    """The PV of the engine's last search line, as UCI moves (``board``: before the move).
+
+    UCI PVs are taken as sent (checked for shape only); XBoard PVs are SAN and are read on a
+    copy of the board, up to the first token that is not a legal move.
+    """
+    if not line:
+        return ()
+    tokens = line.split()
+    if not xboard:
+        try:
+            start = tokens.index("pv") + 1
+        except ValueError:
+            return ()
+        pv = []
+        for token in tokens[start:]:
+            if not _PV_MOVE.match(token):
+                break
+            pv.append(token)
+        return tuple(pv)
+    pos = board.copy(stack=False)
+    pv = []
+    for token in tokens[4:]:  # ply score time nodes, then the PV (maybe after seldepth/nps)
+        token = token.rstrip("!?+#")
+        if _MOVE_NUMBER.match(token):
+            continue  # "12." / "12..." inside a SAN PV
+        if not token or token.isdigit() or token[0] in "({<":
+            if pv:  # numbers before the PV are seldepth/nps/tbhits; inside it, the end
+                break
+            continue
+        try:
+            move = pos.parse_san(token)
+        except ValueError:
+            if pv:
+                break
+            continue
+        pv.append(move.uci())
+        pos.push(move)
+        if len(pv) >= 40:
+            break
+    return tuple(pv)
 
 
 class _NotReady(Exception):
@@ -401,10 +494,11 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
 
 async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                      moves: list[str], comments: list[str], stall_timeout: float,
-                     grace: float, ready_timeout: float = STARTUP_TIMEOUT) -> _End:
+                     grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
+                     clocks: dict[chess.Color, Clock], emit: Emit | None = None,
+                     attempt: int = 1) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
-    clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
     adjudicator = Adjudicator(spec.adjudication)
     while True:
         color = board.turn
@@ -455,15 +549,37 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         move = played.move
         if move is None or not move or move not in board.legal_moves:
             return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+        san = board.san(move) if emit is not None else ""
+        pv_line = proto.take_pv_line()
+        pv = _pv(pv_line, board, engine.protocol == "xboard") if emit is not None else ()
         board.push(move)
-        moves.append(move.uci())
+        uci = move.uci()
+        moves.append(uci)
         info = searched_info(played.info)
-        comments.append(move_comment(info, color, elapsed))
+        comment = move_comment(info, color, elapsed)
+        comments.append(comment)
         end = natural_end(board)
+        verdict = None
+        pov = info.get("score")
+        score = pov.pov(color) if pov is not None else None
+        if end is None:
+            verdict = adjudicator.update(board, score)
+        if emit is not None:
+            draw = adjudicator.draw_window
+            emit(MovePlayed(
+                game_id=spec.game_id, ply=len(moves), uci=uci, san=san, fen=board.fen(),
+                white_clock_ms=_clock_ms(clocks[chess.WHITE]),
+                black_clock_ms=_clock_ms(clocks[chess.BLACK]),
+                time_ms=int(round(elapsed * 1000)),
+                score_cp=None if score is None or score.is_mate() else score.score(),
+                mate=None if score is None else score.mate(),
+                depth=info.get("depth"), seldepth=info.get("seldepth"), nodes=info.get("nodes"),
+                nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
+                draw_plies=draw.count if draw is not None else 0,
+                win_plies=adjudicator.win_count, attempt=attempt,
+                at_ms=int(time.time() * 1000)))
         if end is not None:
             return end
-        pov = info.get("score")
-        verdict = adjudicator.update(board, pov.pov(color) if pov is not None else None)
         if verdict is not None:
             return _from_verdict(verdict)
 
@@ -471,73 +587,10 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
 # --------------------------------------------------------------------------- CLI
 
 
-def _opening_from_args(args: argparse.Namespace) -> Opening | None:
-    if getattr(args, "fen", None):
-        try:
-            board = chess.Board(args.fen)
-        except ValueError as exc:
-            raise ValueError(f"--fen: got {args.fen!r}, expected a valid FEN ({exc})") from None
-        if board.status() != chess.STATUS_VALID:
-            raise ValueError(f"--fen: got {args.fen!r}, expected a legal position ({board.status()!r})")
-        return Opening(index=-1, name="", fen=board.fen())
-    if getattr(args, "moves", None):
-        board = chess.Board()
-        ucis: list[str] = []
-        for i, token in enumerate(args.moves.replace(",", " ").split(), 1):
-            if token[0].isdigit() and token.rstrip(".").isdigit():
-                continue  # move numbers "1." are allowed
-            token = token.split(".")[-1]
-            try:
-                move = board.parse_san(token)
-            except ValueError:
-                try:
-                    move = board.parse_uci(token)
-                except ValueError:
-                    raise ValueError(f"--moves: token {i} {token!r} is not a legal move (SAN or UCI) "
-                                     f"in {board.fen()}") from None
-            board.push(move)
-            ucis.append(move.uci())
-        return Opening(index=-1, name="", moves=tuple(ucis))
-    return None
 
 
-def cli_play(config: Config, args: argparse.Namespace) -> int:
-    """``swiss-runner play``: one game between two engines of the config; print its PGN."""
-    names = [e.name for e in config.engines]
-    for flag in ("white", "black"):
-        if getattr(args, flag) not in names:
-            print(f"error: --{flag}: got {getattr(args, flag)!r}, expected one of the engines in "
-                  f"{config.path}: {', '.join(names)}", file=sys.stderr)
-            return 2
-    tc = config.time_control
-    if getattr(args, "tc", None):
-        try:
-            tc = parse_time_control(args.tc)
-        except ValueError as exc:
-            print(f"error: --tc: got {args.tc!r}, expected {exc}", file=sys.stderr)
-            return 2
-    try:
-        opening = _opening_from_args(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    spec = GameSpec(game_id=1, round=1, game_in_round=1, white=config.engine(args.white),
-                    black=config.engine(args.black), time_control=tc,
-                    adjudication=config.adjudication, opening=opening, event=config.event,
-                    site=config.site, time_margin_ms=config.time_margin_ms)
-    try:
-        record = asyncio.run(play_game(spec))
-    except RefereeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; engines stopped", file=sys.stderr)
-        return 130
-    print(record.pgn)
-    print(f"{record.white} - {record.black}: {record.result} {{{record.reason}}}", file=sys.stderr)
-    return 0
 
 
-__all__ = ["RefereeError", "build_pgn", "cli_play", "format_score", "format_seconds",
+__all__ = ["RefereeError", "build_pgn", "format_score", "format_seconds",
            "move_comment", "natural_end", "play_game"]
 

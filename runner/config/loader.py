@@ -12,133 +12,26 @@ import difflib
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from runner.timecontrol import TimeControl, parse_time_control
-
-# Debian installs chess engines in /usr/games, which is not on every PATH (cron, CI, su).
-ENGINE_SEARCH_DIRS = ("/usr/games", "/usr/local/games")
-
-TIEBREAKS = (
-    "SonnebornBerger",
-    "RMobility",
-    "Wins",
-    "DirectEncounter",
-    "Buchholz",
-    "MedianBuchholz",
-    "ProgressiveScore",
-    "BlackGames",
+from runner.config.schema import (
+    DEFAULT_TIEBREAKS,
+    ENGINE_SEARCH_DIRS,
+    TIEBREAKS,
+    AdjudicationConfig,
+    Config,
+    EngineConfig,
+    OpeningsConfig,
+    SwissOptions,
+    TablebaseConfig,
+    TcecDrawRule,
+    TcecWinRule,
 )
-DEFAULT_TIEBREAKS = ("SonnebornBerger", "RMobility", "Wins", "DirectEncounter")
-
-
-class ConfigError(Exception):
-    """One or more problems in a config file; ``str()`` lists them all, one per line."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    name: str
-    command: str  # absolute path of the executable
-    args: tuple[str, ...] = ()
-    protocol: str = "uci"  # uci | xboard
-    rating: float | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    nodes: int | None = None
-    depth: int | None = None
-    movetime_ms: int | None = None
-    working_dir: str | None = None
-    command_as_written: str = ""
-
-    def __hash__(self) -> int:  # options is a dict; names are unique in a config
-        return hash(self.name)
-
-
-@dataclass(frozen=True)
-class SwissOptions:
-    games_per_match: int = 2
-    rounds: int = 11
-    seed_group_count: int = 1
-    seeding: str = "groups"  # groups | random | listed
-    random_seed: int = 0
-    double_round_schedule: str = "split"  # split | consecutive
-    unique_per_match_only: bool = True
-    random_openings: bool = True
-    allow_extra_pairs_on_tie: bool = False
-    max_extra_pairs: int = 10
-    state_path: Path = Path("state/swiss_state.json")
-
-
-@dataclass(frozen=True)
-class OpeningsConfig:
-    file: Path
-    format: str  # pgn | epd | polyglot
-    plies: int = 0  # 0 = whole line (pgn) / required > 0 for polyglot
-    order: str = "random"  # sequential | random
-
-
-@dataclass(frozen=True)
-class TcecDrawRule:
-    max_pawns: int = 8
-    max_pieces: int = 8  # pieces other than pawns, kings included (as TCEC counts)
-    score_cp: int = 20
-    plies: int = 10
-
-
-@dataclass(frozen=True)
-class TcecWinRule:
-    score_cp: int = 1000
-    plies: int = 10
-
-
-@dataclass(frozen=True)
-class TablebaseConfig:
-    paths: tuple[Path, ...] = ()
-    max_pieces: int = 6
-    ignore50: bool = False
-
-
-@dataclass(frozen=True)
-class AdjudicationConfig:
-    tcec_draw: TcecDrawRule | None = None
-    tcec_win: TcecWinRule | None = None
-    tablebases: TablebaseConfig | None = None
-    max_moves: int = 0  # 0 = off; full moves
-
-
-@dataclass(frozen=True)
-class Config:
-    path: Path
-    event: str
-    site: str
-    swiss: SwissOptions
-    time_control: TimeControl
-    time_margin_ms: int
-    concurrency: int
-    backend: str
-    cutechess_path: str
-    pgn_out: Path
-    database: Path
-    openings: OpeningsConfig | None
-    adjudication: AdjudicationConfig
-    engines: tuple[EngineConfig, ...]
-    tiebreaks: tuple[str, ...]
-    raw: dict[str, Any]
-
-    def engine(self, name: str) -> EngineConfig:
-        for engine in self.engines:
-            if engine.name == name:
-                return engine
-        raise KeyError(name)
-
+from runner.domain.timecontrol import TimeControl, parse_time_control
+from runner.errors import ConfigError
 
 # --------------------------------------------------------------------------- YAML + lines
 
@@ -270,7 +163,7 @@ _TOP = {
     "Event": False, "Site": False, "SwissOptions": True, "TimeControl": True,
     "TimeMarginMs": False, "Concurrency": False, "Backend": False, "CutechessPath": False,
     "PgnOut": False, "Database": False, "Openings": False, "Adjudication": False,
-    "Engines": True, "Tiebreaks": False,
+    "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False,
 }
 _SWISS = {
     "GamesPerMatch": False, "Rounds": False, "SeedGroupCount": False, "Seeding": False,
@@ -503,6 +396,9 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         time_control=tc,
         time_margin_ms=c.get(top, "", "TimeMarginMs", "int", 0, _non_negative, "milliseconds >= 0"),
         concurrency=c.get(top, "", "Concurrency", "int", 1, _positive, "a positive integer"),
+        snapshot_interval_s=float(c.get(top, "", "SnapshotIntervalS", "float", 1.0,
+                                        lambda v: 0.1 <= v <= 3600,
+                                        "seconds from 0.1 to 3600") or 1.0),
         backend=c.choice(top, "", "Backend", ("python-chess", "cutechess"), "python-chess"),
         cutechess_path=_cutechess_path(c.get(top, "", "CutechessPath", "str", "cutechess-cli"), base),
         pgn_out=pgn_out,

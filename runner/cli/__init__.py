@@ -14,78 +14,19 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner import __version__
-from runner.config import Config, ConfigError, advice, load_config
-
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def _load(path: str) -> Config | None:
-    try:
-        return load_config(path)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        print(f"{path}: {len(exc.problems)} problem(s); nothing was run or written", file=sys.stderr)
-        return None
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    if config is None:
-        return EXIT_BAD_INPUT
-    problems: list[str] = []
-    if config.openings is not None:
-        from runner.openings import check_book, event_matches
-
-        # as `run` reads it: the polyglot walk depends on RandomSeed, and without
-        # UniquePerMatchOnly the book must hold an opening for every match
-        problems += check_book(config.openings, config.swiss.random_seed,
-                               matches=event_matches(config),
-                               unique_per_match_only=config.swiss.unique_per_match_only)
-    if config.backend == "cutechess":
-        from runner.cutechess import check_binary
-
-        error = check_binary(config.cutechess_path)
-        if error:
-            problems.append(f"{config.path}: CutechessPath: {error}")
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    if problems:
-        return EXIT_BAD_INPUT
-    status = EXIT_OK
-    if args.probe:
-        from runner.engines import probe_engine
-
-        for engine in config.engines:
-            result = probe_engine(engine, timeout=args.timeout)
-            if result.error:
-                print(f"FAIL {engine.name}: {result.error}")
-                status = EXIT_FAIL
-                continue
-            print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
-            for option in result.unknown_options:
-                print(f"FAIL {engine.name}: Engines[{config.engines.index(engine)}].Options.{option}: "
-                      f"the engine has no option {option!r}")
-                status = EXIT_FAIL
-    for note in advice(config):
-        print(f"warning: {config.path}: {note}")
-    games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds
-    verdict = "OK" if status == EXIT_OK else "config OK, but the engine probe FAILED (see above)"
-    print(f"{config.path}: {verdict}: {len(config.engines)} engines, {config.swiss.rounds} "
-          f"round(s) x {config.swiss.games_per_match} game(s) per match = {games} games, "
-          f"time control {config.time_control} ({config.time_control.human()})")
-    return status
+from runner.cli.common import load
+from runner.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_OK
 
 
 def _with_config(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     """A subcommand that loads and validates ``args.config``, then calls module.function(config, args).
 
-    The module is imported only when the command runs, so ``--help`` and ``validate`` never
-    depend on the rest of the package.
+    The module is imported only when the command runs, so ``--help`` never depends on the
+    rest of the package.
     """
 
     def command(args: argparse.Namespace) -> int:
-        config = _load(args.config)
+        config = load(args.config)
         if config is None:
             return EXIT_BAD_INPUT
         return int(getattr(importlib.import_module(module), function)(config, args))
@@ -93,23 +34,26 @@ def _with_config(module: str, function: str) -> Callable[[argparse.Namespace], i
     return command
 
 
-cmd_run = _with_config("runner.orchestrator", "cli_run")
-cmd_status = _with_config("runner.orchestrator", "cli_status")
-cmd_standings = _with_config("runner.standings", "cli_standings")
-cmd_play = _with_config("runner.referee", "cli_play")
+def _without_config(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    def command(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(module), function)(args))
+
+    return command
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
-    from runner.audit import cli_audit
-
-    return cli_audit(args)
+cmd_validate = _with_config("runner.cli.validate", "cli_validate")
+cmd_run = _with_config("runner.cli.run", "cli_run")
+cmd_status = _with_config("runner.cli.status", "cli_status")
+cmd_standings = _with_config("runner.cli.standings", "cli_standings")
+cmd_play = _with_config("runner.cli.play", "cli_play")
+cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="swiss-runner",
         description="Run chess-engine tournaments with the TCEC Swiss system.",
-        epilog="Exit codes: 0 ok, 1 failed/mismatch, 2 bad input, 130 interrupted.",
+        epilog=EXIT_CODES_HELP,
     )
     parser.add_argument("--version", action="version", version=f"swiss-runner {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

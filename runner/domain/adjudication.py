@@ -26,8 +26,8 @@ import chess
 import chess.engine
 import chess.syzygy
 
-from runner.config import AdjudicationConfig, TablebaseConfig, TcecDrawRule
-from runner.models import BLACK_WIN, DRAW, WHITE_WIN
+from runner.config.schema import AdjudicationConfig, TablebaseConfig, TcecDrawRule
+from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,14 +27,13 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from runner.config import TIEBREAKS
-from runner.models import RESULTS, EventResults, PlayedGame, white_score
-from runner.rmobility import bye_points, rmobility_points
+from runner.config.schema import TIEBREAKS
+from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
+from runner.domain.rmobility import bye_points, rmobility_points
 
 if TYPE_CHECKING:
-    import argparse
 
-    from runner.config import Config
+    pass
 
 JSON_FORMAT = "swiss-runner-standings"
 JSON_VERSION = 1
@@ -551,22 +549,3 @@ def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence
 # --------------------------------------------------------------------------- CLI
 
 
-def cli_standings(config: Config, args: argparse.Namespace) -> int:
-    """``swiss-runner standings CONFIG [--format ...]``: 0 printed, 1 no state yet, 2 bad state."""
-    from runner import store
-
-    errors: tuple[type[BaseException], ...] = (OSError, ValueError, store.StoreError)
-    try:
-        results = store.load_results(config)
-        if results is None:
-            print(f"{config.path}: no tournament state yet (no database at "
-                  f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
-                  file=sys.stderr)
-            return 1  # as `status`: the command ran, there is just no event yet
-        rows = compute_standings(results, config.tiebreaks)
-    except errors as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(render_standings(rows, results, getattr(args, "format", "text") or "text", config.tiebreaks),
-          end="")
-    return 0

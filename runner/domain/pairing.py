@@ -32,7 +32,7 @@ from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from runner.models import PlayedGame, RoundResult, white_score
+from runner.domain.models import PlayedGame, RoundResult, white_score
 
 SCHEDULES = ("split", "consecutive")
 SEEDING_METHODS = ("groups", "random", "listed")

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runner.config import AdjudicationConfig, EngineConfig
-    from runner.timecontrol import TimeControl
+    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.domain.timecontrol import TimeControl
 
 WHITE_WIN = "1-0"
 BLACK_WIN = "0-1"
@@ -86,7 +86,7 @@ class GameRecord:
 
 
 # --------------------------------------------------------------------------- event results
-# What standings, status and reports read back from the store (runner.store builds it).
+# What standings, status and reports read back from the store (runner.store.database builds it).
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class PlayedGame:
     white: str
     black: str
     result: str
-    rmobility: str | None = None  # r-mobility tag of the game, see runner.rmobility
+    rmobility: str | None = None  # r-mobility tag of the game, see runner.domain.rmobility
     extra: bool = False  # an extra tie-break pair played after the scheduled rounds
 
 

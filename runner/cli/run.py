@@ -1,0 +1,64 @@
+"""`swiss-runner run CONFIG`: run or resume the event."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sqlite3
+
+from runner.books.openings import BookError
+from runner.cli.common import err as _err
+from runner.config import Config
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
+from runner.service.lock import event_lock as _event_lock
+from runner.service.tournament import PlayGame, Tournament
+from runner.store.database import Store, StoreError
+
+
+def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | None = None) -> int:
+    """`swiss-runner run CONFIG`: run or resume the event; exit code per runner.cli."""
+    chess_log = logging.getLogger("chess.engine")
+    if chess_log.level == logging.NOTSET:
+        # python-chess warns about every line it does not parse (xboard engines' "tellics
+        # whisper", "post on", ...): harmless, and it would drown the progress output.
+        chess_log.setLevel(logging.ERROR)
+    if config.backend == "cutechess" and play_game is None:
+        from runner.play.cutechess import check_binary
+
+        problem = check_binary(config.cutechess_path)
+        if problem:  # refuse before any state is created or touched
+            _err(f"{config.path}: CutechessPath: {problem}")
+            return EXIT_BAD_INPUT
+    try:
+        store = Store.open(config.database)
+    except StoreError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    try:
+        with _event_lock(config.database):
+            tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
+                                    quiet=getattr(args, "quiet", False), play_game=play_game)
+            try:
+                code = tournament.prepare()
+            except BookError as exc:
+                _err(str(exc))
+                return EXIT_BAD_INPUT
+            if code is not None:
+                return code
+            return asyncio.run(tournament.run())
+    except StoreError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except BookError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except (OSError, sqlite3.Error) as exc:
+        _err(f"{getattr(exc, 'filename', None) or config.database}: "
+             f"{getattr(exc, 'strerror', None) or exc}; nothing recorded was lost")
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        _err("interrupted; run the same command to resume")
+        return EXIT_INTERRUPTED
+    finally:
+        store.close()

@@ -1,0 +1,30 @@
+"""`swiss-runner standings CONFIG [--format ...]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runner.config import Config
+from runner.domain.standings import compute_standings, render_standings
+
+
+def cli_standings(config: Config, args: argparse.Namespace) -> int:
+    """``swiss-runner standings CONFIG [--format ...]``: 0 printed, 1 no state yet, 2 bad state."""
+    from runner.store import database as store
+
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, store.StoreError)
+    try:
+        results = store.load_results(config)
+        if results is None:
+            print(f"{config.path}: no tournament state yet (no database at "
+                  f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
+                  file=sys.stderr)
+            return 1  # as `status`: the command ran, there is just no event yet
+        rows = compute_standings(results, config.tiebreaks)
+    except errors as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(render_standings(rows, results, getattr(args, "format", "text") or "text", config.tiebreaks),
+          end="")
+    return 0

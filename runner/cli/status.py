@@ -1,0 +1,81 @@
+"""`swiss-runner status CONFIG [--json]`: progress from the state, read-only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from runner.cli.common import err as _err
+from runner.config import Config
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+from runner.service.state import build_state, standings_text
+from runner.store.database import Store, StoreError
+
+
+def cli_status(config: Config, args: argparse.Namespace) -> int:
+    """`swiss-runner status CONFIG`: progress from the state, read-only."""
+    try:
+        store = Store.open_readonly(config.database)
+    except StoreError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    if store is None or not store.has_event():
+        print(f"{config.path}: no event recorded yet ({config.database} does not exist or is "
+              "empty); start it with `swiss-runner run`", flush=True)
+        return EXIT_FAIL
+    try:
+        json_out = getattr(args, "json", False)
+        data = build_state(config, store, standings=json_out)
+        if json_out:
+            print(json.dumps(data, indent=1), flush=True)
+            return EXIT_OK
+        cur = data["current_round"]
+        print(f"Event: {data['event']}  ({data['database']})")
+        if cur is None:
+            print("Round: not paired yet")
+        else:
+            kind = "extra pair round" if cur["extra"] else f"round {cur['number']} of {data['rounds_total']}"
+            print(f"Round: {kind} ({cur['state']})")
+        print(f"Games: {data['games_finished']} of {data['games_total']} finished"
+              + ("; event complete" if data["complete"] else ""))
+        if data["in_progress"]:
+            stale = " (the runner is not running: they will be played again on resume)" \
+                if data["runner_running"] is False else ""
+            print("In progress:" + stale)
+            for g in data["in_progress"]:
+                print(f"  {_live_line(g)}")
+        if data["runner_running"] is not None:
+            print("Runner: " + ("running" if data["runner_running"] else "not running"))
+        table = standings_text(config, store)
+        if table:
+            print(table.rstrip("\n"))
+        sys.stdout.flush()
+        return EXIT_OK
+    except StoreError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    finally:
+        store.close()
+
+
+def _clock(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    minutes, sec = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours}:{minutes:02d}:{sec:04.1f}" if hours else f"{minutes}:{sec:04.1f}"
+
+
+def _live_line(g: dict) -> str:
+    """``game 6 (A vs B): ply 34 Nf3, clocks 1:23.4 / 1:20.1, last +0.35/16 1.2s``"""
+    text = f"game {g['game_id']} ({g['white']} vs {g['black']})"
+    if not g.get("ply"):
+        return text + ": starting"
+    clocks = g["clocks"]
+    text += (f": ply {g['ply']} {g['san'][-1]}, clocks {_clock(clocks['white_ms'])} / "
+             f"{_clock(clocks['black_ms'])}")
+    if g.get("draw_plies"):
+        text += f", TCEC draw rule {g['draw_plies']} plies"
+    return text

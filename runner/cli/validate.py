@@ -1,0 +1,54 @@
+"""`swiss-runner validate CONFIG [--probe]`: check a config, its book and (probe) its engines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runner.config import Config, advice
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+
+
+def cli_validate(config: Config, args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    if config.openings is not None:
+        from runner.books.openings import check_book, event_matches
+
+        # as `run` reads it: the polyglot walk depends on RandomSeed, and without
+        # UniquePerMatchOnly the book must hold an opening for every match
+        problems += check_book(config.openings, config.swiss.random_seed,
+                               matches=event_matches(config),
+                               unique_per_match_only=config.swiss.unique_per_match_only)
+    if config.backend == "cutechess":
+        from runner.play.cutechess import check_binary
+
+        error = check_binary(config.cutechess_path)
+        if error:
+            problems.append(f"{config.path}: CutechessPath: {error}")
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_BAD_INPUT
+    status = EXIT_OK
+    if args.probe:
+        from runner.play.engines import probe_engine
+
+        for engine in config.engines:
+            result = probe_engine(engine, timeout=args.timeout)
+            if result.error:
+                print(f"FAIL {engine.name}: {result.error}")
+                status = EXIT_FAIL
+                continue
+            print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
+            for option in result.unknown_options:
+                print(f"FAIL {engine.name}: Engines[{config.engines.index(engine)}].Options.{option}: "
+                      f"the engine has no option {option!r}")
+                status = EXIT_FAIL
+    for note in advice(config):
+        print(f"warning: {config.path}: {note}")
+    games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds
+    verdict = "OK" if status == EXIT_OK else "config OK, but the engine probe FAILED (see above)"
+    print(f"{config.path}: {verdict}: {len(config.engines)} engines, {config.swiss.rounds} "
+          f"round(s) x {config.swiss.games_per_match} game(s) per match = {games} games, "
+          f"time control {config.time_control} ({config.time_control.human()})")
+    return status

@@ -1,0 +1,24 @@
+"""The event's configuration: the YAML loader with precise messages, the typed result, and
+the event fingerprint that ties a state database to the config that started it."""
+
+from runner.config.loader import advice, load_config, resolve_command
+from runner.config.schema import (
+    DEFAULT_TIEBREAKS,
+    ENGINE_SEARCH_DIRS,
+    TIEBREAKS,
+    AdjudicationConfig,
+    Config,
+    EngineConfig,
+    OpeningsConfig,
+    SwissOptions,
+    TablebaseConfig,
+    TcecDrawRule,
+    TcecWinRule,
+)
+from runner.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_TIEBREAKS", "ENGINE_SEARCH_DIRS", "TIEBREAKS", "AdjudicationConfig", "Config",
+    "ConfigError", "EngineConfig", "OpeningsConfig", "SwissOptions", "TablebaseConfig",
+    "TcecDrawRule", "TcecWinRule", "advice", "load_config", "resolve_command",
+]

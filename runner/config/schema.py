@@ -1,0 +1,127 @@
+"""The typed configuration of an event: what `load_config` returns (plain frozen dataclasses).
+
+Pure types with no YAML, file or engine access, so that rules, backends and workers on other
+machines can use them without the loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.domain.timecontrol import TimeControl
+
+# Debian installs chess engines in /usr/games, which is not on every PATH (cron, CI, su).
+ENGINE_SEARCH_DIRS = ("/usr/games", "/usr/local/games")
+
+TIEBREAKS = (
+    "SonnebornBerger",
+    "RMobility",
+    "Wins",
+    "DirectEncounter",
+    "Buchholz",
+    "MedianBuchholz",
+    "ProgressiveScore",
+    "BlackGames",
+)
+DEFAULT_TIEBREAKS = ("SonnebornBerger", "RMobility", "Wins", "DirectEncounter")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    name: str
+    command: str  # absolute path of the executable
+    args: tuple[str, ...] = ()
+    protocol: str = "uci"  # uci | xboard
+    rating: float | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    nodes: int | None = None
+    depth: int | None = None
+    movetime_ms: int | None = None
+    working_dir: str | None = None
+    command_as_written: str = ""
+
+    def __hash__(self) -> int:  # options is a dict; names are unique in a config
+        return hash(self.name)
+
+
+@dataclass(frozen=True)
+class SwissOptions:
+    games_per_match: int = 2
+    rounds: int = 11
+    seed_group_count: int = 1
+    seeding: str = "groups"  # groups | random | listed
+    random_seed: int = 0
+    double_round_schedule: str = "split"  # split | consecutive
+    unique_per_match_only: bool = True
+    random_openings: bool = True
+    allow_extra_pairs_on_tie: bool = False
+    max_extra_pairs: int = 10
+    state_path: Path = Path("state/swiss_state.json")
+
+
+@dataclass(frozen=True)
+class OpeningsConfig:
+    file: Path
+    format: str  # pgn | epd | polyglot
+    plies: int = 0  # 0 = whole line (pgn) / required > 0 for polyglot
+    order: str = "random"  # sequential | random
+
+
+@dataclass(frozen=True)
+class TcecDrawRule:
+    max_pawns: int = 8
+    max_pieces: int = 8  # pieces other than pawns, kings included (as TCEC counts)
+    score_cp: int = 20
+    plies: int = 10
+
+
+@dataclass(frozen=True)
+class TcecWinRule:
+    score_cp: int = 1000
+    plies: int = 10
+
+
+@dataclass(frozen=True)
+class TablebaseConfig:
+    paths: tuple[Path, ...] = ()
+    max_pieces: int = 6
+    ignore50: bool = False
+
+
+@dataclass(frozen=True)
+class AdjudicationConfig:
+    tcec_draw: TcecDrawRule | None = None
+    tcec_win: TcecWinRule | None = None
+    tablebases: TablebaseConfig | None = None
+    max_moves: int = 0  # 0 = off; full moves
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    event: str
+    site: str
+    swiss: SwissOptions
+    time_control: TimeControl
+    time_margin_ms: int
+    concurrency: int
+    backend: str
+    cutechess_path: str
+    pgn_out: Path
+    database: Path
+    openings: OpeningsConfig | None
+    adjudication: AdjudicationConfig
+    engines: tuple[EngineConfig, ...]
+    tiebreaks: tuple[str, ...]
+    raw: dict[str, Any]
+    snapshot_interval_s: float = 1.0  # the JSON state is rewritten at most this often in play
+
+    def engine(self, name: str) -> EngineConfig:
+        for engine in self.engines:
+            if engine.name == name:
+                return engine
+        raise KeyError(name)
+
+

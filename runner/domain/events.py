@@ -1,0 +1,189 @@
+"""A game as a stream of events: GameStarted, MovePlayed ... MovePlayed, GameFinished.
+
+A backend (the built-in referee, cutechess-cli, later a worker on another machine) emits
+these while a game runs; the store, the console, the PGN file and the JSON state document
+are sinks of the stream (runner.service.sinks). Every event and everything a backend needs
+to play a game (the GameSpec, and when resuming, the position reached) are plain values that
+round-trip through JSON (:func:`event_to_json` / :func:`event_from_json`,
+:func:`spec_to_json` / :func:`spec_from_json`), so the stream can cross a process or a
+network. The wire form carries ``"v": EVENT_VERSION``; docs/state.md documents it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.config.schema import (
+    AdjudicationConfig,
+    EngineConfig,
+    TablebaseConfig,
+    TcecDrawRule,
+    TcecWinRule,
+)
+from runner.domain.models import GameRecord, GameSpec, Opening
+from runner.domain.timecontrol import TimeControl
+
+EVENT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class GameStarted:
+    """The engines are up (or failed to start) and the first move is about to be asked for."""
+
+    game_id: int
+    white: str  # the engines' names in the event (Engines[i].Name)
+    black: str
+    white_id: str  # the engines' own names (UCI ``id name`` / XBoard ``myname``), "" if unknown
+    black_id: str
+    start_time: str  # ISO 8601 UTC
+    start_fen: str  # the position the game starts from (before the book moves)
+    book_plies: int  # book moves played before the engines' first move
+    white_clock_ms: int | None  # clocks when the first engine move is asked for (None: no clock)
+    black_clock_ms: int | None
+    resumed_from_ply: int = 0  # > 0: the game continues from this ply of its move log
+    attempt: int = 1  # how many times this game has been started (in this event)
+    spec: dict[str, Any] | None = None  # the GameSpec as JSON (spec_to_json)
+    worker: str = ""  # where the game is played ("" = this machine)
+    kind: str = field(default="started", init=False)
+
+
+@dataclass(frozen=True)
+class MovePlayed:
+    """One ply: the move, the position after it, both clocks and what the mover reported.
+
+    Scores are from the mover's point of view, in centipawns (``score_cp``) or moves to mate
+    (``mate``, + for the mover). Book plies have ``book`` set and no engine data.
+    """
+
+    game_id: int
+    ply: int  # 1-based ply number in the game (book plies included)
+    uci: str
+    san: str
+    fen: str  # after the move
+    white_clock_ms: int | None  # after the move (increment added); None without a clock
+    black_clock_ms: int | None
+    time_ms: int = 0  # time the mover used
+    book: bool = False
+    score_cp: int | None = None
+    mate: int | None = None
+    depth: int | None = None
+    seldepth: int | None = None
+    nodes: int | None = None
+    nps: int | None = None
+    tbhits: int | None = None
+    pv: tuple[str, ...] = ()  # UCI moves as the engine sent them
+    comment: str = ""  # the PGN comment of the move ("book", "+0.35/16 5.1s")
+    at_ms: int = 0  # wall time the move arrived (Unix epoch, ms): clocks tick from here
+    draw_plies: int = 0  # TCEC draw rule: consecutive qualifying plies so far
+    win_plies: int = 0  # TCEC win rule: consecutive plies both agree one side is winning
+    attempt: int = 1
+    kind: str = field(default="move", init=False)
+
+
+@dataclass(frozen=True)
+class GameFinished:
+    """The game is over; ``record`` is everything it produced."""
+
+    game_id: int
+    record: GameRecord
+    attempt: int = 1
+    kind: str = field(default="finished", init=False)
+
+
+GameEvent = GameStarted | MovePlayed | GameFinished
+
+# --------------------------------------------------------------------------- JSON codec
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+def record_to_json(record: GameRecord) -> dict[str, Any]:
+    return _plain(record)
+
+
+def record_from_json(data: dict[str, Any]) -> GameRecord:
+    return GameRecord(**data)
+
+
+def event_to_json(event: GameEvent) -> dict[str, Any]:
+    """The wire form of an event: a flat JSON object with ``kind`` and ``v``."""
+    data = _plain(event)
+    data["v"] = EVENT_VERSION
+    return data
+
+
+class EventFormatError(ValueError):
+    """A message that is not a game event of a version this code reads."""
+
+
+def event_from_json(data: dict[str, Any]) -> GameEvent:
+    if not isinstance(data, dict) or data.get("v") != EVENT_VERSION:
+        raise EventFormatError(f"not a game event of version {EVENT_VERSION}: {str(data)[:200]}")
+    body = {k: v for k, v in data.items() if k not in ("v", "kind")}
+    kind = data.get("kind")
+    try:
+        if kind == "started":
+            return GameStarted(**body)
+        if kind == "move":
+            body["pv"] = tuple(body.get("pv", ()))
+            return MovePlayed(**body)
+        if kind == "finished":
+            body["record"] = record_from_json(body["record"])
+            return GameFinished(**body)
+    except TypeError as exc:
+        raise EventFormatError(f"game event {kind!r}: {exc}") from None
+    raise EventFormatError(f"unknown game event kind {kind!r}")
+
+
+def spec_to_json(spec: GameSpec) -> dict[str, Any]:
+    """Everything a backend needs to play the game, as plain JSON (no paths resolved anew)."""
+    data = _plain(spec)
+    data["v"] = EVENT_VERSION
+    return data
+
+
+def _engine(d: dict[str, Any]) -> EngineConfig:
+    d = dict(d)
+    d["args"] = tuple(d.get("args", ()))
+    d["options"] = dict(d.get("options", {}))
+    return EngineConfig(**d)
+
+
+def _adjudication(d: dict[str, Any]) -> AdjudicationConfig:
+    tb = d.get("tablebases")
+    return AdjudicationConfig(
+        tcec_draw=None if d.get("tcec_draw") is None else TcecDrawRule(**d["tcec_draw"]),
+        tcec_win=None if d.get("tcec_win") is None else TcecWinRule(**d["tcec_win"]),
+        tablebases=None if tb is None else TablebaseConfig(
+            paths=tuple(Path(p) for p in tb.get("paths", ())), max_pieces=tb["max_pieces"],
+            ignore50=tb["ignore50"]),
+        max_moves=d.get("max_moves", 0))
+
+
+def spec_from_json(data: dict[str, Any]) -> GameSpec:
+    if data.get("v") != EVENT_VERSION:
+        raise EventFormatError(f"not a game spec of version {EVENT_VERSION}")
+    opening = data.get("opening")
+    return GameSpec(
+        game_id=data["game_id"], round=data["round"], game_in_round=data["game_in_round"],
+        white=_engine(data["white"]), black=_engine(data["black"]),
+        time_control=TimeControl(**data["time_control"]),
+        adjudication=_adjudication(data["adjudication"]),
+        opening=None if opening is None else Opening(
+            index=opening["index"], name=opening.get("name", ""), fen=opening.get("fen"),
+            moves=tuple(opening.get("moves", ()))),
+        event=data.get("event", "?"), site=data.get("site", "?"),
+        time_margin_ms=data.get("time_margin_ms", 0), extra_pair=data.get("extra_pair", 0))

@@ -1,0 +1,189 @@
+"""Sinks of the game event stream: the store, the console, the PGN file, the JSON state.
+
+The loop hands every event a backend emits to :class:`EventRouter.publish`. The store comes
+first and must succeed (a finished game that cannot be committed stops the event); the other
+sinks are views that report their own failures and never lose a game (compare fastchess's
+``IOutput`` and cutechess's signals, which the CLI and GUI both watch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from runner.domain.events import GameEvent, GameFinished, GameStarted, event_to_json
+from runner.errors import StopEvent
+from runner.store.database import Store, append_pgn
+from runner.store.movelog import MoveLog
+
+
+def err(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+class Sink(Protocol):
+    def handle(self, event: GameEvent) -> None: ...
+
+
+class RecordError(StopEvent):
+    """A finished game could not be committed (disk full, I/O error)."""
+
+
+class StoreSink:
+    """The record: game starts, the per-move log, and each finished game in one transaction."""
+
+    def __init__(self, store: Store, movelog: MoveLog):
+        self.store = store
+        self.movelog = movelog
+
+    def handle(self, event: GameEvent) -> None:
+        if isinstance(event, GameStarted):
+            started = json.dumps(event_to_json(event), separators=(",", ":"))
+            with self.movelog.restart(event.game_id, event.attempt):
+                self.store.start_game(event.game_id, event.attempt, started,
+                                      keep_plies=event.resumed_from_ply)
+        elif isinstance(event, GameFinished):
+            try:
+                with self.movelog.settle(event.game_id) as rows:
+                    self.store.record_game(event.game_id, event.record, moves=rows)
+            except Exception as exc:  # noqa: BLE001 - disk full, I/O error, integrity: stop cleanly
+                gid = event.game_id
+                raise RecordError(f"{self.store.path}: could not record game {gid} ({exc}); "
+                                  f"everything recorded before it is intact and game {gid} "
+                                  "will be played again when you run the same command again "
+                                  "(free disk space first if the disk is full)") from exc
+        else:
+            self.movelog.append(event)
+
+
+class ConsoleSink:
+    """cutechess-style lines: ``Started game 3 of 18 (A vs B)``, ``Finished game 3 (...)``."""
+
+    def __init__(self, say: Callable[[str], None], total_games: Callable[[], int]):
+        self.say = say
+        self.total_games = total_games
+
+    def handle(self, event: GameEvent) -> None:
+        if isinstance(event, GameStarted):
+            resumed = f", resumed from ply {event.resumed_from_ply}" if event.resumed_from_ply else ""
+            where = f" on {event.worker}" if event.worker else ""
+            self.say(f"Started game {event.game_id} of {self.total_games()} "
+                     f"({event.white} vs {event.black}){resumed}{where}")
+        elif isinstance(event, GameFinished):
+            r = event.record
+            self.say(f"Finished game {event.game_id} ({r.white} vs {r.black}): "
+                     f"{r.result} {{{r.reason}}}")
+
+
+class PgnSink:
+    """Appends each finished game to PgnOut; rebuilds the file from the store when needed."""
+
+    def __init__(self, path: Path, store: Store, say: Callable[..., None]):
+        self.path = path
+        self.store = store
+        self.say = say
+        self.dirty = False
+
+    def sync(self) -> None:
+        """Make the file hold exactly the recorded games (rebuilt from the database if not)."""
+        if self.store.pgn_matches(self.path):
+            self.dirty = False
+            return
+        try:
+            backup = self.store.rebuild_pgn(self.path)
+            self.dirty = False
+            if backup is not None:
+                self.say(f"{self.path} held games that are not this event's; kept it as {backup}",
+                         always=True)
+            self.say(f"Rebuilt {self.path} from the database "
+                     f"({self.store.counts().get('finished', 0)} games)")
+        except OSError as exc:
+            self.dirty = True
+            err(f"{self.path}: cannot write the PGN ({exc.strerror}); the games are safe in "
+                f"{self.store.path} and the PGN will be rebuilt on the next try")
+
+    def handle(self, event: GameEvent) -> None:
+        if not isinstance(event, GameFinished):
+            return
+        if self.dirty:
+            self.sync()
+            return
+        try:
+            append_pgn(self.path, event.record.pgn)
+        except OSError as exc:
+            self.dirty = True
+            err(f"{self.path}: cannot append the game ({exc.strerror}); it is safe in "
+                f"{self.store.path} and the PGN will be rebuilt from there")
+
+
+class SnapshotSink:
+    """Rewrites the JSON state document (StatePath) at every game start and end, and at most
+    every ``interval`` seconds while moves come in (see runner.service.state)."""
+
+    def __init__(self, write: Callable[[], None], interval: float):
+        self.write = write
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def handle(self, event: GameEvent) -> None:
+        if isinstance(event, GameStarted | GameFinished):
+            self.request(now=True)
+
+    def request(self, now: bool = False) -> None:
+        """Ask for a rewrite: at once (``now``), else no sooner than ``interval`` after the
+        last one; requests during a write are coalesced into one more write."""
+        loop = asyncio.get_running_loop()
+        wait = 0.0 if now else self._last + self.interval - time.monotonic()
+        if wait > 0:
+            if self._timer is None:
+                self._timer = loop.call_later(wait, self._fire)
+            return
+        self._fire()
+
+    def _fire(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.get_running_loop().create_task(self._worker())
+
+    async def _worker(self) -> None:
+        while True:
+            self._again = False
+            self._last = time.monotonic()
+            await asyncio.to_thread(self.write)
+            if not self._again:
+                return
+
+    async def flush(self) -> None:
+        if self._timer is not None:
+            self._fire()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+
+class EventRouter:
+    """Hands each event to the store first, then to the views."""
+
+    def __init__(self, store: StoreSink, views: Sequence[Sink]):
+        self.store = store
+        self.views = list(views)
+
+    def publish(self, event: GameEvent) -> None:
+        self.store.handle(event)  # RecordError propagates: the event must stop
+        for view in self.views:
+            try:
+                view.handle(event)
+            except Exception as exc:  # noqa: BLE001 - a view never costs a recorded game
+                err(f"{type(view).__name__}: {type(exc).__name__}: {exc} (game "
+                    f"{event.game_id}; the record in the database is intact)")

@@ -1,0 +1,387 @@
+"""The tournament loop: next games from the schedule, dispatch them, route their events.
+
+All tournament truth lives in the store (runner.store); pairing, standings and openings are
+pure rules (runner.domain, runner.books); a backend (runner.play) plays each game and emits
+its events, which the sinks (runner.service.sinks) record and show. Every decision that must
+survive a crash (seeds, opening order, each round's pairs and playing order, each finished
+game, each move) is committed before anything depends on it, and reused unchanged on resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from runner.config.schema import Config
+from runner.domain.events import GameEvent, GameFinished, GameStarted
+from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.service.setup import open_event
+from runner.service.sinks import (
+    ConsoleSink,
+    EventRouter,
+    PgnSink,
+    RecordError,
+    SnapshotSink,
+    StoreSink,
+    err,
+)
+from runner.service.state import check_snapshot, standings_text, write_snapshot
+from runner.store.database import Store, StoredGame, StoredRound, StoreError
+from runner.store.movelog import MoveLog
+
+# A backend: play_game(spec, *, emit, on_process, attempt) -> GameRecord (runner.play)
+PlayGame = Callable[..., Awaitable[GameRecord]]
+
+
+@dataclass
+class Tournament:
+    config: Config
+    store: Store
+    finish_games: bool = False
+    quiet: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    play_game: PlayGame | None = None
+    book: list[Opening] = field(default_factory=list)
+    stopping: bool = False
+    interrupted: bool = False
+    failure: str | None = None
+    running: dict[int, asyncio.Task[None]] = field(default_factory=dict)
+    pgn: PgnSink = field(init=False)
+    router: EventRouter | None = None
+    movelog: MoveLog | None = None
+    snapshot: SnapshotSink | None = None
+
+    def __post_init__(self) -> None:
+        self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
+
+    # ---- output --------------------------------------------------------------------------
+
+    def say(self, text: str, *, always: bool = False) -> None:
+        if always or not self.quiet:
+            print(text, file=self.out, flush=True)
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    def prepare(self) -> int | None:
+        """Create or check the event; sweep leftovers. Return an exit code to stop early."""
+        self.book, code = open_event(self.config, self.store, self.say, self.total_games)
+        if code is not None:
+            return code
+        self.pgn.sync()
+        if check_snapshot(self.config.swiss.state_path):
+            self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or cut "
+                     f"short; rebuilt from {self.store.path}")
+        write_snapshot(self.config, self.store)
+        return None
+
+    def total_games(self) -> int:
+        s = self.config.swiss
+        scheduled = len(self.config.engines) // 2 * s.games_per_match * s.rounds
+        extra = self.store.conn.execute("SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0]
+        return scheduled + extra
+
+    # ---- the JSON state document --------------------------------------------------------
+
+    def _snapshot_in_thread(self) -> None:
+        try:
+            reader = Store.open_readonly(self.store.path)
+            if reader is not None:
+                try:
+                    write_snapshot(self.config, reader)
+                finally:
+                    reader.close()
+        except (StoreError, sqlite3.Error) as exc:
+            # The snapshot is derived from the database: a failed read costs one dashboard
+            # update, never the event (every game is committed through the main connection).
+            err(f"{self.config.swiss.state_path}: cannot update the JSON snapshot ({exc}); the "
+                f"previous snapshot is intact and the games are safe in {self.store.path}")
+
+    # ---- rounds --------------------------------------------------------------------------
+
+    def history(self, rounds: Sequence[StoredRound]) -> list[Any]:
+        """Finished scheduled rounds as pairing's RoundRecords."""
+        from runner.domain.pairing import RoundRecord
+
+        records = []
+        for rd in rounds:
+            if rd.extra:
+                continue
+            games = tuple(self.played(rd.number))
+            records.append(RoundRecord(number=rd.number, pairs=rd.pairs, games=games, bye=rd.bye))
+        return records
+
+    def played(self, number: int) -> list[PlayedGame]:
+        return [PlayedGame(round=g.round, game_in_round=g.game_in_round, white=g.white,
+                           black=g.black, result=g.result or "", rmobility=g.rmobility,
+                           extra=g.extra)
+                for g in self.store.games(number) if g.status == "finished"]
+
+    def schedule_games(self, number: int, games: Sequence[Any], pairs: Sequence[tuple[str, str]],
+                       bye: str | None, dropped: Sequence[int], excluded: frozenset[int],
+                       extra: bool) -> None:
+        """Assign ids and openings (one per match, in playing order) and store the round."""
+        from runner.books.openings import opening_for_match
+
+        order = self.store.opening_order() if self.book else []
+        first_match = self.store.next_match_index()
+        next_id = self.store.next_game_id()
+        match_of_pair: dict[int, int] = {}
+        rows = []
+        for i, g in enumerate(games):
+            match = match_of_pair.setdefault(g.pair_index, first_match + len(match_of_pair))
+            opening = None
+            if self.book:
+                opening = opening_for_match(order, match, self.book,
+                                            repeat=self.config.swiss.unique_per_match_only)
+            rows.append({"game_id": next_id + i, "game_in_round": g.game_in_round,
+                         "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
+                         "black": g.black, "match_index": match, "opening": opening})
+        self.store.add_round(number, pairs, bye, dropped, excluded, rows, extra=extra)
+
+    def pair(self, number: int) -> None:
+        from runner.domain.pairing import pair_round
+
+        stored = self.store.rounds()
+        excluded = stored[-1].excluded if stored else frozenset()
+        s = self.config.swiss
+        plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
+                          s.double_round_schedule, excluded)
+        self.schedule_games(number, plan.games, plan.pairs, plan.bye,
+                            plan.dropped_history_rounds, frozenset(plan.excluded), extra=False)
+        text = ", ".join(f"{a} - {b}" for a, b in plan.pairs)
+        self.say(f"Round {number} pairings: {text}" + (f"; bye: {plan.bye}" if plan.bye else ""))
+        if plan.dropped_history_rounds:
+            self.say(f"Round {number}: no viable pairing without repeats; removed round(s) "
+                     f"{', '.join(map(str, plan.dropped_history_rounds))} from the encounter history")
+
+    # ---- games ---------------------------------------------------------------------------
+
+    def backend(self) -> PlayGame:
+        if self.play_game is not None:
+            return self.play_game
+        if self.config.backend == "cutechess":
+            from runner.play.cutechess import play_game as cutechess_play
+
+            async def play(spec: GameSpec, **kwargs: Any) -> GameRecord:
+                return await cutechess_play(spec, cutechess_path=self.config.cutechess_path,
+                                            **kwargs)
+
+            return play
+        from runner.play.referee import play_game
+
+        return play_game
+
+    def spec_for(self, game: StoredGame) -> GameSpec:
+        config = self.config
+        return GameSpec(
+            game_id=game.game_id, round=game.round, game_in_round=game.game_in_round,
+            white=config.engine(game.white), black=config.engine(game.black),
+            time_control=config.time_control, adjudication=config.adjudication,
+            opening=game.opening, event=config.event, site=config.site,
+            time_margin_ms=config.time_margin_ms,
+            extra_pair=game.round - config.swiss.rounds if game.extra else 0,
+        )
+
+    async def play_one(self, game: StoredGame) -> None:
+        """Play one game through the backend; its events go to the sinks as they come."""
+        assert self.router is not None
+        spec = self.spec_for(game)
+        attempt = self.store.attempts(game.game_id) + 1
+        seen: set[str] = set()
+        router = self.router
+
+        def emit(event: GameEvent) -> None:
+            seen.add(event.kind)
+            router.publish(event)
+
+        def on_process(pid: int, create_time: float) -> None:
+            self.store.record_process(pid, create_time, game.game_id)
+
+        record = await self.backend()(spec, emit=emit, on_process=on_process, attempt=attempt)
+        # a backend that reports only its result still goes through every sink
+        if "started" not in seen:
+            emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
+                             white_id="", black_id="", start_time=record.start_time,
+                             start_fen=record.start_fen or "", book_plies=0,
+                             white_clock_ms=None, black_clock_ms=None, attempt=attempt))
+        if "finished" not in seen:
+            emit(GameFinished(game.game_id, record, attempt))
+
+    async def play_round(self, number: int) -> bool:
+        """Play the round's unfinished games in playing order; True when all are recorded."""
+        pending = [g for g in self.store.games(number) if g.status != "finished"]
+        if not pending:
+            return True
+        slots = asyncio.Semaphore(max(1, self.config.concurrency))
+        tasks: list[asyncio.Task[None]] = []
+        for game in pending:
+            await slots.acquire()
+            if self.stopping:
+                slots.release()
+                break
+            task = asyncio.create_task(self.play_one(game), name=f"game {game.game_id}")
+            self.running[game.game_id] = task
+            task.add_done_callback(lambda t, gid=game.game_id: self._done(gid, t, slots))
+            tasks.append(task)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        aborted = self.store.reset_running()
+        if aborted:
+            self.store.clear_processes()
+            self.say(f"{aborted} game(s) aborted; they will be played again on resume",
+                     always=True)
+        return all(g.status == "finished" for g in self.store.games(number))
+
+    def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
+        self.running.pop(game_id, None)
+        slots.release()
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if isinstance(exc, RecordError):
+            self.fail(str(exc))
+        elif exc is not None:
+            self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
+                      "it will be played again when you run the same command again")
+
+    def fail(self, message: str) -> None:
+        if self.failure is None:
+            self.failure = message
+            err(message)
+        self.stop(cancel=True)
+
+    def stop(self, cancel: bool) -> None:
+        self.stopping = True
+        if cancel:
+            for task in list(self.running.values()):
+                task.cancel()
+
+    def on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        self.interrupted = True
+        if self.stopping or not self.finish_games:
+            self.say(f"{name}: stopping; aborting {len(self.running)} game(s) in progress "
+                     "(played again on resume)", always=True)
+            self.stop(cancel=True)
+        else:
+            self.say(f"{name}: stopping after the {len(self.running)} game(s) in progress "
+                     "finish (--finish-games); send the signal again to abort them", always=True)
+            self.stop(cancel=False)
+
+    def round_summary(self, number: int, label: str = "Round") -> None:
+        games = self.played(number)
+        counts = {"1-0": 0, "0-1": 0, "1/2-1/2": 0}
+        for g in games:
+            counts[g.result] = counts.get(g.result, 0) + 1
+        rd = next(r for r in self.store.rounds() if r.number == number)
+        bye = f"; bye: {rd.bye}" if rd.bye else ""
+        self.say(f"{label} {number} complete: {len(games)} games, white wins {counts['1-0']}, "
+                 f"black wins {counts['0-1']}, draws {counts['1/2-1/2']}{bye}", always=True)
+        table = standings_text(self.config, self.store)
+        if table:
+            self.say(table.rstrip("\n"), always=True)
+
+    # ---- extra pairs ---------------------------------------------------------------------
+
+    async def extra_pairs(self) -> bool:
+        """Two engines tied for first play extra pairs until one wins a pair (seed 003).
+
+        The tie is read from the standings (score, then BYEs, then extra games so far);
+        three or more engines tied for first are left to the tiebreaks. Returns False when
+        the run stopped before the tie was settled.
+        """
+        from runner.domain.pairing import extra_pair_games
+        from runner.domain.standings import first_place_tie
+
+        s = self.config.swiss
+        stored = {r.number: r for r in self.store.rounds()}
+        for k in range(1, s.max_extra_pairs + 1):
+            number = s.rounds + k
+            if number not in stored:
+                results = self.store.event_results()
+                tie = first_place_tie(results) if results is not None else None
+                if tie is None:
+                    if k > 1:
+                        self.say(f"Extra pairs decided the tie for first place after {k - 1} "
+                                 "pair(s)", always=True)
+                    return True
+                a, b = sorted(tie, key=self.store.seeds().index)
+                if k == 1:
+                    self.say(f"{a} and {b} share first place: extra pairs decide the winner "
+                             f"(at most {s.max_extra_pairs})", always=True)
+                games = extra_pair_games(a, b, s.games_per_match, k)
+                self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
+            was_complete = number in stored and stored[number].state == "complete"
+            if not await self.play_round(number):
+                return False
+            if not was_complete:
+                self.round_summary(number, label="Extra pair round")
+        results = self.store.event_results()
+        if results is not None and first_place_tie(results) is not None:
+            self.say(f"{s.max_extra_pairs} extra pair(s) did not separate the leaders: "
+                     "the tiebreaks decide", always=True)
+        return True
+
+    # ---- main loop -----------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.on_signal, sig)
+        self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s)
+        snapshot = self.snapshot
+
+        def moves_written() -> None:  # called on the move-log thread
+            loop.call_soon_threadsafe(snapshot.request)
+
+        def log_failed(exc: BaseException) -> None:
+            err(f"{self.store.path}: cannot write the move log ({exc}); finished games are "
+                "still recorded, the moves are kept in memory and written when possible")
+
+        self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed).start()
+        self.router = EventRouter(StoreSink(self.store, self.movelog),
+                                  [ConsoleSink(self.say, self.total_games), self.pgn, snapshot])
+        try:
+            return await self._run()
+        finally:
+            await asyncio.to_thread(self.movelog.close)
+            await snapshot.flush()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    async def _run(self) -> int:
+        s = self.config.swiss
+        for number in range(1, s.rounds + 1):
+            if self.stopping:
+                break
+            stored = {r.number: r for r in self.store.rounds()}
+            if number in stored and stored[number].state == "complete":
+                continue
+            if number not in stored:
+                self.pair(number)
+            if not await self.play_round(number):
+                break
+            self.round_summary(number)
+        else:
+            if s.allow_extra_pairs_on_tie and not self.stopping:
+                await self.extra_pairs()
+        if self.failure:
+            return EXIT_FAIL
+        if self.stopping:
+            counts = self.store.counts()
+            self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
+                     f"recorded; run the same command to resume", always=True)
+            return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
+        self.say("Event complete. Final standings:", always=True)
+        table = standings_text(self.config, self.store)
+        if table:
+            self.say(table.rstrip("\n"), always=True)
+        return EXIT_OK
+
+
+__all__ = ["PlayGame", "RecordError", "Tournament"]
