@@ -327,3 +327,20 @@ def test_empty_config_file_is_reported_as_empty(tmp_path: Path) -> None:
             load_config(path)
         assert str(err.value).count("the config file is empty") == 1, text
         assert "got None" not in str(err.value)
+
+
+def test_interruption_block(tmp_path: Path) -> None:
+    config = load_config(REPO / "configs" / "tcec-swiss.yaml")
+    assert (config.interruption.mode, config.interruption.compensation_s) == ("resume", 54)
+    base = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    base["Interruption"] = {"Mode": "restart", "CompensationS": -1, "DrawMoves": 1.5,
+                            "TablebasePieces": 9, "Frobnicate": 1}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(base))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    text = str(err.value)
+    for needle in ("Interruption.Mode: got 'restart', expected resume | replay",
+                   "Interruption.CompensationS: got -1", "Interruption.DrawMoves: got 1.5",
+                   "Interruption.TablebasePieces: got 9", "Interruption.Frobnicate"):
+        assert needle in text, text

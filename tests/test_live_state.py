@@ -5,7 +5,8 @@ is in progress, `status --json` (read-only, from the database) and the StatePath
 show its moves, clocks and scores within about a second of each move. The runner is then
 killed with SIGKILL in the middle of game 2: the per-move log keeps that game's moves up to
 the kill (less at most the last second), game 1 is unchanged, and the same command finishes
-the event (game 2 played again) with no engine process left behind.
+the event with game 2 continued from the position it reached (TCEC rule 7.c.v: clocks as
+logged plus the compensation), the event's PGN audits clean, and no engine is left behind.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import chess
+import chess.pgn
 import psutil
 import pytest
 import yaml
@@ -153,19 +155,40 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
     assert moves[-1]["at_ms"] >= kill_ms - 1000 - 400  # a move takes up to ~0.4 s here
     assert game_row(db, 2)[0] == "running"
     assert finished_game1 is not None and finished_game1[0] == "finished"
-    # the same command finishes the event; game 1 unchanged, game 2 played again
+    # the same command finishes the event; game 1 unchanged, game 2 continued from its position
     result = subprocess.run([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "1 game(s) interrupted by the previous run will be played again" in result.stdout
+    assert f"was interrupted at ply {len(moves)}: it continues from there" in result.stdout
     assert game_row(db, 1) == finished_game1
     final = game_row(db, 2)
     assert final[0] == "finished"
+    played = final[3].split()
+    assert played[:len(moves)] == [m["uci"] for m in moves]  # the game went on from there
     log2 = logged(db, 2)
-    assert [m["uci"] for m in log2] == final[3].split()
-    assert {m["attempt"] for m in log2} == {2}
+    assert [m["uci"] for m in log2] == played
+    assert {m["attempt"] for m in log2[:len(moves)]} == {1}
+    assert {m["attempt"] for m in log2[len(moves):]} <= {2}
+    # the clocks at the resume point: as logged, plus the compensation (8 s base: 1 s)
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    started = json.loads(conn.execute("SELECT started_event FROM games WHERE game_id=2").fetchone()[0])
+    conn.close()
+    assert started["resumed_from_ply"] == len(moves) and started["attempt"] == 2
+    assert started["white_clock_ms"] == moves[-1]["white_clock_ms"] + 1000
+    assert started["black_clock_ms"] == moves[-1]["black_clock_ms"] + 1000
+    game = chess.pgn.read_game(io.StringIO(final[4]))
+    assert game.headers["ResumedFromPly"] == str(len(moves))
+    assert "game resumed after an interruption" in list(game.mainline())[len(moves) - 1].comment
     assert logged(db, 1) and [m["uci"] for m in logged(db, 1)] == finished_game1[3].split()
     data = status_json(config)
     assert data["complete"] and data["in_progress"] == [] and data["games_finished"] == 2
+    # the event's PGN still audits against the TCEC Swiss rules
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(data["seeds"]) + "\n")
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit",
+                            str(tmp_path / "state" / "games.pgn"), "--seeds", str(seeds)],
+                           cwd=REPO, capture_output=True, text=True, env=env)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
     time.sleep(0.5)
     assert engines_started_after(t0) == []

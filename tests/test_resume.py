@@ -17,6 +17,7 @@ finish at most two: all the kills land before the event can end.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -53,6 +54,10 @@ def write_config(directory: Path, token: str, concurrency: int) -> Path:
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": ROUNDS, "Seeding": "listed",
                          "AllowExtraPairsOnTie": True, "StatePath": "state/swiss.json"},
         "Adjudication": {"TcecWin": {"ScoreCp": 1000, "Plies": 10}, "MaxMoves": 60},
+        # Interrupted games continue from their position (TCEC rule 7.c.v) with the rule
+        # counts restored; the 7.c.ii-iv shortcuts are off so that every game ends exactly
+        # as in the uninterrupted run (the fake engines' moves depend on the position only).
+        "Interruption": {"Mode": "resume", "Adjudicate": False},
         "Engines": engines,
     }, sort_keys=False))
     return path
@@ -122,6 +127,22 @@ def log_since(log: Path, offset: int) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
+def running_logs(db: Path) -> dict[int, list[str]]:
+    """The per-move log of each game in progress (as a kill left it)."""
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        logs: dict[int, list[str]] = {}
+        for game_id, data in conn.execute(
+                "SELECT m.game_id, m.data FROM moves m JOIN games g USING (game_id) "
+                "WHERE g.status='running' ORDER BY m.game_id, m.ply"):
+            logs.setdefault(game_id, []).append(json.loads(data)["uci"])
+        return logs
+    except sqlite3.OperationalError:  # killed before the schema was there
+        return {}
+    finally:
+        conn.close()
+
+
 def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path) -> None:
     token = f"crash{os.getpid()}x{tmp_path.name[-12:]}"
     clean = write_config(tmp_path / "clean", token, concurrency=2)
@@ -142,6 +163,7 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     rng.shuffle(triggers)
     plan: list[str | None] = [None, *triggers]  # None: as soon as the database file exists
     kills = 0
+    logged: list[tuple[int, list[str]]] = []  # (game, its logged moves) at each kill
     for trigger in plan:
         offset = log.stat().st_size
         proc = start(crashed, log)
@@ -155,6 +177,9 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         kills += 1
+        if db.exists():
+            for game_id, ucis in running_logs(db).items():
+                logged.append((game_id, ucis))
     assert kills == len(plan), f"the event ended after {kills} kills:\n{log.read_text()[-3000:]}"
     proc = start(crashed, log)
     code = proc.wait(timeout=240)
@@ -165,6 +190,12 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
 
     games = db_games(db)
     assert games == reference  # same games, same order, same results and moves
+    # every game continued from its position: its moves start with those logged at the kill
+    final = {g[0]: g[9].split() for g in games}
+    assert logged and any(ucis for _, ucis in logged)
+    for game_id, ucis in logged:
+        assert final[game_id][:len(ucis)] == ucis, game_id
+    assert "it continues from there (TCEC rule 7.c.v)" in output
     # none missing, none twice: the PGN holds each recorded game exactly once
     in_pgn = pgn_games(tmp_path / "crashed" / "state" / "games.pgn")
     assert len(in_pgn) == len(games)

@@ -78,4 +78,8 @@ def _live_line(g: dict) -> str:
              f"{_clock(clocks['black_ms'])}")
     if g.get("draw_plies"):
         text += f", TCEC draw rule {g['draw_plies']} plies"
+    if g.get("resumed_from_ply"):
+        text += f" (resumed from ply {g['resumed_from_ply']} after an interruption)"
+    elif g.get("attempt", 1) > 1:
+        text += f" (attempt {g['attempt']}: played again from its start)"
     return text

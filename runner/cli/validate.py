@@ -44,6 +44,11 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
                 print(f"FAIL {engine.name}: Engines[{config.engines.index(engine)}].Options.{option}: "
                       f"the engine has no option {option!r}")
                 status = EXIT_FAIL
+    if config.backend == "cutechess" and config.interruption.mode == "resume":
+        print(f"note: {config.path}: Interruption.Mode: resume: with Backend: cutechess an "
+              "interrupted game is played again from its start (cutechess-cli cannot be given "
+              "the clocks of a game in progress); the built-in referee continues it from its "
+              "position (TCEC rule 7.c.v)")
     for note in advice(config):
         print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds

@@ -9,6 +9,7 @@ from runner.config.schema import (
     AdjudicationConfig,
     Config,
     EngineConfig,
+    InterruptionConfig,
     OpeningsConfig,
     SwissOptions,
     TablebaseConfig,
@@ -19,6 +20,6 @@ from runner.errors import ConfigError
 
 __all__ = [
     "DEFAULT_TIEBREAKS", "ENGINE_SEARCH_DIRS", "TIEBREAKS", "AdjudicationConfig", "Config",
-    "ConfigError", "EngineConfig", "OpeningsConfig", "SwissOptions", "TablebaseConfig",
+    "ConfigError", "EngineConfig", "InterruptionConfig", "OpeningsConfig", "SwissOptions", "TablebaseConfig",
     "TcecDrawRule", "TcecWinRule", "advice", "load_config", "resolve_command",
 ]

@@ -24,6 +24,7 @@ from runner.config.schema import (
     AdjudicationConfig,
     Config,
     EngineConfig,
+    InterruptionConfig,
     OpeningsConfig,
     SwissOptions,
     TablebaseConfig,
@@ -163,8 +164,10 @@ _TOP = {
     "Event": False, "Site": False, "SwissOptions": True, "TimeControl": True,
     "TimeMarginMs": False, "Concurrency": False, "Backend": False, "CutechessPath": False,
     "PgnOut": False, "Database": False, "Openings": False, "Adjudication": False,
-    "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False,
+    "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
 }
+_INTERRUPTION = {"Mode": False, "Adjudicate": False, "WinScoreCp": False, "DrawScoreCp": False,
+                 "DrawMoves": False, "TablebasePieces": False, "CompensationS": False}
 _SWISS = {
     "GamesPerMatch": False, "Rounds": False, "SeedGroupCount": False, "Seeding": False,
     "RandomSeed": False, "DoubleRoundSchedule": False, "UniquePerMatchOnly": False,
@@ -342,6 +345,25 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
     return AdjudicationConfig(tcec_draw=draw, tcec_win=win, tablebases=tb, max_moves=max_moves)
 
 
+def _interruption(c: _Checker, raw: Any) -> InterruptionConfig:
+    d = c.mapping("Interruption", raw, _INTERRUPTION)
+    k = "Interruption"
+    return InterruptionConfig(
+        mode=c.choice(d, k, "Mode", ("resume", "replay"), "resume"),
+        adjudicate=c.get(d, k, "Adjudicate", "bool", True),
+        win_score_cp=c.get(d, k, "WinScoreCp", "int", 1000, lambda v: 1 <= v <= 100000,
+                           "centipawns from 1 to 100000"),
+        draw_score_cp=c.get(d, k, "DrawScoreCp", "int", 15, lambda v: 0 <= v <= 100000,
+                            "centipawns from 0 to 100000"),
+        draw_moves=c.get(d, k, "DrawMoves", "int", 35, lambda v: 0 <= v <= 10000,
+                         "moves from 0 to 10000"),
+        tablebase_pieces=c.get(d, k, "TablebasePieces", "int", 7, lambda v: 0 <= v <= 7,
+                               "an integer 0..7 (0 = off)"),
+        compensation_s=c.get(d, k, "CompensationS", "float", None,
+                             lambda v: 0 <= v <= 86400 and v == v, "seconds from 0 to 86400"),
+    )
+
+
 def _cutechess_path(value: str, base: Path) -> str:
     """A CutechessPath containing a '/' is relative to the config file; a bare name is looked up later."""
     return str(_resolve_path(base, value)) if os.sep in value else value
@@ -396,6 +418,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         time_control=tc,
         time_margin_ms=c.get(top, "", "TimeMarginMs", "int", 0, _non_negative, "milliseconds >= 0"),
         concurrency=c.get(top, "", "Concurrency", "int", 1, _positive, "a positive integer"),
+        interruption=_interruption(c, top.get("Interruption")),
         snapshot_interval_s=float(c.get(top, "", "SnapshotIntervalS", "float", 1.0,
                                         lambda v: 0.1 <= v <= 3600,
                                         "seconds from 0.1 to 3600") or 1.0),

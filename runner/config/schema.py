@@ -99,6 +99,26 @@ class AdjudicationConfig:
 
 
 @dataclass(frozen=True)
+class InterruptionConfig:
+    """What becomes of a game interrupted by a crash or an abort (TCEC rule 7.c)."""
+
+    mode: str = "resume"  # resume (rule 7.c) | replay (from move one)
+    adjudicate: bool = True  # apply 7.c.ii-iv before resuming
+    win_score_cp: int = 1000  # ii: both engines' last scores >= this for the same side
+    draw_score_cp: int = 15  # iii: both |score| <= this ...
+    draw_moves: int = 35  # ... and both engines have made this many moves
+    tablebase_pieces: int = 7  # iv: this many men or fewer, with the configured Syzygy tables
+    compensation_s: float | None = None  # v: added to both clocks; None = 2% of the base, 1..60 s
+
+    def compensation(self, base: float | None) -> float:
+        if self.compensation_s is not None:
+            return self.compensation_s
+        if base is None:
+            return 0.0
+        return min(60.0, max(1.0, round(base * 0.02, 1)))
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     event: str
@@ -117,6 +137,7 @@ class Config:
     tiebreaks: tuple[str, ...]
     raw: dict[str, Any]
     snapshot_interval_s: float = 1.0  # the JSON state is rewritten at most this often in play
+    interruption: InterruptionConfig = field(default_factory=InterruptionConfig)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

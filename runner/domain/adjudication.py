@@ -30,6 +30,35 @@ from runner.config.schema import AdjudicationConfig, TablebaseConfig, TcecDrawRu
 from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000
+SIDE = {chess.WHITE: "White", chess.BLACK: "Black"}
+
+
+@dataclass(frozen=True)
+class End:
+    result: str
+    reason: str
+    termination: str | None = None
+    details: str | None = None
+
+
+def win_for(color: chess.Color) -> str:
+    return WHITE_WIN if color == chess.WHITE else BLACK_WIN
+
+
+def natural_end(board: chess.Board) -> End | None:
+    """Rules of chess (with the automatic draws cutechess applies), cutechess wording."""
+    if board.is_checkmate():
+        winner = not board.turn
+        return End(win_for(winner), f"{SIDE[winner]} mates")
+    if board.is_stalemate():
+        return End(DRAW, "Draw by stalemate")
+    if board.is_insufficient_material():
+        return End(DRAW, "Draw by insufficient mating material")
+    if board.is_repetition(3):
+        return End(DRAW, "Draw by 3-fold repetition")
+    if board.halfmove_clock >= 100:
+        return End(DRAW, "Draw by fifty moves rule")
+    return None
 
 
 @dataclass(frozen=True)

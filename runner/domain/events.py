@@ -95,6 +95,44 @@ class GameFinished:
 
 GameEvent = GameStarted | MovePlayed | GameFinished
 
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where an interrupted game continues (TCEC rule 7.c.v): what a backend needs besides
+    the GameSpec to go on from the position the engines reached."""
+
+    moves: tuple[str, ...]  # every ply so far, book plies included (UCI)
+    comments: tuple[str, ...]  # their PGN comments
+    book_plies: int
+    white_clock_ms: int | None  # as after the last logged move, compensation included
+    black_clock_ms: int | None
+    white_moves: int  # engine moves each side has made (for moves-per-period clocks)
+    black_moves: int
+    compensation_ms: int = 0
+    draw_plies: int = 0  # the TCEC draw rule's count after the last logged ply
+    win_plies: int = 0  # the TCEC win rule's count ...
+    win_side: str | None = None  # ... and the side it counts for ("white" / "black")
+    start_time: str = ""  # when the game first started (ISO 8601 UTC)
+
+    @property
+    def ply(self) -> int:
+        return len(self.moves)
+
+
+def resume_to_json(point: ResumePoint) -> dict[str, Any]:
+    data = _plain(point)
+    data["v"] = EVENT_VERSION
+    return data
+
+
+def resume_from_json(data: dict[str, Any]) -> ResumePoint:
+    if data.get("v") != EVENT_VERSION:
+        raise EventFormatError(f"not a resume point of version {EVENT_VERSION}")
+    body = {k: v for k, v in data.items() if k != "v"}
+    body["moves"] = tuple(body["moves"])
+    body["comments"] = tuple(body["comments"])
+    return ResumePoint(**body)
+
 # --------------------------------------------------------------------------- JSON codec
 
 

@@ -12,20 +12,26 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import chess
 import chess.engine
 
 from runner.config.schema import EngineConfig
-from runner.domain.adjudication import Adjudicator, Verdict
-from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, spec_to_json
+from runner.domain.adjudication import SIDE, Adjudicator, Verdict, natural_end
+from runner.domain.adjudication import End as _End
+from runner.domain.adjudication import win_for as _win_for
+from runner.domain.events import (
+    GameEvent,
+    GameFinished,
+    GameStarted,
+    MovePlayed,
+    ResumePoint,
+    spec_to_json,
+)
 from runner.domain.models import (
-    BLACK_WIN,
     DRAW,
     TIEBREAK_PAIR_TAG,
-    WHITE_WIN,
     GameRecord,
     GameSpec,
     Opening,
@@ -44,7 +50,6 @@ from runner.play.engines import (
 
 LOG = logging.getLogger(__name__)
 
-SIDE = {chess.WHITE: "White", chess.BLACK: "Black"}
 _INFO = chess.engine.INFO_BASIC | chess.engine.INFO_SCORE
 
 STARTUP_TIMEOUT = 30.0  # seconds for an engine's uci/xboard handshake
@@ -54,37 +59,6 @@ GRACE = 0.5  # extra seconds waited past the flag before an engine is given up a
 
 class RefereeError(Exception):
     """The game could not be played at all (bad opening, no limit, both engines dead)."""
-
-
-@dataclass(frozen=True)
-class _End:
-    result: str
-    reason: str
-    termination: str | None = None
-    details: str | None = None
-
-
-def _win_for(color: chess.Color) -> str:
-    return WHITE_WIN if color == chess.WHITE else BLACK_WIN
-
-
-# --------------------------------------------------------------------------- game ends
-
-
-def natural_end(board: chess.Board) -> _End | None:
-    """Rules of chess (with the automatic draws cutechess applies), cutechess wording."""
-    if board.is_checkmate():
-        winner = not board.turn
-        return _End(_win_for(winner), f"{SIDE[winner]} mates")
-    if board.is_stalemate():
-        return _End(DRAW, "Draw by stalemate")
-    if board.is_insufficient_material():
-        return _End(DRAW, "Draw by insufficient mating material")
-    if board.is_repetition(3):
-        return _End(DRAW, "Draw by 3-fold repetition")
-    if board.halfmove_clock >= 100:
-        return _End(DRAW, "Draw by fifty moves rule")
-    return None
 
 
 def _flag_fell(board: chess.Board, color: chess.Color) -> _End:
@@ -170,7 +144,8 @@ def _duration_tag(seconds: float) -> str:
 
 
 def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
-              end: _End, start: datetime, finish: datetime, rmobility: str | None) -> str:
+              end: _End, start: datetime, finish: datetime, rmobility: str | None,
+              extra: dict[str, str] | None = None) -> str:
     """The game's PGN, as cutechess writes it (runner.domain.pgn, shared with the cutechess backend)."""
     tags: dict[str, str] = {
         "Event": spec.event,
@@ -199,6 +174,7 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
         tags["RMobilityResult"] = rmobility
     if spec.extra_pair:
         tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
+    tags.update(extra or {})
     return write_game(tags, start_board.fen(), moves, comments, end.reason)
 
 
@@ -318,6 +294,7 @@ async def play_game(
     emit: Emit | None = None,
     on_process: Callable[[int, float], None] | None = None,
     attempt: int = 1,
+    resume: ResumePoint | None = None,
     startup_timeout: float = STARTUP_TIMEOUT,
     stall_timeout: float = STALL_TIMEOUT,
     grace: float = GRACE,
@@ -328,6 +305,10 @@ async def play_game(
     up (or one failed to start), a MovePlayed for every ply (book plies first), and
     GameFinished with the record last. An exception raised by ``emit`` ends the game (both
     engines are killed) and propagates.
+
+    With ``resume`` (TCEC rule 7.c.v) the game goes on from the position its log reached:
+    fresh engines get the whole move history, the clocks and the TCEC rule counts are
+    restored, and the PGN is one game from move 1 with the resume point marked.
 
     Raises RefereeError only when the game cannot be played at all (illegal opening, no
     limit for an engine with an infinite time control, neither engine starts).
@@ -341,9 +322,20 @@ async def play_game(
     start_board, board, moves = _start_board(spec.opening)
     comments = ["book"] * len(moves)
     started = datetime.now(UTC)
-    t0 = time.monotonic()
-    procs: dict[chess.Color, EngineProcess] = {}
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
+    if resume is not None:  # TCEC rule 7.c.v: go on from the position the engines reached
+        board, moves, comments = _resume_board(start_board, resume)
+        started = _parse_time(resume.start_time) or started
+        for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
+                                (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
+            if ms is not None and not tc.infinite:
+                clocks[color].remaining = ms / 1000
+            clocks[color].moves_made = made
+    resume_note = ""
+    if resume is not None:
+        resume_note = (f"game resumed after an interruption, clocks White "
+                       f"{_clock_text(clocks[chess.WHITE])} Black {_clock_text(clocks[chess.BLACK])}")
+    procs: dict[chess.Color, EngineProcess] = {}
     try:
         procs, end = await _start_both(spec, board, on_process, startup_timeout)
         for proc in procs.values():
@@ -354,34 +346,84 @@ async def play_game(
                 raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
                                    "cannot start from a FEN position")
         if emit is not None:
-            _emit_start(emit, spec, procs, start_board, moves, started, clocks, attempt)
+            _emit_start(emit, spec, procs, start_board, moves, started, clocks, attempt,
+                        resume=resume)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
-                                   startup_timeout, clocks=clocks, emit=emit, attempt=attempt)
+                                   startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
+                                   resume=resume)
     except BaseException:
         for proc in procs.values():
             proc.kill()
         raise
     else:
         await asyncio.gather(*(proc.close() for proc in procs.values()))
-    finished = datetime.now(UTC)
-    duration = time.monotonic() - t0
-    start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
-    rmob = record_rmobility(start_fen, moves, end.result)
-    pgn = build_pgn(spec, start_board, moves, comments, end, started, finished, rmob)
-    LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
-             end.result, end.reason)
-    record = GameRecord(
-        white=spec.white.name, black=spec.black.name, result=end.result, reason=end.reason,
-        termination=end.termination, termination_details=end.details, moves=moves,
-        comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
-        end_time=finished.isoformat(timespec="milliseconds"), duration_s=round(duration, 3),
-        rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
-        start_fen=start_fen,
-    )
+    record = finish_record(spec, start_board, moves, comments, end, started,
+                           resumed_from=resume.ply if resume is not None else 0,
+                           resume_note=resume_note)
     if emit is not None:
         emit(GameFinished(spec.game_id, record, attempt))
     return record
+
+
+def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
+                  comments: list[str], end: _End, started: datetime, *, resumed_from: int = 0,
+                  resume_note: str = "") -> GameRecord:
+    """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
+
+    ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
+    decided there, TCEC rule 7.c); the PGN gets a ``ResumedFromPly`` tag and ``resume_note``
+    is added to the comment of the last move before the interruption.
+    """
+    finished = datetime.now(UTC)
+    comments = list(comments)
+    extra: dict[str, str] = {}
+    if resumed_from:
+        extra["ResumedFromPly"] = str(resumed_from)
+        if resume_note and 0 < resumed_from <= len(comments):
+            comments[resumed_from - 1] = ", ".join(c for c in (comments[resumed_from - 1],
+                                                               resume_note) if c)
+    start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
+    rmob = record_rmobility(start_fen, moves, end.result)
+    pgn = build_pgn(spec, start_board, moves, comments, end, started, finished, rmob, extra)
+    LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
+             end.result, end.reason)
+    return GameRecord(
+        white=spec.white.name, black=spec.black.name, result=end.result, reason=end.reason,
+        termination=end.termination, termination_details=end.details, moves=list(moves),
+        comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
+        end_time=finished.isoformat(timespec="milliseconds"),
+        duration_s=round((finished - started).total_seconds(), 3),
+        rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
+        start_fen=start_fen,
+    )
+
+
+def _resume_board(start_board: chess.Board,
+                  resume: ResumePoint) -> tuple[chess.Board, list[str], list[str]]:
+    board = start_board.copy(stack=False)
+    for uci in resume.moves:
+        try:
+            board.push(board.parse_uci(uci))
+        except ValueError:
+            raise RefereeError(f"cannot resume: logged move {uci!r} is illegal in {board.fen()}") from None
+    comments = list(resume.comments) + [""] * (len(resume.moves) - len(resume.comments))
+    return board, list(resume.moves), comments[:len(resume.moves)]
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _clock_text(clock: Clock) -> str:
+    if clock.tc.infinite:
+        return "-"
+    minutes, seconds = divmod(clock.remaining, 60)
+    return f"{int(minutes)}:{seconds:04.1f}"
 
 
 def _clock_ms(clock: Clock) -> int | None:
@@ -390,8 +432,11 @@ def _clock_ms(clock: Clock) -> int | None:
 
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], started: datetime,
-                clocks: dict[chess.Color, Clock], attempt: int) -> None:
-    """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched)."""
+                clocks: dict[chess.Color, Clock], attempt: int,
+                resume: ResumePoint | None = None) -> None:
+    """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched).
+
+    A resumed game's earlier moves are in its log already: only GameStarted is emitted."""
     def id_name(color: chess.Color) -> str:
         proc = procs.get(color)
         return str(proc.protocol.id.get("name", "")) if proc is not None else ""
@@ -401,8 +446,12 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
         white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
         start_time=started.isoformat(timespec="milliseconds"), start_fen=start_board.fen(),
-        book_plies=len(book), white_clock_ms=white_ms, black_clock_ms=black_ms,
+        book_plies=resume.book_plies if resume is not None else len(book),
+        white_clock_ms=white_ms, black_clock_ms=black_ms,
+        resumed_from_ply=resume.ply if resume is not None else 0,
         attempt=attempt, spec=spec_to_json(spec)))
+    if resume is not None:
+        return
     board = start_board.copy(stack=False)
     now_ms = int(time.time() * 1000)
     for ply, uci in enumerate(book, 1):
@@ -496,10 +545,16 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
                      moves: list[str], comments: list[str], stall_timeout: float,
                      grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
                      clocks: dict[chess.Color, Clock], emit: Emit | None = None,
-                     attempt: int = 1) -> _End:
+                     attempt: int = 1, resume: ResumePoint | None = None) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
+    if resume is not None:  # the TCEC rule counts as they stood at the interruption
+        if adjudicator.draw_window is not None:
+            adjudicator.draw_window.count = resume.draw_plies
+        if resume.win_side is not None:
+            adjudicator.win_count = resume.win_plies
+            adjudicator.win_side = chess.WHITE if resume.win_side == "white" else chess.BLACK
     while True:
         color = board.turn
         proc = procs[color]

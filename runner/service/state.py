@@ -142,9 +142,12 @@ def build_state(config: Config, store: Store, *, standings: bool = True) -> dict
 
 
 def _game_out(g: dict[str, Any]) -> dict[str, Any]:
-    return {k: g[k] for k in ("game_id", "game_in_round", "pair_index", "leg", "white", "black",
-                              "opening_index", "status", "result", "reason", "termination",
-                              "rmobility", "plies", "attempt")}
+    out = {k: g[k] for k in ("game_id", "game_in_round", "pair_index", "leg", "white", "black",
+                             "opening_index", "status", "result", "reason", "termination",
+                             "rmobility", "plies", "attempt")}
+    started = json.loads(g["started_event"]) if g.get("started_event") else {}
+    out["resumed_from_ply"] = started.get("resumed_from_ply", 0)
+    return out
 
 
 def standings_text(config: Config, store: Store) -> str | None:

@@ -14,11 +14,13 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from runner.config.schema import Config
 from runner.domain.events import GameEvent, GameFinished, GameStarted
+from runner.domain.interruption import Decision
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.service.setup import open_event
@@ -35,8 +37,16 @@ from runner.service.state import check_snapshot, standings_text, write_snapshot
 from runner.store.database import Store, StoredGame, StoredRound, StoreError
 from runner.store.movelog import MoveLog
 
-# A backend: play_game(spec, *, emit, on_process, attempt) -> GameRecord (runner.play)
+# A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text or "")
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -189,7 +199,12 @@ class Tournament:
         )
 
     async def play_one(self, game: StoredGame) -> None:
-        """Play one game through the backend; its events go to the sinks as they come."""
+        """Play one game through the backend; its events go to the sinks as they come.
+
+        A game interrupted earlier (it has a move log) is first decided by TCEC rule 7.c
+        (runner.domain.interruption): finished from its log, continued from the position
+        reached, or replayed from move one.
+        """
         assert self.router is not None
         spec = self.spec_for(game)
         attempt = self.store.attempts(game.game_id) + 1
@@ -203,7 +218,15 @@ class Tournament:
         def on_process(pid: int, create_time: float) -> None:
             self.store.record_process(pid, create_time, game.game_id)
 
-        record = await self.backend()(spec, emit=emit, on_process=on_process, attempt=attempt)
+        decision = self.decide_interrupted(game) if attempt > 1 else None
+        extra: dict[str, Any] = {}
+        if decision is not None and decision.action == "finish":
+            self.finish_from_log(spec, game, decision, attempt, emit)
+            return
+        if decision is not None and decision.action == "resume":
+            extra["resume"] = decision.resume
+        record = await self.backend()(spec, emit=emit, on_process=on_process, attempt=attempt,
+                                      **extra)
         # a backend that reports only its result still goes through every sink
         if "started" not in seen:
             emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
@@ -212,6 +235,72 @@ class Tournament:
                              white_clock_ms=None, black_clock_ms=None, attempt=attempt))
         if "finished" not in seen:
             emit(GameFinished(game.game_id, record, attempt))
+
+    def can_resume(self) -> bool:
+        """Only the built-in referee continues a game from a position (cutechess-cli cannot
+        be handed the clocks of a game in progress: docs/resume.md)."""
+        if self.play_game is not None:
+            return bool(getattr(self.play_game, "can_resume", False))
+        return self.config.backend == "python-chess"
+
+    def decide_interrupted(self, game: StoredGame) -> Decision | None:
+        """TCEC rule 7.c for a game that was started before (None: nothing was logged)."""
+        from runner.domain.adjudication import open_tablebase
+        from runner.domain.interruption import decide
+
+        moves = self.store.logged_moves(game.game_id)
+        if not moves:
+            return None
+        config = self.config
+        interruption = config.interruption
+        if not self.can_resume() and interruption.mode == "resume":
+            interruption = replace(interruption, mode="replay")
+        tbc = config.adjudication.tablebases
+        tablebase = open_tablebase(tbc) if tbc is not None and tbc.paths else None
+        decision = decide(self.store.started_event(game.game_id), moves,
+                          interruption=interruption, adjudication=config.adjudication,
+                          time_control=config.time_control, tablebase=tablebase)
+        if decision.action == "resume":
+            assert decision.resume is not None
+            point = decision.resume
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at "
+                     f"ply {point.ply}: it continues from there (TCEC rule 7.c.v), each clock "
+                     f"+{point.compensation_ms / 1000:g}s")
+        elif decision.action == "replay":
+            why = "Interruption.Mode is replay" if config.interruption.mode == "replay" else (
+                "no engine move was logged" if interruption.mode == "resume"
+                else f"the {config.backend} backend cannot continue a game from a position")
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at "
+                     f"ply {len(moves)}: it is played again from its start ({why})")
+        return decision
+
+    def finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
+                        attempt: int, emit: Callable[[GameEvent], None]) -> None:
+        """An interrupted game decided from its log (TCEC rule 7.c.ii-iv, or an end the log
+        already shows): recorded without starting an engine."""
+        from runner.play.referee import finish_record
+
+        assert decision.board is not None and decision.end is not None
+        started = self.store.started_event(game.game_id) or {}
+        board = decision.board
+        start_board = board.root()
+        moves = [m.uci() for m in board.move_stack]
+        logged = self.store.logged_moves(game.game_id)
+        comments = [m.get("comment", "") for m in logged]
+        start = _parse_time(started.get("start_time")) or datetime.now(UTC)
+        rule = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
+                "7.c.iii": "TCEC rule 7.c.iii", "7.c.iv": "TCEC rule 7.c.iv"}[decision.rule]
+        self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "
+                 f"{len(moves)}: decided by {rule}")
+        record = finish_record(spec, start_board, moves, comments, decision.end, start,
+                               resumed_from=len(moves))
+        emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
+                         white_id=started.get("white_id", ""), black_id=started.get("black_id", ""),
+                         start_time=started.get("start_time", record.start_time),
+                         start_fen=start_board.fen(), book_plies=started.get("book_plies", 0),
+                         white_clock_ms=None, black_clock_ms=None, resumed_from_ply=len(moves),
+                         attempt=attempt))
+        emit(GameFinished(game.game_id, record, attempt))
 
     async def play_round(self, number: int) -> bool:
         """Play the round's unfinished games in playing order; True when all are recorded."""

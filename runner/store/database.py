@@ -454,6 +454,14 @@ class Store:
         row = self.conn.execute("SELECT attempt FROM games WHERE game_id=?", (game_id,)).fetchone()
         return int(row[0]) if row else 0
 
+    def started_event(self, game_id: int) -> dict[str, Any] | None:
+        """The GameStarted event (wire form) of the game's latest attempt."""
+        if self.version < 2:
+            return None
+        row = self.conn.execute("SELECT started_event FROM games WHERE game_id=?",
+                                (game_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
+
     def logged_moves(self, game_id: int) -> list[dict[str, Any]]:
         """The game's per-move log (MovePlayed events, wire form), in ply order."""
         if self.version < 2:

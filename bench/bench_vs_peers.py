@@ -1,0 +1,175 @@
+"""Runner CPU per ply: swiss-runner (move log and live state on) vs cutechess-cli and fastchess.
+
+All three play the same games: Stockfish vs Ethereal at a fixed node count (default 3000),
+one game at a time, the first N lines of books/default.pgn in order, each line played twice
+with colours reversed, at most 150 moves. What is measured is the CPU time (user + system)
+of the tournament program itself, engines excluded, divided by the engine plies played
+(book plies excluded):
+
+- swiss-runner: `swiss-runner run` on a two-engine event (Rounds = N, GamesPerMatch 2,
+  Openings Order sequential), run in this process (psutil: this process, all its threads:
+  the move log and snapshot threads included; the engines are child processes).
+- cutechess-cli and fastchess: their process, sampled with psutil every 20 ms until it exits
+  (the last sample is at most 20 ms before the exit).
+
+cutechess-cli and fastchess are on no package registry: the bench looks for them on PATH
+(or CUTECHESS_CLI / FASTCHESS) and reports a missing one instead of failing.
+
+    PATH=$PATH:/usr/games python bench/bench_vs_peers.py [--pairs 24] [--nodes 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import chess.pgn
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from runner.cli import main as runner_main  # noqa: E402
+
+BOOK = REPO / "books" / "default.pgn"
+ENGINES = [("Stockfish", "/usr/games/stockfish"), ("Ethereal", "/usr/games/ethereal-chess")]
+
+
+def book_lines(pairs: int, directory: Path) -> Path:
+    """The first ``pairs`` lines of the default book, as their own PGN file."""
+    out = directory / "book.pgn"
+    with open(BOOK, encoding="utf-8") as src, open(out, "w", encoding="utf-8") as dst:
+        for _ in range(pairs):
+            game = chess.pgn.read_game(src)
+            if game is None:
+                break
+            print(game, file=dst, end="\n\n")
+    return out
+
+
+def engine_plies(pgn: Path) -> tuple[int, int]:
+    """(games, engine plies) in a PGN; book plies carry a {book} comment or come before
+    the engines' first commented move."""
+    games = plies = 0
+    with open(pgn, encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games += 1
+            plies += sum(1 for node in game.mainline() if "book" not in node.comment)
+    return games, plies
+
+
+def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
+    config = work / "event.yaml"
+    config.write_text(yaml.safe_dump({
+        "Event": "bench", "TimeControl": "inf", "Concurrency": 1,
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": pairs, "Seeding": "listed",
+                         "RandomOpenings": False, "StatePath": str(work / "state.json")},
+        "Openings": {"File": str(book), "Format": "pgn", "Order": "sequential"},
+        "Adjudication": {"MaxMoves": 150},
+        "Engines": [{"Name": n, "Command": c, "Nodes": nodes, "Options": {"Hash": 16, "Threads": 1}}
+                    for n, c in ENGINES],
+    }))
+    me = psutil.Process()
+    before = me.cpu_times()
+    with redirect_stdout(io.StringIO()):
+        code = runner_main(["run", str(config), "--quiet"])
+    after = me.cpu_times()
+    if code != 0:
+        raise SystemExit(f"swiss-runner run exited {code}")
+    cpu = (after.user - before.user) + (after.system - before.system)
+    games, plies = engine_plies(work / "games.pgn")
+    return cpu, games, plies
+
+
+def sampled_cpu(argv: list[str], cwd: Path) -> float:
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    handle = psutil.Process(proc.pid)
+    cpu = 0.0
+    while proc.poll() is None:
+        try:
+            t = handle.cpu_times()
+            cpu = t.user + t.system
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.02)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited {proc.returncode}")
+    return cpu
+
+
+def run_cutechess(binary: str, pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
+    pgn = work / "cutechess.pgn"
+    argv = [binary]
+    for name, cmd in ENGINES:
+        argv += ["-engine", f"name={name}", f"cmd={cmd}"]
+    argv += ["-each", "proto=uci", "tc=inf", f"nodes={nodes}", "option.Hash=16",
+             "option.Threads=1", "-openings", f"file={book}", "format=pgn", "order=sequential",
+             "-repeat", "-games", "2", "-rounds", str(pairs), "-maxmoves", "150",
+             "-concurrency", "1", "-pgnout", str(pgn)]
+    cpu = sampled_cpu(argv, work)
+    games, plies = engine_plies(pgn)
+    return cpu, games, plies
+
+
+def run_fastchess(binary: str, pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
+    pgn = work / "fastchess.pgn"
+    argv = [binary]
+    for name, cmd in ENGINES:
+        argv += ["-engine", f"name={name}", f"cmd={cmd}", f"nodes={nodes}"]
+    argv += ["-each", "proto=uci", "tc=inf", "option.Hash=16", "option.Threads=1",
+             "-openings", f"file={book}", "format=pgn", "order=sequential",
+             "-repeat", "-rounds", str(pairs), "-maxmoves", "150", "-concurrency", "1",
+             "-pgnout", f"file={pgn}"]
+    cpu = sampled_cpu(argv, work)
+    games, plies = engine_plies(pgn)
+    return cpu, games, plies
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=24, help="openings, each played twice (default 24)")
+    ap.add_argument("--nodes", type=int, default=3000)
+    ap.add_argument("--only", choices=("swiss-runner", "cutechess-cli", "fastchess"))
+    args = ap.parse_args()
+    tools = {
+        "cutechess-cli": os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli"),
+        "fastchess": os.environ.get("FASTCHESS") or shutil.which("fastchess"),
+    }
+    results: dict[str, tuple[float, int, int] | str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        book = book_lines(args.pairs, base)
+        for name in ("swiss-runner", "cutechess-cli", "fastchess"):
+            if args.only and name != args.only:
+                continue
+            work = base / name
+            work.mkdir()
+            if name == "swiss-runner":
+                results[name] = run_swiss_runner(args.pairs, args.nodes, work, book)
+            elif tools[name] is None:
+                results[name] = f"not found (PATH or {name.upper().replace('-CLI', '_CLI')})"
+            else:
+                runner = run_cutechess if name == "cutechess-cli" else run_fastchess
+                results[name] = runner(tools[name], args.pairs, args.nodes, work, book)
+            print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
+    print(f"{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1")
+    print(f"{'tool':<14} {'games':>5} {'plies':>6} {'CPU s':>7} {'ms/ply':>7}")
+    for name, value in results.items():
+        if isinstance(value, str):
+            print(f"{name:<14} {value}")
+            continue
+        cpu, games, plies = value
+        print(f"{name:<14} {games:>5} {plies:>6} {cpu:>7.2f} {1000 * cpu / max(plies, 1):>7.3f}")
+
+
+if __name__ == "__main__":
+    main()

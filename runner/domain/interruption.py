@@ -1,0 +1,182 @@
+"""TCEC rule 7.c: what becomes of a game interrupted by a crash, a kill or an abort.
+
+Pure: a function of the game's logged events (its GameStarted and its MovePlayed events in
+wire form), the configuration and, for rule iv, an open Syzygy tablebase. Applied in this
+order (docs/resume.md):
+
+0. The log already shows the end: the last logged position is mate, stalemate, a draw by
+   rule, or an adjudication rule of ``Adjudication`` fired on the last logged ply (the kill
+   came between that ply and the record). The game ends as it would have.
+1. (7.c.ii) Both engines' last reported scores are >= ``WinScoreCp`` for the same side
+   (mate scores count): that side wins.
+2. (7.c.iii) Both |score| <= ``DrawScoreCp`` and both engines have made ``DrawMoves`` moves
+   of their own (book moves do not count): a draw.
+3. (7.c.iv) At most ``TablebasePieces`` men and the configured Syzygy tables cover the
+   position: the tablebase result with the real halfmove clock (cursed wins are draws unless
+   ``Ignore50``).
+4. (7.c.v) Otherwise the game continues from the position reached: fresh engines, the whole
+   move history, each clock as after the last logged move plus the compensation, the TCEC
+   draw/win rule counts as they were.
+
+Rules 1-3 only with ``Interruption.Adjudicate``; ``Interruption.Mode: replay`` replays every
+interrupted game from its first move instead (the behaviour before rule 7.c was built).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+import chess.syzygy
+
+from runner.config.schema import AdjudicationConfig, InterruptionConfig
+from runner.domain.adjudication import (
+    SIDE,
+    End,
+    natural_end,
+    tablebase_verdict,
+    win_for,
+)
+from runner.domain.events import ResumePoint
+from runner.domain.models import DRAW
+from runner.domain.timecontrol import TimeControl
+
+INTERRUPTION = "server interruption"  # TerminationDetails, and the reason's suffix
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``finish`` (with ``end``), ``resume`` (with ``resume``) or ``replay``."""
+
+    action: str
+    rule: str  # what decided: "log", "7.c.ii", "7.c.iii", "7.c.iv", "7.c.v", "replay"
+    end: End | None = None
+    resume: ResumePoint | None = None
+    board: chess.Board | None = None  # the position reached (move stack from the start)
+
+    @property
+    def ply(self) -> int:
+        return len(self.resume.moves) if self.resume else (
+            len(self.board.move_stack) if self.board is not None else 0)
+
+
+def _white_cp(move: dict[str, Any], mover: chess.Color) -> int | None:
+    """The mover's reported score from White's point of view (mates as +-100000)."""
+    if move.get("mate") is not None:
+        mate = int(move["mate"])
+        cp = 100_000 if mate > 0 else -100_000
+    elif move.get("score_cp") is not None:
+        cp = int(move["score_cp"])
+    else:
+        return None
+    return cp if mover == chess.WHITE else -cp
+
+
+def board_after(start_fen: str | None, moves: list[dict[str, Any]]) -> chess.Board:
+    board = chess.Board(start_fen) if start_fen else chess.Board()
+    for move in moves:
+        board.push_uci(move["uci"])
+    return board
+
+
+def decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], *,
+           interruption: InterruptionConfig, adjudication: AdjudicationConfig,
+           time_control: TimeControl,
+           tablebase: chess.syzygy.Tablebase | None = None) -> Decision:
+    """What to do with an interrupted game whose log is ``started`` + ``moves``."""
+    if interruption.mode == "replay":
+        return Decision("replay", "replay")
+    engine_moves = [m for m in moves if not m.get("book")]
+    if not engine_moves:  # nothing the engines played would be kept
+        return Decision("replay", "replay")
+    start_fen = (started or {}).get("start_fen") or chess.STARTING_FEN
+    board = board_after(start_fen, moves)
+    last = moves[-1]
+
+    # 0. the log already shows the end
+    end = natural_end(board)
+    if end is None:
+        end = _fired(board, last, adjudication, tablebase)
+    if end is not None:
+        return Decision("finish", "log", end=end, board=board)
+
+    # the engines' last scores, and how many moves each has made
+    first_mover = chess.Board(start_fen).turn
+    last_score: dict[chess.Color, int | None] = {chess.WHITE: None, chess.BLACK: None}
+    made = {chess.WHITE: 0, chess.BLACK: 0}
+    for move in moves:
+        mover = first_mover if move["ply"] % 2 == 1 else not first_mover
+        if move.get("book"):
+            continue
+        made[mover] += 1
+        last_score[mover] = _white_cp(move, mover)
+
+    if interruption.adjudicate:
+        w, b = last_score[chess.WHITE], last_score[chess.BLACK]
+        limit = interruption.win_score_cp
+        if w is not None and b is not None:
+            for side, sign in ((chess.WHITE, 1), (chess.BLACK, -1)):
+                if sign * w >= limit and sign * b >= limit:  # 7.c.ii
+                    return Decision("finish", "7.c.ii", board=board, end=End(
+                        win_for(side), f"{SIDE[side]} wins by adjudication: {INTERRUPTION}",
+                        "adjudication", INTERRUPTION))
+            if (abs(w) <= interruption.draw_score_cp and abs(b) <= interruption.draw_score_cp
+                    and min(made.values()) >= interruption.draw_moves):  # 7.c.iii
+                return Decision("finish", "7.c.iii", board=board, end=End(
+                    DRAW, f"Draw by adjudication: {INTERRUPTION}", "adjudication", INTERRUPTION))
+        tbc = adjudication.tablebases
+        if tablebase is not None and tbc is not None and interruption.tablebase_pieces:
+            verdict = tablebase_verdict(tablebase, board, interruption.tablebase_pieces,
+                                        tbc.ignore50)
+            if verdict is not None:  # 7.c.iv
+                return Decision("finish", "7.c.iv", board=board, end=End(
+                    verdict.result, verdict.reason, verdict.termination, verdict.details))
+
+    # 7.c.v: go on from the position reached
+    compensation_ms = int(round(interruption.compensation(time_control.base) * 1000))
+
+    def clock(key: str) -> int | None:
+        value = last.get(key)
+        if value is None:
+            value = (started or {}).get(key)
+        return None if value is None else int(value) + compensation_ms
+
+    win_plies = int(last.get("win_plies") or 0)
+    win_side = None
+    if win_plies:
+        score = _white_cp(last, not board.turn)
+        win_side = None if score is None else ("white" if score > 0 else "black")
+    point = ResumePoint(
+        moves=tuple(m["uci"] for m in moves), comments=tuple(m.get("comment", "") for m in moves),
+        book_plies=sum(1 for m in moves if m.get("book")),
+        white_clock_ms=clock("white_clock_ms"), black_clock_ms=clock("black_clock_ms"),
+        white_moves=made[chess.WHITE], black_moves=made[chess.BLACK],
+        compensation_ms=compensation_ms, draw_plies=int(last.get("draw_plies") or 0),
+        win_plies=win_plies, win_side=win_side,
+        start_time=(started or {}).get("start_time", ""))
+    return Decision("resume", "7.c.v", resume=point, board=board)
+
+
+def _fired(board: chess.Board, last: dict[str, Any], adjudication: AdjudicationConfig,
+           tablebase: chess.syzygy.Tablebase | None) -> End | None:
+    """An Adjudication rule that fired on the last logged ply (the record was not written)."""
+    tbc = adjudication.tablebases
+    if tablebase is not None and tbc is not None:
+        verdict = tablebase_verdict(tablebase, board, tbc.max_pieces, tbc.ignore50)
+        if verdict is not None:
+            return End(verdict.result, verdict.reason, verdict.termination, verdict.details)
+    draw = adjudication.tcec_draw
+    if draw is not None and int(last.get("draw_plies") or 0) >= draw.plies:
+        return End(DRAW, "Draw by adjudication: TCEC draw rule", "adjudication", "TCEC draw rule")
+    win = adjudication.tcec_win
+    if win is not None and int(last.get("win_plies") or 0) >= win.plies:
+        score = _white_cp(last, not board.turn)
+        if score is not None and score != 0:
+            side = chess.WHITE if score > 0 else chess.BLACK
+            return End(win_for(side), f"{SIDE[side]} wins by adjudication: TCEC win rule",
+                       "adjudication", "TCEC win rule")
+    if adjudication.max_moves and len(board.move_stack) >= 2 * adjudication.max_moves:
+        return End(DRAW, "Draw by adjudication: maximal game length", "adjudication",
+                   "maximal game length")
+    return None
