@@ -115,6 +115,19 @@ class AdjudicationConfig:
 
 
 @dataclass(frozen=True)
+class RatingsConfig:
+    """The ``Ratings`` block: how `ratings` and `standings` compute Elo (docs/ratings.md)."""
+
+    anchor: str | None = None  # None: the pool average is ``elo``
+    elo: float = 0.0  # rating of the anchor, or of the pool average
+    white_advantage: float | None = None  # None: fitted; else fixed Elo
+    draw_rate: float | None = None  # None: fitted; else fixed percent
+    simulations: int = 1000
+    seed: int = 0
+    confidence: float = 95.0
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     event: str
@@ -132,6 +145,7 @@ class Config:
     engines: tuple[EngineConfig, ...]
     tiebreaks: tuple[str, ...]
     raw: dict[str, Any]
+    ratings: RatingsConfig = field(default_factory=RatingsConfig)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:
@@ -270,7 +284,11 @@ _TOP = {
     "Event": False, "Site": False, "SwissOptions": True, "TimeControl": True,
     "TimeMarginMs": False, "Concurrency": False, "Backend": False, "CutechessPath": False,
     "PgnOut": False, "Database": False, "Openings": False, "Adjudication": False,
-    "Engines": True, "Tiebreaks": False,
+    "Engines": True, "Tiebreaks": False, "Ratings": False,
+}
+_RATINGS = {
+    "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
+    "Simulations": False, "Seed": False, "Confidence": False,
 }
 _SWISS = {
     "GamesPerMatch": False, "Rounds": False, "SeedGroupCount": False, "Seeding": False,
@@ -449,6 +467,45 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
     return AdjudicationConfig(tcec_draw=draw, tcec_win=win, tablebases=tb, max_moves=max_moves)
 
 
+def _fit_or_number(c: _Checker, d: dict[str, Any], key: str, name: str,
+                   check: Callable[[Any], bool], expected: str) -> float | None:
+    value = d.get(name, "fit")
+    if value == "fit":
+        return None
+    return c.get(d, key, name, "float", None, check, f"'fit' or {expected}")
+
+
+def _ratings(c: _Checker, raw: Any, engines: tuple[EngineConfig, ...]) -> RatingsConfig:
+    k = "Ratings"
+    d = c.mapping(k, raw, _RATINGS)
+    anchor = c.get(d, k, "Anchor", "str", None)
+    names = [e.name for e in engines]
+    if anchor is not None and names and anchor not in names:
+        hint = difflib.get_close_matches(str(anchor), names, n=1)
+        c.bad(f"{k}.Anchor", anchor, "the name of an engine in Engines"
+              + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    if "Average" in d and "Anchor" in d:
+        c.problem(f"{k}.Average", "use either Anchor (with Elo: its rating) or Average (the pool "
+                                  "average's rating), not both")
+    if "Elo" in d and "Anchor" not in d:
+        c.problem(f"{k}.Elo", "Elo is the anchor's rating: set Anchor too, or use Average: "
+                              "<rating> for the pool average")
+    elo = c.get(d, k, "Elo" if "Anchor" in d else "Average", "float", 0.0)
+    return RatingsConfig(
+        anchor=anchor,
+        elo=float(elo),
+        white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage", lambda v: abs(v) < 1000,
+                                       "a fixed advantage in Elo (-1000..1000)"),
+        draw_rate=_fit_or_number(c, d, k, "DrawRate", lambda v: 0 <= v < 100,
+                                 "a fixed draw rate between equal engines, percent 0..100"),
+        simulations=c.get(d, k, "Simulations", "int", 1000, _non_negative,
+                          "a number of simulations >= 0 (0 = no error margins)"),
+        seed=c.get(d, k, "Seed", "int", 0, _non_negative, "an integer >= 0"),
+        confidence=float(c.get(d, k, "Confidence", "float", 95.0, lambda v: 0 < v < 100,
+                               "a percentage between 0 and 100")),
+    )
+
+
 def _cutechess_path(value: str, base: Path) -> str:
     """A CutechessPath containing a '/' is relative to the config file; a bare name is looked up later."""
     return str(_resolve_path(base, value)) if os.sep in value else value
@@ -508,6 +565,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         engines=engines,
         tiebreaks=tuple(tiebreaks),
         raw=raw,
+        ratings=_ratings(c, top.get("Ratings"), engines),
     )
     _check_distinct_outputs(c, config)
     if c.problems:
