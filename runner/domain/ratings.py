@@ -295,7 +295,9 @@ def _mle(design: _Design, score: np.ndarray, labels: np.ndarray, beta: float,
          wadv: float | None) -> tuple[np.ndarray, float]:
     """Maximum likelihood ratings (each group's mean 0) and white advantage (scipy)."""
     n = design.n_players
-    use = (labels[design.white] >= 0) & (labels[design.black] >= 0)
+    # only games inside a group: between groups the results all go one way, so the
+    # likelihood's maximum puts the groups infinitely apart and those games add nothing
+    use = (labels[design.white] >= 0) & (labels[design.white] == labels[design.black])
     w, b, s = design.white[use], design.black[use], score[use]
     ngroups = int(labels.max()) + 1 if (labels >= 0).any() else 0
     pinned = [int(np.flatnonzero(labels == g)[0]) for g in range(ngroups)]
@@ -364,7 +366,7 @@ def _fit_once(design: _Design, score: np.ndarray, beta: float, wadv: float | Non
     if isolated.any():  # a group of one has nothing to be rated against
         ngroups, labels = _groups(n, design.white, design.black, score, active & ~isolated)
     ratings, wa = _mle(design, score, labels, beta, wadv)
-    rated = (labels[design.white] >= 0) & (labels[design.black] >= 0)
+    rated = (labels[design.white] >= 0) & (labels[design.white] == labels[design.black])
     diff = ratings[design.white[rated]] + wa - ratings[design.black[rated]]
     if draw_rate is None:
         draw_rate = fit_draw_rate(diff, float(np.sum(score[rated] == 0.5)), beta)
@@ -462,7 +464,7 @@ def _batch_newton(x: sparse.csr_matrix, outer: sparse.csr_matrix, scores: np.nda
     dense_x = x.toarray()
     white = np.argmax(dense_x[:, :n] == 1, axis=1)
     black = np.argmax(dense_x[:, :n] == -1, axis=1)
-    mask = active[:, white] & active[:, black]
+    mask = active[:, white] & (labels[:, white] == labels[:, black])
     free = np.concatenate([active, np.full((size, 1), fit_wadv)], axis=1).astype(float)
     same = (labels[:, :, None] == labels[:, None, :]) & active[:, :, None]
     gauge = np.zeros((size, k, k))
@@ -575,8 +577,8 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
                                                                      | fit["isolated"])),
                                          options.simulations, options.seed)
         sims = _recenter(sims, sim_active, labels, fit, options, index)
-        errors = z * np.nanstd(sims, axis=0)
-        errors[~fit["has_games"]] = np.nan
+        played = fit["has_games"]
+        errors[played] = z * np.nanstd(sims[:, played], axis=0)
         wadv_error = z * float(np.std(sim_w)) if options.white_advantage is None else None
 
     stats_by = {name: PlayerStats(name) for name in names}
