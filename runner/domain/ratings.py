@@ -25,7 +25,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -865,11 +864,3 @@ def ratings_csv(ratings: Ratings) -> str:
                     *["-".join(map(str, p.ends[e])) if e in p.ends else "" for e in classes]])
     return buf.getvalue()
 
-
-def ends_by_engine(ratings: Ratings) -> dict[str, dict[str, list[int]]]:
-    """{engine: {class: [won, drawn, lost]}} (a convenience view)."""
-    out: dict[str, dict[str, list[int]]] = defaultdict(dict)
-    for p in ratings.players:
-        for k, v in p.ends.items():
-            out[p.name][str(k)] = list(v)
-    return dict(out)
