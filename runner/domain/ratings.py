@@ -687,7 +687,8 @@ def _performance(st: PlayerStats, name: str, games: Sequence[Game], truth: np.nd
 def _fmt(value: float | None, digits: int = 0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return f"{value:.{digits}f}"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0"
 
 
 def _r(value: float | None, digits: int = 1) -> float | None:
