@@ -73,13 +73,17 @@ def game_row(db: Path, game_id: int) -> tuple:
         conn.close()
 
 
-def engines_started_after(t0: float) -> list[psutil.Process]:
+def engines_of(runner_pids: list[int]) -> list[int]:
+    """Processes still running that one of these runners started (their owner token)."""
+    prefixes = tuple(f"{pid}:" for pid in runner_pids)
     found = []
-    for proc in psutil.process_iter(["name", "create_time", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if proc.info["create_time"] >= t0 - 1 and ("stockfish" in cmd or "ethereal" in cmd) \
-                and proc.status() != psutil.STATUS_ZOMBIE:
-            found.append(proc)
+    for proc in psutil.process_iter():
+        try:
+            token = proc.environ().get("SWISS_RUNNER_OWNER", "")
+            if token.startswith(prefixes) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
     return found
 
 
@@ -102,7 +106,6 @@ def check_live(game: dict) -> None:
 def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     db = tmp_path / "state" / "swiss.sqlite3"
-    t0 = time.time()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     log = tmp_path / "run.log"
     with open(log, "wb") as out:
@@ -156,8 +159,10 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
     assert game_row(db, 2)[0] == "running"
     assert finished_game1 is not None and finished_game1[0] == "finished"
     # the same command finishes the event; game 1 unchanged, game 2 continued from its position
-    result = subprocess.run([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
-                            capture_output=True, text=True, env=env, timeout=300)
+    second = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = second.communicate(timeout=300)
+    result = subprocess.CompletedProcess(second.args, second.returncode, out, err)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "1 game(s) interrupted by the previous run will be played again" in result.stdout
     assert f"was interrupted at ply {len(moves)}: it continues from there" in result.stdout
@@ -191,4 +196,4 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
                            cwd=REPO, capture_output=True, text=True, env=env)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     time.sleep(0.5)
-    assert engines_started_after(t0) == []
+    assert engines_of([proc.pid, second.pid]) == []

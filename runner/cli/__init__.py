@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tc", help="time control overriding the config (cutechess syntax)")
     p.set_defaults(func=cmd_play)
 
+    p = sub.add_parser("ratings", help="Elo with error margins, pairs and how games ended")
+    importlib.import_module("runner.cli.ratings").add_arguments(p)
+    p.set_defaults(func=lambda a: importlib.import_module("runner.cli.ratings").cli_ratings(a))
+
     p = sub.add_parser("audit", help="replay a finished event's PGN through the TCEC Swiss rules")
     p.add_argument("pgn", help="PGN file of the event (tags Round, White, Black, Result)")
     p.add_argument("--seeds", required=True, help="file with one engine name per line, seed 1 first")

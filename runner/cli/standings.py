@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from runner.config import Config
-from runner.domain.standings import compute_standings, render_standings
+from runner.domain.standings import compute_standings, event_ratings, render_standings
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:
@@ -22,9 +22,10 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1  # as `status`: the command ran, there is just no event yet
         rows = compute_standings(results, config.tiebreaks)
+        ratings = event_ratings(results, config)
     except errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(render_standings(rows, results, getattr(args, "format", "text") or "text", config.tiebreaks),
-          end="")
+    print(render_standings(rows, results, getattr(args, "format", "text") or "text", config.tiebreaks,
+                           ratings), end="")
     return 0

@@ -26,6 +26,7 @@ from runner.config.schema import (
     EngineConfig,
     InterruptionConfig,
     OpeningsConfig,
+    RatingsConfig,
     SwissOptions,
     TablebaseConfig,
     TcecDrawRule,
@@ -165,6 +166,11 @@ _TOP = {
     "TimeMarginMs": False, "Concurrency": False, "Backend": False, "CutechessPath": False,
     "PgnOut": False, "Database": False, "Openings": False, "Adjudication": False,
     "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
+    "Ratings": False,
+}
+_RATINGS = {
+    "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
+    "Simulations": False, "Seed": False, "Confidence": False,
 }
 _INTERRUPTION = {"Mode": False, "Adjudicate": False, "WinScoreCp": False, "DrawScoreCp": False,
                  "DrawMoves": False, "TablebasePieces": False, "CompensationS": False}
@@ -364,6 +370,45 @@ def _interruption(c: _Checker, raw: Any) -> InterruptionConfig:
     )
 
 
+def _fit_or_number(c: _Checker, d: dict[str, Any], key: str, name: str,
+                   check: Callable[[Any], bool], expected: str) -> float | None:
+    value = d.get(name, "fit")
+    if value == "fit":
+        return None
+    return c.get(d, key, name, "float", None, check, f"'fit' or {expected}")
+
+
+def _ratings(c: _Checker, raw: Any, engines: tuple[EngineConfig, ...]) -> RatingsConfig:
+    k = "Ratings"
+    d = c.mapping(k, raw, _RATINGS)
+    anchor = c.get(d, k, "Anchor", "str", None)
+    names = [e.name for e in engines]
+    if anchor is not None and names and anchor not in names:
+        hint = difflib.get_close_matches(str(anchor), names, n=1)
+        c.bad(f"{k}.Anchor", anchor, "the name of an engine in Engines"
+              + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    if "Average" in d and "Anchor" in d:
+        c.problem(f"{k}.Average", "use either Anchor (with Elo: its rating) or Average (the pool "
+                                  "average's rating), not both")
+    if "Elo" in d and "Anchor" not in d:
+        c.problem(f"{k}.Elo", "Elo is the anchor's rating: set Anchor too, or use Average: "
+                              "<rating> for the pool average")
+    elo = c.get(d, k, "Elo" if "Anchor" in d else "Average", "float", 0.0)
+    return RatingsConfig(
+        anchor=anchor,
+        elo=float(elo),
+        white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage", lambda v: abs(v) < 1000,
+                                       "a fixed advantage in Elo (-1000..1000)"),
+        draw_rate=_fit_or_number(c, d, k, "DrawRate", lambda v: 0 <= v < 100,
+                                 "a fixed draw rate between equal engines, percent 0..100"),
+        simulations=c.get(d, k, "Simulations", "int", 1000, _non_negative,
+                          "a number of simulations >= 0 (0 = no error margins)"),
+        seed=c.get(d, k, "Seed", "int", 0, _non_negative, "an integer >= 0"),
+        confidence=float(c.get(d, k, "Confidence", "float", 95.0, lambda v: 0 < v < 100,
+                               "a percentage between 0 and 100")),
+    )
+
+
 def _cutechess_path(value: str, base: Path) -> str:
     """A CutechessPath containing a '/' is relative to the config file; a bare name is looked up later."""
     return str(_resolve_path(base, value)) if os.sep in value else value
@@ -431,6 +476,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         engines=engines,
         tiebreaks=tuple(tiebreaks),
         raw=raw,
+        ratings=_ratings(c, top.get("Ratings"), engines),
     )
     _check_distinct_outputs(c, config)
     if c.problems:

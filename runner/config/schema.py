@@ -99,6 +99,19 @@ class AdjudicationConfig:
 
 
 @dataclass(frozen=True)
+class RatingsConfig:
+    """The ``Ratings`` block: how `ratings` and `standings` compute Elo (docs/ratings.md)."""
+
+    anchor: str | None = None  # None: the pool average is ``elo``
+    elo: float = 0.0  # rating of the anchor, or of the pool average
+    white_advantage: float | None = None  # None: fitted; else fixed Elo
+    draw_rate: float | None = None  # None: fitted; else fixed percent
+    simulations: int = 1000
+    seed: int = 0
+    confidence: float = 95.0
+
+
+@dataclass(frozen=True)
 class InterruptionConfig:
     """What becomes of a game interrupted by a crash or an abort (TCEC rule 7.c)."""
 
@@ -138,6 +151,7 @@ class Config:
     raw: dict[str, Any]
     snapshot_interval_s: float = 1.0  # the JSON state is rewritten at most this often in play
     interruption: InterruptionConfig = field(default_factory=InterruptionConfig)
+    ratings: RatingsConfig = field(default_factory=RatingsConfig)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

@@ -32,8 +32,8 @@ from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
 
 if TYPE_CHECKING:
-
-    pass
+    from runner.config.schema import Config
+    from runner.domain.ratings import RatingOptions, Ratings
 
 JSON_FORMAT = "swiss-runner-standings"
 JSON_VERSION = 1
@@ -445,17 +445,59 @@ def _legend(tiebreaks: Sequence[str]) -> str:
             f"5:½b = vs #5, drew with Black).")
 
 
+def rating_options(config: Config | None) -> RatingOptions:
+    """The config's ``Ratings`` block as the rating model's options."""
+    from runner.domain.ratings import RatingOptions
+
+    if config is None:
+        return RatingOptions()
+    rc = config.ratings
+    return RatingOptions(anchor=rc.anchor, elo=rc.elo, white_advantage=rc.white_advantage,
+                         draw_rate=None if rc.draw_rate is None else rc.draw_rate / 100,
+                         simulations=rc.simulations, seed=rc.seed, confidence=rc.confidence)
+
+
+def event_ratings(results: EventResults, config: Config | None = None) -> Ratings:
+    """Elo of the event's engines (every played game, extra ones included; byes are not games)."""
+    from runner.domain.ratings import Game, compute_ratings
+
+    games = [Game(g.white, g.black, g.result, g.round, extra=g.extra, game=g.game_in_round)
+             for r in results.rounds for g in r.games]
+    return compute_ratings(games, rating_options(config), results.seeds)
+
+
+def _ratings_section(ratings: Ratings, fmt: str) -> str:
+    from runner.domain.ratings import summary_line
+
+    header = ["Engine", "Elo", "+/-", "LOS%"]
+    body = [[p.name, f"{p.rating:.0f}" if p.rating is not None else f"({p.unrated})",
+             "" if p.error is None else f"{p.error:.0f}", "" if p.los is None else f"{p.los:.1f}"]
+            for p in ratings.players]
+    notes = [f"note: {n}" for n in ratings.notes]
+    if fmt == "markdown":
+        return "\n\n".join([f"### Ratings\n\n_{summary_line(ratings)}_", _md_table(header, body),
+                             *[f"- {n}" for n in ratings.notes]])
+    return "\n\n".join(["Ratings", summary_line(ratings), _text_table(header, body, right={1, 2, 3}),
+                         *notes])
+
+
 def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: str,
-                     tiebreaks: Sequence[str] | None = None) -> str:
+                     tiebreaks: Sequence[str] | None = None, ratings: Ratings | None = None) -> str:
     """Standings as text | markdown | json | csv (see docs/standings.md).
 
     ``tiebreaks`` selects the tiebreak columns (default: the chain the rows were ranked with).
+    ``ratings`` (from :func:`event_ratings`) adds an Elo section / key / columns.
     """
     chain = tuple(tiebreaks) if tiebreaks is not None else (rows[0].chain if rows else ())
     if fmt == "json":
-        return json.dumps(standings_json(rows, results, chain), indent=2, ensure_ascii=False)
+        doc = standings_json(rows, results, chain)
+        if ratings is not None:
+            from runner.domain.ratings import ratings_json
+
+            doc["ratings"] = ratings_json(ratings)
+        return json.dumps(doc, indent=2, ensure_ascii=False)
     if fmt == "csv":
-        return _csv(rows, results, chain)
+        return _csv(rows, results, chain, ratings)
     if fmt not in ("text", "markdown"):
         raise ValueError(f"unknown standings format {fmt!r}: expected {' | '.join(FORMATS)}")
     table, cross, rounds = _table(rows, chain), _crosstable(rows), _round_table(rows, results)
@@ -467,6 +509,8 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
             parts += ["### Extra tie-break games",
                       _md_table(["Game", "White", "Black", "Result"],
                                 [[f"{g.round}.{g.game_in_round}", g.white, g.black, g.result] for g in extras])]
+        if ratings is not None:
+            parts.append(_ratings_section(ratings, fmt))
         parts.append(f"_{_legend(chain)}_")
         return "\n\n".join(parts) + "\n"
     numeric = {i for i, h in enumerate(table[0]) if h not in ("Place", "Engine", "Ahead by")}
@@ -475,6 +519,8 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
     if extras:
         parts += ["Extra tie-break games",
                   "\n".join(f"  {g.round}.{g.game_in_round}  {g.white} - {g.black}  {g.result}" for g in extras)]
+    if ratings is not None:
+        parts.append(_ratings_section(ratings, fmt))
     parts.append(_legend(chain))
     return "\n\n".join(parts) + "\n"
 
@@ -531,18 +577,24 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
     }
 
 
-def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str]) -> str:
+def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str],
+         ratings: Ratings | None = None) -> str:
     chain = _columns(tiebreaks)
     _, rounds_body = _round_table(rows, results)
     numbers = _round_numbers(results)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["rank", "place", "engine", "seed", "score", "games", "wins", "draws", "losses",
-                "byes", *chain, "decided_by", "extra_score", "extra_games", *[f"R{n}" for n in numbers]])
+                "byes", *chain, "decided_by", "extra_score", "extra_games",
+                *(["elo", "elo_error"] if ratings is not None else []), *[f"R{n}" for n in numbers]])
     for r, rline in zip(rows, rounds_body, strict=True):
+        elo: list[str] = []
+        if ratings is not None:
+            p = ratings.player(r.name)
+            elo = ["" if p.rating is None else f"{p.rating:.1f}", "" if p.error is None else f"{p.error:.1f}"]
         w.writerow([r.rank, r.place_label, r.name, r.seed, fmt_num(r.score), r.games, r.wins,
                     r.draws, r.losses, r.byes, *[fmt_num(r.tiebreaks[t], 12) for t in chain],
-                    r.decided_by or "", fmt_num(r.extra_score), r.extra_games, *rline[2:]])
+                    r.decided_by or "", fmt_num(r.extra_score), r.extra_games, *elo, *rline[2:]])
     return buf.getvalue()
 
 

@@ -119,6 +119,7 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
         in_progress.append({"game_id": g["game_id"], "round": g["round"],
                             "game_in_round": g["game_in_round"], "white": g["white"],
                             "black": g["black"], **live})
+    results = _results(config, store, finished, cache) if standings else (None, None)
     return {
         "format": STATE_FORMAT,
         "version": STATE_VERSION,
@@ -142,19 +143,36 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
         "next_match_index": store.next_match_index(),
         "rounds": rounds_out,
         "in_progress": in_progress,
-        "standings": _standings(config, store, finished, cache) if standings else None,
+        "standings": results[0],
+        "ratings": results[1],
     }
 
 
-def _standings(config: Config, store: Store, finished: int,
-               cache: dict[str, Any] | None) -> list[dict[str, Any]] | None:
-    if cache is None:
-        return standings_rows(config, store)
+def ratings_doc(config: Config, store: Store) -> dict[str, Any] | None:
+    """The event's ratings (runner.domain.ratings, as `swiss-runner ratings --format json`)."""
+    from runner.domain.endings import classify_end
+    from runner.domain.ratings import Game, compute_ratings, ratings_json
+    from runner.domain.standings import rating_options
+
+    games = [Game(g["white"], g["black"], g["result"], g["round"],
+                  end=classify_end(g["result"], g["termination"], reason=g["reason"]),
+                  extra=g["extra"], game=g["game_in_round"])
+             for g in store.game_rows() if g["status"] == "finished"]
+    if not games:
+        return None
+    return ratings_json(compute_ratings(games, rating_options(config), store.seeds()))
+
+
+def _results(config: Config, store: Store, finished: int,
+             cache: dict[str, Any] | None) -> tuple[list[dict[str, Any]] | None, Any]:
+    """(standings rows, ratings), computed again only when the finished games changed."""
     key = (finished, len(store.rounds()))
-    if cache.get("key") != key:
-        cache["rows"] = standings_rows(config, store)
-        cache["key"] = key
-    return cache["rows"]
+    if cache is None or cache.get("key") != key:
+        value = (standings_rows(config, store), ratings_doc(config, store))
+        if cache is None:
+            return value
+        cache["value"], cache["key"] = value, key
+    return cache["value"]
 
 
 def _game_out(g: dict[str, Any]) -> dict[str, Any]:

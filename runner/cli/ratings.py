@@ -1,0 +1,209 @@
+"""``swiss-runner ratings CONFIG | --pgn FILE``: Elo and match statistics (docs/ratings.md).
+
+Glue only: reads the games (the event's state database, or any PGN with python-chess),
+classifies how each game ended, and prints runner.domain.ratings' report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.domain.endings import classify_end
+from runner.domain.ratings import FORMATS, Game, RatingOptions, compute_ratings, render_ratings
+
+if TYPE_CHECKING:
+    from runner.config import Config
+
+EXIT_OK, EXIT_NO_EVENT, EXIT_BAD_INPUT = 0, 1, 2
+_REASON_START = re.compile(r"^(White|Black|Draw)\b")
+_BOARD_REASONS = {
+    "CHECKMATE": "{} mates", "STALEMATE": "Draw by stalemate",
+    "INSUFFICIENT_MATERIAL": "Draw by insufficient mating material",
+    "FIFTY_MOVES": "Draw by fifty moves rule", "SEVENTYFIVE_MOVES": "Draw by fifty moves rule",
+    "THREEFOLD_REPETITION": "Draw by 3-fold repetition",
+    "FIVEFOLD_REPETITION": "Draw by 3-fold repetition",
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the ``ratings`` subcommand (called by runner.cli.build_parser)."""
+    p.add_argument("config", nargs="?", help="tournament YAML file (or use --pgn)")
+    p.add_argument("--pgn", metavar="FILE", help="rate the games of any PGN file instead")
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--anchor", metavar="ENGINE", help="engine whose rating is fixed at --elo")
+    p.add_argument("--elo", type=float, help="rating of the anchor, or of the pool average (default 0)")
+    p.add_argument("--white-advantage", metavar="fit|ELO", help="fit (default) or a fixed value in Elo")
+    p.add_argument("--draw-rate", metavar="fit|PCT", help="fit (default) or a fixed percentage")
+    p.add_argument("--simulations", type=int, help="simulations for the error margins (default 1000, 0 = none)")
+    p.add_argument("--seed", type=int, help="seed of the simulations (default 0)")
+    p.add_argument("--confidence", type=float, help="confidence of the margins, percent (default 95)")
+
+
+def _fit_or_number(text: str | None, name: str) -> tuple[bool, float | None]:
+    """(given, value): value None means 'fit'."""
+    if text is None:
+        return False, None
+    if text.strip().lower() == "fit":
+        return True, None
+    try:
+        return True, float(text)
+    except ValueError:
+        raise ValueError(f"--{name}: got {text!r}, expected 'fit' or a number") from None
+
+
+def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptions:
+    """The config's ``Ratings`` block, overridden by command-line options."""
+    r = config.ratings if config is not None else None
+    anchor = args.anchor if getattr(args, "anchor", None) else (r.anchor if r else None)
+    elo = args.elo if getattr(args, "elo", None) is not None else (r.elo if r else 0.0)
+    given, wa = _fit_or_number(getattr(args, "white_advantage", None), "white-advantage")
+    if not given:
+        wa = r.white_advantage if r else None
+    given, dr = _fit_or_number(getattr(args, "draw_rate", None), "draw-rate")
+    if not given:
+        dr = r.draw_rate if r else None
+    if dr is not None and not 0 <= dr < 100:
+        raise ValueError(f"draw rate {dr}: expected a percentage 0..100")
+    sims = args.simulations if getattr(args, "simulations", None) is not None else (r.simulations if r else 1000)
+    seed = args.seed if getattr(args, "seed", None) is not None else (r.seed if r else 0)
+    conf = args.confidence if getattr(args, "confidence", None) is not None else (r.confidence if r else 95.0)
+    return RatingOptions(anchor=anchor, elo=float(elo), white_advantage=wa,
+                         draw_rate=None if dr is None else dr / 100, simulations=sims, seed=seed,
+                         confidence=conf)
+
+
+def _reason(comment: str) -> str | None:
+    """cutechess puts the reason at the end of the last comment: '+M1/245 0.007s, White mates'."""
+    comment = " ".join(comment.split())
+    if _REASON_START.match(comment):
+        return comment
+    tail = comment.rsplit(", ", 1)[-1]
+    return tail if _REASON_START.match(tail) else None
+
+
+def _round(text: str, index: int) -> tuple[int, int]:
+    """PGN Round 'R.G' -> (R, G); 'R' -> (R, index in the file); '?' -> (0, index)."""
+    parts = text.split(".")
+    try:
+        rnd = int(parts[0])
+    except ValueError:
+        return 0, index
+    try:
+        return rnd, int(parts[1]) if len(parts) > 1 else index
+    except ValueError:
+        return rnd, index
+
+
+def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
+    """Games of a PGN file, and notes about games left out (unfinished, unnamed players)."""
+    import chess
+    import chess.pgn
+
+    from runner.domain.models import TIEBREAK_PAIR_TAG
+
+    games: list[Game] = []
+    skipped: dict[str, int] = {}
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+        index = 0
+        while True:
+            game = chess.pgn.read_game(handle)
+            if game is None:
+                break
+            index += 1
+            h = game.headers
+            result = h.get("Result", "*")
+            white, black = h.get("White", "?").strip(), h.get("Black", "?").strip()
+            if result not in ("1-0", "0-1", "1/2-1/2"):
+                skipped["unfinished (result '*' or missing)"] = skipped.get("unfinished (result '*' or missing)", 0) + 1
+                continue
+            if white in ("", "?") or black in ("", "?") or white == black:
+                skipped["without two named players"] = skipped.get("without two named players", 0) + 1
+                continue
+            last = game.end()
+            reason = _reason(last.comment) if last.comment else None
+            if reason is None and game.comment:
+                reason = _reason(game.comment)
+            termination, details = h.get("Termination"), h.get("TerminationDetails")
+            if reason is None and not details and last.move is not None:
+                outcome = last.board().outcome(claim_draw=True)
+                if outcome is not None:
+                    side = "White" if outcome.winner else "Black"
+                    reason = _BOARD_REASONS.get(outcome.termination.name, "").format(side) or None
+            rnd, order = _round(h.get("Round", "?"), index)
+            games.append(Game(white=white, black=black, result=result, round=rnd,
+                              end=classify_end(result, termination, details, reason),
+                              extra=TIEBREAK_PAIR_TAG in h, game=order))
+    notes = [f"{path}: {n} game(s) left out: {why}" for why, n in skipped.items()]
+    return games, notes
+
+
+def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
+    """Finished games of the event (extra tie-break games included; byes are not games)."""
+    from runner.store.database import Store
+
+    st = Store.open_readonly(config.database)
+    if st is None:
+        return None
+    try:
+        seeds = st.seeds()
+        games = [Game(white=g.white, black=g.black, result=g.result or "", round=g.round,
+                      end=classify_end(g.result or "", reason=g.reason), extra=g.extra,
+                      game=g.game_in_round)
+                 for g in st.games() if g.status == "finished"]
+    finally:
+        st.close()
+    return games, seeds
+
+
+def cli_ratings(args: argparse.Namespace) -> int:
+    """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
+    from runner.store.database import StoreError
+
+    if bool(args.config) == bool(args.pgn):
+        print("error: ratings: give either a CONFIG file or --pgn FILE (one of the two)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    source = args.pgn or args.config
+    config = None
+    try:
+        if args.pgn:
+            path = Path(args.pgn)
+            if not path.is_file():
+                print(f"error: {path}: PGN file not found", file=sys.stderr)
+                return EXIT_BAD_INPUT
+            games, notes = read_pgn(path)
+            players: list[str] = []
+            if not games:
+                print(f"error: {path}: no finished games with two named players (is it a PGN file?)",
+                      file=sys.stderr)
+                return EXIT_BAD_INPUT
+        else:
+            from runner.cli.common import load
+
+            config = load(args.config)
+            if config is None:
+                return EXIT_BAD_INPUT
+            read = read_event(config)
+            if read is None:
+                print(f"{config.path}: no tournament state yet (no database at "
+                      f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
+                      file=sys.stderr)
+                return EXIT_NO_EVENT
+            games, players = read
+            notes = []
+        ratings = compute_ratings(games, options_from(config, args), players)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: {source}: cannot read: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ValueError as exc:
+        print(f"error: {source}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    ratings.notes[:0] = notes
+    print(render_ratings(ratings, args.format), end="")
+    return EXIT_OK
