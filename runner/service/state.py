@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,8 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
         in_progress.append({"game_id": g["game_id"], "round": g["round"],
                             "game_in_round": g["game_in_round"], "white": g["white"],
                             "black": g["black"], **live})
-    results = _results(config, store, finished, cache) if standings else (None, None)
+    done_rounds = sum(1 for r in rounds if r.state == "complete")
+    results = _results(config, store, finished, done_rounds, cache) if standings else (None, None)
     return {
         "format": STATE_FORMAT,
         "version": STATE_VERSION,
@@ -148,8 +150,14 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
     }
 
 
-def ratings_doc(config: Config, store: Store) -> dict[str, Any] | None:
-    """The event's ratings (runner.domain.ratings, as `swiss-runner ratings --format json`)."""
+def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[str, Any] | None:
+    """The event's ratings (runner.domain.ratings, as `swiss-runner ratings --format json`).
+
+    Without ``margins`` the model is fitted but not simulated (no error margins or
+    likelihoods of superiority): the runner writes this document while it times engines,
+    and a thousand simulated events would hold the interpreter for a second on a big event.
+    `swiss-runner ratings`, `standings` and the dashboard compute the margins.
+    """
     from runner.domain.endings import classify_end
     from runner.domain.ratings import Game, compute_ratings, ratings_json
     from runner.domain.standings import rating_options
@@ -160,19 +168,23 @@ def ratings_doc(config: Config, store: Store) -> dict[str, Any] | None:
              for g in store.game_rows() if g["status"] == "finished"]
     if not games:
         return None
-    return ratings_json(compute_ratings(games, rating_options(config), store.seeds()))
+    options = rating_options(config)
+    if not margins:
+        options = replace(options, simulations=0)
+    return ratings_json(compute_ratings(games, options, store.seeds()))
 
 
-def _results(config: Config, store: Store, finished: int,
+def _results(config: Config, store: Store, finished: int, complete_rounds: int,
              cache: dict[str, Any] | None) -> tuple[list[dict[str, Any]] | None, Any]:
-    """(standings rows, ratings), computed again only when the finished games changed."""
+    """(standings rows, ratings): the standings computed again when a game finished, the
+    ratings when a round was completed (they need numpy/scipy: not while each game ends)."""
+    cache = {} if cache is None else cache
     key = (finished, len(store.rounds()))
-    if cache is None or cache.get("key") != key:
-        value = (standings_rows(config, store), ratings_doc(config, store))
-        if cache is None:
-            return value
-        cache["value"], cache["key"] = value, key
-    return cache["value"]
+    if cache.get("key") != key:
+        cache["rows"], cache["key"] = standings_rows(config, store), key
+    if cache.get("ratings_key") != complete_rounds:
+        cache["ratings"], cache["ratings_key"] = ratings_doc(config, store), complete_rounds
+    return cache["rows"], cache["ratings"]
 
 
 def _game_out(g: dict[str, Any]) -> dict[str, Any]:
