@@ -106,6 +106,7 @@ def test_auto_affinity_gives_each_slot_threads_cores(tmp_path):
     ({}, [{"Name": "A", "Command": PY, "StartupTimeoutS": "long"}, {"Name": "B", "Command": PY}],
      "Engines[0].StartupTimeoutS: got 'long'"),
     ({"Backend": "cutechess", "Affinity": "auto"}, None, "no Affinity with Backend: cutechess"),
+    ({"EpdOut": "state/games.pgn"}, None, "EpdOut: got 'state/games.pgn', expected a file of its own (it is PgnOut"),
 ])
 def test_bad_operator_keys_are_exit_2_and_nothing_is_written(tmp_path, capsys, extra, engines, expect):
     path = write(tmp_path, extra, engines)

@@ -135,6 +135,11 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
             c.bad(f"PgnExtras[{i}]", extra, " | ".join(PGN_EXTRAS))
     epd = c.get(top, "", "EpdOut", "str")
     epd_path = _resolve_path(base, epd) if epd is not None else None
+    taken = {config.pgn_out: "PgnOut", config.database: "Database",
+             config.swiss.state_path: "SwissOptions.StatePath"}
+    if epd_path is not None and epd_path in taken:
+        c.bad("EpdOut", epd, f"a file of its own (it is {taken[epd_path]}: the positions would "
+              "be written into it)")
     engines_file = top.get("EnginesFile")
     return replace(
         config, engines=tuple(engines), engine_logs=logs,
