@@ -47,10 +47,10 @@ def win_for(color: chess.Color) -> str:
 
 def natural_end(board: chess.Board) -> End | None:
     """Rules of chess (with the automatic draws cutechess applies), cutechess wording."""
-    if board.is_checkmate():
-        winner = not board.turn
-        return End(win_for(winner), f"{SIDE[winner]} mates")
-    if board.is_stalemate():
+    if not any(board.generate_legal_moves()):  # one move generation for mate and stalemate
+        if board.is_check():
+            winner = not board.turn
+            return End(win_for(winner), f"{SIDE[winner]} mates")
         return End(DRAW, "Draw by stalemate")
     if board.is_insufficient_material():
         return End(DRAW, "Draw by insufficient mating material")

@@ -40,7 +40,7 @@ from runner.domain.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, G
 from runner.domain.pgn import write_game
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
-from runner.play.engines import child_popen_args, kill_owned, new_owner_token
+from runner.play.engines import child_argv, child_popen_args, kill_owned, new_owner_token
 
 if TYPE_CHECKING:
     from runner.config.schema import EngineConfig, TcecDrawRule
@@ -524,7 +524,7 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
     """
     token = new_owner_token()
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        *child_argv(list(argv)), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, **child_popen_args(token))
     seen: dict[int, float] = {}
     handle: psutil.Process | None = None

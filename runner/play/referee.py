@@ -31,6 +31,7 @@ from runner.domain.events import (
     ResumePoint,
     spec_to_json,
 )
+from runner.domain.fen import fen
 from runner.domain.models import (
     DRAW,
     TIEBREAK_PAIR_TAG,
@@ -51,6 +52,7 @@ from runner.play.engines import (
     limit_problem,
     start_engine,
 )
+from runner.play.uci import GoCommand, NotReady, UciReply, go_line, position_line
 
 LOG = logging.getLogger(__name__)
 
@@ -549,29 +551,54 @@ class _NotReady(Exception):
 
 async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess.Board,
                      limit: chess.engine.Limit, game_id: int, timeout: float,
-                     ready_timeout: float) -> chess.engine.PlayResult:
-    """``proto.play`` with its hard deadline ``timeout`` counted from sending ``go``.
+                     ready_timeout: float, *, position: str = "",
+                     new_game: bool = False) -> chess.engine.PlayResult:
+    """One move, with its hard deadline ``timeout`` counted from sending ``go``.
 
-    What python-chess sends before ``go`` (``ucinewgame`` + ``isready`` before an engine's
-    first move, ``new``/``ping`` for XBoard) is not on the clock, as for cutechess; an
-    engine still not ready after ``ready_timeout`` raises :class:`_NotReady` (a stall).
-    Raises TimeoutError when the move has not come ``timeout`` seconds after ``go``.
+    UCI engines get ``position`` (the game so far) and ``go`` through the lean GoCommand
+    (runner.play.uci), ``ucinewgame`` + ``isready`` first when ``new_game``; XBoard engines
+    go through python-chess's ``play`` (``new``/``ping`` before their first move). What is
+    sent before ``go`` is not on the clock, as for cutechess; an engine still not ready after
+    ``ready_timeout`` raises :class:`_NotReady` (a stall). Raises TimeoutError when the move
+    has not come ``timeout`` seconds after ``go``.
     """
+    if isinstance(proto, TimedUciProtocol):
+        command = go_line(limit)
+        turn = board.turn
+        try:
+            return _played(await proto.communicate(
+                lambda engine: GoCommand(engine, position, command, new_game, turn,
+                                         timeout=timeout, ready_timeout=ready_timeout)))
+        except NotReady:
+            raise _NotReady from None
     went = proto.expect_go()
-    task = asyncio.ensure_future(proto.play(board, limit, game=game_id, info=_INFO))
+    task: asyncio.Future[Any] = asyncio.ensure_future(
+        proto.play(board, limit, game=game_id, info=_INFO))
     try:
         await asyncio.wait({task, went}, timeout=ready_timeout,
                            return_when=asyncio.FIRST_COMPLETED)
         if not went.done():
             if task.done():
-                return task.result()  # failed (or answered) before go: its own error
+                return _played(task.result())  # failed (or answered) before go: its own error
             raise _NotReady
         remaining = went.result() + timeout - time.monotonic()
-        return await asyncio.wait_for(task, max(remaining, 0.0))
+        return _played(await asyncio.wait_for(task, max(remaining, 0.0)))
     finally:
         went.cancel()
         if not task.done():
             task.cancel()
+
+
+def _played(reply: chess.engine.PlayResult | UciReply) -> chess.engine.PlayResult:
+    if isinstance(reply, chess.engine.PlayResult):
+        return reply
+    move = None
+    if reply.move not in (None, "(none)", "0000"):
+        try:
+            move = chess.Move.from_uci(reply.move)
+        except ValueError:
+            raise chess.engine.EngineError(f"invalid bestmove {reply.move!r}") from None
+    return chess.engine.PlayResult(move, None, reply.info)  # type: ignore[arg-type]
 
 
 async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
@@ -583,6 +610,8 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
+    position = position_line(board.root().fen())  # + " moves ..." (the whole game) per move
+    engaged: set[chess.Color] = set()  # engines that had ucinewgame
     if resume is not None:  # the TCEC rule counts as they stood at the interruption
         if adjudicator.draw_window is not None:
             adjudicator.draw_window.count = resume.draw_plies
@@ -603,9 +632,13 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         limit = _limit(spec, engine, clocks, color)
         proto = proc.protocol
         called = time.monotonic()
+        new_game = color not in engaged
+        engaged.add(color)
         try:
             played = await _play_move(proto, board, limit, spec.game_id, timeout,
-                                      engine.startup_timeout_s or ready_timeout)
+                                      engine.startup_timeout_s or ready_timeout,
+                                      position=position + " moves " + " ".join(moves) if moves
+                                      else position, new_game=new_game)
         except _NotReady:
             proc.kill()
             return _stalled(board, color)
@@ -658,7 +691,7 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         if wanted:
             draw = adjudicator.draw_window
             event = MovePlayed(
-                game_id=spec.game_id, ply=len(moves), uci=uci, san=san, fen=board.fen(),
+                game_id=spec.game_id, ply=len(moves), uci=uci, san=san, fen=fen(board),
                 white_clock_ms=_clock_ms(clocks[chess.WHITE]),
                 black_clock_ms=_clock_ms(clocks[chess.BLACK]),
                 time_ms=int(round(elapsed * 1000)),

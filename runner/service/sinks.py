@@ -123,7 +123,13 @@ class PgnSink:
 
 class SnapshotSink:
     """Rewrites the JSON state document (StatePath) at every game start and end, and at most
-    every ``interval`` seconds while moves come in (see runner.service.state)."""
+    every ``interval`` seconds while moves come in (see runner.service.state).
+
+    A start or end is written within ``settle`` seconds (0.1), so that a game's end and the
+    next game's start, a few milliseconds apart, make one write and not two.
+    """
+
+    settle = 0.1
 
     def __init__(self, write: Callable[[], None], interval: float):
         self.write = write
@@ -141,8 +147,11 @@ class SnapshotSink:
         """Ask for a rewrite: at once (``now``), else no sooner than ``interval`` after the
         last one; requests during a write are coalesced into one more write."""
         loop = asyncio.get_running_loop()
-        wait = 0.0 if now else self._last + self.interval - time.monotonic()
+        wait = self.settle if now else self._last + self.interval - time.monotonic()
         if wait > 0:
+            if self._timer is not None and now and self._timer.when() > loop.time() + wait:
+                self._timer.cancel()  # a start or end comes sooner than the next periodic write
+                self._timer = None
             if self._timer is None:
                 self._timer = loop.call_later(wait, self._fire)
             return

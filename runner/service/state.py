@@ -83,8 +83,13 @@ def live_game(started: dict[str, Any] | None, moves: list[dict[str, Any]]) -> di
     }
 
 
-def build_state(config: Config, store: Store, *, standings: bool = True) -> dict[str, Any]:
-    """The state document (see the module docstring and docs/state.md)."""
+def build_state(config: Config, store: Store, *, standings: bool = True,
+                cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The state document (see the module docstring and docs/state.md).
+
+    ``cache``: a dict kept by the caller between calls; the standings (the costly part)
+    are computed again only when the set of finished games changed.
+    """
     s = config.swiss
     rounds = store.rounds()
     games = store.game_rows()
@@ -137,8 +142,19 @@ def build_state(config: Config, store: Store, *, standings: bool = True) -> dict
         "next_match_index": store.next_match_index(),
         "rounds": rounds_out,
         "in_progress": in_progress,
-        "standings": standings_rows(config, store) if standings else None,
+        "standings": _standings(config, store, finished, cache) if standings else None,
     }
+
+
+def _standings(config: Config, store: Store, finished: int,
+               cache: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    if cache is None:
+        return standings_rows(config, store)
+    key = (finished, len(store.rounds()))
+    if cache.get("key") != key:
+        cache["rows"] = standings_rows(config, store)
+        cache["key"] = key
+    return cache["rows"]
 
 
 def _game_out(g: dict[str, Any]) -> dict[str, Any]:
@@ -160,11 +176,11 @@ def standings_text(config: Config, store: Store) -> str | None:
     return render_standings(compute_standings(results, config.tiebreaks), results, "text")
 
 
-def write_snapshot(config: Config, store: Store) -> None:
+def write_snapshot(config: Config, store: Store, cache: dict[str, Any] | None = None) -> None:
     """Replace StatePath with the state document; report (not raise) a failed write."""
     path = config.swiss.state_path
     try:
-        data = build_state(config, store)
+        data = build_state(config, store, cache=cache)
         atomic_write(path, json.dumps(data, separators=(",", ":")) + "\n")
     except OSError as exc:
         print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the previous "

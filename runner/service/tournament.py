@@ -66,6 +66,7 @@ class Tournament:
     movelog: MoveLog | None = None
     snapshot: SnapshotSink | None = None
     resources: Any = None  # runner.service.operations.GameResources, made on first use
+    _state_cache: dict[str, Any] = field(default_factory=dict)  # standings between snapshots
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -103,7 +104,7 @@ class Tournament:
             reader = Store.open_readonly(self.store.path)
             if reader is not None:
                 try:
-                    write_snapshot(self.config, reader)
+                    write_snapshot(self.config, reader, self._state_cache)
                 finally:
                     reader.close()
         except (StoreError, sqlite3.Error) as exc:
