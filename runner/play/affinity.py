@@ -1,9 +1,9 @@
 """CPU affinity: each concurrent game slot owns a set of cores (``Affinity`` in the config).
 
 Both engines of a game run on their slot's cores and take turns there (neither ponders), as
-fastchess does; no two slots share a core. An engine is pinned in its child process before
-``exec`` (so every thread it ever creates inherits the mask), and once more after its
-options are set, on every thread of it and of its children, in case it changed the mask
+fastchess does; no two slots share a core. An engine is pinned before its ``exec`` (through
+``taskset`` in its command line, runner.play.engines.pinned_argv, else in a preexec_fn), so
+every thread it ever creates inherits the mask, and once more after its options are set, on every thread of it and of its children, in case it changed the mask
 itself.
 """
 
