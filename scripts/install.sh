@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-ENGINES="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax phalanx hoichess gnuchess-book scid-data"
+ENGINES="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax phalanx hoichess gnuchess-book scid-data openssh-client openssh-server"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $ENGINES python3-venv >/dev/null

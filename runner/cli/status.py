@@ -27,7 +27,12 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
     try:
         json_out = getattr(args, "json", False)
         data = build_state(config, store, standings=json_out)
+        from runner.cli.status_ops import eta, failed_game_logs, status_lines
+
         if json_out:
+            data["eta_s"] = eta(config, store, data)
+            data["engine_logs"] = [{"game_id": gid, "reason": reason, "path": str(path)}
+                                   for gid, reason, path in failed_game_logs(config, store)]
             print(json.dumps(data, indent=1), flush=True)
             return EXIT_OK
         cur = data["current_round"]
@@ -45,6 +50,8 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
             print("In progress:" + stale)
             for g in data["in_progress"]:
                 print(f"  {_live_line(g)}")
+        for line in status_lines(config, store, data):
+            print(line)
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = standings_text(config, store)

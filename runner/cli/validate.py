@@ -34,7 +34,7 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         from runner.play.engines import probe_engine
 
         for engine in config.engines:
-            result = probe_engine(engine, timeout=args.timeout)
+            result = probe_engine(engine, timeout=args.timeout or engine.startup_timeout_s or 10.0)
             if result.error:
                 print(f"FAIL {engine.name}: {result.error}")
                 status = EXIT_FAIL
@@ -49,6 +49,10 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
               "interrupted game is played again from its start (cutechess-cli cannot be given "
               "the clocks of a game in progress); the built-in referee continues it from its "
               "position (TCEC rule 7.c.v)")
+    if config.affinity is not None:
+        plan = "; ".join(f"slot {i} -> cores {', '.join(map(str, cores))}"
+                         for i, cores in enumerate(config.affinity.slots, 1))
+        print(f"Affinity ({config.affinity.mode}): {plan}")
     for note in advice(config):
         print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds

@@ -165,7 +165,10 @@ _TOP = {
     "Event": False, "Site": False, "SwissOptions": True, "TimeControl": True,
     "TimeMarginMs": False, "Concurrency": False, "Backend": False, "CutechessPath": False,
     "PgnOut": False, "Database": False, "Openings": False, "Adjudication": False,
-    "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
+    "Engines": False, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
+    # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
+    "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
+    "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
     "Ratings": False,
 }
 _RATINGS = {
@@ -183,6 +186,7 @@ _SWISS = {
 _ENGINE = {
     "Name": True, "Command": True, "Args": False, "Protocol": False, "Rating": False,
     "Options": False, "Nodes": False, "Depth": False, "MoveTime": False, "WorkingDir": False,
+    "StartupTimeoutS": False,
 }
 _OPENINGS = {"File": True, "Format": False, "Plies": False, "Order": False}
 _ADJ = {"TcecDraw": False, "TcecWin": False, "Tablebases": False, "MaxMoves": False}
@@ -446,7 +450,13 @@ def load_config(path: str | os.PathLike[str]) -> Config:
             tc = parse_time_control(top["TimeControl"])
         except ValueError as exc:
             c.bad("TimeControl", top["TimeControl"], str(exc))
-    engines = _engines(c, top.get("Engines"), base)
+    from runner.config.enginesjson import config_engines
+    from runner.config.operations import apply_operations
+
+    top_engines = config_engines(top, base, c.problem)  # Engines, merged with EnginesFile
+    if top_engines is not None:
+        top = {**top, "Engines": top_engines}
+    engines = _engines(c, top_engines, base)
     tiebreaks = c.get(top, "", "Tiebreaks", "list", list(DEFAULT_TIEBREAKS))
     for i, tb in enumerate(tiebreaks):
         if tb not in TIEBREAKS:
@@ -478,6 +488,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raw=raw,
         ratings=_ratings(c, top.get("Ratings"), engines),
     )
+    config = apply_operations(c, top, config, base)
     _check_distinct_outputs(c, config)
     if c.problems:
         raise ConfigError(c.problems)

@@ -27,7 +27,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,7 @@ def owned_env(token: str) -> dict[str, str]:
 # is started with vfork/posix_spawn (0.1 ms of the runner's CPU) instead of a fork of the
 # whole runner for a preexec_fn (3 ms here, growing with the runner's memory).
 _SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin") if _PRCTL is not None else None
+_TASKSET = shutil.which("taskset", path="/usr/bin:/bin")  # Affinity, util-linux like setpriv
 
 
 def child_argv(argv: list[str]) -> list[str]:
@@ -183,8 +184,29 @@ def kill_owned(pid: int, token: str | None, *, handle: psutil.Process | None,
                 proc.kill()
 
 
-def _popen_args(engine: EngineConfig, token: str) -> dict[str, Any]:
+def pinned_argv(argv: list[str], cpus: Sequence[int] | None) -> list[str]:
+    """``argv`` run through ``taskset`` on ``cpus`` (pinned before the engine's exec, so every
+    thread it creates inherits the mask, without a fork for a preexec_fn); unchanged when
+    there are no cpus or no taskset (then :func:`_popen_args` pins in a preexec_fn)."""
+    if not cpus or _TASKSET is None:
+        return argv
+    return [_TASKSET, "--cpu-list", ",".join(map(str, sorted(cpus))), *argv]
+
+
+def _popen_args(engine: EngineConfig, token: str,
+                cpus: Sequence[int] | None = None) -> dict[str, Any]:
     args = child_popen_args(token)
+    if cpus and _TASKSET is None:  # pinned before exec: every thread inherits the mask
+        from runner.play.affinity import pin_self
+
+        steps = [args.get("preexec_fn"), pin_self(cpus)]
+
+        def preexec() -> None:  # pragma: no cover - runs in the forked child
+            for step in steps:
+                if step is not None:
+                    step()
+
+        args["preexec_fn"] = preexec
     args["stderr"] = asyncio.subprocess.DEVNULL
     if engine.working_dir:
         args["cwd"] = engine.working_dir
@@ -203,6 +225,7 @@ class _Timed:
     move_received: float | None = None
     last_move_text: str | None = None
     last_pv_line: str | None = None  # the last search line with a PV, as the engine sent it
+    io_log: Callable[[str, str], None] | None = None  # EngineLogs: (">" / "<", line)
     _go_future: asyncio.Future[float] | None = None
 
     def _is_pv_line(self, line: str) -> bool:
@@ -231,9 +254,13 @@ class _Timed:
             self.last_move_text = None
             if self._go_future is not None and not self._go_future.done():
                 self._go_future.set_result(self.go_sent)
+        if self.io_log is not None:
+            self.io_log(">", line)
         super().send_line(line)  # type: ignore[misc]
 
     def _line_received(self, line: str) -> None:
+        if self.io_log is not None:
+            self.io_log("<", line)
         if line.startswith(self.move_token):
             tokens = line.split()
             if tokens[0] == self.move_token and self.move_received is None:
@@ -322,14 +349,20 @@ async def start_engine(
     *,
     timeout: float = 30.0,
     on_process: Callable[[int, float], None] | None = None,
+    cpus: Sequence[int] | None = None,
+    io_log: Callable[[str, str], None] | None = None,
 ) -> EngineProcess:
     """Start ``engine``, finish the UCI/XBoard handshake and apply its configured Options.
 
     Options the engine does not have are skipped with a warning (``validate --probe``
-    reports them as errors before an event).
+    reports them as errors before an event). ``cpus``: pin the engine (every thread, its
+    children too) to these cores. ``io_log``: called with every line sent (``">"``) and
+    received (``"<"``), from the first line on.
     """
     command = [engine.command, *engine.args]
-    cls = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
+    cls: Any = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
+    if io_log is not None:  # set on the class, so that not even a banner line is missed
+        cls = type(cls.__name__, (cls,), {"io_log": staticmethod(io_log)})
     token = new_owner_token()
     if not os.access(engine.command, os.X_OK) or os.path.isdir(engine.command):
         # what exec would say; through setpriv it would only be an early exit
@@ -338,7 +371,8 @@ async def start_engine(
                 errno.EACCES, os.strerror(errno.EACCES), engine.command)
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): {error}")
     try:
-        transport, protocol = await cls.popen(child_argv(command), **_popen_args(engine, token))
+        transport, protocol = await cls.popen(child_argv(pinned_argv(command, cpus)),
+                                              **_popen_args(engine, token, cpus))
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): {exc}") from None
     pid = transport.get_pid()
@@ -364,6 +398,10 @@ async def start_engine(
                 options[real] = value
         if options:
             await asyncio.wait_for(protocol.configure(options), timeout)
+        if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
+            from runner.play.affinity import pin_tree
+
+            pin_tree(pid, cpus)
     except TimeoutError:
         proc.kill()
         raise EngineStartError(f"{engine.name}: no {engine.protocol} handshake within {timeout:g} s",

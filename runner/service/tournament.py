@@ -25,7 +25,6 @@ from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.service.setup import open_event
 from runner.service.sinks import (
-    ConsoleSink,
     EventRouter,
     PgnSink,
     RecordError,
@@ -66,6 +65,7 @@ class Tournament:
     router: EventRouter | None = None
     movelog: MoveLog | None = None
     snapshot: SnapshotSink | None = None
+    resources: Any = None  # runner.service.operations.GameResources, made on first use
     _state_cache: dict[str, Any] = field(default_factory=dict)  # standings between snapshots
 
     def __post_init__(self) -> None:
@@ -197,6 +197,7 @@ class Tournament:
             opening=game.opening, event=config.event, site=config.site,
             time_margin_ms=config.time_margin_ms,
             extra_pair=game.round - config.swiss.rounds if game.extra else 0,
+            pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
         )
 
     async def play_one(self, game: StoredGame) -> None:
@@ -226,8 +227,15 @@ class Tournament:
             return
         if decision is not None and decision.action == "resume":
             extra["resume"] = decision.resume
-        record = await self.backend()(spec, emit=emit, on_process=on_process, attempt=attempt,
-                                      **extra)
+        if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
+            from runner.service.operations import GameResources
+
+            self.resources = GameResources(self.config, self.play_game is None
+                                           and self.config.backend == "python-chess")
+        with self.resources.for_game(game.game_id, attempt,
+                                     f"game {game.game_id}, {game.white} vs {game.black}") as more:
+            record = await self.backend()(spec, emit=emit, on_process=on_process,
+                                          attempt=attempt, **extra, **more)
         # a backend that reports only its result still goes through every sink
         if "started" not in seen:
             emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
@@ -294,7 +302,7 @@ class Tournament:
         self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "
                  f"{len(moves)}: decided by {rule}")
         record = finish_record(spec, start_board, moves, comments, decision.end, start,
-                               resumed_from=len(moves))
+                               resumed_from=len(moves), move_data=logged)
         emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
                          white_id=started.get("white_id", ""), black_id=started.get("black_id", ""),
                          start_time=started.get("start_time", record.start_time),
@@ -434,11 +442,15 @@ class Tournament:
                 "still recorded, the moves are kept in memory and written when possible")
 
         self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed).start()
+        from runner.service.operations import run_views
+
+        views = run_views(self)  # console lines with progress/ETA, EPD file, live view
         self.router = EventRouter(StoreSink(self.store, self.movelog),
-                                  [ConsoleSink(self.say, self.total_games), self.pgn, snapshot])
+                                  [*views.sinks(), self.pgn, snapshot])
         try:
             return await self._run()
         finally:
+            views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
             for sig in (signal.SIGINT, signal.SIGTERM):
