@@ -1,0 +1,251 @@
+"""Issue 12: nothing a user can type or break loses the event.
+
+One section per class of failure; every test fails on the code before the issue was fixed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.cli import main
+from runner.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parent.parent
+DET = REPO / "tests" / "fakes" / "det_engine.py"
+
+
+def engine(name: str, *extra: str) -> dict:
+    return {"Name": name, "Command": sys.executable, "Args": [str(DET), "random", name, "0", *extra]}
+
+
+def base(tmp_path: Path, **top: object) -> dict:
+    book = tmp_path / "book.pgn"
+    if not book.exists():
+        book.write_text('[Event "o"]\n\n1. e4 e5 *\n\n[Event "p"]\n\n1. d4 d5 *\n\n')
+    data: dict = {
+        "Event": "Hardening",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "Seeding": "listed",
+                         "StatePath": "state/s.json"},
+        "TimeControl": "60+1",
+        "Openings": {"File": "book.pgn", "Order": "sequential"},
+        "Engines": [engine("P1"), engine("P2")],
+    }
+    data.update(top)
+    return data
+
+
+def write(tmp_path: Path, data: dict | str, name: str = "event.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def with_value(data: dict, key: str, value: object) -> dict:
+    """``data`` with ``key`` ("SwissOptions.Rounds", "Engines.0.Name") set to ``value``."""
+    target = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        target = target[int(part)] if part.isdigit() else target.setdefault(part, {})
+    target[parts[-1]] = value
+    return data
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every file under ``root`` with its bytes (None for directories): "nothing written"."""
+    return {str(p.relative_to(root)): (None if p.is_dir() or not p.is_file() else p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+def refused(tmp_path: Path, cfg: Path, capsys: pytest.CaptureFixture[str], *needles: str) -> str:
+    """validate and run both exit 2 naming the config and every needle; nothing written."""
+    before = tree(tmp_path)
+    for command in ("validate", "run"):
+        assert main([command, str(cfg)]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert str(cfg) in err, err
+        for needle in needles:
+            assert needle in err, (needle, err)
+    assert tree(tmp_path) == before
+    return err
+
+
+# --------------------------------------------------------------------------- 1. outputs
+
+
+@pytest.mark.parametrize(("key", "value", "needle"), [
+    ("PgnOut", "event.yaml", "the config file itself"),
+    ("SwissOptions.StatePath", "event.yaml", "the config file itself"),
+    ("Database", "event.yaml", "the config file itself"),
+    ("PgnOut", "state/", "a file name"),
+    ("SwissOptions.StatePath", "engine.py", "engine 'P1'"),
+    ("PgnOut", "state", "existing directory"),
+    ("PgnOut", ".", "existing directory"),
+    ("PgnOut", "/", "a file name"),
+    ("SwissOptions.StatePath", "/", "a file name"),
+    ("Database", "/dev/null", "device"),
+    ("PgnOut", "book.pgn.20250101T000000Z.bak", "the config file"),
+])
+def test_an_output_never_overwrites_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             key: str, value: str, needle: str) -> None:
+    (tmp_path / "state").mkdir()
+    script = tmp_path / "engine.py"
+    script.write_text(DET.read_text())
+    data = base(tmp_path)
+    data["Engines"][0]["Args"][0] = "engine.py"  # relative to the config file
+    if value.endswith(".bak"):  # the config sits where PgnOut's backup would go
+        data["PgnOut"] = "games.pgn"
+        cfg = write(tmp_path, data, "games.pgn.20250101T000000Z.bak")
+        needle = "a backup name of the PGN"
+    else:
+        if key == "SwissOptions.StatePath":
+            data["SwissOptions"]["StatePath"] = value
+            data["Database"] = "state/db.sqlite3"
+            data["PgnOut"] = "state/g.pgn"
+        else:
+            data[key] = value
+        cfg = write(tmp_path, data)
+    refused(tmp_path, cfg, capsys, needle, key)
+
+
+def test_the_database_companions_are_outputs_too(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    data = base(tmp_path, Database="event")
+    # event-wal is not an input here, but event.yaml.lock of "Database: event.yaml" would be:
+    cfg = write(tmp_path, data, "event-wal")
+    refused(tmp_path, cfg, capsys, "WAL journal", "the config file itself")
+
+
+# --------------------------------------------------------------------------- 2. names
+
+
+@pytest.mark.parametrize("bad", ["two\nlines", "tab\there", "bell\a", "esc\x1b[31mred", "nul\x00",
+                                 "del\x7f", "line\u2028sep", "rtl\u202eoverride", "x" * 201])
+@pytest.mark.parametrize("where", ["Event", "Site", "Engines.0.Name"])
+def test_names_with_control_characters_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   bad: str, where: str) -> None:
+    data = base(tmp_path)
+    if where == "Engines.0.Name":
+        data["Engines"][0]["Name"] = bad
+    else:
+        data[where] = bad
+    err = refused(tmp_path, write(tmp_path, data), capsys,
+                  where.replace(".0.", "[0]."),
+                  "at most 200" if len(bad) > 200 else "NUL" if "\x00" in bad else "printable")
+    assert "\x1b" not in err and "\n" not in err.replace("\n", "", err.count("\n"))
+
+
+# --------------------------------------------------------------------------- 3. the loader
+
+
+ALIAS_BOMB = """\
+a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    (ALIAS_BOMB, "alias bomb"),
+    ("Engines: &e [*e]\n", "recursive alias"),
+    ("SwissOptions: &s {Rounds: 1, Again: *s}\n", "recursive alias"),
+    ("x: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+    ("Event: a\x00b\n", "NUL byte"),
+    ("# " + "x" * 300_000 + "\n", "larger than"),
+])
+def test_hostile_yaml_is_refused_quickly(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         text: str, needle: str) -> None:
+    cfg = write(tmp_path, text)
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=needle):
+        load_config(cfg)
+    assert time.monotonic() - started < 1.0
+    refused(tmp_path, cfg, capsys, needle)
+
+
+def test_a_config_that_is_not_a_regular_file_is_not_read(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "event.yaml"
+    os.mkfifo(fifo)  # reading it would block for ever
+    assert main(["validate", str(fifo)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    assert main(["validate", "/dev/zero"]) == 2
+    assert main(["validate", str(tmp_path)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("key", "value", "needle"), [
+    ("PgnOut", "a\x00b.pgn", "NUL"),
+    ("Database", "x" * 300 + ".sqlite3", "at most 255 bytes"),
+    ("SwissOptions.StatePath", "/".join(["d"] * 2100), "at most 4096"),
+    ("Openings.File", "\x00", "NUL"),
+    ("Engines.0.Command", "./a\x00b", "NUL"),
+    ("Engines.0.WorkingDir", "y" * 256, "at most 255 bytes"),
+    ("CutechessPath", "bin/\x00", "NUL"),
+    ("Adjudication.Tablebases.Paths", ["z" * 256], "at most 255 bytes"),
+    ("Engines.0.Args", ["ok", "bad\x00"], "control characters"),
+    ("Engines.0.Options", {"Hash\nquit": 1}, "one line"),
+    ("Engines.0.Options", {"Hash": "1\ngo infinite"}, "one line"),
+    ("Engines.0.Options", {"Hash": float("nan")}, "finite number"),
+])
+def test_unusable_paths_and_words_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   key: str, value: object, needle: str) -> None:
+    refused(tmp_path, write(tmp_path, with_value(base(tmp_path), key, value)), capsys, needle)
+
+
+def test_a_config_file_name_with_nul_or_too_long_is_a_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path / "a\x00b.yaml")]) == 2
+    assert main(["validate", str(tmp_path / ("n" * 300 + ".yaml"))]) == 2
+    err = capsys.readouterr().err
+    assert "NUL" in err and "File name too long" in err and "Traceback" not in err
+
+
+ABSURD = [
+    ("SwissOptions.Rounds", 10**9, "at most 1000"),
+    ("SwissOptions.GamesPerMatch", 10**30, "1 (single rounds) or 2"),
+    ("SwissOptions.MaxExtraPairs", 10**6, "at most 100"),
+    ("SwissOptions.SeedGroupCount", 10**6, "at most 1000"),
+    ("SwissOptions.RandomSeed", 2**64, "2**63 - 1"),
+    ("TimeControl", "1.0e+400", "finite"),
+    ("TimeControl", float("inf"), "finite"),
+    ("TimeControl", float("nan"), "finite"),
+    ("TimeControl", "9" * 400, "at most"),
+    ("TimeControl", "40/1000000000", "at most 604800"),
+    ("TimeControl", "60+99999", "increment of at most"),
+    ("TimeControl", "100000/60", "at most 1000 moves"),
+    ("Engines.0.Rating", float("nan"), "finite number"),
+    ("Engines.0.Rating", float("inf"), "finite number"),
+    ("Engines.0.Rating", 1e300, "-10_000 to 10_000"),
+    ("Engines.0.Nodes", 10**20, "at most 1_000_000_000_000"),
+    ("Engines.0.Depth", 10**6, "at most 1_000"),
+    ("Engines.0.MoveTime", 10**12, "ms per move"),
+    ("Concurrency", 10**9, "at most 256"),
+    ("TimeMarginMs", 10**15, "0 to 3600000"),
+    ("SnapshotIntervalS", float("nan"), "0.1 to 3600"),
+    ("Openings.Plies", 10**9, "at most 10000"),
+    ("Adjudication.MaxMoves", 10**9, "at most 10000"),
+    ("Adjudication.TcecWin.ScoreCp", 10**9, "at most 100000"),
+    ("Adjudication.TcecDraw.MaxPieces", 1000, "2..32"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "needle"), ABSURD, ids=[f"{k}={str(v)[:12]}" for k, v, _ in ABSURD])
+def test_every_number_has_a_sane_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       key: str, value: object, needle: str) -> None:
+    text = yaml.safe_dump(with_value(base(tmp_path), key, value), sort_keys=False)
+    if value == "1.0e+400":  # a YAML float that overflows to inf
+        text = text.replace("'1.0e+400'", "1.0e+400")
+    refused(tmp_path, write(tmp_path, text), capsys, key.split(".")[-1], needle)
