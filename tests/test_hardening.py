@@ -6,6 +6,8 @@ One section per class of failure; every test fails on the code before the issue 
 from __future__ import annotations
 
 import os
+import re
+import stat
 import sys
 import time
 from pathlib import Path
@@ -249,3 +251,114 @@ def test_every_number_has_a_sane_bound(tmp_path: Path, capsys: pytest.CaptureFix
     if value == "1.0e+400":  # a YAML float that overflows to inf
         text = text.replace("'1.0e+400'", "1.0e+400")
     refused(tmp_path, write(tmp_path, text), capsys, key.split(".")[-1], needle)
+
+
+QUOTED = ['Deep "Blue"', "back\\slash", 'both \\" mixed']
+
+
+def test_quotes_and_backslashes_in_names_are_escaped_in_pgn_tags(tmp_path: Path) -> None:
+    import io
+
+    import chess.pgn
+
+    from runner.cli.audit import read_pgn_games
+    from runner.domain.pgn import unescape_tag, write_game
+
+    text = write_game({"Event": QUOTED[2], "Site": "a\nb", "Round": "1.1", "White": QUOTED[0],
+                       "Black": QUOTED[1], "Result": "1-0"}, None, ["e2e4"], ["book"], "White mates")
+    assert '[White "Deep \\"Blue\\""]' in text and '[Black "back\\\\slash"]' in text
+    assert '[Site "a b"]' in text  # a line break cannot end the tag
+    game = chess.pgn.read_game(io.StringIO(text))
+    assert game is not None and not game.errors
+    assert [unescape_tag(game.headers[k]) for k in ("White", "Black", "Event")] == \
+        [QUOTED[0], QUOTED[1], QUOTED[2]]
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text(text)
+    (parsed,) = read_pgn_games(pgn)
+    assert (parsed.white, parsed.black) == (QUOTED[0], QUOTED[1])
+
+
+def _results(names: list[str]):
+    from runner.domain.models import EventResults, PlayedGame, RoundResult
+
+    games = (PlayedGame(1, 1, names[0], names[1], "1-0", "G0.0"),
+             PlayedGame(1, 2, names[1], names[0], "1/2-1/2", "G9.5"))
+    return EventResults(seeds=tuple(names), games_per_match=2,
+                        rounds=(RoundResult(1, games),))
+
+
+def test_standings_never_print_raw_escapes_and_markdown_is_escaped() -> None:
+    from runner.domain.standings import compute_standings, render_standings
+
+    names = ["Evil\x1b[2J\x1b]0;pwned\x07", "Pipe|<b>bold</b>&amp;\nnext"]
+    results = _results(names)
+    rows = compute_standings(results, ("SonnebornBerger",))
+    for fmt in ("text", "markdown"):
+        out = render_standings(rows, results, fmt)
+        assert "\x1b" not in out and "\x07" not in out and "&amp;\nnext" not in out
+        assert "\\x1b[2J" in out  # shown, not interpreted
+    md = render_standings(rows, results, "markdown")
+    assert "Pipe\\|&lt;b&gt;bold&lt;/b&gt;&amp;amp;\\nnext" in md
+    for block in md.split("\n\n"):  # every row of a table keeps the header's column count
+        if block.startswith("|"):
+            pipes = {len(re.findall(r"(?<!\\)\|", line)) for line in block.splitlines()}
+            assert len(pipes) == 1, block
+
+
+# --------------------------------------------------------------------------- 8. bounded reads
+
+
+@pytest.mark.parametrize("pgn", ["/dev/zero", "/dev/urandom", "dir", "fifo", "zeros.pgn", "junk.pgn"])
+def test_audit_refuses_endless_and_non_pgn_input(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 pgn: str) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("A\nB\n")
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    with open(tmp_path / "zeros.pgn", "wb") as handle:  # one endless line
+        handle.truncate(50 << 20)
+    (tmp_path / "junk.pgn").write_text("no tags here\n" * 200_000)
+    path = pgn if pgn.startswith("/") else str(tmp_path / pgn)
+    started = time.monotonic()
+    assert main(["audit", path, "--seeds", str(seeds)]) == 2
+    err = capsys.readouterr().err
+    assert path in err and "Traceback" not in err
+    assert time.monotonic() - started < 10
+    assert main(["audit", str(tmp_path / "junk.pgn"), "--seeds", "/dev/zero"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- 9. umask
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o077, 0o600), (0o027, 0o640), (0o002, 0o664)])
+def test_the_json_snapshot_follows_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    from runner.store.database import atomic_write
+
+    old = os.umask(umask)
+    try:
+        atomic_write(tmp_path / "s.json", "{}\n")
+        (tmp_path / "p.pgn").write_text("")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "s.json").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "p.pgn").stat().st_mode) == mode  # as open() does
+
+
+# --------------------------------------------------------------------------- 10. EPD books
+
+
+def test_epd_books_with_fen_counters_are_accepted(tmp_path: Path) -> None:
+    from runner.books.openings import load_book
+    from runner.config.schema import OpeningsConfig
+
+    after_e4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -"
+    book = tmp_path / "book.epd"
+    book.write_text(f"{after_e4} 0 1\n{after_e4} 3 7; id \"counted\";\n{after_e4} 0 1 c0 \"x\";\n"
+                    f"{after_e4} id \"plain\";\n")
+    lines = load_book(OpeningsConfig(file=book, format="epd"))
+    assert [o.fen.split()[-2:] for o in lines] == [["0", "1"], ["3", "7"], ["0", "1"], ["0", "1"]]
+    assert lines[1].name == "counted" and lines[3].name == "plain"
+    book.write_text(f"{after_e4} 0 x\n")
+    with pytest.raises(Exception, match="book.epd:1: invalid EPD"):
+        load_book(OpeningsConfig(file=book, format="epd"))

@@ -8,6 +8,7 @@ import sys
 
 from runner.cli.common import err as _err
 from runner.config import Config
+from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.service.state import build_state, standings_text
 from runner.store.database import Store, StoreError
@@ -31,7 +32,7 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
             print(json.dumps(data, indent=1), flush=True)
             return EXIT_OK
         cur = data["current_round"]
-        print(f"Event: {data['event']}  ({data['database']})")
+        print(printable(f"Event: {data['event']}  ({data['database']})"))
         if cur is None:
             print("Round: not paired yet")
         else:
@@ -44,7 +45,7 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
                 if data["runner_running"] is False else ""
             print("In progress:" + stale)
             for g in data["in_progress"]:
-                print(f"  {_live_line(g)}")
+                print(f"  {printable(_live_line(g))}")
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = standings_text(config, store)

@@ -119,6 +119,18 @@ def _now() -> str:
 # --------------------------------------------------------------------------- files
 
 
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
 def atomic_write(path: Path, data: str) -> None:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
@@ -127,7 +139,7 @@ def atomic_write(path: Path, data: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o644)  # readable by dashboards, like the files it replaces
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600: use the umask like open() does
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
             handle.flush()
