@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_orchestrator import args as event_args
+from test_orchestrator import backend
+from test_orchestrator import write_config as write_event
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -362,3 +365,268 @@ def test_epd_books_with_fen_counters_are_accepted(tmp_path: Path) -> None:
     book.write_text(f"{after_e4} 0 x\n")
     with pytest.raises(Exception, match="book.epd:1: invalid EPD"):
         load_book(OpeningsConfig(file=book, format="epd"))
+
+
+# --------------------------------------------------------------------------- 4. engines
+
+FAKE_UCI = REPO / "tests" / "fakes" / "fake_uci.py"
+
+
+def _no_state(tmp_path: Path) -> None:
+    assert not (tmp_path / "state").exists()  # nothing was created
+
+
+@pytest.mark.parametrize(("broken", "needles"), [
+    ({"Command": "/bin/true", "Args": []}, ["'P1'", "/bin/true", "died"]),
+    ({"Command": "./noshebang.sh", "Args": []}, ["'P1'", "noshebang.sh", "first line like '#!"]),
+    ({"Command": "./badinterp.sh", "Args": []}, ["'P1'", "/no/such/interpreter", "does not exist"]),
+    ({"Args": [str(FAKE_UCI), "--crash-at-start"]}, ["'P1'", "--crash-at-start", "died"]),
+    ({"Args": ["-c", "import sys; print('licence expired', file=sys.stderr)"]},
+     ["'P1'", "it printed: licence expired"]),
+    ({"Args": [str(FAKE_UCI)], "Options": {"Hash": 999999}}, ["'P1'", "Hash", "999999"]),
+    ({"Args": [str(FAKE_UCI)], "Options": {"NoSuchOption": 1}}, ["'P1'", "NoSuchOption"]),
+    ({"Args": [str(FAKE_UCI), "--handshake-delay", "60"]}, ["'P1'", "no uci handshake"]),
+])
+def test_run_refuses_an_engine_that_cannot_play_before_any_game(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        broken: dict, needles: list[str]) -> None:
+    from runner.service import setup
+
+    monkeypatch.setattr(setup, "PREFLIGHT_TIMEOUT_S", 3.0)
+    (tmp_path / "noshebang.sh").write_text("echo not an engine\n")
+    (tmp_path / "badinterp.sh").write_text("#!/no/such/interpreter\n")
+    for script in ("noshebang.sh", "badinterp.sh"):
+        (tmp_path / script).chmod(0o755)
+    data = base(tmp_path)
+    data["Engines"][0].update(broken)
+    cfg = write(tmp_path, data)
+    started = time.monotonic()
+    assert main(["run", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - started < 20
+    assert "Traceback" not in err and "no game was played" in err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert "'P2'" not in err  # the good engine is not blamed
+    _no_state(tmp_path)
+
+
+def test_validate_probe_is_clean_and_refuses_a_bad_timeout(tmp_path: Path) -> None:
+    import subprocess
+
+    data = base(tmp_path)
+    data["Engines"] += [{"Name": "Crash", "Command": sys.executable,
+                         "Args": [str(FAKE_UCI), "--crash-at-start"]},
+                        {"Name": "True", "Command": "/bin/true", "Protocol": "xboard"}]
+    cfg = write(tmp_path, data)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "runner", "validate", "--probe", str(cfg)],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 1
+    assert "FAIL Crash" in out.stdout and "FAIL True" in out.stdout and "ok   P1" in out.stdout
+    assert "Loop" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+    for bad in ("0", "-1", "nan"):
+        out = subprocess.run([sys.executable, "-m", "runner", "validate", "--probe", "--timeout",
+                              bad, str(cfg)], capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 2 and "--timeout" in out.stderr, out.stderr
+
+
+def test_a_complete_event_is_not_probed_and_names_with_quotes_survive(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The preflight passes real engines, a finished event needs none, and the event's own
+    PGN with quoted names reads back in python-chess and `audit`."""
+    script = tmp_path / "engine.py"
+    script.write_text(DET.read_text())
+    data = base(tmp_path)
+    for e, name in zip(data["Engines"], QUOTED[:2], strict=True):
+        e["Name"] = name
+        e["Args"][0] = "engine.py"
+        e["WorkingDir"] = "."  # relative to the config file
+    cfg = write(tmp_path, data)
+    assert main(["run", str(cfg)]) == 0
+    script.write_text("import sys\nsys.exit(3)\n")  # the engine breaks after the event
+    capsys.readouterr()
+    assert main(["run", str(cfg)]) == 0  # complete: nothing to play, nothing to probe
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(QUOTED[:2]) + "\n")
+    assert main(["audit", str(tmp_path / "state" / "games.pgn"), "--seeds", str(seeds)]) == 0
+
+
+# --------------------------------------------------------------------------- 5. damaged state
+
+
+def finished_event(tmp_path: Path, **swiss: object):
+    from runner.cli.run import cli_run
+    from runner.config import load_config as load
+
+    config = load(write_event(tmp_path, players=4, **swiss))
+    assert cli_run(config, event_args(), play_game=backend()) == 0
+    return config
+
+
+def _sql(db: Path, statement: str, *params: object) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(statement, params)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("damage", [
+    "UPDATE games SET result='1-1' WHERE game_id=3",
+    "UPDATE games SET white='Nobody' WHERE game_id=3",
+    "DELETE FROM players WHERE seed=2",
+    "UPDATE meta SET value='{not json' WHERE key='fingerprint'",
+    "UPDATE rounds SET pairs='[[1' WHERE number=1",
+    "UPDATE meta SET value='x' WHERE key='games_per_match'",
+    "DROP TABLE rounds",
+])
+def test_damaged_rows_are_exit_2_for_status_standings_and_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    config = finished_event(tmp_path, Rounds=2)
+    _sql(config.database, damage)
+    pgn_before = config.pgn_out.read_bytes()
+    for command in (["status"], ["status", "--json"], ["standings"], ["standings", "--format", "markdown"],
+                    ["run"]):
+        code = main([command[0], str(config.path), *command[1:]])
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        if command[0] == "run" or code != 0:
+            assert code == 2, (command, code, err)
+            assert str(config.database) in err, err
+    assert config.pgn_out.read_bytes() == pgn_before
+
+
+def test_a_flipped_byte_inside_a_record_is_reported_with_the_game_number(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = finished_event(tmp_path, Rounds=1)
+    _sql(config.database, "UPDATE games SET pgn=replace(pgn, 'Loop', 'Lo' || char(0) || 'p') WHERE game_id=2")
+    config.pgn_out.unlink()  # the PGN must be rebuilt from the records
+    assert main(["run", str(config.path)]) == 2
+    err = capsys.readouterr().err
+    assert "game 2 (round 1.2)" in err and "checksum" in err
+    assert not config.pgn_out.exists()  # no PGN with a NUL byte written
+
+
+def test_a_pgn_edited_in_place_with_the_same_size_is_rebuilt(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    config = finished_event(tmp_path, Rounds=1)
+    original = config.pgn_out.read_bytes()
+    edited = original.replace(b'[Result "1-0"]', b'[Result "0-1"]', 1)
+    assert edited != original and len(edited) == len(original)
+    config.pgn_out.write_bytes(edited)
+    assert main(["run", str(config.path)]) == 0
+    assert config.pgn_out.read_bytes() == original
+    assert "Rebuilt" in capsys.readouterr().out
+    assert list(tmp_path.glob("state/games.pgn.*.bak"))  # the edited file was kept aside
+
+
+@pytest.mark.parametrize("how", ["zero", "schemaless", "deleted"])
+def test_a_lost_database_next_to_the_events_outputs_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    import sqlite3
+
+    config = finished_event(tmp_path, Rounds=1)
+    for side in ("-wal", "-shm"):
+        config.database.with_name(config.database.name + side).unlink(missing_ok=True)
+    config.database.unlink()
+    if how == "zero":
+        config.database.write_bytes(b"")
+    elif how == "schemaless":
+        sqlite3.connect(config.database).execute("PRAGMA journal_mode=WAL").fetchone()
+    before = tree(tmp_path)
+    assert main(["run", str(config.path)]) == 2
+    err = capsys.readouterr().err
+    assert str(config.database) in err and "backup" in err, err
+    assert tree(tmp_path) == before
+    if how != "deleted":  # without the snapshot, the PGN alone tells
+        config.swiss.state_path.unlink()
+        assert main(["run", str(config.path)]) == 2
+        assert "holds games of the event" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("victim", ["database", "wal"])
+def test_the_database_disappearing_during_a_run_stops_it(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         victim: str) -> None:
+    from runner.cli.run import cli_run
+    from runner.config import load_config as load
+
+    config = load(write_event(tmp_path, players=4, Rounds=2))
+    path = config.database if victim == "database" else \
+        config.database.with_name(config.database.name + "-wal")
+
+    def delete(spec) -> None:  # noqa: ANN001 - a GameSpec
+        if spec.game_id == 3:
+            path.unlink()
+
+    assert cli_run(config, event_args(), play_game=backend(hook=delete)) == 1
+    err = capsys.readouterr().err
+    assert f"{path} was deleted" in err and "games are safe" not in err, err
+    saved = list(tmp_path.glob("state/*.recovered"))
+    assert len(saved) == 1 and str(saved[0]) in err
+    import sqlite3
+
+    conn = sqlite3.connect(saved[0])
+    assert conn.execute("SELECT COUNT(*) FROM games WHERE status='finished'").fetchone()[0] >= 2
+    conn.close()
+
+
+# --------------------------------------------------------------------------- 6. one runner
+
+
+def test_a_deleted_lock_file_does_not_let_a_second_runner_in(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from runner.cli.run import cli_run
+    from runner.config import load_config as load
+    from runner.service.lock import lock_path, runner_alive
+
+    config = load(write_event(tmp_path, players=4, Rounds=1))
+    seen: dict[str, object] = {}
+
+    def second(spec) -> None:  # noqa: ANN001 - a GameSpec
+        if spec.game_id == 2:
+            lock_path(config.database).unlink()
+            seen["alive"] = runner_alive(config.database)
+            seen["run"] = main(["run", str(config.path)])
+            seen["status"] = main(["status", str(config.path)])
+
+    assert cli_run(config, event_args(), play_game=backend(hook=second)) == 0
+    out, err = capsys.readouterr()
+    assert seen == {"alive": True, "run": 2, "status": 0}, (seen, err)
+    assert "lock on the database itself" in err and "Runner: running" in out
+    from test_orchestrator import event_games
+
+    games = event_games(config.database)
+    assert all(g[6] == "finished" for g in games) and len(games) == 4
+
+
+# --------------------------------------------------------------------------- 7. read-only
+
+
+def test_status_and_standings_work_in_a_read_only_directory(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not available")
+    config = finished_event(tmp_path, Rounds=1)
+    state = config.database.parent
+    for side in ("-wal", "-shm"):
+        assert not config.database.with_name(config.database.name + side).exists()
+    if subprocess.run(["chattr", "+i", str(state)], capture_output=True).returncode:
+        pytest.skip("cannot make a directory immutable here")
+    try:
+        capsys.readouterr()
+        assert main(["status", str(config.path)]) == 0
+        assert main(["standings", str(config.path)]) == 0
+        out, err = capsys.readouterr()
+        assert "Games: 4 of 4 finished" in out and "Crosstable" in out and err == ""
+        assert sorted(p.name for p in state.iterdir()) == sorted(
+            ["games.pgn", "swiss.json", "swiss.sqlite3", "swiss.sqlite3.lock"])
+    finally:
+        subprocess.run(["chattr", "-i", str(state)], check=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 
 from runner.cli.common import err as _err
@@ -11,17 +12,21 @@ from runner.config import Config
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.service.state import build_state, standings_text
-from runner.store.database import Store, StoreError
+from runner.store.database import Store, StoreError, damaged_state
 
 
 def cli_status(config: Config, args: argparse.Namespace) -> int:
     """`swiss-runner status CONFIG`: progress from the state, read-only."""
     try:
         store = Store.open_readonly(config.database)
+        empty = store is None or not store.has_event()
     except StoreError as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT
-    if store is None or not store.has_event():
+    except sqlite3.Error as exc:
+        _err(damaged_state(config.database, exc))
+        return EXIT_BAD_INPUT
+    if store is None or empty:
         print(f"{config.path}: no event recorded yet ({config.database} does not exist or is "
               "empty); start it with `swiss-runner run`", flush=True)
         return EXIT_FAIL
@@ -55,6 +60,9 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         return EXIT_OK
     except StoreError as exc:
         _err(str(exc))
+        return EXIT_BAD_INPUT
+    except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        _err(damaged_state(config.database, exc))
         return EXIT_BAD_INPUT
     finally:
         store.close()

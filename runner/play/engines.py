@@ -19,13 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import errno
 import itertools
 import logging
 import os
 import signal
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,9 +151,9 @@ def kill_owned(pid: int, token: str | None, *, handle: psutil.Process | None,
                 proc.kill()
 
 
-def _popen_args(engine: EngineConfig, token: str) -> dict[str, Any]:
+def _popen_args(engine: EngineConfig, token: str, stderr: Any = None) -> dict[str, Any]:
     args = child_popen_args(token)
-    args["stderr"] = asyncio.subprocess.DEVNULL
+    args["stderr"] = asyncio.subprocess.DEVNULL if stderr is None else stderr
     if engine.working_dir:
         args["cwd"] = engine.working_dir
     return args
@@ -169,6 +171,7 @@ class _Timed:
     move_received: float | None = None
     last_move_text: str | None = None
     last_pv_line: str | None = None  # the last search line with a PV, as the engine sent it
+    other_lines: list[str]  # the first lines that are neither moves nor PVs (set on first use)
     _go_future: asyncio.Future[float] | None = None
 
     def _is_pv_line(self, line: str) -> bool:
@@ -207,6 +210,8 @@ class _Timed:
                 self.last_move_text = tokens[1] if len(tokens) > 1 else ""
         elif self._is_pv_line(line):
             self.last_pv_line = line
+        elif len(self.__dict__.setdefault("other_lines", [])) < 20:
+            self.other_lines.append(line)  # what a failing engine said (probe, preflight)
         super()._line_received(line)  # type: ignore[misc]
 
 
@@ -288,6 +293,7 @@ async def start_engine(
     *,
     timeout: float = 30.0,
     on_process: Callable[[int, float], None] | None = None,
+    stderr: Any = None,
 ) -> EngineProcess:
     """Start ``engine``, finish the UCI/XBoard handshake and apply its configured Options.
 
@@ -298,9 +304,10 @@ async def start_engine(
     cls = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
     token = new_owner_token()
     try:
-        transport, protocol = await cls.popen(command, **_popen_args(engine, token))
+        transport, protocol = await cls.popen(command, **_popen_args(engine, token, stderr))
     except OSError as exc:
-        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): {exc}") from None
+        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
+                               f"{exec_problem(engine.command, exc)}") from None
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0
@@ -330,7 +337,9 @@ async def start_engine(
                                stalled=True) from None
     except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError) as exc:
         proc.kill()
-        raise EngineStartError(f"{engine.name}: {exc}") from None
+        said = "; it printed: " + " | ".join(protocol.__dict__.get("other_lines", [])[:5]) \
+            if protocol.__dict__.get("other_lines") else ""
+        raise EngineStartError(f"{engine.name}: {exc}{said}") from None
     except BaseException:
         proc.kill()
         raise
@@ -430,28 +439,77 @@ def sweep_orphans(records: Iterable[tuple[int, float]]) -> int:
 # --------------------------------------------------------------------------- probing
 
 
+def exec_problem(command: str, exc: OSError) -> str:
+    """What an exec failure means for an engine command, in words."""
+    if exc.errno == errno.ENOEXEC:
+        return (f"{exc.strerror}: the file is not a program this system can run (a script "
+                "needs a first line like '#!/usr/bin/env python3')")
+    if exc.errno == errno.ENOENT and os.path.exists(command):
+        try:
+            with open(command, "rb") as handle:
+                first = handle.readline(256)
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            interpreter = first[2:].decode("utf-8", "replace").strip()
+            return f"its interpreter {interpreter!r} (first line of the script) does not exist"
+    if exc.errno == errno.EACCES:
+        return f"{exc.strerror}: the file is not executable"
+    return str(exc.strerror or exc)
+
+
 @dataclass
 class ProbeResult:
     id_name: str = ""
     unknown_options: list[str] = field(default_factory=list)
     error: str = ""
+    output: str = ""  # what the engine wrote to stderr (the first lines)
 
 
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = await start_engine(engine, timeout=timeout, stderr=errors)
+        except EngineStartError as exc:
+            errors.seek(0)
+            output = errors.read(4096).decode("utf-8", "replace").strip()
+            if exc.stalled:
+                return ProbeResult(error=f"no {engine.protocol} handshake within {timeout:g} s",
+                                   output=output)
+            return ProbeResult(error=f"cannot start {engine.command!r}: {exc}", output=output)
+        try:
+            return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
+                               unknown_options=list(proc.skipped_options),
+                               error=limit_problem(engine, proc.protocol) or "")
+        finally:
+            await proc.close()
+
+
+async def _probe_all(engines: Sequence[EngineConfig], timeout: float) -> list[ProbeResult]:
+    slots = asyncio.Semaphore(max(2, min(8, os.cpu_count() or 2)))
+
+    async def one(engine: EngineConfig) -> ProbeResult:
+        async with slots:
+            return await _probe(engine, timeout)
+
+    results = await asyncio.gather(*(one(e) for e in engines))
+    await asyncio.sleep(0)  # let the closed transports finish inside the loop
+    return list(results)
+
+
+def probe_engines(engines: Sequence[EngineConfig], timeout: float = 10.0) -> list[ProbeResult]:
+    """Start every engine (a few at a time), finish the handshake and apply its options;
+    one event loop for all, so no transport outlives it."""
+    if timeout <= 0:
+        raise ValueError("the probe timeout must be positive")
+    level = LOG.level
+    LOG.setLevel(logging.ERROR)  # skipped options are in the result, not warnings
     try:
-        proc = await start_engine(engine, timeout=timeout)
-    except EngineStartError as exc:
-        if exc.stalled:
-            return ProbeResult(error=f"no {engine.protocol} handshake within {timeout:g} s")
-        return ProbeResult(error=f"cannot start {engine.command!r}: {exc}")
-    try:
-        return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
-                           unknown_options=list(proc.skipped_options),
-                           error=limit_problem(engine, proc.protocol) or "")
+        return asyncio.run(_probe_all(engines, timeout))
     finally:
-        await proc.close()
+        LOG.setLevel(level)
 
 
 def probe_engine(engine: EngineConfig, timeout: float = 10.0) -> ProbeResult:
     """Start the engine, finish the handshake, report its name and unknown configured options."""
-    return asyncio.run(_probe(engine, timeout))
+    return probe_engines([engine], timeout)[0]
