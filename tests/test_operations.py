@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -145,7 +146,26 @@ def test_affinity_pins_every_thread_of_both_engines_to_its_slot(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     samples: list[list[frozenset[int]]] = []
     threads_seen = 0
+    db = tmp_path / "state" / "s.sqlite3"
+
+    def playing() -> bool:
+        """A game has started: the engine check before the first game (unpinned: it plays
+        no game) is over."""
+        if not db.exists():
+            return False
+        try:
+            conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                return conn.execute("SELECT COUNT(*) FROM games WHERE status!='scheduled'"
+                                    ).fetchone()[0] > 0
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return False
+
     try:
+        while runner.poll() is None and not playing():
+            time.sleep(0.02)
         while runner.poll() is None:
             masks = []
             for proc in _owned_engines(runner.pid):

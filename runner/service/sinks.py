@@ -43,6 +43,7 @@ class StoreSink:
 
     def handle(self, event: GameEvent) -> None:
         if isinstance(event, GameStarted):
+            self.check_files()
             started = json.dumps(event_to_json(event), separators=(",", ":"))
             with self.movelog.restart(event.game_id, event.attempt):
                 self.store.start_game(event.game_id, event.attempt, started,
@@ -57,8 +58,16 @@ class StoreSink:
                                   f"everything recorded before it is intact and game {gid} "
                                   "will be played again when you run the same command again "
                                   "(free disk space first if the disk is full)") from exc
+            self.check_files()
         else:
             self.movelog.append(event)
+
+
+    def check_files(self) -> None:
+        """Stop the event when the database or its WAL was deleted or replaced under it."""
+        problem = self.store.files_problem()
+        if problem:
+            raise RecordError(problem)
 
 
 class ConsoleSink:

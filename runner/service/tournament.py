@@ -110,8 +110,11 @@ class Tournament:
         except (StoreError, sqlite3.Error) as exc:
             # The snapshot is derived from the database: a failed read costs one dashboard
             # update, never the event (every game is committed through the main connection).
+            safe = (f"the games are safe in {self.store.path}"
+                    if self.store.files_problem(save=False) is None else
+                    f"{self.store.path} is not the file this run writes any more")
             err(f"{self.config.swiss.state_path}: cannot update the JSON snapshot ({exc}); the "
-                f"previous snapshot is intact and the games are safe in {self.store.path}")
+                f"previous snapshot is intact and {safe}")
 
     # ---- rounds --------------------------------------------------------------------------
 
