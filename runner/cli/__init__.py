@@ -47,6 +47,7 @@ cmd_status = _with_config("runner.cli.status", "cli_status")
 cmd_standings = _with_config("runner.cli.standings", "cli_standings")
 cmd_play = _with_config("runner.cli.play", "cli_play")
 cmd_audit = _without_config("runner.cli.audit", "cli_audit")
+cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schedule", choices=("split", "consecutive"), help="default: inferred from the PGN")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("serve", help="serve a live web dashboard of the event (read-only)")
+    p.add_argument("config", help="tournament YAML file")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
+    p.add_argument("--token", help="access token required on every request "
+                   "(default: $SWISS_RUNNER_TOKEN; required unless bound to localhost)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 
