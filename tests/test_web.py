@@ -399,3 +399,33 @@ def test_serve_stops_promptly_with_clients_connected(tmp_path: Path) -> None:
     assert code == 0, out
     assert elapsed < 5, elapsed
     assert "Traceback" not in out
+
+
+def test_every_url_in_the_pages_is_relative(event, client) -> None:  # noqa: ANN001
+    """Nothing absolute (so a reverse proxy's path prefix works) and nothing external."""
+    pages = ["/", "/standings", "/rounds", "/chart", "/games", "/game-1"]
+    for url in pages:
+        html = client.get(url).text
+        targets = re.findall(r'(?:href|src|action)="([^"]*)"', html)
+        assert targets, url
+        for target in targets:
+            assert not target.startswith(("/", "http:", "https:", "//")), (url, target)
+    js = client.get("/static/app.js").text
+    for literal in re.findall(r'"((?:events|board\.svg|static/)[^"]*)"', js):
+        assert not literal.startswith("/")
+    assert "http://" not in js.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in js and "@import" not in client.get("/static/app.css").text
+
+
+def test_a_damaged_database_is_reported_not_served(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, ["A", "B"], 1))
+    config.database.parent.mkdir(parents=True)
+    config.database.write_bytes(b"this is not a database" * 10)
+    before = config.database.read_bytes()
+    with TestClient(create_app(config)) as c:
+        resp = c.get("/")
+        assert resp.status_code == 200
+        assert "cannot be read" in resp.text and "not an SQLite database" in resp.text
+        assert c.get("/api/state").status_code == 503
+        assert c.get("/api/live").json()["error"]
+    assert config.database.read_bytes() == before

@@ -341,12 +341,21 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
     hub = Hub(config, poll_s=poll_s)
     env = make_env()
 
+    rendered: dict[tuple[str, bool], tuple[int, str]] = {}  # pages of the current view
+
     def page(request: Request, template: str, **context: Any) -> HTMLResponse:
-        view = hub.view
+        view, generation = hub.view, hub.generation
         fragment = request.headers.get("x-fragment") == "1"
-        html = env.get_template(template).render(
-            view=view, state=view.state, live=view.live, config=config, fragment=fragment,
-            page=template.removesuffix(".html"), **context)
+        key = (template, fragment)
+        cached = None if context else rendered.get(key)
+        if cached is not None and cached[0] == generation:
+            html = cached[1]
+        else:
+            html = env.get_template(template).render(
+                view=view, state=view.state, live=view.live, config=config, fragment=fragment,
+                page=template.removesuffix(".html"), **context)
+            if not context:  # the same for every browser until the view changes
+                rendered[key] = (generation, html)
         return HTMLResponse(html, headers={"cache-control": "no-store", "vary": "X-Fragment"})
 
     async def overview(request: Request) -> Response:

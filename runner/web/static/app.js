@@ -94,8 +94,12 @@
       var xy = (p[0] / maxPly * W).toFixed(1) + "," + (mid - v / range * mid).toFixed(1);
       (p[3] === "b" ? black : white).push(xy);
     });
-    if (white.length) svg.appendChild(svgEl("polyline", { points: white.join(" "), "class": "g-white" }));
-    if (black.length) svg.appendChild(svgEl("polyline", { points: black.join(" "), "class": "g-black" }));
+    [[white, "g-white"], [black, "g-black"]].forEach(function (line) {
+      if (!line[0].length) return;
+      svg.appendChild(svgEl("polyline", { points: line[0].join(" "), "class": line[1] }));
+      var last = line[0][line[0].length - 1].split(",");  // the latest score as a dot
+      svg.appendChild(svgEl("ellipse", { cx: last[0], cy: last[1], rx: 3, ry: 4, "class": line[1] + "-dot" }));
+    });
     if (marker !== null && marker !== undefined) {
       var x = (marker / maxPly * W).toFixed(1);
       svg.appendChild(svgEl("line", { x1: x, x2: x, y1: 0, y2: H, "class": "g-marker" }));
