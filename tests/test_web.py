@@ -377,7 +377,8 @@ def test_sse_pushes_each_move_within_a_second(tmp_path: Path) -> None:
     assert max(latencies) < 1.0
 
 
-def test_serve_stops_promptly_with_clients_connected(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_serve_stops_promptly_with_clients_connected(tmp_path: Path, signum: int) -> None:
     config = generate_event(tmp_path, engines=4, rounds=1, finished_rounds=0, running=1,
                             plies=10)
     with serve(config.path) as served:
@@ -389,7 +390,7 @@ def test_serve_stops_promptly_with_clients_connected(tmp_path: Path) -> None:
             assert conn.getresponse().status == 200
             conns.append(conn)
         t0 = time.monotonic()
-        served.proc.send_signal(signal.SIGINT)
+        served.proc.send_signal(signum)
         code = served.proc.wait(timeout=15)
         elapsed = time.monotonic() - t0
         out = served.proc.stdout.read().decode()
@@ -398,7 +399,8 @@ def test_serve_stops_promptly_with_clients_connected(tmp_path: Path) -> None:
                 conn.close()
     assert code == 0, out
     assert elapsed < 5, elapsed
-    assert "Traceback" not in out
+    assert "Traceback" not in out and "ERROR" not in out
+    assert out.rstrip().endswith("Dashboard stopped.")
 
 
 def test_every_url_in_the_pages_is_relative(event, client) -> None:  # noqa: ANN001

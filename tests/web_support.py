@@ -35,7 +35,7 @@ def need(condition: bool, message: str) -> None:
         return
     if os.environ.get("CI"):
         pytest.fail(message)
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=True)
 
 
 def need_browser() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import socket
 import sys
 
@@ -95,9 +96,12 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     server = Server(uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on",
         timeout_graceful_shutdown=2, proxy_headers=False))
+    # uvicorn handles SIGINT/SIGTERM while it runs (a clean shutdown), then passes the signal
+    # on to the handler it found: SIGTERM then ends the command normally too
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
     try:
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shut down cleanly, then passes Ctrl-C on
+    except KeyboardInterrupt:  # Ctrl-C passed on after the clean shutdown
         pass
     finally:
         sock.close()
