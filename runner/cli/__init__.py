@@ -48,6 +48,7 @@ cmd_standings = _with_config("runner.cli.standings", "cli_standings")
 cmd_play = _with_config("runner.cli.play", "cli_play")
 cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
+cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="cutechess engines.json")
     p.add_argument("--engine", action="append", metavar="NAME", help="only this engine (repeatable)")
     p.set_defaults(func=cmd_engines_json)
+    p = sub.add_parser("serve", help="serve a live web dashboard of the event (read-only)")
+    p.add_argument("config", help="tournament YAML file")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
+    p.add_argument("--token", help="access token required on every request "
+                   "(default: $SWISS_RUNNER_TOKEN; required unless bound to localhost)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 
