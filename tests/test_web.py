@@ -431,3 +431,23 @@ def test_a_damaged_database_is_reported_not_served(tmp_path: Path) -> None:
         assert c.get("/api/state").status_code == 503
         assert c.get("/api/live").json()["error"]
     assert config.database.read_bytes() == before
+
+
+def test_standings_page_shows_the_ratings_with_margins(client) -> None:  # noqa: ANN001
+    view = client.app.state.hub.view  # type: ignore[attr-defined]
+    ratings = view.ratings
+    assert ratings is not None and ratings["format"] == "swiss-runner-ratings"
+    assert ratings["model"]["simulations"] > 0  # the dashboard computes the margins
+    rated = [p for p in ratings["players"] if p["elo"] is not None]
+    assert rated and any(p["error"] for p in rated)
+    # the state document's ratings are the same fit, without simulations
+    state = client.get("/api/state").json()["ratings"]
+    if state is not None:
+        assert state["model"]["simulations"] == 0
+        fitted = {p["engine"]: p["elo"] for p in state["players"]}
+        for p in rated:
+            assert abs(fitted[p["engine"]] - p["elo"]) < 1e-6
+    page = client.get("/standings").text
+    assert "<h2>Ratings</h2>" in page
+    best = rated[0]
+    assert f"{best['elo']:.0f}" in page and f"{best['error']:.0f}" in page

@@ -140,9 +140,10 @@ class SnapshotSink:
 
     settle = 0.1
 
-    def __init__(self, write: Callable[[], None], interval: float):
+    def __init__(self, write: Callable[[], bool | None], interval: float):
         self.write = write
         self.interval = interval
+        self.failed = False  # the last write failed: written again, at the latest at the end
         self._task: asyncio.Task[None] | None = None
         self._again = False
         self._last = 0.0
@@ -179,15 +180,24 @@ class SnapshotSink:
         while True:
             self._again = False
             self._last = time.monotonic()
-            await asyncio.to_thread(self.write)
+            self.failed = await asyncio.to_thread(self.write) is False
+            if self.failed and not self._again and self._timer is None:  # disk full? try later
+                self._timer = asyncio.get_running_loop().call_later(self.interval, self._fire)
             if not self._again:
                 return
 
     async def flush(self) -> None:
+        """Write what is pending, and once more if the last write failed (the final state
+        must not stay behind because one write hit a full disk)."""
         if self._timer is not None:
             self._fire()
         if self._task is not None:
             await asyncio.shield(self._task)
+        if self.failed:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self.failed = await asyncio.to_thread(self.write) is False
 
 
 class EventRouter:

@@ -99,14 +99,16 @@ class Tournament:
 
     # ---- the JSON state document --------------------------------------------------------
 
-    def _snapshot_in_thread(self) -> None:
+    def _snapshot_in_thread(self) -> bool:
+        """Write the snapshot from a read-only connection; False when it failed."""
         try:
             reader = Store.open_readonly(self.store.path)
             if reader is not None:
                 try:
-                    write_snapshot(self.config, reader, self._state_cache)
+                    return write_snapshot(self.config, reader, self._state_cache)
                 finally:
                     reader.close()
+            return True
         except (StoreError, sqlite3.Error) as exc:
             # The snapshot is derived from the database: a failed read costs one dashboard
             # update, never the event (every game is committed through the main connection).
@@ -115,6 +117,7 @@ class Tournament:
                     f"{self.store.path} is not the file this run writes any more")
             err(f"{self.config.swiss.state_path}: cannot update the JSON snapshot ({exc}); the "
                 f"previous snapshot is intact and {safe}")
+            return False
 
     # ---- rounds --------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ class View:
     state: dict[str, Any] | None  # the versioned state document; None: no event yet
     error: str | None = None  # the database cannot be read (message for the page)
     standings: dict[str, Any] | None = None  # runner.domain.standings.standings_json
+    ratings: dict[str, Any] | None = None  # runner.domain.ratings.ratings_json, with margins
     chart: list[dict[str, Any]] = field(default_factory=list)
     live: dict[str, Any] = field(default_factory=dict)  # the /api/live document
     digest: str = ""  # changes when anything but the moves of games in progress changes
@@ -104,7 +105,8 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
         if results is not None:  # the full tables (build_state has the compact rows)
             rows = compute_standings(results, config.tiebreaks)
             standings = standings_json(rows, results, config.tiebreaks)
-        view = View(state=state, standings=standings, chart=swiss_chart(results, standings))
+        view = View(state=state, standings=standings, chart=swiss_chart(results, standings),
+                    ratings=_ratings(config, store, state))
         view.live = _live_document(config, store, state, runner_seen)
     except sqlite3.Error as exc:
         return _finish(View(state=None, error=f"{config.database}: cannot read: {exc}"), t0)
@@ -113,6 +115,21 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
     finally:
         store.close()
     return _finish(view, t0)
+
+
+_RATINGS: dict[tuple[str, int], dict[str, Any] | None] = {}
+
+
+def _ratings(config: Config, store: Store, state: dict[str, Any]) -> dict[str, Any] | None:
+    """The ratings with their error margins (simulated events: this is the dashboard's
+    process, not the runner's), computed again only when a game finished."""
+    from runner.service.state import ratings_doc
+
+    key = (str(config.database), int(state.get("games_finished") or 0))
+    if key not in _RATINGS:
+        _RATINGS.clear()
+        _RATINGS[key] = ratings_doc(config, store, margins=True)
+    return _RATINGS[key]
 
 
 def refresh_live(config: Config, old: View, *,
@@ -144,7 +161,7 @@ def refresh_live(config: Config, old: View, *,
             in_progress.append({k: g[k] for k in ("game_id", "round", "game_in_round",
                                                   "white", "black")} | fresh)
         state["in_progress"] = in_progress
-        view = View(state=state, standings=old.standings, chart=old.chart)
+        view = View(state=state, standings=old.standings, chart=old.chart, ratings=old.ratings)
         view.live = _live_document(config, store, state, runner_seen, logged)
     except sqlite3.Error as exc:
         return _finish(View(state=None, error=f"{config.database}: cannot read: {exc}"), t0)
