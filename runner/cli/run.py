@@ -30,6 +30,23 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
         if problem:  # refuse before any state is created or touched
             _err(f"{config.path}: CutechessPath: {problem}")
             return EXIT_BAD_INPUT
+    cluster = None
+    address = getattr(args, "scheduler", None) or (config.cluster.scheduler if config.cluster
+                                                    else None)
+    if address and play_game is None:
+        try:
+            from runner.cluster.client import ClusterBackend
+        except ImportError:
+            _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
+                 "(pip install 'swiss-runner[cluster]')")
+            return EXIT_BAD_INPUT
+        if config.backend != "python-chess":
+            _err(f"{config.path}: Cluster: workers play with the built-in referee "
+                 "(Backend: python-chess), not cutechess-cli")
+            return EXIT_BAD_INPUT
+        cluster = ClusterBackend(address, wait_s=config.cluster.wait_s if config.cluster
+                                 else 600.0)
+        play_game = cluster
     try:
         store = Store.open(config.database)
     except StoreError as exc:
@@ -39,6 +56,8 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
         with _event_lock(config.database):
             tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
                                     quiet=getattr(args, "quiet", False), play_game=play_game)
+            if cluster is not None:
+                cluster.say = tournament.say
             try:
                 code = tournament.prepare()
             except BookError as exc:

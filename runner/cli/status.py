@@ -71,6 +71,8 @@ def _clock(ms: int | None) -> str:
 def _live_line(g: dict) -> str:
     """``game 6 (A vs B): ply 34 Nf3, clocks 1:23.4 / 1:20.1, last +0.35/16 1.2s``"""
     text = f"game {g['game_id']} ({g['white']} vs {g['black']})"
+    if g.get("worker"):
+        text += f" on {g['worker']}"
     if not g.get("ply"):
         return text + ": starting"
     clocks = g["clocks"]

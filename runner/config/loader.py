@@ -22,6 +22,7 @@ from runner.config.schema import (
     ENGINE_SEARCH_DIRS,
     TIEBREAKS,
     AdjudicationConfig,
+    ClusterConfig,
     Config,
     EngineConfig,
     InterruptionConfig,
@@ -166,8 +167,9 @@ _TOP = {
     "TimeMarginMs": False, "Concurrency": False, "Backend": False, "CutechessPath": False,
     "PgnOut": False, "Database": False, "Openings": False, "Adjudication": False,
     "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
-    "Ratings": False,
+    "Ratings": False, "Cluster": False,
 }
+_CLUSTER = {"Scheduler": True, "WaitS": False}
 _RATINGS = {
     "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
     "Simulations": False, "Seed": False, "Confidence": False,
@@ -414,6 +416,18 @@ def _cutechess_path(value: str, base: Path) -> str:
     return str(_resolve_path(base, value)) if os.sep in value else value
 
 
+def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
+    if raw is None:
+        return None
+    d = c.mapping("Cluster", raw, _CLUSTER)
+    address = str(c.get(d, "Cluster", "Scheduler", "str", "") or "")
+    if address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786")
+    wait = c.get(d, "Cluster", "WaitS", "float", 600.0, lambda v: 0 <= v <= 86400,
+                 "seconds from 0 to 86400")
+    return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0))
+
+
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Load and validate a config file; raise ConfigError listing every problem found."""
     path = Path(path)
@@ -477,6 +491,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         tiebreaks=tuple(tiebreaks),
         raw=raw,
         ratings=_ratings(c, top.get("Ratings"), engines),
+        cluster=_cluster(c, top.get("Cluster")),
     )
     _check_distinct_outputs(c, config)
     if c.problems:

@@ -132,6 +132,14 @@ class InterruptionConfig:
 
 
 @dataclass(frozen=True)
+class ClusterConfig:
+    """The ``Cluster`` block: play every game as a task of a Dask scheduler (docs/cluster.md)."""
+
+    scheduler: str  # tcp://HOST:PORT or tls://HOST:PORT
+    wait_s: float = 600.0  # how long the runner waits for a lost scheduler before it stops
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     event: str
@@ -152,6 +160,7 @@ class Config:
     snapshot_interval_s: float = 1.0  # the JSON state is rewritten at most this often in play
     interruption: InterruptionConfig = field(default_factory=InterruptionConfig)
     ratings: RatingsConfig = field(default_factory=RatingsConfig)
+    cluster: ClusterConfig | None = None  # None: every game on this machine
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:
