@@ -323,3 +323,29 @@ def test_runner_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
         assert attempt == (2 if game_id in interrupted else 1), attempts
     assert not finished_before & interrupted
     no_engines_left(cluster.pids)
+
+
+def test_scheduler_killed_mid_event(cluster: Cluster, tmp_path: Path) -> None:
+    """kill -9 of the scheduler mid-game, started again on the same port: the runner waits
+    and says so, the workers come back by themselves, the game in flight continues from its
+    position, the event completes."""
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    runner = cluster.run(config)
+    wait_until(lambda: running_game(tmp_path, 12) is not None, "a game in progress", 120,
+               runner)
+    cluster.procs["scheduler"].kill()
+    cluster.procs["scheduler"].wait(10)
+    workers = {cluster.procs[w].pid for w in ("w1", "w2")}
+    no_engines_left(workers)  # the games stop with their Dask workers
+    time.sleep(2)
+    cluster.start_scheduler()
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert "is back: dispatching again" in out, out
+    assert any("ResumedFromPly" in g.headers for g in games)
+    assert "continues from there (TCEC rule 7.c.v)" in out
+    for name in ("w1", "w2"):
+        assert "lost the scheduler; starting a fresh worker" in cluster.log(name)
+        assert cluster.procs[name].poll() is None
+    no_engines_left(cluster.pids)

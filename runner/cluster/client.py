@@ -90,6 +90,7 @@ class ClusterBackend:
         self.names: dict[str, str] = {}  # worker address -> name
         self.latencies: list[float] = []  # move-to-sink latency (ms), for bench_cluster
         self._submits = 0
+        self._scheduler_id = ""
         self._connecting: asyncio.Lock | None = None
 
     # ---- connection ----------------------------------------------------------------------
@@ -125,9 +126,8 @@ class ClusterBackend:
                                  f"(up to {self.wait_s:g} s): {exc}", always=True)
                         said = True
                     await asyncio.sleep(1.0)
-            self.client.subscribe_topic(TOPIC, self._on_message)
-            self.client.subscribe_topic("all", self._on_cluster)
-            workers = await self._workers()
+            self._scheduler_id = ""
+            workers = await self._workers() or {}
             self.names.update({a: str(w.get("name", a)) for a, w in workers.items()})
             listed = ", ".join(f"{self.names[a]} ({int(w.get('resources', {}).get(RESOURCE, 0))}"
                                " slots)" for a, w in workers.items()) or "none yet"
@@ -135,8 +135,22 @@ class ClusterBackend:
                      always=True)
             return self.client
 
-    async def _workers(self) -> dict[str, dict[str, Any]]:
-        info = await self.client.scheduler.identity(n_workers=-1)
+    async def _workers(self) -> dict[str, dict[str, Any]] | None:
+        """The workers with game slots; None when the scheduler cannot be reached.
+
+        A scheduler started again forgets every subscription: they are made again whenever
+        the scheduler's id changes."""
+        try:
+            info = await self.client.scheduler.identity(n_workers=-1)
+        except Exception:  # noqa: BLE001 - OSError, CommClosedError: it is away
+            return None
+        if info.get("id") != self._scheduler_id:
+            if self._scheduler_id:
+                self.say(f"The Dask scheduler at {self.address} is back: dispatching again",
+                         always=True)
+            self._scheduler_id = str(info.get("id"))
+            self.client.subscribe_topic(TOPIC, self._on_message)
+            self.client.subscribe_topic("all", self._on_cluster)
         return {a: w for a, w in info.get("workers", {}).items()
                 if w.get("resources", {}).get(RESOURCE, 0) > 0}
 
@@ -211,8 +225,8 @@ class ClusterBackend:
         spec_json = spec_to_json(spec)
         resume_json = resume_to_json(resume) if resume is not None else None
         while True:
-            client = await self._client()
             workers = await self._allowed(spec)
+            client = await self._client()
             state = self.attempts[token] = _Attempt(token, spec.game_id, emit)
             self._submits += 1
             future = client.submit(play_task, self.epoch, token, spec_json, resume_json,
@@ -258,6 +272,9 @@ class ClusterBackend:
         outcome = waiting.result()
         if isinstance(outcome, BaseException):
             where = f" on worker {state.owner_name}" if state.owner_name else ""
+            if "scheduler-connection-lost" in str(outcome):
+                raise ReplayGame(f"the Dask scheduler was lost at ply {state.ply}{where}; the "
+                                 "game continues from its last logged position when it is back")
             raise ReplayGame(f"the task failed{where} at ply {state.ply} "
                              f"({type(outcome).__name__}: {outcome}); the game continues from "
                              "its last logged position")
@@ -270,16 +287,18 @@ class ClusterBackend:
         deadline = time.monotonic() + self.wait_s
         said = ""
         while True:
+            await self._client()
             workers = await self._workers()
             if workers and not self.refused:
                 return None
-            ok = [a for a in workers if not engines & set(self.refused.get(a, {}))]
+            ok = [a for a in workers or {} if not engines & set(self.refused.get(a, {}))]
             if ok:
                 return ok
-            why = "no worker is connected" if not workers else (
+            why = (f"the Dask scheduler at {self.address} is unreachable" if workers is None
+                   else "no worker is connected" if not workers else (
                 "every worker refused " + " or ".join(sorted(engines)) + ": " + "; ".join(
                     f"{self.names.get(a, a)}: {r}" for a in workers
-                    for e, r in self.refused.get(a, {}).items() if e in engines))
+                    for e, r in self.refused.get(a, {}).items() if e in engines)))
             if time.monotonic() > deadline:
                 raise ClusterUnavailable(f"game {spec.game_id} cannot be played: {why} (waited "
                                          f"Cluster.WaitS = {self.wait_s:g} s)")
