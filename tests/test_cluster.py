@@ -74,9 +74,10 @@ class Cluster:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.pids: set[int] = set()  # every process started here (owner-token prefixes)
 
-    def _start(self, key: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    def _start(self, key: str, argv: list[str],
+               env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         with open(self.dir / f"{key}.log", "ab") as log:
-            proc = subprocess.Popen(argv, cwd=REPO, env=ENV, stdout=log,
+            proc = subprocess.Popen(argv, cwd=REPO, env={**ENV, **(env or {})}, stdout=log,
                                     stderr=subprocess.STDOUT)
         self.procs[key] = proc
         self.pids.add(proc.pid)
@@ -87,9 +88,9 @@ class Cluster:
                                   "--host", "127.0.0.1", "--port", str(self.port),
                                   "--no-dashboard"])
 
-    def start_worker(self, name: str) -> None:
+    def start_worker(self, name: str, env: dict[str, str] | None = None) -> None:
         self._start(name, [sys.executable, "-m", "runner", "worker", self.address,
-                           "--name", name])
+                           "--name", name], env)
 
     def joined(self, name: str) -> bool:
         log = self.dir / f"{name}.log"
@@ -114,12 +115,16 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """Scheduler + workers w1, w2; ``@pytest.mark.worker_env(w1={...})`` sets a worker's
+    environment."""
+    marker = request.node.get_closest_marker("worker_env")
+    envs = marker.kwargs if marker else {}
     c = Cluster(tmp_path)
     try:
         c.start_scheduler()
         for name in ("w1", "w2"):
-            c.start_worker(name)
+            c.start_worker(name, envs.get(name))
         for name in ("w1", "w2"):
             wait_until(lambda n=name: c.joined(n), f"worker {name} joins", 90,
                        c.procs[name])
@@ -150,7 +155,7 @@ def no_engines_left(pids: set[int]) -> None:
 
 
 def write_config(directory: Path, address: str, *, real: bool, rounds: int,
-                 delay_ms: int = 30) -> Path:
+                 delay_ms: int = 30, wrapper: Path | None = None) -> Path:
     if real:
         stockfish, ethereal = shutil.which("stockfish"), shutil.which("ethereal-chess")
         if not stockfish or not ethereal:
@@ -163,6 +168,9 @@ def write_config(directory: Path, address: str, *, real: bool, rounds: int,
         engines = [{"Name": f"D{i}", "Command": sys.executable,
                     "Args": [str(FAKE), "greedy", f"salt{i}", str(delay_ms)], "Nodes": 1}
                    for i in range(1, 5)]
+        if wrapper is not None:  # D4 through a script that fails where BROKEN_ENGINE is set
+            engines[3] = {**engines[3], "Command": str(wrapper),
+                          "Args": [sys.executable, *engines[3]["Args"]]}
     path = directory / "event.yaml"
     path.write_text(yaml.safe_dump({
         "Event": "cluster test", "TimeControl": "60+1", "Concurrency": 2,
@@ -348,4 +356,25 @@ def test_scheduler_killed_mid_event(cluster: Cluster, tmp_path: Path) -> None:
     for name in ("w1", "w2"):
         assert "lost the scheduler; starting a fresh worker" in cluster.log(name)
         assert cluster.procs[name].poll() is None
+    no_engines_left(cluster.pids)
+
+
+@pytest.mark.worker_env(w1={"BROKEN_ENGINE": "1"})
+def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Path) -> None:
+    """w1 cannot start D4 (its probe fails there): D4's games go to w2, none is forfeited,
+    and the console says why."""
+    wrapper = tmp_path / "d4.sh"
+    wrapper.write_text('#!/bin/sh\n[ -n "$BROKEN_ENGINE" ] && exit 3\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1, delay_ms=5,
+                          wrapper=wrapper)
+    runner = cluster.run(config)
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert "Worker w1 refused game" in out and "engine D4" in out, out
+    for g in games:
+        if "D4" in (g.headers["White"], g.headers["Black"]):
+            assert g.headers["Worker"] == "w2"
+        assert "forfeit" not in g.headers.get("Termination", "")
     no_engines_left(cluster.pids)
