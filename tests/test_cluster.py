@@ -168,9 +168,9 @@ def write_config(directory: Path, address: str, *, real: bool, rounds: int,
         engines = [{"Name": f"D{i}", "Command": sys.executable,
                     "Args": [str(FAKE), "greedy", f"salt{i}", str(delay_ms)], "Nodes": 1}
                    for i in range(1, 5)]
-        if wrapper is not None:  # D4 through a script that fails where BROKEN_ENGINE is set
-            engines[3] = {**engines[3], "Command": str(wrapper),
-                          "Args": [sys.executable, *engines[3]["Args"]]}
+        if wrapper is not None:  # through a script that fails where BROKEN_ENGINE is set
+            engines = [{**e, "Command": str(wrapper), "Args": [sys.executable, *e["Args"]]}
+                       for e in engines]
     path = directory / "event.yaml"
     path.write_text(yaml.safe_dump({
         "Event": "cluster test", "TimeControl": "60+1", "Concurrency": 2,
@@ -256,7 +256,15 @@ def test_event_on_two_workers(cluster: Cluster, tmp_path: Path) -> None:
     assert "Started game 1 of 8 (" in out and " on w" in out
     status = subprocess.run([sys.executable, "-m", "runner", "status", str(config), "--json"],
                             cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
-    assert json.loads(status.stdout)["complete"] is True
+    state = json.loads(status.stdout)
+    assert state["complete"] is True
+    workers = {w["name"]: w for w in state["workers"]}
+    assert set(workers) == {"w1", "w2"} and sum(w["games"] for w in workers.values()) == 8
+    assert all(w["slots"] == 1 and w["busy"] == 0 and w["state"] == "joined"
+               for w in workers.values())
+    text = subprocess.run([sys.executable, "-m", "runner", "status", str(config)], cwd=REPO,
+                          env=ENV, capture_output=True, text=True, timeout=60).stdout
+    assert "Workers:" in text and "w1: joined, 1 slot(s), 0 busy" in text, text
     no_engines_left(cluster.pids)
 
 
@@ -361,9 +369,10 @@ def test_scheduler_killed_mid_event(cluster: Cluster, tmp_path: Path) -> None:
 
 @pytest.mark.worker_env(w1={"BROKEN_ENGINE": "1"})
 def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Path) -> None:
-    """w1 cannot start D4 (its probe fails there): D4's games go to w2, none is forfeited,
-    and the console says why."""
-    wrapper = tmp_path / "d4.sh"
+    """w1 cannot start the engines (their probe fails there): it refuses the game the
+    scheduler gives it first, every game is played on w2, none is forfeited, and the console
+    and the workers table say why."""
+    wrapper = tmp_path / "engine.sh"
     wrapper.write_text('#!/bin/sh\n[ -n "$BROKEN_ENGINE" ] && exit 3\nexec "$@"\n')
     wrapper.chmod(0o755)
     config = write_config(tmp_path, cluster.address, real=False, rounds=1, delay_ms=5,
@@ -372,9 +381,14 @@ def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Pa
     assert runner.wait(300) == 0, cluster.log("runner")
     games = check_complete(tmp_path, 4)
     out = cluster.log("runner")
-    assert "Worker w1 refused game" in out and "engine D4" in out, out
+    assert "Worker w1 refused game" in out and "it gets no games of D" in out, out
+    state = json.loads(subprocess.run(
+        [sys.executable, "-m", "runner", "status", str(config), "--json"], cwd=REPO, env=ENV,
+        capture_output=True, text=True, timeout=60).stdout)
+    w1 = next(w for w in state["workers"] if w["name"] == "w1")
+    assert w1["refused"] and all("exit" in why or "start" in why
+                                 for why in w1["refused"].values()), w1
     for g in games:
-        if "D4" in (g.headers["White"], g.headers["Black"]):
-            assert g.headers["Worker"] == "w2"
+        assert g.headers["Worker"] == "w2"
         assert "forfeit" not in g.headers.get("Termination", "")
     no_engines_left(cluster.pids)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sqlite3
 
@@ -57,7 +58,10 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
             tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
                                     quiet=getattr(args, "quiet", False), play_game=play_game)
             if cluster is not None:
+                from runner.service.state import WORKERS_META
+
                 cluster.say = tournament.say
+                cluster.on_workers = lambda rows: store.set_meta(WORKERS_META, json.dumps(rows))
             try:
                 code = tournament.prepare()
             except BookError as exc:

@@ -45,6 +45,13 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
             print("In progress:" + stale)
             for g in data["in_progress"]:
                 print(f"  {_live_line(g)}")
+        if data.get("workers"):
+            print("Workers:")
+            for w in data["workers"]:
+                refused = "; ".join(f"refused {e}: {r}" for e, r in w["refused"].items())
+                print(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} slot(s), "
+                      f"{w['busy']} busy, {w['games']} game(s) played"
+                      + (f", {refused}" if refused else ""))
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = standings_text(config, store)

@@ -91,7 +91,29 @@ class ClusterBackend:
         self.latencies: list[float] = []  # move-to-sink latency (ms), for bench_cluster
         self._submits = 0
         self._scheduler_id = ""
+        # the workers table of status and the JSON state: address -> name, slots, state,
+        # last_seen (Unix s), refused {engine: why}; handed to on_workers when it changes
+        self.workers: dict[str, dict[str, Any]] = {}
+        self.on_workers: Callable[[list[dict[str, Any]]], None] | None = None
         self._connecting: asyncio.Lock | None = None
+
+    def _seen(self, address: str, *, name: str | None = None, slots: float | None = None,
+              state: str | None = None, publish: bool = False) -> None:
+        row = self.workers.setdefault(address, {"address": address, "name": address,
+                                                "slots": 0, "state": "joined",
+                                                "last_seen": 0.0, "refused": {}})
+        if name:
+            row["name"] = name
+        if slots is not None:
+            row["slots"] = int(slots)
+        if state is not None:
+            row["state"] = state
+        row["last_seen"] = round(time.time(), 3)
+        if publish and self.on_workers is not None:
+            try:
+                self.on_workers(list(self.workers.values()))
+            except Exception as exc:  # noqa: BLE001 - a view: never costs a game
+                self.say(f"cannot record the workers table: {exc}", always=True)
 
     # ---- connection ----------------------------------------------------------------------
 
@@ -129,6 +151,9 @@ class ClusterBackend:
             self._scheduler_id = ""
             workers = await self._workers() or {}
             self.names.update({a: str(w.get("name", a)) for a, w in workers.items()})
+            for a, w in workers.items():
+                self._seen(a, name=self.names[a], slots=w.get("resources", {}).get(RESOURCE))
+            self._seen_all()
             listed = ", ".join(f"{self.names[a]} ({int(w.get('resources', {}).get(RESOURCE, 0))}"
                                " slots)" for a, w in workers.items()) or "none yet"
             self.say(f"Connected to the Dask scheduler at {self.address}; workers: {listed}",
@@ -154,6 +179,10 @@ class ClusterBackend:
         return {a: w for a, w in info.get("workers", {}).items()
                 if w.get("resources", {}).get(RESOURCE, 0) > 0}
 
+    def _seen_all(self) -> None:
+        if self.on_workers is not None and self.workers:
+            self.on_workers(list(self.workers.values()))
+
     async def aclose(self) -> None:
         if self.client is not None:
             with contextlib.suppress(Exception):
@@ -169,12 +198,24 @@ class ClusterBackend:
         action, address = msg.get("action"), msg.get("worker")
         if action == "add-worker" and address:
             self.say(f"Worker joined: {address}", always=True)
+            self._seen(address, state="joined", publish=True)
+            if self.client is not None:  # its name and slots, when the scheduler answers
+                asyncio.ensure_future(self._describe(address))
         elif action == "remove-worker" and address:
             name = self.names.get(address, address)
             self.say(f"Worker left: {name} ({address})", always=True)
+            self._seen(address, state="left", publish=True)
             for attempt in self.attempts.values():
                 if attempt.owner == address:
                     attempt.lose(f"worker {name} was lost at ply {attempt.ply}")
+
+    async def _describe(self, address: str) -> None:
+        workers = await self._workers() or {}
+        if address in workers:
+            w = workers[address]
+            self.names[address] = str(w.get("name", address))
+            self._seen(address, name=self.names[address],
+                       slots=w.get("resources", {}).get(RESOURCE), publish=True)
 
     def _on_message(self, event: tuple[float, Any]) -> None:
         msg = event[1]
@@ -186,6 +227,7 @@ class ClusterBackend:
         worker, name, kind = msg.get("worker"), str(msg.get("name", "")), msg.get("kind")
         if worker:
             self.names[worker] = name
+            self._seen(worker, name=name, publish=kind in ("claim", "refused"))
         if kind == "claim":
             if attempt.owner is None:
                 attempt.owner, attempt.owner_name = worker, name
@@ -196,6 +238,8 @@ class ClusterBackend:
             return
         if kind == "refused":
             self.refused.setdefault(worker, {})[str(msg.get("engine"))] = str(msg.get("reason"))
+            self.workers[worker]["refused"] = dict(self.refused[worker])
+            self._seen_all()
             return
         if kind != "event":
             return
