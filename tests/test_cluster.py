@@ -155,7 +155,8 @@ def no_engines_left(pids: set[int]) -> None:
 
 
 def write_config(directory: Path, address: str, *, real: bool, rounds: int,
-                 delay_ms: int = 30, wrapper: Path | None = None) -> Path:
+                 delay_ms: int = 30, wrapper: Path | None = None, tc: str = "60+1",
+                 overdue_s: float = 60) -> Path:
     if real:
         stockfish, ethereal = shutil.which("stockfish"), shutil.which("ethereal-chess")
         if not stockfish or not ethereal:
@@ -173,13 +174,13 @@ def write_config(directory: Path, address: str, *, real: bool, rounds: int,
                        for e in engines]
     path = directory / "event.yaml"
     path.write_text(yaml.safe_dump({
-        "Event": "cluster test", "TimeControl": "60+1", "Concurrency": 2,
+        "Event": "cluster test", "TimeControl": tc, "Concurrency": 2,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
         "Adjudication": {"MaxMoves": 40},
         # interrupted games continue from their position, never shortcut by 7.c.ii-iv
         "Interruption": {"Mode": "resume", "Adjudicate": False},
-        "Cluster": {"Scheduler": address, "WaitS": 60},
+        "Cluster": {"Scheduler": address, "WaitS": 60, "OverdueS": overdue_s},
         "Engines": engines,
     }, sort_keys=False))
     (directory / "seeds.txt").write_text("".join(e["Name"] + "\n" for e in engines))
@@ -391,4 +392,38 @@ def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Pa
     for g in games:
         assert g.headers["Worker"] == "w2"
         assert "forfeit" not in g.headers.get("Termination", "")
+    no_engines_left(cluster.pids)
+
+
+def test_worker_cut_off_mid_game(cluster: Cluster, tmp_path: Path) -> None:
+    """A worker frozen mid-game (SIGSTOP: no heartbeat, no close, like a network cut) is
+    noticed by the runner from the game itself (nothing for longer than the mover's clock
+    plus Cluster.OverdueS, here no clock and 3 s): the game continues on the other worker.
+    When the frozen worker wakes up, its stale game stops and its engines exit."""
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1, tc="inf",
+                          overdue_s=3)
+    runner = cluster.run(config)
+    found: list[tuple[int, str]] = []
+
+    def mid_game() -> bool:
+        hit = running_game(tmp_path, 12)
+        if hit:
+            found.append(hit)
+        return hit is not None
+
+    wait_until(mid_game, "a game in progress on a worker", 120, runner)
+    game_id, victim = found[-1]
+    victim_pid = cluster.procs[victim].pid
+    os.kill(victim_pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: f"worker {victim} sent nothing for" in cluster.log("runner"),
+                   "the runner notices the silent worker", 60, runner)
+    finally:
+        os.kill(victim_pid, signal.SIGCONT)
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert f"Game {game_id} (" in out and "continues from there (TCEC rule 7.c.v)" in out
+    resumed = [g for g in games if "ResumedFromPly" in g.headers]
+    assert len(resumed) == 1
     no_engines_left(cluster.pids)

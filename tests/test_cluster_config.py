@@ -64,3 +64,10 @@ def test_one_machine_never_imports_distributed() -> None:
             "assert 'runner.cluster' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO,
                    env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_cluster_overdue(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1", "OverdueS": 5}))
+    assert config.cluster is not None and config.cluster.overdue_s == 5.0
+    assert load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1"})
+                       ).cluster.overdue_s == 60.0

@@ -45,8 +45,9 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
             _err(f"{config.path}: Cluster: workers play with the built-in referee "
                  "(Backend: python-chess), not cutechess-cli")
             return EXIT_BAD_INPUT
-        cluster = ClusterBackend(address, wait_s=config.cluster.wait_s if config.cluster
-                                 else 600.0)
+        cc = config.cluster
+        cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
+                                 overdue_s=cc.overdue_s if cc else 60.0)
         play_game = cluster
     try:
         store = Store.open(config.database)

@@ -37,6 +37,8 @@ from runner.cluster import RESOURCE, TOPIC
 from runner.domain.events import (
     GameEvent,
     GameFinished,
+    GameStarted,
+    MovePlayed,
     ResumePoint,
     event_from_json,
     record_from_json,
@@ -47,6 +49,8 @@ from runner.domain.models import GameRecord, GameSpec
 from runner.errors import ReplayGame, StopEvent
 
 FINISH_WAIT_S = 10.0  # after the task's result, how long the GameFinished event may lag
+# from the claim to GameStarted: two engine probes (20 s each at most) and the engines' start
+STARTUP_BUDGET_S = 120.0
 
 
 class ClusterUnavailable(StopEvent):
@@ -65,7 +69,8 @@ class _Attempt:
     why: str = ""
     error: BaseException | None = None
     finished: asyncio.Event = field(default_factory=asyncio.Event)
-    latencies: list[float] = field(default_factory=list)  # move at_ms -> forwarded (ms)
+    heard: float | None = None  # monotonic time of the owner's last message (None: no claim)
+    budget_s: float = STARTUP_BUDGET_S  # how long the owner may be silent before overdue
 
     def lose(self, why: str) -> None:
         if not self.lost.is_set():
@@ -78,10 +83,11 @@ class ClusterBackend:
 
     can_resume = True  # games continue from a position (the referee plays them)
 
-    def __init__(self, address: str, *, wait_s: float = 600.0,
+    def __init__(self, address: str, *, wait_s: float = 600.0, overdue_s: float = 60.0,
                  say: Callable[..., None] | None = None):
         self.address = address
         self.wait_s = wait_s
+        self.overdue_s = overdue_s
         self.say: Callable[..., None] = say or (lambda text, **_: print(text, flush=True))
         self.epoch = f"{os.getpid()}-{time.time_ns()}"
         self.client: Any = None
@@ -231,11 +237,13 @@ class ClusterBackend:
         if kind == "claim":
             if attempt.owner is None:
                 attempt.owner, attempt.owner_name = worker, name
+                attempt.heard = time.monotonic()
             elif attempt.owner != worker:  # Dask reran the task elsewhere: its owner died
                 attempt.lose(f"worker {attempt.owner_name} was lost at ply {attempt.ply}")
             return
         if worker != attempt.owner:
             return
+        attempt.heard = time.monotonic()
         if kind == "refused":
             self.refused.setdefault(worker, {})[str(msg.get("engine"))] = str(msg.get("reason"))
             self.workers[worker]["refused"] = dict(self.refused[worker])
@@ -245,6 +253,8 @@ class ClusterBackend:
             return
         try:
             game_event = event_from_json(msg["event"])
+            if isinstance(game_event, MovePlayed | GameStarted):
+                attempt.budget_s = self._budget(game_event)
             ply = getattr(game_event, "ply", None)
             if ply is not None:
                 attempt.ply = ply
@@ -294,6 +304,27 @@ class ClusterBackend:
                     await asyncio.wait_for(state.finished.wait(), FINISH_WAIT_S)
             return record_from_json(result["record"])
 
+    def _budget(self, event: MovePlayed | GameStarted) -> float:
+        """How long the next move may take before the worker counts as cut off: the
+        mover's clock plus Cluster.OverdueS (the referee itself flags a move over its
+        clock, so a silent worker past this is gone, whatever Dask has noticed yet)."""
+        if isinstance(event, GameStarted):
+            white_to_move = " w " in event.start_fen
+            ms = event.white_clock_ms if white_to_move else event.black_clock_ms
+        else:
+            white_to_move = " w " in event.fen
+            ms = event.white_clock_ms if white_to_move else event.black_clock_ms
+        return (ms or 0) / 1000 + self.overdue_s
+
+    async def _watch(self, state: _Attempt) -> None:
+        """Give the attempt up when its owner has been silent past its budget."""
+        while not state.lost.is_set():
+            await asyncio.sleep(min(1.0, self.overdue_s / 4))
+            if state.heard is not None and time.monotonic() - state.heard > state.budget_s:
+                name = state.owner_name or state.owner or "?"
+                state.lose(f"worker {name} sent nothing for {state.budget_s:.0f} s (cut off?) "
+                           f"at ply {state.ply}")
+
     async def _outcome(self, future: Any, state: _Attempt) -> dict[str, Any]:
         async def result() -> Any:
             try:
@@ -303,10 +334,12 @@ class ClusterBackend:
 
         waiting = asyncio.ensure_future(result())
         lost = asyncio.ensure_future(state.lost.wait())
+        watch = asyncio.ensure_future(self._watch(state))
         try:
             await asyncio.wait({waiting, lost}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             lost.cancel()
+            watch.cancel()
             if not waiting.done():
                 waiting.cancel()
         if state.error is not None:

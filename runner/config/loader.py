@@ -169,7 +169,7 @@ _TOP = {
     "Engines": True, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
     "Ratings": False, "Cluster": False,
 }
-_CLUSTER = {"Scheduler": True, "WaitS": False}
+_CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
 _RATINGS = {
     "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
     "Simulations": False, "Seed": False, "Confidence": False,
@@ -425,7 +425,10 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
         c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786")
     wait = c.get(d, "Cluster", "WaitS", "float", 600.0, lambda v: 0 <= v <= 86400,
                  "seconds from 0 to 86400")
-    return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0))
+    overdue = c.get(d, "Cluster", "OverdueS", "float", 60.0, lambda v: 1 <= v <= 86400,
+                    "seconds from 1 to 86400")
+    return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0),
+                         overdue_s=float(overdue if overdue is not None else 60.0))
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:

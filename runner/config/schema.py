@@ -137,6 +137,7 @@ class ClusterConfig:
 
     scheduler: str  # tcp://HOST:PORT or tls://HOST:PORT
     wait_s: float = 600.0  # how long the runner waits for a lost scheduler before it stops
+    overdue_s: float = 60.0  # a worker silent this long past the mover's clock is cut off
 
 
 @dataclass(frozen=True)
