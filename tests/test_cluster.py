@@ -212,6 +212,20 @@ def running_game(directory: Path, min_moves: int) -> tuple[int, str] | None:
     return None
 
 
+def game_in_progress(directory: Path, runner: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """Wait for a game in progress on a worker with 12 moves logged: (game id, worker)."""
+    found: list[tuple[int, str]] = []
+
+    def mid_game() -> bool:
+        hit = running_game(directory, 12)
+        if hit:
+            found.append(hit)
+        return hit is not None
+
+    wait_until(mid_game, "a game in progress on a worker", 120, runner)
+    return found[-1]
+
+
 def pgn_games(path: Path) -> list[chess.pgn.Game]:
     games = []
     with open(path, encoding="utf-8") as handle:
@@ -274,16 +288,7 @@ def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     the other worker; no loss is scored and the dead worker's engines die with it."""
     config = write_config(tmp_path, cluster.address, real=False, rounds=1)
     runner = cluster.run(config)
-    found: list[tuple[int, str]] = []
-
-    def mid_game() -> bool:
-        hit = running_game(tmp_path, 12)
-        if hit:
-            found.append(hit)
-        return hit is not None
-
-    wait_until(mid_game, "a game in progress on a worker", 120, runner)
-    game_id, victim = found[-1]
+    game_id, victim = game_in_progress(tmp_path, runner)
     victim_pid = cluster.procs[victim].pid
     assert engines_of({victim_pid}), "the victim worker runs the game's engines"
     os.kill(victim_pid, signal.SIGKILL)
@@ -403,16 +408,7 @@ def test_worker_cut_off_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     config = write_config(tmp_path, cluster.address, real=False, rounds=1, tc="inf",
                           overdue_s=3)
     runner = cluster.run(config)
-    found: list[tuple[int, str]] = []
-
-    def mid_game() -> bool:
-        hit = running_game(tmp_path, 12)
-        if hit:
-            found.append(hit)
-        return hit is not None
-
-    wait_until(mid_game, "a game in progress on a worker", 120, runner)
-    game_id, victim = found[-1]
+    game_id, victim = game_in_progress(tmp_path, runner)
     victim_pid = cluster.procs[victim].pid
     os.kill(victim_pid, signal.SIGSTOP)
     try:
