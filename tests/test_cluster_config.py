@@ -71,3 +71,21 @@ def test_cluster_overdue(tmp_path: Path) -> None:
     assert config.cluster is not None and config.cluster.overdue_s == 5.0
     assert load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1"})
                        ).cluster.overdue_s == 60.0
+
+
+def test_worker_engine_override() -> None:
+    """`swiss-runner worker --engine NAME=COMMAND`: that engine's command on this worker."""
+    pytest.importorskip("distributed")
+    from runner.cluster.task import EngineProbes
+    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.domain.models import GameSpec
+    from runner.domain.timecontrol import TimeControl
+
+    spec = GameSpec(game_id=1, round=1, game_in_round=1,
+                    white=EngineConfig("A", "/usr/games/a"), black=EngineConfig("B", "/b"),
+                    time_control=TimeControl(base=10), adjudication=AdjudicationConfig())
+    local = EngineProbes({"A": "/opt/a"}).local(spec)
+    assert (local.white.command, local.black.command) == ("/opt/a", "/b")
+    assert EngineProbes().local(spec) is spec
+    args = build_parser().parse_args(["worker", "tcp://h:1", "--engine", "A=/opt/a"])
+    assert args.engine == ["A=/opt/a"]

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scheduler", help="the Dask scheduler's address, tcp://HOST:PORT")
     p.add_argument("--slots", type=int, default=1, help="games played at once (default 1)")
     p.add_argument("--name", help="the worker's name in status and PGN (default: host name)")
+    p.add_argument("--engine", action="append", metavar="NAME=COMMAND",
+                   help="run the event's engine NAME with this command on this machine "
+                        "(repeatable; default: the config's command)")
     p.add_argument("--wait", type=float, default=0.0,
                    help="give up after this many seconds without a scheduler (default 0: never)")
     p.set_defaults(func=cmd_worker)

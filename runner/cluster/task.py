@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 from typing import Any
 
@@ -39,9 +40,18 @@ class EngineProbes(WorkerPlugin):
 
     name = PLUGIN
 
-    def __init__(self) -> None:
+    def __init__(self, engines: dict[str, str] | None = None) -> None:
         self.results: dict[tuple[str, tuple[str, ...], str], str] = {}
         self.lock = threading.Lock()
+        # per-worker engine commands: engine name in the event -> command on this machine
+        self.engines = dict(engines or {})
+
+    def local(self, spec: Any) -> Any:
+        """The spec with this worker's engine commands (``--engine NAME=COMMAND``)."""
+        changes = {side: dataclasses.replace(engine, command=self.engines[engine.name])
+                   for side, engine in (("white", spec.white), ("black", spec.black))
+                   if engine.name in self.engines}
+        return dataclasses.replace(spec, **changes) if changes else spec
 
     def setup(self, worker: Any) -> None:  # noqa: D401 - WorkerPlugin hook
         self.results = {}
@@ -92,9 +102,9 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
                                  "name": name, "kind": kind, **body})
 
     send("claim")
-    spec = spec_from_json(spec_json)
-    resume = resume_from_json(resume_json) if resume_json is not None else None
     probes = _probes(worker)
+    spec = probes.local(spec_from_json(spec_json))
+    resume = resume_from_json(resume_json) if resume_json is not None else None
     for engine in (spec.white, spec.black):
         problem = probes.problem(engine)
         if problem:

@@ -33,11 +33,20 @@ def cli_worker(args: argparse.Namespace) -> int:
     if args.slots < 1:
         say("--slots must be at least 1")
         return EXIT_BAD_INPUT
+    engines: dict[str, str] = {}
+    for item in args.engine or ():
+        engine, sep, command = item.partition("=")
+        if not sep or not engine or not command:
+            say(f"--engine {item!r}: expected NAME=COMMAND (the engine's name in the event)")
+            return EXIT_BAD_INPUT
+        engines[engine] = command
     name = args.name or socket.gethostname()
-    return asyncio.run(serve(args.scheduler, slots=args.slots, name=name, wait_s=args.wait))
+    return asyncio.run(serve(args.scheduler, slots=args.slots, name=name, wait_s=args.wait,
+                             engines=engines))
 
 
-async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0) -> int:
+async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
+                engines: dict[str, str] | None = None) -> int:
     from distributed import Worker
 
     from runner.cluster import RESOURCE
@@ -51,7 +60,7 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0) -
     code = EXIT_OK
     while not stop.is_set():
         worker = Worker(scheduler, name=name, nthreads=slots, resources={RESOURCE: slots},
-                        plugins=(EngineProbes(),), memory_limit=0, dashboard=False,
+                        plugins=(EngineProbes(engines),), memory_limit=0, dashboard=False,
                         death_timeout=30 if wait_s == 0 else max(1.0, wait_s))
         try:
             await worker
