@@ -5,14 +5,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-ENGINES="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax phalanx hoichess gnuchess-book scid-data"
+ENGINES="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax phalanx hoichess gnuchess-book scid-data openssh-client openssh-server"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $ENGINES python3-venv >/dev/null
+# chromium: the dashboard's browser tests drive it headless through Playwright
+$SUDO apt-get install -y -qq --no-install-recommends $ENGINES chromium python3-venv >/dev/null
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev,cluster]'
+.venv/bin/python -m pip install -q -e '.[dev,web,cluster]'
 echo "swiss-runner installed in .venv; engines from Debian are in /usr/games"
 # The 3-4-man Syzygy tables python-chess's source package ships (for the tests; git-ignored).
 .venv/bin/python scripts/get_syzygy.py

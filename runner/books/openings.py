@@ -110,6 +110,20 @@ def _position_problem(board: chess.Board) -> str | None:
 
 # ---- EPD
 
+# A full FEN line (with the halfmove clock and fullmove number), as many books and
+# cutechess accept, optionally followed by EPD opcodes: "<4 fields> 0 1 [; ][id ...;]".
+_FEN_COUNTERS = re.compile(r"^(\S+\s+\S+\s+\S+\s+\S+)\s+(\d+)\s+(\d+)\s*;?(?:\s+(.*))?$")
+
+
+def _counters_as_opcodes(line: str) -> str:
+    """``line`` with FEN's two counters written as the EPD opcodes ``hmvc``/``fmvn``."""
+    match = _FEN_COUNTERS.match(line)
+    if match is None:
+        return line
+    fields, halfmove, fullmove, rest = match.groups()
+    return f"{fields} hmvc {halfmove}; fmvn {fullmove};" + (f" {rest}" if rest else "")
+
+
 
 def _read_epd(path: Path, text: str) -> tuple[list[Opening], list[str]]:
     openings: list[Opening] = []
@@ -119,7 +133,7 @@ def _read_epd(path: Path, text: str) -> tuple[list[Opening], list[str]]:
         if not line or line.startswith("#"):
             continue
         try:
-            board, ops = chess.Board.from_epd(line)
+            board, ops = chess.Board.from_epd(_counters_as_opcodes(line))
         except ValueError as exc:
             shown = line if len(line) <= 80 else line[:77] + "..."
             problems.append(f"{path}:{number}: invalid EPD {shown!r}: {exc}")

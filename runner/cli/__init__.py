@@ -47,6 +47,8 @@ cmd_status = _with_config("runner.cli.status", "cli_status")
 cmd_standings = _with_config("runner.cli.standings", "cli_standings")
 cmd_play = _with_config("runner.cli.play", "cli_play")
 cmd_audit = _without_config("runner.cli.audit", "cli_audit")
+cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
+cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
 
 
@@ -62,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check a config file (and optionally start every engine)")
     p.add_argument("config", help="tournament YAML file")
     p.add_argument("--probe", action="store_true", help="start each engine and complete the handshake")
-    p.add_argument("--timeout", type=float, default=10.0, help="handshake timeout in seconds (default 10)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="handshake timeout in seconds (default: the engine's StartupTimeoutS, else 10)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="run (or resume) the tournament described by a config")
@@ -117,6 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schedule", choices=("split", "consecutive"), help="default: inferred from the PGN")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("engines-json", help="print cutechess's engines.json as the config's Engines (YAML)")
+    p.add_argument("file", help="cutechess engines.json")
+    p.add_argument("--engine", action="append", metavar="NAME", help="only this engine (repeatable)")
+    p.set_defaults(func=cmd_engines_json)
+    p = sub.add_parser("serve", help="serve a live web dashboard of the event (read-only)")
+    p.add_argument("config", help="tournament YAML file")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
+    p.add_argument("--token", help="access token required on every request "
+                   "(default: $SWISS_RUNNER_TOKEN; required unless bound to localhost)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 from runner.config import Config, ConfigError, load_config
+from runner.domain.text import printable_lines
 
 
 def err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
 
 
 def load(path: str) -> Config | None:

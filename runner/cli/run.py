@@ -13,8 +13,10 @@ from runner.cli.common import err as _err
 from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
 from runner.service.lock import event_lock as _event_lock
+from runner.service.lock import runner_alive
+from runner.service.setup import engine_problems, event_needs_games, lost_database_problem
 from runner.service.tournament import PlayGame, Tournament
-from runner.store.database import Store, StoreError
+from runner.store.database import Store, StoreError, damaged_state
 
 
 def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | None = None) -> int:
@@ -31,6 +33,10 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
         if problem:  # refuse before any state is created or touched
             _err(f"{config.path}: CutechessPath: {problem}")
             return EXIT_BAD_INPUT
+    lost = lost_database_problem(config)
+    if lost:
+        _err(lost)
+        return EXIT_BAD_INPUT
     cluster = None
     address = getattr(args, "scheduler", None) or (config.cluster.scheduler if config.cluster
                                                     else None)
@@ -49,6 +55,14 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
         cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
                                  overdue_s=cc.overdue_s if cc else 60.0)
         play_game = cluster
+    if play_game is None and not runner_alive(config.database) and event_needs_games(config):
+        problems = engine_problems(config)
+        if problems:  # refuse before any state is created or touched
+            for problem in problems:
+                _err(problem)
+            _err(f"{config.path}: {len(problems)} engine problem(s); no game was played and "
+                 "nothing was written (`swiss-runner validate --probe` checks the engines)")
+            return EXIT_BAD_INPUT
     try:
         store = Store.open(config.database)
     except StoreError as exc:
@@ -67,6 +81,11 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
                 code = tournament.prepare()
             except BookError as exc:
                 _err(str(exc))
+                return EXIT_BAD_INPUT
+            except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "no such" not in str(exc):
+                    raise  # disk full, I/O: reported below
+                _err(damaged_state(config.database, exc))
                 return EXIT_BAD_INPUT
             if code is not None:
                 return code

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
 from runner.config import Config
 from runner.domain.standings import compute_standings, event_ratings, render_standings
+from runner.domain.text import printable_lines
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:
     """``swiss-runner standings CONFIG [--format ...]``: 0 printed, 1 no state yet, 2 bad state."""
     from runner.store import database as store
 
-    errors: tuple[type[BaseException], ...] = (OSError, ValueError, store.StoreError)
+    errors: tuple[type[BaseException], ...] = (OSError, store.StoreError)
+    damage: tuple[type[BaseException], ...] = (sqlite3.Error, ValueError, KeyError, TypeError,
+                                               IndexError, AttributeError)
     try:
         results = store.load_results(config)
         if results is None:
@@ -24,7 +28,10 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
         rows = compute_standings(results, config.tiebreaks)
         ratings = event_ratings(results, config)
     except errors as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable_lines(str(exc))}", file=sys.stderr)
+        return 2
+    except damage as exc:
+        print(f"error: {printable_lines(store.damaged_state(config.database, exc))}", file=sys.stderr)
         return 2
     print(render_standings(rows, results, getattr(args, "format", "text") or "text", config.tiebreaks,
                            ratings), end="")

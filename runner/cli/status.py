@@ -4,34 +4,45 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 
 from runner.cli.common import err as _err
 from runner.config import Config
+from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.service.state import build_state, standings_text
-from runner.store.database import Store, StoreError
+from runner.store.database import Store, StoreError, damaged_state
 
 
 def cli_status(config: Config, args: argparse.Namespace) -> int:
     """`swiss-runner status CONFIG`: progress from the state, read-only."""
     try:
         store = Store.open_readonly(config.database)
+        empty = store is None or not store.has_event()
     except StoreError as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT
-    if store is None or not store.has_event():
+    except sqlite3.Error as exc:
+        _err(damaged_state(config.database, exc))
+        return EXIT_BAD_INPUT
+    if store is None or empty:
         print(f"{config.path}: no event recorded yet ({config.database} does not exist or is "
               "empty); start it with `swiss-runner run`", flush=True)
         return EXIT_FAIL
     try:
         json_out = getattr(args, "json", False)
         data = build_state(config, store, standings=json_out)
+        from runner.cli.status_ops import eta, failed_game_logs, status_lines
+
         if json_out:
+            data["eta_s"] = eta(config, store, data)
+            data["engine_logs"] = [{"game_id": gid, "reason": reason, "path": str(path)}
+                                   for gid, reason, path in failed_game_logs(config, store)]
             print(json.dumps(data, indent=1), flush=True)
             return EXIT_OK
         cur = data["current_round"]
-        print(f"Event: {data['event']}  ({data['database']})")
+        print(printable(f"Event: {data['event']}  ({data['database']})"))
         if cur is None:
             print("Round: not paired yet")
         else:
@@ -44,14 +55,16 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
                 if data["runner_running"] is False else ""
             print("In progress:" + stale)
             for g in data["in_progress"]:
-                print(f"  {_live_line(g)}")
+                print(f"  {printable(_live_line(g))}")
+        for line in status_lines(config, store, data):
+            print(printable(line))
         if data.get("workers"):
             print("Workers:")
             for w in data["workers"]:
                 refused = "; ".join(f"refused {e}: {r}" for e, r in w["refused"].items())
-                print(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} slot(s), "
-                      f"{w['busy']} busy, {w['games']} game(s) played"
-                      + (f", {refused}" if refused else ""))
+                print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
+                                f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
+                                + (f", {refused}" if refused else "")))
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = standings_text(config, store)
@@ -61,6 +74,9 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         return EXIT_OK
     except StoreError as exc:
         _err(str(exc))
+        return EXIT_BAD_INPUT
+    except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        _err(damaged_state(config.database, exc))
         return EXIT_BAD_INPUT
     finally:
         store.close()

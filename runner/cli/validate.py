@@ -6,11 +6,17 @@ import argparse
 import sys
 
 from runner.config import Config, advice
+from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 
 
 def cli_validate(config: Config, args: argparse.Namespace) -> int:
     problems: list[str] = []
+    if args.probe and args.timeout is not None and not (
+            isinstance(args.timeout, float) and 0 < args.timeout <= 3600):
+        print(f"error: --timeout {args.timeout:g}: expected seconds above 0 and at most 3600",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     if config.openings is not None:
         from runner.books.openings import check_book, event_matches
 
@@ -31,12 +37,14 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     status = EXIT_OK
     if args.probe:
-        from runner.play.engines import probe_engine
+        from runner.play.engines import probe_engines
 
-        for engine in config.engines:
-            result = probe_engine(engine, timeout=args.timeout)
+        for engine, result in zip(config.engines, probe_engines(config.engines, args.timeout),
+                                  strict=True):
             if result.error:
-                print(f"FAIL {engine.name}: {result.error}")
+                said = f"; it printed: {printable(result.output[:500])}" if result.output else ""
+                print(f"FAIL {engine.name}: {result.error} (command: "
+                      f"{' '.join([engine.command, *engine.args])}){said}")
                 status = EXIT_FAIL
                 continue
             print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
@@ -49,6 +57,10 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
               "interrupted game is played again from its start (cutechess-cli cannot be given "
               "the clocks of a game in progress); the built-in referee continues it from its "
               "position (TCEC rule 7.c.v)")
+    if config.affinity is not None:
+        plan = "; ".join(f"slot {i} -> cores {', '.join(map(str, cores))}"
+                         for i, cores in enumerate(config.affinity.slots, 1))
+        print(f"Affinity ({config.affinity.mode}): {plan}")
     for note in advice(config):
         print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds

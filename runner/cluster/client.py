@@ -272,7 +272,10 @@ class ClusterBackend:
 
     async def __call__(self, spec: GameSpec, *, emit: Callable[[GameEvent], None],
                        on_process: Callable[[int, float], None] | None = None,
-                       attempt: int = 1, resume: ResumePoint | None = None) -> GameRecord:
+                       attempt: int = 1, resume: ResumePoint | None = None,
+                       **_local: Any) -> GameRecord:
+        """``_local``: this machine's per-game resources (Affinity cores), which a worker on
+        another machine has no use for."""
         from runner.cluster.task import play_task
 
         token = f"{spec.game_id}:{attempt}"

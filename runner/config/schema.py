@@ -41,6 +41,7 @@ class EngineConfig:
     movetime_ms: int | None = None
     working_dir: str | None = None
     command_as_written: str = ""
+    startup_timeout_s: float | None = None  # handshake/ready time-out; None = the referee's 30 s
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)
@@ -141,6 +142,23 @@ class ClusterConfig:
 
 
 @dataclass(frozen=True)
+class AffinityConfig:
+    """CPU cores per concurrent game slot (both engines of a game share their slot's cores)."""
+
+    mode: str  # auto | explicit
+    slots: tuple[tuple[int, ...], ...]  # slot i -> its cores, disjoint
+
+
+@dataclass(frozen=True)
+class EngineLogsConfig:
+    dir: Path
+    keep: str = "failures"  # failures | all
+
+
+PGN_EXTRAS = ("ECO", "Elo", "TCEC")
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     event: str
@@ -161,6 +179,13 @@ class Config:
     snapshot_interval_s: float = 1.0  # the JSON state is rewritten at most this often in play
     interruption: InterruptionConfig = field(default_factory=InterruptionConfig)
     ratings: RatingsConfig = field(default_factory=RatingsConfig)
+    affinity: AffinityConfig | None = None
+    engine_logs: EngineLogsConfig | None = None
+    startup_timeout_s: float | None = None  # global StartupTimeoutS (engines carry the result)
+    pgn_comments: str = "cutechess"  # cutechess | extended
+    pgn_extras: tuple[str, ...] = ()  # of PGN_EXTRAS
+    epd_out: Path | None = None
+    engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
 
     def engine(self, name: str) -> EngineConfig:

@@ -238,4 +238,6 @@ def spec_from_json(data: dict[str, Any]) -> GameSpec:
             index=opening["index"], name=opening.get("name", ""), fen=opening.get("fen"),
             moves=tuple(opening.get("moves", ()))),
         event=data.get("event", "?"), site=data.get("site", "?"),
-        time_margin_ms=data.get("time_margin_ms", 0), extra_pair=data.get("extra_pair", 0))
+        time_margin_ms=data.get("time_margin_ms", 0), extra_pair=data.get("extra_pair", 0),
+        pgn_comments=data.get("pgn_comments", "cutechess"),
+        pgn_extras=tuple(data.get("pgn_extras", ())))

@@ -54,6 +54,8 @@ class GameSpec:
     site: str = "?"
     time_margin_ms: int = 0
     extra_pair: int = 0  # n > 0: a game of the n-th extra tie-break pair, not a Swiss round
+    pgn_comments: str = "cutechess"  # cutechess | extended (runner.domain.pgnextended)
+    pgn_extras: tuple[str, ...] = ()  # ECO, Elo, TCEC
 
     @property
     def round_label(self) -> str:

@@ -16,6 +16,25 @@ import chess.pgn
 ROSTER = ("Event", "Site", "Date", "Round", "White", "Black", "Result")
 
 
+def escape_tag(value: str) -> str:
+    """A tag value as the PGN standard writes it: ``\\`` and ``"`` escaped with a backslash,
+    and no line breaks or other control characters (replaced by a space), so a name can never
+    end the tag or the header early."""
+    text = "".join(" " if not ch.isprintable() else ch for ch in str(value))
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def unescape_tag(value: str) -> str:
+    """The inverse of :func:`escape_tag` for a tag value as python-chess reads it (raw)."""
+    out: list[str] = []
+    chars = iter(value)
+    for ch in chars:
+        if ch == "\\":
+            ch = next(chars, "\\")
+        out.append(ch)
+    return "".join(out)
+
+
 class CutechessExporter(chess.pgn.StringExporter):
     """python-chess's PGN writer laid out like cutechess: ``12. Nf3 {+0.35/16 5.1s}``.
 
@@ -24,6 +43,9 @@ class CutechessExporter(chess.pgn.StringExporter):
     """
 
     _held = ""
+
+    def visit_header(self, tagname: str, tagvalue: str) -> None:
+        super().visit_header(tagname, escape_tag(tagvalue))
 
     def _flush(self) -> None:
         if self._held:
@@ -93,4 +115,4 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     return game.accept(CutechessExporter(headers=True, variations=False, comments=True))
 
 
-__all__ = ["ROSTER", "CutechessExporter", "write_game"]
+__all__ = ["ROSTER", "CutechessExporter", "escape_tag", "unescape_tag", "write_game"]

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from runner.config.schema import TIEBREAKS
 from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
+from runner.domain.text import markdown_cell, printable
 
 if TYPE_CHECKING:
     from runner.config.schema import Config
@@ -419,6 +420,7 @@ def _extra_games(results: EventResults) -> list[PlayedGame]:
 
 
 def _text_table(header: list[str], body: list[list[str]], right: set[int]) -> str:
+    body = [[printable(c) for c in row] for row in body]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -430,7 +432,7 @@ def _text_table(header: list[str], body: list[list[str]], right: set[int]) -> st
 
 def _md_table(header: list[str], body: list[list[str]]) -> str:
     def esc(c: str) -> str:
-        return c.replace("|", "\\|")
+        return markdown_cell(c)
 
     lines = ["| " + " | ".join(map(esc, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(esc(c) or " " for c in row) + " |" for row in body]
@@ -503,7 +505,7 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
     table, cross, rounds = _table(rows, chain), _crosstable(rows), _round_table(rows, results)
     extras = _extra_games(results)
     if fmt == "markdown":
-        parts = [f"## {_summary(rows, results)}", _md_table(*table), "### Crosstable", _md_table(*cross),
+        parts = [f"## {markdown_cell(_summary(rows, results))}", _md_table(*table), "### Crosstable", _md_table(*cross),
                  "### Rounds", _md_table(*rounds)]
         if extras:
             parts += ["### Extra tie-break games",
@@ -518,7 +520,8 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
              _text_table(*cross, right={0}), "Rounds", _text_table(*rounds, right={0})]
     if extras:
         parts += ["Extra tie-break games",
-                  "\n".join(f"  {g.round}.{g.game_in_round}  {g.white} - {g.black}  {g.result}" for g in extras)]
+                  "\n".join(printable(f"  {g.round}.{g.game_in_round}  {g.white} - {g.black}  {g.result}")
+                            for g in extras)]
     if ratings is not None:
         parts.append(_ratings_section(ratings, fmt))
     parts.append(_legend(chain))

@@ -10,10 +10,15 @@ syntax ``45+4.5`` is 45 *seconds*; 45 minutes is ``45:00+4.5``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 _NUM = r"\d+(?:\.\d+)?"
+# Upper bounds: anything beyond is a typo (or an overflow), not a time control.
+MAX_BASE_S = 7 * 24 * 3600  # one week per period
+MAX_INCREMENT_S = 3600.0
+MAX_MOVES = 1000
 _TC_RE = re.compile(
     rf"^(?:(?P<moves>\d+)/)?(?P<time>{_NUM}|\d+:\d{{1,2}}(?::\d{{1,2}})?(?:\.\d+)?|inf)(?:\+(?P<inc>{_NUM}))?$"
 )
@@ -67,7 +72,12 @@ def parse_time_control(text: object) -> TimeControl:
     """Parse cutechess time-control syntax; raise ValueError with the reason on bad input."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ValueError("a string like '45:00+4.5', '40/90:00+30', '10+0.1' or 'inf'")
+    if isinstance(text, float) and not math.isfinite(text):
+        raise ValueError("a finite time (a number this large or not a number is not a time "
+                         "control; write 'inf' for no clock)")
     raw = str(text).strip()
+    if len(raw) > 64:
+        raise ValueError("at most 64 characters, like '45:00+4.5' or '40/90:00+30'")
     match = _TC_RE.match(raw)
     if not match:
         raise ValueError("[moves/]time[+increment] with time in seconds or m:ss, or 'inf'")
@@ -87,10 +97,17 @@ def parse_time_control(text: object) -> TimeControl:
         base = float(time_text)
     if base <= 0:
         raise ValueError("a positive time")
+    if not base <= MAX_BASE_S:
+        raise ValueError(f"a time of at most {MAX_BASE_S} s (7 days) per period")
     moves = int(match["moves"]) if match["moves"] else None
     if moves == 0:
         raise ValueError("moves per period must be at least 1")
-    return TimeControl(base=base, increment=float(match["inc"] or 0), moves=moves)
+    if moves is not None and moves > MAX_MOVES:
+        raise ValueError(f"at most {MAX_MOVES} moves per period")
+    increment = float(match["inc"] or 0)
+    if not increment <= MAX_INCREMENT_S:
+        raise ValueError(f"an increment of at most {MAX_INCREMENT_S:g} s")
+    return TimeControl(base=base, increment=increment, moves=moves)
 
 
 @dataclass

@@ -26,8 +26,9 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,7 @@ def owned_env(token: str) -> dict[str, str]:
 # is started with vfork/posix_spawn (0.1 ms of the runner's CPU) instead of a fork of the
 # whole runner for a preexec_fn (3 ms here, growing with the runner's memory).
 _SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin") if _PRCTL is not None else None
+_TASKSET = shutil.which("taskset", path="/usr/bin:/bin")  # Affinity, util-linux like setpriv
 
 
 def child_argv(argv: list[str]) -> list[str]:
@@ -183,9 +185,30 @@ def kill_owned(pid: int, token: str | None, *, handle: psutil.Process | None,
                 proc.kill()
 
 
-def _popen_args(engine: EngineConfig, token: str) -> dict[str, Any]:
+def pinned_argv(argv: list[str], cpus: Sequence[int] | None) -> list[str]:
+    """``argv`` run through ``taskset`` on ``cpus`` (pinned before the engine's exec, so every
+    thread it creates inherits the mask, without a fork for a preexec_fn); unchanged when
+    there are no cpus or no taskset (then :func:`_popen_args` pins in a preexec_fn)."""
+    if not cpus or _TASKSET is None:
+        return argv
+    return [_TASKSET, "--cpu-list", ",".join(map(str, sorted(cpus))), *argv]
+
+
+def _popen_args(engine: EngineConfig, token: str,
+                cpus: Sequence[int] | None = None, stderr: Any = None) -> dict[str, Any]:
     args = child_popen_args(token)
-    args["stderr"] = asyncio.subprocess.DEVNULL
+    if cpus and _TASKSET is None:  # pinned before exec: every thread inherits the mask
+        from runner.play.affinity import pin_self
+
+        steps = [args.get("preexec_fn"), pin_self(cpus)]
+
+        def preexec() -> None:  # pragma: no cover - runs in the forked child
+            for step in steps:
+                if step is not None:
+                    step()
+
+        args["preexec_fn"] = preexec
+    args["stderr"] = asyncio.subprocess.DEVNULL if stderr is None else stderr
     if engine.working_dir:
         args["cwd"] = engine.working_dir
     return args
@@ -203,6 +226,8 @@ class _Timed:
     move_received: float | None = None
     last_move_text: str | None = None
     last_pv_line: str | None = None  # the last search line with a PV, as the engine sent it
+    io_log: Callable[[str, str], None] | None = None  # EngineLogs: (">" / "<", line)
+    other_lines: list[str]  # the first lines that are neither moves nor PVs (set on first use)
     _go_future: asyncio.Future[float] | None = None
 
     def _is_pv_line(self, line: str) -> bool:
@@ -231,9 +256,13 @@ class _Timed:
             self.last_move_text = None
             if self._go_future is not None and not self._go_future.done():
                 self._go_future.set_result(self.go_sent)
+        if self.io_log is not None:
+            self.io_log(">", line)
         super().send_line(line)  # type: ignore[misc]
 
     def _line_received(self, line: str) -> None:
+        if self.io_log is not None:
+            self.io_log("<", line)
         if line.startswith(self.move_token):
             tokens = line.split()
             if tokens[0] == self.move_token and self.move_received is None:
@@ -241,6 +270,8 @@ class _Timed:
                 self.last_move_text = tokens[1] if len(tokens) > 1 else ""
         elif self._is_pv_line(line):
             self.last_pv_line = line
+        elif len(self.__dict__.setdefault("other_lines", [])) < 20:
+            self.other_lines.append(line)  # what a failing engine said (probe, preflight)
         super()._line_received(line)  # type: ignore[misc]
 
 
@@ -322,25 +353,32 @@ async def start_engine(
     *,
     timeout: float = 30.0,
     on_process: Callable[[int, float], None] | None = None,
+    cpus: Sequence[int] | None = None,
+    io_log: Callable[[str, str], None] | None = None,
+    stderr: Any = None,
 ) -> EngineProcess:
     """Start ``engine``, finish the UCI/XBoard handshake and apply its configured Options.
 
     Options the engine does not have are skipped with a warning (``validate --probe``
-    reports them as errors before an event).
+    reports them as errors before an event). ``cpus``: pin the engine (every thread, its
+    children too) to these cores. ``io_log``: called with every line sent (``">"``) and
+    received (``"<"``), from the first line on.
     """
     command = [engine.command, *engine.args]
-    cls = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
+    cls: Any = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
+    if io_log is not None:  # set on the class, so that not even a banner line is missed
+        cls = type(cls.__name__, (cls,), {"io_log": staticmethod(io_log)})
     token = new_owner_token()
-    if not os.access(engine.command, os.X_OK) or os.path.isdir(engine.command):
-        # what exec would say; through setpriv it would only be an early exit
-        error = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), engine.command) if \
-            not os.path.exists(engine.command) else PermissionError(
-                errno.EACCES, os.strerror(errno.EACCES), engine.command)
-        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): {error}")
+    refused = exec_precheck(engine.command)
+    if refused is not None:  # what exec would say; through setpriv it would be an early exit
+        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
+                               f"{exec_problem(engine.command, refused)}")
     try:
-        transport, protocol = await cls.popen(child_argv(command), **_popen_args(engine, token))
+        transport, protocol = await cls.popen(child_argv(pinned_argv(command, cpus)),
+                                              **_popen_args(engine, token, cpus, stderr))
     except OSError as exc:
-        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): {exc}") from None
+        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
+                               f"{exec_problem(engine.command, exc)}") from None
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0
@@ -364,13 +402,19 @@ async def start_engine(
                 options[real] = value
         if options:
             await asyncio.wait_for(protocol.configure(options), timeout)
+        if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
+            from runner.play.affinity import pin_tree
+
+            pin_tree(pid, cpus)
     except TimeoutError:
         proc.kill()
         raise EngineStartError(f"{engine.name}: no {engine.protocol} handshake within {timeout:g} s",
                                stalled=True) from None
     except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError) as exc:
         proc.kill()
-        raise EngineStartError(f"{engine.name}: {exc}") from None
+        said = "; it printed: " + " | ".join(protocol.__dict__.get("other_lines", [])[:5]) \
+            if protocol.__dict__.get("other_lines") else ""
+        raise EngineStartError(f"{engine.name}: {exc}{said}") from None
     except BaseException:
         proc.kill()
         raise
@@ -470,28 +514,109 @@ def sweep_orphans(records: Iterable[tuple[int, float]]) -> int:
 # --------------------------------------------------------------------------- probing
 
 
+def exec_precheck(command: str) -> OSError | None:
+    """The error execve would give for ``command`` (None: it looks runnable).
+
+    Engines are started through setpriv (see :func:`child_argv`), whose exec failure is only
+    an early exit, and whose execvp would run a script without a ``#!`` line through
+    /bin/sh: what subprocess's execve refuses is refused here first, with the same errno.
+    """
+    def error(code: int) -> OSError:
+        return OSError(code, os.strerror(code), command)
+
+    if not os.path.exists(command):
+        return error(errno.ENOENT)
+    if os.path.isdir(command) or not os.access(command, os.X_OK):
+        return error(errno.EACCES)
+    try:
+        with open(command, "rb") as handle:
+            head = handle.readline(256)
+    except OSError:
+        return None  # executable but unreadable: let exec decide
+    if head.startswith(b"\x7fELF"):
+        return None
+    if head.startswith(b"#!"):
+        words = head[2:].decode("utf-8", "replace").split()
+        if not words or not os.path.exists(words[0]):
+            return error(errno.ENOENT)
+        return None
+    return error(errno.ENOEXEC)
+
+
+def exec_problem(command: str, exc: OSError) -> str:
+    """What an exec failure means for an engine command, in words."""
+    if exc.errno == errno.ENOEXEC:
+        return (f"{exc.strerror}: the file is not a program this system can run (a script "
+                "needs a first line like '#!/usr/bin/env python3')")
+    if exc.errno == errno.ENOENT and os.path.exists(command):
+        try:
+            with open(command, "rb") as handle:
+                first = handle.readline(256)
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            interpreter = first[2:].decode("utf-8", "replace").strip()
+            return f"its interpreter {interpreter!r} (first line of the script) does not exist"
+    if exc.errno == errno.EACCES:
+        return f"{exc.strerror}: the file is not executable"
+    return str(exc.strerror or exc)
+
+
 @dataclass
 class ProbeResult:
     id_name: str = ""
     unknown_options: list[str] = field(default_factory=list)
     error: str = ""
+    output: str = ""  # what the engine wrote to stderr (the first lines)
 
 
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = await start_engine(engine, timeout=timeout, stderr=errors)
+        except EngineStartError as exc:
+            errors.seek(0)
+            output = errors.read(4096).decode("utf-8", "replace").strip()
+            if exc.stalled:
+                return ProbeResult(error=f"no {engine.protocol} handshake within {timeout:g} s",
+                                   output=output)
+            return ProbeResult(error=f"cannot start {engine.command!r}: {exc}", output=output)
+        try:
+            return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
+                               unknown_options=list(proc.skipped_options),
+                               error=limit_problem(engine, proc.protocol) or "")
+        finally:
+            await proc.close()
+
+
+async def _probe_all(engines: Sequence[EngineConfig], timeout: float | None,
+                     default: float) -> list[ProbeResult]:
+    slots = asyncio.Semaphore(max(2, min(8, os.cpu_count() or 2)))
+
+    async def one(engine: EngineConfig) -> ProbeResult:
+        async with slots:  # no timeout given: the engine's StartupTimeoutS, else the default
+            return await _probe(engine, timeout or engine.startup_timeout_s or default)
+
+    results = await asyncio.gather(*(one(e) for e in engines))
+    await asyncio.sleep(0)  # let the closed transports finish inside the loop
+    return list(results)
+
+
+def probe_engines(engines: Sequence[EngineConfig], timeout: float | None = None, *,
+                  default: float = 10.0) -> list[ProbeResult]:
+    """Start every engine (a few at a time), finish the handshake and apply its options;
+    one event loop for all, so no transport outlives it. ``timeout`` None: each engine's
+    StartupTimeoutS, else 10 s."""
+    if timeout is not None and timeout <= 0:
+        raise ValueError("the probe timeout must be positive")
+    level = LOG.level
+    LOG.setLevel(logging.ERROR)  # skipped options are in the result, not warnings
     try:
-        proc = await start_engine(engine, timeout=timeout)
-    except EngineStartError as exc:
-        if exc.stalled:
-            return ProbeResult(error=f"no {engine.protocol} handshake within {timeout:g} s")
-        return ProbeResult(error=f"cannot start {engine.command!r}: {exc}")
-    try:
-        return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
-                           unknown_options=list(proc.skipped_options),
-                           error=limit_problem(engine, proc.protocol) or "")
+        return asyncio.run(_probe_all(engines, timeout, default))
     finally:
-        await proc.close()
+        LOG.setLevel(level)
 
 
-def probe_engine(engine: EngineConfig, timeout: float = 10.0) -> ProbeResult:
+def probe_engine(engine: EngineConfig, timeout: float | None = None) -> ProbeResult:
     """Start the engine, finish the handshake, report its name and unknown configured options."""
-    return asyncio.run(_probe(engine, timeout))
+    return probe_engines([engine], timeout)[0]

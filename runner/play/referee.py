@@ -11,8 +11,9 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import chess
@@ -39,8 +40,10 @@ from runner.domain.models import (
     Opening,
 )
 from runner.domain.pgn import write_game
+from runner.domain.pgnextended import enrich_comments, extra_tags
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
+from runner.play.enginelog import LOG_TAG, GameLog
 from runner.play.engines import (
     EngineProcess,
     EngineStartError,
@@ -234,6 +237,11 @@ def _start_board(opening: Opening | None) -> tuple[chess.Board, chess.Board, lis
     return start, board, kept
 
 
+def _wants_move_data(spec: GameSpec) -> bool:
+    """Whether the PGN needs each move's search data (extended comments, TCEC fields)."""
+    return spec.pgn_comments == "extended" or "TCEC" in spec.pgn_extras
+
+
 def _kill_started(task: asyncio.Future[EngineProcess]) -> None:
     if not task.cancelled() and task.exception() is None:
         task.result().kill()
@@ -241,14 +249,18 @@ def _kill_started(task: asyncio.Future[EngineProcess]) -> None:
 
 async def _start_both(spec: GameSpec, board: chess.Board,
                       on_process: Callable[[int, float], None] | None,
-                      timeout: float) -> tuple[dict[chess.Color, EngineProcess], _End | None]:
+                      timeout: float, cpus: Sequence[int] | None = None,
+                      engine_log: GameLog | None = None,
+                      ) -> tuple[dict[chess.Color, EngineProcess], _End | None]:
     """Start both engines at once; ``board`` is the position the game starts from.
 
     If this is cancelled (or fails) while one engine is still starting, the one that has
     already started is killed and the other start is cancelled (which kills its process).
     """
-    tasks = {color: asyncio.ensure_future(start_engine(engine, timeout=timeout, on_process=on_process))
-             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
+    tasks = {color: asyncio.ensure_future(start_engine(
+        engine, timeout=engine.startup_timeout_s or timeout, on_process=on_process, cpus=cpus,
+        io_log=engine_log.writer(f"{engine.name}({SIDE[color].lower()})") if engine_log else None))
+        for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
     try:
         await asyncio.wait(tasks.values())
     except BaseException:
@@ -301,6 +313,8 @@ async def play_game(
     startup_timeout: float = STARTUP_TIMEOUT,
     stall_timeout: float = STALL_TIMEOUT,
     grace: float = GRACE,
+    cpus: Sequence[int] | None = None,
+    engine_log: GameLog | None = None,
     worker: str = "",
 ) -> GameRecord:
     """Play one game; always return a GameRecord (crashes and timeouts are results).
@@ -318,6 +332,10 @@ async def play_game(
     limit for an engine with an infinite time control, neither engine starts).
     Cancelling the task kills both engines and their process groups.
 
+    ``cpus``: pin both engines to these cores (Affinity). ``engine_log``: log every line to
+    and from both engines there (EngineLogs); it is closed when the game ends, and a kept
+    log is named in the PGN's ``EngineLog`` tag. Each engine's own ``startup_timeout_s``
+    (StartupTimeoutS) replaces ``startup_timeout`` for its handshake and first ``isready``.
     ``worker``: the name of the cluster worker playing the game (docs/cluster.md), given in
     GameStarted and as the PGN tag ``Worker``; "" (this machine) adds no tag.
     """
@@ -343,8 +361,9 @@ async def play_game(
         resume_note = (f"game resumed after an interruption, clocks White "
                        f"{_clock_text(clocks[chess.WHITE])} Black {_clock_text(clocks[chess.BLACK])}")
     procs: dict[chess.Color, EngineProcess] = {}
+    move_data: list[MovePlayed] | None = [] if _wants_move_data(spec) else None
     try:
-        procs, end = await _start_both(spec, board, on_process, startup_timeout)
+        procs, end = await _start_both(spec, board, on_process, startup_timeout, cpus, engine_log)
         for proc in procs.values():
             problem = limit_problem(proc.config, proc.protocol)
             if problem:
@@ -358,16 +377,20 @@ async def play_game(
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
                                    startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
-                                   resume=resume)
+                                   resume=resume, move_data=move_data)
     except BaseException:
         for proc in procs.values():
             proc.kill()
+        if engine_log is not None:
+            engine_log.discard()
         raise
     else:
         await asyncio.gather(*(proc.close() for proc in procs.values()))
+    kept_log = engine_log.close(end.termination, end.reason) if engine_log is not None else None
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,
-                           resume_note=resume_note, worker=worker)
+                           resume_note=resume_note, move_data=move_data, engine_log=kept_log,
+                           worker=worker)
     if emit is not None:
         emit(GameFinished(spec.game_id, record, attempt))
     return record
@@ -375,12 +398,15 @@ async def play_game(
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                   comments: list[str], end: _End, started: datetime, *, resumed_from: int = 0,
-                  resume_note: str = "", worker: str = "") -> GameRecord:
+                  resume_note: str = "", move_data: Sequence[Any] | None = None,
+                  engine_log: Path | None = None, worker: str = "") -> GameRecord:
     """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
 
     ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
     decided there, TCEC rule 7.c); the PGN gets a ``ResumedFromPly`` tag and ``resume_note``
-    is added to the comment of the last move before the interruption.
+    is added to the comment of the last move before the interruption. ``move_data`` (the
+    MovePlayed events, or their JSON) feed ``PgnComments: extended`` and the TCEC fields;
+    ``engine_log`` is named in an ``EngineLog`` tag.
     """
     finished = datetime.now(UTC)
     comments = list(comments)
@@ -394,7 +420,13 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
         extra["Worker"] = worker
     start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
     rmob = record_rmobility(start_fen, moves, end.result)
-    pgn = build_pgn(spec, start_board, moves, comments, end, started, finished, rmob, extra)
+    pgn_comments = comments
+    if spec.pgn_comments != "cutechess" or spec.pgn_extras:
+        pgn_comments = enrich_comments(spec, start_board, moves, comments, move_data or ())
+        extra.update(extra_tags(spec, start_board, moves))
+    if engine_log is not None:
+        extra[LOG_TAG] = str(engine_log)
+    pgn = build_pgn(spec, start_board, moves, pgn_comments, end, started, finished, rmob, extra)
     LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
              end.result, end.reason)
     return GameRecord(
@@ -579,7 +611,8 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
                      moves: list[str], comments: list[str], stall_timeout: float,
                      grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
                      clocks: dict[chess.Color, Clock], emit: Emit | None = None,
-                     attempt: int = 1, resume: ResumePoint | None = None) -> _End:
+                     attempt: int = 1, resume: ResumePoint | None = None,
+                     move_data: list[MovePlayed] | None = None) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
@@ -608,7 +641,8 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         new_game = color not in engaged
         engaged.add(color)
         try:
-            played = await _play_move(proto, board, limit, spec.game_id, timeout, ready_timeout,
+            played = await _play_move(proto, board, limit, spec.game_id, timeout,
+                                      engine.startup_timeout_s or ready_timeout,
                                       position=position + " moves " + " ".join(moves) if moves
                                       else position, new_game=new_game)
         except _NotReady:
@@ -644,9 +678,10 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         move = played.move
         if move is None or not move or move not in board.legal_moves:
             return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
-        san = board.san(move) if emit is not None else ""
+        wanted = emit is not None or move_data is not None
+        san = board.san(move) if wanted else ""
         pv_line = proto.take_pv_line()
-        pv = _pv(pv_line, board, engine.protocol == "xboard") if emit is not None else ()
+        pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
         board.push(move)
         uci = move.uci()
         moves.append(uci)
@@ -659,9 +694,9 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         score = pov.pov(color) if pov is not None else None
         if end is None:
             verdict = adjudicator.update(board, score)
-        if emit is not None:
+        if wanted:
             draw = adjudicator.draw_window
-            emit(MovePlayed(
+            event = MovePlayed(
                 game_id=spec.game_id, ply=len(moves), uci=uci, san=san, fen=fen(board),
                 white_clock_ms=_clock_ms(clocks[chess.WHITE]),
                 black_clock_ms=_clock_ms(clocks[chess.BLACK]),
@@ -672,7 +707,11 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
                 nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
                 draw_plies=draw.count if draw is not None else 0,
                 win_plies=adjudicator.win_count, attempt=attempt,
-                at_ms=int(time.time() * 1000)))
+                at_ms=int(time.time() * 1000))
+            if move_data is not None:
+                move_data.append(event)
+            if emit is not None:
+                emit(event)
         if end is not None:
             return end
         if verdict is not None:

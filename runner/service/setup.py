@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from runner.books.openings import BookError
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes
@@ -78,6 +79,7 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
                      "swiss-runner upgraded? The remaining matches would not get the openings "
                      "of an uninterrupted run; resume with the versions the event started with.")
                 return book, EXIT_BAD_INPUT
+        store.verify_records()  # a damaged record is refused before anything is built on it
         counts = store.counts()
         say(f"Resuming event {config.event!r}: {counts.get('finished', 0)} of "
                  f"{total_games()} games recorded; state in {store.path}")
@@ -89,8 +91,121 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         store.clear_processes()
         say(f"Engine processes of the previous run: {len(leftovers)} recorded, "
                  f"{killed} still running and killed")
+    store.remember_files()
     replay = store.reset_running()
     if replay:
         say(f"{replay} game(s) interrupted by the previous run will be played again "
             "with the same opening and colours")
     return book, None
+
+
+PREFLIGHT_TIMEOUT_S = 30.0
+
+
+def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
+    """Start every engine once (concurrently), finish the handshake and apply its Options:
+    one line per engine that cannot play, naming it, its command and what it printed. An
+    engine that cannot even start would otherwise lose every game of the event by forfeit."""
+    from runner.play.engines import probe_engines
+
+    problems = []
+    results = probe_engines(config.engines, timeout, default=PREFLIGHT_TIMEOUT_S)
+    for i, (engine, result) in enumerate(zip(config.engines, results, strict=True)):
+        where = f"{config.path}: Engines[{i}] {engine.name!r}"
+        command = " ".join([engine.command, *engine.args])
+        printed = f"; it printed: {result.output[:500]}" if result.output else ""
+        if result.error:
+            problems.append(f"{where}: cannot play: {result.error} (command: {command}){printed}")
+        for option in result.unknown_options:
+            problems.append(f"{where}: Options.{option}: the engine has no option {option!r} "
+                            f"(command: {command})")
+    return problems
+
+
+def event_needs_games(config: Config) -> bool:
+    """False only for an event whose every scheduled game is recorded (read-only look)."""
+    from runner.store.database import StoreError
+
+    try:
+        store = Store.open_readonly(config.database)
+    except StoreError:
+        return True  # `run` reports the damage itself
+    if store is None:
+        return True
+    try:
+        counts = store.counts()
+        rounds = [r for r in store.rounds() if not r.extra and r.state == "complete"]
+        return bool(set(counts) - {"finished"}) or len(rounds) < config.swiss.rounds or (
+            config.swiss.allow_extra_pairs_on_tie)
+    except Exception:  # noqa: BLE001 - damaged: `run` reports it with its own message
+        return True
+    finally:
+        store.close()
+
+
+def lost_database_problem(config: Config) -> str | None:
+    """Why starting a new event here would replace a recorded one, or None.
+
+    A database that is missing, 0 bytes or without a schema is normally a new event (or
+    a first start that died before its schema was committed). But when the JSON snapshot
+    beside it says games of this database were finished, or the PGN holds games of this
+    event, the database was lost or truncated: starting over would bury the event.
+    """
+    import json
+
+    db = config.database
+    try:
+        size = db.stat().st_size
+    except FileNotFoundError:
+        size = None
+    except OSError:
+        return None  # Store.open reports it
+    if size and not _schemaless(db):
+        return None  # a database with an event (or damaged: Store.open says which)
+    state = f"{'missing' if size is None else 'empty (no event recorded in it)'}"
+    finished = 0
+    try:
+        snap = json.loads(config.swiss.state_path.read_text(encoding="utf-8"))
+        if isinstance(snap, dict) and str(snap.get("database")) == str(db):
+            finished = int(snap.get("games_finished") or 0)
+    except (OSError, ValueError, TypeError):
+        pass
+    if finished:
+        return (f"{db}: the state database is {state}, but the JSON snapshot "
+                f"{config.swiss.state_path} says {finished} game(s) of this event were recorded "
+                "in it: the database was deleted or truncated. Restore it from a backup to "
+                "resume; to start a new event instead, move the snapshot and the PGN away first.")
+    if size is not None and _pgn_holds_event(config):
+        return (f"{db}: the state database is {state}, but {config.pgn_out} holds games of "
+                f"the event {config.event!r}: the database was truncated. Restore it from a "
+                "backup to resume; to start a new event, move the PGN away first.")
+    return None
+
+
+def _schemaless(db: Path) -> bool:
+    """An SQLite file with no table, as a first start leaves it, read from its header alone
+    (opening it with SQLite would create its side files)."""
+    wal = db.with_name(db.name + "-wal")
+    try:
+        if wal.exists() and wal.stat().st_size:
+            return False  # the WAL may hold the schema: Store.open looks
+        with open(db, "rb") as handle:
+            head = handle.read(100)
+    except OSError:
+        return False
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return False
+    pages, user_version, application_id = (int.from_bytes(head[i:i + 4], "big") for i in (28, 60, 68))
+    return pages <= 1 and user_version == 0 and application_id == 0
+
+
+def _pgn_holds_event(config: Config) -> bool:
+    from runner.domain.pgn import escape_tag
+
+    tag = f'[Event "{escape_tag(config.event)}"]'.encode()
+    try:
+        with open(config.pgn_out, "rb") as handle:
+            return any(line.rstrip(b"\r\n") == tag for line in handle)
+    except OSError:
+        return False
+

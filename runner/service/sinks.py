@@ -43,6 +43,7 @@ class StoreSink:
 
     def handle(self, event: GameEvent) -> None:
         if isinstance(event, GameStarted):
+            self.check_files()
             started = json.dumps(event_to_json(event), separators=(",", ":"))
             with self.movelog.restart(event.game_id, event.attempt):
                 self.store.start_game(event.game_id, event.attempt, started,
@@ -57,8 +58,16 @@ class StoreSink:
                                   f"everything recorded before it is intact and game {gid} "
                                   "will be played again when you run the same command again "
                                   "(free disk space first if the disk is full)") from exc
+            self.check_files()
         else:
             self.movelog.append(event)
+
+
+    def check_files(self) -> None:
+        """Stop the event when the database or its WAL was deleted or replaced under it."""
+        problem = self.store.files_problem()
+        if problem:
+            raise RecordError(problem)
 
 
 class ConsoleSink:
@@ -131,9 +140,10 @@ class SnapshotSink:
 
     settle = 0.1
 
-    def __init__(self, write: Callable[[], None], interval: float):
+    def __init__(self, write: Callable[[], bool | None], interval: float):
         self.write = write
         self.interval = interval
+        self.failed = False  # the last write failed: written again, at the latest at the end
         self._task: asyncio.Task[None] | None = None
         self._again = False
         self._last = 0.0
@@ -170,15 +180,24 @@ class SnapshotSink:
         while True:
             self._again = False
             self._last = time.monotonic()
-            await asyncio.to_thread(self.write)
+            self.failed = await asyncio.to_thread(self.write) is False
+            if self.failed and not self._again and self._timer is None:  # disk full? try later
+                self._timer = asyncio.get_running_loop().call_later(self.interval, self._fire)
             if not self._again:
                 return
 
     async def flush(self) -> None:
+        """Write what is pending, and once more if the last write failed (the final state
+        must not stay behind because one write hit a full disk)."""
         if self._timer is not None:
             self._fire()
         if self._task is not None:
             await asyncio.shield(self._task)
+        if self.failed:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self.failed = await asyncio.to_thread(self.write) is False
 
 
 class EventRouter:

@@ -238,8 +238,10 @@ def standings_text(config: Config, store: Store) -> str | None:
     return render_standings(compute_standings(results, config.tiebreaks), results, "text")
 
 
-def write_snapshot(config: Config, store: Store, cache: dict[str, Any] | None = None) -> None:
-    """Replace StatePath with the state document; report (not raise) a failed write."""
+def write_snapshot(config: Config, store: Store, cache: dict[str, Any] | None = None) -> bool:
+    """Replace StatePath with the state document; report (not raise) a failed write.
+
+    Returns False when the write failed (the caller tries again later)."""
     path = config.swiss.state_path
     try:
         data = build_state(config, store, cache=cache)
@@ -248,6 +250,8 @@ def write_snapshot(config: Config, store: Store, cache: dict[str, Any] | None = 
         print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the previous "
               f"snapshot is intact and the games are safe in {store.path}", file=sys.stderr,
               flush=True)
+        return False
+    return True
 
 
 def check_snapshot(path: Path) -> bool:

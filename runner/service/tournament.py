@@ -25,7 +25,6 @@ from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
 from runner.service.setup import open_event
 from runner.service.sinks import (
-    ConsoleSink,
     EventRouter,
     PgnSink,
     RecordError,
@@ -66,6 +65,7 @@ class Tournament:
     router: EventRouter | None = None
     movelog: MoveLog | None = None
     snapshot: SnapshotSink | None = None
+    resources: Any = None  # runner.service.operations.GameResources, made on first use
     _state_cache: dict[str, Any] = field(default_factory=dict)  # standings between snapshots
 
     def __post_init__(self) -> None:
@@ -99,19 +99,25 @@ class Tournament:
 
     # ---- the JSON state document --------------------------------------------------------
 
-    def _snapshot_in_thread(self) -> None:
+    def _snapshot_in_thread(self) -> bool:
+        """Write the snapshot from a read-only connection; False when it failed."""
         try:
             reader = Store.open_readonly(self.store.path)
             if reader is not None:
                 try:
-                    write_snapshot(self.config, reader, self._state_cache)
+                    return write_snapshot(self.config, reader, self._state_cache)
                 finally:
                     reader.close()
+            return True
         except (StoreError, sqlite3.Error) as exc:
             # The snapshot is derived from the database: a failed read costs one dashboard
             # update, never the event (every game is committed through the main connection).
+            safe = (f"the games are safe in {self.store.path}"
+                    if self.store.files_problem(save=False) is None else
+                    f"{self.store.path} is not the file this run writes any more")
             err(f"{self.config.swiss.state_path}: cannot update the JSON snapshot ({exc}); the "
-                f"previous snapshot is intact and the games are safe in {self.store.path}")
+                f"previous snapshot is intact and {safe}")
+            return False
 
     # ---- rounds --------------------------------------------------------------------------
 
@@ -197,6 +203,7 @@ class Tournament:
             opening=game.opening, event=config.event, site=config.site,
             time_margin_ms=config.time_margin_ms,
             extra_pair=game.round - config.swiss.rounds if game.extra else 0,
+            pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
         )
 
     async def play_one(self, game: StoredGame) -> None:
@@ -219,6 +226,11 @@ class Tournament:
         def on_process(pid: int, create_time: float) -> None:
             self.store.record_process(pid, create_time, game.game_id)
 
+        if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
+            from runner.service.operations import GameResources
+
+            self.resources = GameResources(self.config, self.play_game is None
+                                           and self.config.backend == "python-chess")
         while True:
             decision = self.decide_interrupted(game) if attempt > 1 else None
             extra: dict[str, Any] = {}
@@ -228,8 +240,10 @@ class Tournament:
             if decision is not None and decision.action == "resume":
                 extra["resume"] = decision.resume
             try:
-                record = await self.backend()(spec, emit=emit, on_process=on_process,
-                                              attempt=attempt, **extra)
+                with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
+                                             f"{game.white} vs {game.black}") as more:
+                    record = await self.backend()(spec, emit=emit, on_process=on_process,
+                                                  attempt=attempt, **extra, **more)
                 break
             except ReplayGame as exc:
                 # The backend lost the game (a cluster worker died): decide it again from
@@ -306,7 +320,7 @@ class Tournament:
         self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "
                  f"{len(moves)}: decided by {rule}")
         record = finish_record(spec, start_board, moves, comments, decision.end, start,
-                               resumed_from=len(moves))
+                               resumed_from=len(moves), move_data=logged)
         emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
                          white_id=started.get("white_id", ""), black_id=started.get("black_id", ""),
                          start_time=started.get("start_time", record.start_time),
@@ -446,14 +460,18 @@ class Tournament:
                 "still recorded, the moves are kept in memory and written when possible")
 
         self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed).start()
+        from runner.service.operations import run_views
+
+        views = run_views(self)  # console lines with progress/ETA, EPD file, live view
         self.router = EventRouter(StoreSink(self.store, self.movelog),
-                                  [ConsoleSink(self.say, self.total_games), self.pgn, snapshot])
+                                  [*views.sinks(), self.pgn, snapshot])
         try:
             return await self._run()
         finally:
             close = getattr(self.play_game, "aclose", None)  # a cluster backend's connection
             if close is not None:
                 await close()
+            views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
             for sig in (signal.SIGINT, signal.SIGTERM):

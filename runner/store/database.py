@@ -16,9 +16,11 @@ file that is not a swiss-runner database, is refused and never modified.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, 
 from runner.errors import BadInput
 from runner.store.movelog import INSERT_MOVES, MoveRow
 
-SCHEMA_VERSION = 2  # 2: the per-move log (moves), game attempts and GameStarted
+SCHEMA_VERSION = 3  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256
 APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
 
 _SCHEMA = """
@@ -68,6 +70,7 @@ CREATE TABLE games (
     start_time TEXT, end_time TEXT, duration_s REAL,
     attempt INTEGER NOT NULL DEFAULT 0,   -- times the game was started
     started_event TEXT,             -- JSON GameStarted of the current attempt
+    record_sha256 TEXT,             -- checksum of the finished game's record (_record_digest)
     UNIQUE (round, game_in_round)
 );
 CREATE TABLE moves (                -- the per-move log: JSON MovePlayed per ply
@@ -91,6 +94,9 @@ _MIGRATIONS = {
         "ALTER TABLE games ADD COLUMN started_event TEXT",
         "CREATE TABLE moves (game_id INTEGER NOT NULL, ply INTEGER NOT NULL, "
         "attempt INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (game_id, ply)) WITHOUT ROWID",
+    ],
+    3: [  # games recorded before have no checksum; they are checked for NUL bytes instead
+        "ALTER TABLE games ADD COLUMN record_sha256 TEXT",
     ],
 }
 
@@ -119,6 +125,18 @@ def _now() -> str:
 # --------------------------------------------------------------------------- files
 
 
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
 def atomic_write(path: Path, data: str) -> None:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
@@ -127,7 +145,7 @@ def atomic_write(path: Path, data: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o644)  # readable by dashboards, like the files it replaces
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600: use the umask like open() does
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
             handle.flush()
@@ -526,10 +544,12 @@ class Store:
             c.execute(
                 "UPDATE games SET status='finished', finish_seq=?, result=?, reason=?, termination=?,"
                 " termination_details=?, rmobility=?, moves=?, start_fen=?, pgn=?, start_time=?,"
-                " end_time=?, duration_s=? WHERE game_id=?",
+                " end_time=?, duration_s=?, record_sha256=? WHERE game_id=?",
                 (seq, record.result, record.reason, record.termination, record.termination_details,
                  record.rmobility, " ".join(record.moves), record.start_fen, _pgn_block(record.pgn),
-                 record.start_time, record.end_time, record.duration_s, game_id))
+                 record.start_time, record.end_time, record.duration_s,
+                 _record_digest(game_id, row[2], row[3], record.result, record.rmobility,
+                                " ".join(record.moves), _pgn_block(record.pgn)), game_id))
             c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
             if moves:
                 c.executemany(INSERT_MOVES, moves)
@@ -537,8 +557,69 @@ class Store:
                       "(SELECT 1 FROM games WHERE round=? AND status!='finished')", (row[1], row[1]))
 
     def finished_pgns(self) -> list[str]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT pgn FROM games WHERE status='finished' ORDER BY finish_seq")]
+        """The finished games' PGN blocks in finish order, each verified (StoreError if not)."""
+        return [r[6] for r in self._verified_records()]
+
+    def verify_records(self) -> int:
+        """Check every finished game against its checksum; StoreError naming the damaged
+        games (the number of games checked otherwise)."""
+        return len(self._verified_records())
+
+    def _verified_records(self) -> list[tuple[Any, ...]]:
+        checksum = "record_sha256" if self.version >= 3 else "NULL"
+        rows = self.conn.execute(
+            "SELECT game_id, white, black, result, rmobility, moves, pgn, round, game_in_round, "
+            f"{checksum} FROM games WHERE status='finished' ORDER BY finish_seq").fetchall()
+        damaged = [f"game {r[0]} (round {r[7]}.{r[8]})" for r in rows if not _record_intact(r)]
+        if damaged:
+            shown = ", ".join(damaged[:10]) + (f" and {len(damaged) - 10} more" if len(damaged) > 10 else "")
+            raise StoreError(f"{self.path}: the stored record of {shown} is damaged (it does not "
+                             "match its checksum); nothing was written: restore the database from "
+                             "a backup (SQLite's own integrity check cannot see this damage)")
+        return rows
+
+    # ---- the file's identity during a run ------------------------------------------------
+
+    def remember_files(self) -> None:
+        """Note which files the database and its WAL are, to notice them being replaced."""
+        self._identity = {p: _file_id(p) for p in (self.path, self.path.with_name(self.path.name + "-wal"))}
+
+    def files_problem(self, save: bool = True) -> str | None:
+        """Why the database this run writes is no longer the file at its path, or None.
+
+        Deleting or replacing the database or its WAL under a live run makes every later
+        commit go to a file nobody will read again; the run must stop at once.
+        """
+        known = getattr(self, "_identity", None)
+        if known is None:
+            self.remember_files()
+            return None
+        for path, before in known.items():
+            now = _file_id(path)
+            if before is None:
+                known[path] = now  # the WAL appears with the first write
+            elif now != before:
+                what = "was deleted" if now is None else "was replaced by another file"
+                return (f"{path} {what} while this run was using it: the games recorded from now "
+                        "on would be lost, so the run stops here. "
+                        + (self._save_copy() if save else ""))
+        return None
+
+    def _save_copy(self) -> str:
+        """Copy what this connection still sees (the old file, through its open descriptors)
+        beside the path, so the recorded games can be restored."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{self.path.name}.{stamp}.recovered")
+        try:
+            copy = sqlite3.connect(target)
+            try:
+                self.conn.backup(copy)
+            finally:
+                copy.close()
+        except (sqlite3.Error, OSError) as exc:
+            return f"Saving a copy of the recorded games failed ({exc}); restore {self.path} from a backup."
+        return (f"Everything this run recorded was saved to {target}: move it to {self.path} "
+                "(with nothing else running) and run the same command again to resume.")
 
     def counts(self) -> dict[str, int]:
         rows = self.conn.execute("SELECT status, COUNT(*) FROM games GROUP BY status").fetchall()
@@ -618,26 +699,55 @@ class Store:
         return backup
 
     def pgn_matches(self, path: Path) -> bool:
-        """True when the PGN file holds exactly the recorded games (checked by size and end).
+        """True when the PGN file holds exactly the recorded games, byte for byte.
 
-        Each recorded game is appended as its stored block, so the file must be exactly as
-        long as all blocks together; a crash between commit and append, or mid-append,
-        leaves it shorter.
+        Each recorded game is appended as its stored block, so the file must be all blocks
+        together: a crash between commit and append, or mid-append, leaves it shorter, and
+        an edit (even one that keeps the size) changes its content hash.
         """
-        expected = self.conn.execute(
+        expected = hashlib.sha256("".join(self.finished_pgns()).encode("utf-8"))
+        size = self.conn.execute(
             "SELECT COALESCE(SUM(LENGTH(CAST(pgn AS BLOB))), 0) FROM games "
             "WHERE status='finished'").fetchone()[0]
         try:
-            size = path.stat().st_size
+            if not stat.S_ISREG(path.stat().st_mode) or path.stat().st_size != size:
+                return False
         except FileNotFoundError:
-            return expected == 0
-        if size != expected:
-            return False
-        if size == 0:
-            return True
+            return size == 0
+        actual = hashlib.sha256()
         with open(path, "rb") as handle:
-            handle.seek(-2, os.SEEK_END)
-            return handle.read() == b"\n\n"
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                actual.update(block)
+        return actual.digest() == expected.digest()
+
+
+def _record_digest(game_id: int, white: str, black: str, result: str | None,
+                   rmobility: str | None, moves: str | None, pgn: str | None) -> str:
+    """The checksum of a finished game's record as stored (what the standings and the PGN
+    are built from)."""
+    text = json.dumps([game_id, white, black, result, rmobility, moves, pgn], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _record_intact(row: Sequence[Any]) -> bool:
+    """A finished game's row (game_id, white, black, result, rmobility, moves, pgn, round,
+    game_in_round, record_sha256) matches its checksum; rows from before schema 3 (no
+    checksum) at least hold text a PGN can carry."""
+    game_id, white, black, result, rmobility, moves, pgn = row[:7]
+    if row[9] is None:
+        return isinstance(pgn, str) and "\0" not in pgn and result in ("1-0", "0-1", "1/2-1/2")
+    try:
+        return _record_digest(game_id, white, black, result, rmobility, moves, pgn) == row[9]
+    except (TypeError, ValueError):  # a value of another type than stored
+        return False
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def _is_prefix_of(path: Path, expected: bytes) -> bool:
@@ -681,8 +791,25 @@ def _check_header(path: Path) -> None:
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                           isolation_level=None, timeout=10.0)
+    """A connection that writes nothing. In a directory this user cannot write (read-only
+    mount, another user's event) SQLite cannot create the WAL's shared-memory file; the
+    database is then read as an immutable file (what the last checkpoint holds, which is
+    everything once the runner has stopped)."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=10.0)
+    if os.access(path.parent, os.W_OK):
+        return conn  # SQLite can create what it needs (errors surface at the first query)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        code = getattr(exc, "sqlite_errorcode", 0) or 0
+        if code == sqlite3.SQLITE_READONLY_ROLLBACK or \
+                code & 0xFF not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
+            raise
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                           timeout=10.0)
 
 
 def _check_identity(conn: sqlite3.Connection, path: Path) -> None:
@@ -791,3 +918,11 @@ def load_results(config: Config) -> EventResults | None:
         return store.event_results()
     finally:
         store.close()
+
+
+def damaged_state(path: Path, exc: BaseException) -> str:
+    """The message for a state database whose content cannot be read as an event."""
+    return (f"{path}: the state database is damaged or not this event's ({type(exc).__name__}: "
+            f"{exc}); nothing was written: restore it from a backup or move it away to start "
+            "a new event")
+

@@ -1,0 +1,110 @@
+"""`swiss-runner serve CONFIG [--host H] [--port P] [--token T]`: the live web dashboard.
+
+A separate, read-only process: it never writes the event's state, so it can be started and
+stopped at any time, before, during and after `run`. It binds 127.0.0.1 unless told
+otherwise; bound to any other address it requires an access token (``--token`` or the
+environment variable SWISS_RUNNER_TOKEN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import signal
+import socket
+import sys
+
+from runner.cli.common import err
+from runner.config import Config
+from runner.errors import EXIT_BAD_INPUT, EXIT_OK
+
+TOKEN_ENV = "SWISS_RUNNER_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (OSError with the reason when it cannot be had)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def cli_serve(config: Config, args: argparse.Namespace) -> int:
+    host: str = args.host
+    port: int = args.port
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and not token:
+        err(f"--host {host} exposes the dashboard beyond this machine: give an access token "
+            f"with --token or the environment variable {TOKEN_ENV} (or keep the default "
+            "--host 127.0.0.1 and put a reverse proxy in front)")
+        return EXIT_BAD_INPUT
+    if token is not None and len(token) < 8:
+        err("the access token must have at least 8 characters")
+        return EXIT_BAD_INPUT
+    if not 0 <= port <= 65535:
+        err(f"--port {port}: not a TCP port (0-65535)")
+        return EXIT_BAD_INPUT
+    try:
+        import uvicorn
+
+        from runner.web.app import create_app
+    except ImportError as exc:
+        err(f"the dashboard needs the web extra ({exc.name} is missing): "
+            "pip install 'swiss-runner[web]' (scripts/install.sh installs it)")
+        return EXIT_BAD_INPUT
+    try:
+        sock = bind(host, port)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        hint = " (another program uses it: choose another with --port)" \
+            if getattr(exc, "errno", None) == 98 else ""
+        err(f"cannot listen on {host}:{port}: {reason}{hint}")
+        return EXIT_BAD_INPUT
+    actual = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{actual}/"
+    print(f"Dashboard of {config.path.name} at {url} (read-only; Ctrl-C stops it)"
+          + ("; access token required" if token else ""), flush=True)
+    app = create_app(config, token=token)
+    hub = app.state.hub
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            hub.close_streams()  # open event streams end, so shutdown does not wait on them
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+    server = Server(uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on",
+        timeout_graceful_shutdown=2, proxy_headers=False))
+    # uvicorn handles SIGINT/SIGTERM while it runs (a clean shutdown), then passes the signal
+    # on to the handler it found: SIGTERM then ends the command normally too
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C passed on after the clean shutdown
+        pass
+    finally:
+        sock.close()
+    print("Dashboard stopped.", flush=True)
+    sys.stdout.flush()
+    return EXIT_OK

@@ -1,0 +1,62 @@
+"""What `status` adds for operators: the ETA and the engine logs kept for failed games."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from runner.config import Config
+from runner.service.progress import eta_seconds, format_eta, recorded_durations
+from runner.store.database import Store
+
+
+def _elapsed(iso: str | None, now: float) -> float:
+    try:
+        return max(0.0, now - datetime.fromisoformat(iso or "").timestamp())
+    except ValueError:
+        return 0.0
+
+
+def eta(config: Config, store: Store, data: dict[str, Any]) -> float | None:
+    """Seconds to the end of the event (None: no game length measured yet)."""
+    now = time.time()
+    running = [_elapsed(g.get("started"), now) for g in data.get("in_progress", [])] \
+        if data.get("runner_running") is not False else []
+    return eta_seconds(recorded_durations(store.conn),
+                       data["games_total"] - data["games_finished"], running, config.concurrency)
+
+
+def failed_game_logs(config: Config, store: Store) -> list[tuple[int, str, Path]]:
+    """(game id, reason, log file) for every recorded game whose engine log was kept."""
+    if config.engine_logs is None:
+        return []
+    from runner.play.enginelog import FAILURES
+
+    rows = store.conn.execute(
+        "SELECT game_id, reason, termination FROM games WHERE status='finished' "
+        "ORDER BY game_id").fetchall()
+    found = []
+    for game_id, reason, termination in rows:
+        if config.engine_logs.keep == "failures" and termination not in FAILURES:
+            continue
+        for path in sorted(config.engine_logs.dir.glob(f"game-{game_id:05d}*.log")):
+            found.append((game_id, reason or "", path))
+    return found
+
+
+def status_lines(config: Config, store: Store, data: dict[str, Any]) -> list[str]:
+    lines = []
+    if not data.get("complete"):
+        lines.append(f"Progress: {data['games_finished']}/{data['games_total']} games, "
+                     f"{format_eta(eta(config, store, data))} (Concurrency {config.concurrency})")
+    logs = failed_game_logs(config, store)
+    if logs:
+        lines.append("Engine logs of failed games:" if config.engine_logs
+                     and config.engine_logs.keep == "failures" else "Engine logs:")
+        lines += [f"  game {gid} ({reason}): {path}" for gid, reason, path in logs]
+    return lines
+
+
+__all__ = ["eta", "failed_game_logs", "status_lines"]

@@ -1,0 +1,154 @@
+"""The operator keys of a config: Affinity, EngineLogs, StartupTimeoutS, PgnComments,
+PgnExtras, EpdOut (docs/operators.md). Checked with the loader's checker, so every problem
+names the file, line, key, bad value and what was expected; none of them changes the event
+(they may change between resumes and are not in the fingerprint).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from runner.config.schema import (
+    PGN_EXTRAS,
+    AffinityConfig,
+    Config,
+    EngineConfig,
+    EngineLogsConfig,
+)
+
+DEFAULT_STARTUP_TIMEOUT_S = 30.0
+_TIMEOUT_EXPECTED = "seconds from 1 to 3600"
+THREAD_OPTIONS = ("threads", "cores")  # UCI Threads; some XBoard engines call it Cores
+
+
+def available_cores() -> list[int]:
+    """The cores this process may run on (its own affinity mask, e.g. under taskset/cgroups)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def engine_threads(engine: EngineConfig) -> int:
+    """Threads the engine is configured to search with (Threads / Cores option, default 1)."""
+    for name, value in engine.options.items():
+        if name.lower() in THREAD_OPTIONS:
+            try:
+                return max(1, int(value))
+            except (TypeError, ValueError):
+                return 1
+    return 1
+
+
+def _ranges(cores: list[int]) -> str:
+    return ", ".join(map(str, cores)) if len(cores) < 8 else f"{cores[0]}-{cores[-1]} ({len(cores)})"
+
+
+def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig, ...],
+              backend: str) -> AffinityConfig | None:
+    if value is None or value is False or value == "off":
+        return None
+    cores = available_cores()
+    threads = max((engine_threads(e) for e in engines), default=1)
+    if backend != "python-chess":
+        c.bad("Affinity", value, "no Affinity with Backend: cutechess (cores are pinned by the "
+              "built-in referee, which starts the engines itself)")
+        return None
+    if value == "auto":
+        need = concurrency * threads
+        if need > len(cores):
+            c.problem("Affinity", f"got 'auto', but Concurrency {concurrency} x Threads {threads} "
+                      f"= {need} cores and this machine lets the runner use {len(cores)} "
+                      f"(cores {_ranges(cores)}); lower Concurrency or Threads")
+            return None
+        slots = tuple(tuple(cores[i * threads:(i + 1) * threads]) for i in range(concurrency))
+        return AffinityConfig("auto", slots)
+    if not isinstance(value, list) or not all(
+            isinstance(s, list) and s and all(isinstance(x, int) and not isinstance(x, bool)
+                                              for x in s) for s in value):
+        c.bad("Affinity", value, "auto, off, or a list of core lists, one per game slot "
+              "(e.g. [[0, 1], [2, 3]])")
+        return None
+    ok = True
+    if len(value) < concurrency:
+        c.bad("Affinity", value, f"at least Concurrency = {concurrency} core lists (one per "
+              "game played at once)")
+        ok = False
+    owner: dict[int, int] = {}
+    for i, slot in enumerate(value):
+        key = f"Affinity[{i}]"
+        missing = [x for x in slot if x not in cores]
+        if missing:
+            c.bad(key, slot, f"cores this machine lets the runner use ({_ranges(cores)}); "
+                  f"no core {', '.join(map(str, missing))}")
+            ok = False
+        for x in slot:
+            if x in owner and owner[x] != i:
+                c.bad(key, slot, f"cores of this slot only; core {x} is also in Affinity[{owner[x]}] "
+                      "(game slots never share a core)")
+                ok = False
+            owner.setdefault(x, i)
+        if len(set(slot)) < threads:
+            c.bad(key, slot, f"at least {threads} cores (the engines' Threads)")
+            ok = False
+    if not ok:
+        return None
+    return AffinityConfig("explicit", tuple(tuple(sorted(set(s))) for s in value[:concurrency]))
+
+
+def _timeout_ok(v: Any) -> bool:
+    return 1 <= v <= 3600
+
+
+def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) -> Config:
+    """``config`` with the operator keys of ``top`` read and checked (problems go to ``c``)."""
+    from runner.config.loader import _resolve_path
+
+    startup = c.get(top, "", "StartupTimeoutS", "float", None, _timeout_ok, _TIMEOUT_EXPECTED)
+    engines_raw = top.get("Engines") if isinstance(top.get("Engines"), list) else []
+    raw_by_name = {str(e.get("Name", "")).strip(): (i, e) for i, e in enumerate(engines_raw)
+                   if isinstance(e, dict)}
+    engines = []
+    for engine in config.engines:
+        i, raw = raw_by_name.get(engine.name, (None, {}))
+        own = c.get(raw, f"Engines[{i}]", "StartupTimeoutS", "float", None, _timeout_ok,
+                    _TIMEOUT_EXPECTED) if i is not None else None
+        timeout = own if own is not None else startup
+        engines.append(replace(engine, startup_timeout_s=float(timeout)) if timeout else engine)
+    logs = None
+    if top.get("EngineLogs") is not None:
+        d = c.mapping("EngineLogs", top["EngineLogs"], {"Dir": True, "Keep": False})
+        folder = c.get(d, "EngineLogs", "Dir", "str")
+        keep = c.choice(d, "EngineLogs", "Keep", ("failures", "all"), "failures")
+        if folder is not None:
+            path = _resolve_path(base, folder)
+            if path.exists() and not path.is_dir():
+                c.bad("EngineLogs.Dir", folder, f"a directory (looked at {path}: it is a file)")
+            logs = EngineLogsConfig(path, keep)
+    comments = c.choice(top, "", "PgnComments", ("cutechess", "extended"), "cutechess")
+    extras = c.get(top, "", "PgnExtras", "list", [])
+    for i, extra in enumerate(extras):
+        if extra not in PGN_EXTRAS:
+            c.bad(f"PgnExtras[{i}]", extra, " | ".join(PGN_EXTRAS))
+    epd = c.get(top, "", "EpdOut", "str")
+    epd_path = _resolve_path(base, epd) if epd is not None else None
+    taken = {config.pgn_out: "PgnOut", config.database: "Database",
+             config.swiss.state_path: "SwissOptions.StatePath"}
+    if epd_path is not None and epd_path in taken:
+        c.bad("EpdOut", epd, f"a file of its own (it is {taken[epd_path]}: the positions would "
+              "be written into it)")
+    engines_file = top.get("EnginesFile")
+    return replace(
+        config, engines=tuple(engines), engine_logs=logs,
+        startup_timeout_s=float(startup) if startup is not None else None,
+        affinity=_affinity(c, top.get("Affinity"), config.concurrency, tuple(engines),
+                           config.backend),
+        pgn_comments=comments, pgn_extras=tuple(e for e in extras if e in PGN_EXTRAS),
+        epd_out=epd_path,
+        engines_file=_resolve_path(base, engines_file) if isinstance(engines_file, str) else None)
+
+
+__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "apply_operations", "available_cores", "engine_threads"]

@@ -1,0 +1,33 @@
+"""Text that is safe to show: names and other stored strings on a terminal or in markdown.
+
+Names are validated by the config loader, but what is printed comes from the state database,
+books and PGN files too; a terminal escape sequence or a newline in any of them must not
+reach the user's terminal raw.
+"""
+
+from __future__ import annotations
+
+import html
+
+
+def printable(text: object) -> str:
+    """``text`` with every non-printable character (ESC, newline, tab, other controls)
+    shown as a Python-style escape: ``\\x1b``, ``\\n``."""
+    value = str(text)
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in value)
+
+
+def printable_lines(text: str) -> str:
+    """Each line of ``text`` made :func:`printable` (the line breaks themselves are kept)."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def markdown_cell(text: object) -> str:
+    """A markdown table cell: printable, ``|`` escaped, HTML shown as text, not rendered."""
+    return html.escape(printable(text), quote=False).replace("|", "\\|")
+
+
+__all__ = ["markdown_cell", "printable", "printable_lines"]

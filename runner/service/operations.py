@@ -1,0 +1,112 @@
+"""What the operator keys add to a run: a CPU slot and an engine log for each game, the EPD
+file, progress with an ETA and the live view (docs/operators.md)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import chess
+
+from runner.config.schema import Config
+from runner.domain.events import GameEvent, GameFinished
+from runner.service.progress import (
+    LiveOut,
+    LiveView,
+    Progress,
+    ProgressConsoleSink,
+    recorded_durations,
+)
+from runner.service.sinks import Sink, err
+
+
+def final_fen(start_fen: str | None, moves: list[str]) -> str:
+    board = chess.Board(start_fen) if start_fen else chess.Board()
+    for uci in moves:
+        board.push(chess.Move.from_uci(uci))
+    return board.fen()
+
+
+class EpdSink:
+    """``EpdOut``: the final position of every finished game, one FEN a line, appended as
+    each game ends (cutechess-cli's ``-epdout``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def handle(self, event: GameEvent) -> None:
+        if not isinstance(event, GameFinished):
+            return
+        r = event.record
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write(final_fen(r.start_fen, r.moves) + "\n")
+        except OSError as exc:
+            err(f"{self.path}: cannot append the final position of game {event.game_id} "
+                f"({exc.strerror}); the game is recorded")
+
+
+class GameResources:
+    """Per game: a CPU slot (Affinity) and an engine log (EngineLogs), as backend kwargs."""
+
+    def __init__(self, config: Config, builtin_referee: bool):
+        from runner.play.affinity import SlotPool
+
+        self.config = config
+        self.pool = SlotPool(config.affinity.slots) if config.affinity else None
+        self.logs = config.engine_logs if builtin_referee else None
+
+    @contextlib.contextmanager
+    def for_game(self, game_id: int, attempt: int, title: str) -> Iterator[dict[str, Any]]:
+        kwargs: dict[str, Any] = {}
+        with self.pool.take() if self.pool else contextlib.nullcontext() as cpus:
+            if cpus:
+                kwargs["cpus"] = cpus
+            log = None
+            if self.logs is not None:
+                from runner.play.enginelog import GameLog, log_name
+
+                log = GameLog(self.logs.dir / log_name(game_id, attempt), self.logs.keep, title)
+                kwargs["engine_log"] = log
+            try:
+                yield kwargs
+            finally:
+                if log is not None:
+                    log.discard()  # no-op when the referee closed it
+
+
+class RunViews:
+    """The console sink with progress, the EPD sink and (on a terminal) the live view."""
+
+    def __init__(self, config: Config, say: Callable[[str], None], total: Callable[[], int],
+                 done: int, durations: list[float], live_stream: TextIO | None):
+        self.progress = Progress(durations, done, total, config.concurrency)
+        self.console = ProgressConsoleSink(say, total, self.progress)
+        self.live = LiveView(live_stream, self.progress) if live_stream is not None else None
+        self.epd = EpdSink(config.epd_out) if config.epd_out is not None else None
+
+    def sinks(self) -> list[Sink]:
+        return [s for s in (self.console, self.live, self.epd) if s is not None]
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.close()
+
+
+def run_views(tournament: Any) -> RunViews:
+    """Build the views for ``tournament`` (a runner.service.tournament.Tournament); on a
+    terminal (and not --quiet) its output goes above a live progress bar from now on."""
+    stream = tournament.out
+    live = None
+    if not tournament.quiet and getattr(stream, "isatty", lambda: False)():
+        live = stream
+        tournament.out = LiveOut(stream)
+    done = tournament.store.counts().get("finished", 0)
+    return RunViews(tournament.config, tournament.say, tournament.total_games, done,
+                    recorded_durations(tournament.store.conn), live)
+
+
+__all__ = ["EpdSink", "GameResources", "RunViews", "final_fen", "run_views"]

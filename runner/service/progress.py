@@ -1,0 +1,176 @@
+"""Progress a person can follow: games done/total and an ETA from the measured game lengths.
+
+The ETA: the mean length of the games recorded so far (this run and earlier ones), times the
+games still to play, less what the games in progress have already used (each counted up to
+95% of the mean), shared among ``Concurrency`` slots; never less than what the longest
+running game should still need. Shown on every ``Finished game`` line, by ``status``, and
+on a terminal in a live progress bar (tqdm) under the plain lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed
+from runner.service.sinks import ConsoleSink
+
+
+def eta_seconds(durations: Sequence[float], remaining: int, running_elapsed: Sequence[float],
+                concurrency: int) -> float | None:
+    """Seconds until the last game ends (None before any game has a measured length).
+
+    ``remaining`` counts the games not finished yet, those in progress included.
+    """
+    if remaining <= 0:
+        return 0.0
+    if not durations:
+        return None
+    mean = sum(durations) / len(durations)
+    used = [min(e, 0.95 * mean) for e in running_elapsed]
+    work = remaining * mean - sum(used)
+    slots = max(1, min(concurrency, remaining))
+    longest = max((mean - u for u in used), default=0.0)
+    return max(work / slots, longest, 0.0)
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA unknown (no game finished yet)"
+    total = int(round(seconds))
+    hours, rest = divmod(total, 3600)
+    return f"ETA {hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def recorded_durations(conn: sqlite3.Connection) -> list[float]:
+    """Lengths (s) of the games recorded in a state database (read-only query)."""
+    try:
+        rows = conn.execute("SELECT duration_s FROM games WHERE status='finished' "
+                            "AND duration_s IS NOT NULL").fetchall()
+    except sqlite3.Error:
+        return []
+    return [float(r[0]) for r in rows if r[0] is not None and r[0] > 0]
+
+
+class Progress:
+    """What the ETA needs, kept up to date from the event stream."""
+
+    def __init__(self, durations: Sequence[float], done: int, total: Callable[[], int],
+                 concurrency: int, clock: Callable[[], float] = time.monotonic):
+        self.durations = list(durations)
+        self.done = done
+        self.total = total
+        self.concurrency = concurrency
+        self.clock = clock
+        self.running: dict[int, float] = {}  # game id -> when it started (clock)
+
+    def handle(self, event: GameEvent) -> None:
+        if isinstance(event, GameStarted):
+            self.running[event.game_id] = self.clock()
+        elif isinstance(event, GameFinished):
+            started = self.running.pop(event.game_id, None)
+            length = event.record.duration_s or (self.clock() - started if started else 0)
+            if length > 0:
+                self.durations.append(length)
+            self.done += 1
+
+    def eta(self) -> float | None:
+        now = self.clock()
+        return eta_seconds(self.durations, self.total() - self.done,
+                           [now - t for t in self.running.values()], self.concurrency)
+
+    def summary(self) -> str:
+        return f"{self.done}/{self.total()} games, {format_eta(self.eta())}"
+
+
+class ProgressConsoleSink(ConsoleSink):
+    """cutechess's lines, the ``Finished game`` one ending with ``[done/total games, ETA]``."""
+
+    def __init__(self, say: Callable[[str], None], total_games: Callable[[], int],
+                 progress: Progress):
+        super().__init__(say, total_games)
+        self.progress = progress
+
+    def handle(self, event: GameEvent) -> None:
+        self.progress.handle(event)
+        if isinstance(event, GameFinished):
+            r = event.record
+            self.say(f"Finished game {event.game_id} ({r.white} vs {r.black}): "
+                     f"{r.result} {{{r.reason}}} [{self.progress.summary()}]")
+        else:
+            super().handle(event)
+
+
+class LiveOut(io.TextIOBase):
+    """A stream for the plain lines while a live bar is shown: each line is written above
+    the bar (tqdm's external write mode), so lines and bar never mix."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        from tqdm import tqdm
+
+        self._partial += text
+        if "\n" in self._partial:
+            lines, self._partial = self._partial.rsplit("\n", 1)
+            with tqdm.external_write_mode(file=self.stream):
+                self.stream.write(lines + "\n")
+                self.stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+
+class LiveView:
+    """The live progress bar on a terminal: games done/total, ETA, the games in progress."""
+
+    def __init__(self, stream: TextIO, progress: Progress, refresh_s: float = 0.5):
+        from tqdm import tqdm
+
+        self.progress = progress
+        self.refresh_s = refresh_s
+        self._last = 0.0
+        self.plies: dict[int, tuple[str, int]] = {}
+        self.bar: Any = tqdm(total=progress.total(), initial=progress.done, file=stream,
+                             dynamic_ncols=True, leave=False, unit="game",
+                             bar_format="{n_fmt}/{total_fmt} games |{bar}| {postfix}")
+        self._show()
+
+    def handle(self, event: GameEvent) -> None:
+        if isinstance(event, GameStarted):
+            self.plies[event.game_id] = (f"{event.white}-{event.black}", 0)
+        elif isinstance(event, MovePlayed):
+            names = self.plies.get(event.game_id, ("", 0))[0]
+            self.plies[event.game_id] = (names, event.ply)
+            if time.monotonic() - self._last < self.refresh_s:
+                return
+        elif isinstance(event, GameFinished):
+            self.plies.pop(event.game_id, None)
+            self.bar.total = self.progress.total()
+            self.bar.n = self.progress.done
+        self._show()
+
+    def _show(self) -> None:
+        self._last = time.monotonic()
+        playing = ", ".join(f"#{gid} {names} ply {ply}" for gid, (names, ply)
+                            in sorted(self.plies.items()))
+        self.bar.set_postfix_str(f"{format_eta(self.progress.eta())}"
+                                 + (f" | {playing}" if playing else ""), refresh=True)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.bar.close()
+
+
+__all__ = ["LiveOut", "LiveView", "Progress", "ProgressConsoleSink", "eta_seconds",
+           "format_eta", "recorded_durations"]

@@ -1,0 +1,492 @@
+"""The dashboard as an ASGI app (Starlette): pages, JSON, PGN downloads, boards, live events.
+
+Read-only by construction: the database is only ever opened read-only (``mode=ro``), a
+watcher polls it cheaply (``PRAGMA data_version`` on one kept connection, the lock file for
+the runner's state) every ``poll_s`` seconds, rebuilds the :class:`~runner.web.model.View`
+in a worker thread when something changed, and pushes the live document to every
+Server-Sent-Events client at once. Pages and JSON are served from the latest View, so
+requests cost no database work however many browsers watch. Every URL in the pages is
+relative, so the app works behind a reverse proxy under a path prefix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hmac
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import chess
+import chess.svg
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from runner.config import Config
+from runner.domain.standings import SHORT
+from runner.service.lock import runner_alive
+from runner.store.database import StoreError
+from runner.web import model
+
+HERE = Path(__file__).resolve().parent
+TOKEN_COOKIE = "swiss_runner_token"
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+     b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+# --------------------------------------------------------------------------- the watcher
+
+
+class Hub:
+    """Watches the database and holds the latest View; SSE clients wait on it."""
+
+    def __init__(self, config: Config, poll_s: float = 0.25):
+        self.config = config
+        self.poll_s = poll_s
+        self.view: model.View = model.View(state=None)
+        self.generation = 0
+        self._cond: asyncio.Condition | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._ident: tuple[int, int] | None = None
+        self._key: tuple[Any, ...] | None = None
+        self._alive: bool | None = None
+        self._alive_changed: tuple[bool | None, float] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closing = False  # the server is shutting down: event streams end
+        self._structure_key: tuple[Any, ...] | None = None
+        self.polls = 0
+        self.builds = 0
+        self.live_builds = 0
+
+    # the cheap part, on the event loop: a stat, a PRAGMA, a non-blocking flock
+    def _poll_key(self) -> tuple[Any, ...]:
+        ident = model.database_identity(self.config.database)
+        if ident != self._ident:
+            self._close()
+            self._ident = ident
+        version: Any = None
+        if ident is not None:
+            try:
+                if self._conn is None:
+                    uri = f"{self.config.database.resolve().as_uri()}?mode=ro"
+                    self._conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                                 timeout=1.0)
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            except sqlite3.Error:
+                self._close()
+                version = ("error", time.monotonic())  # try again next time
+        alive = runner_alive(self.config.database)
+        if alive != self._alive:
+            if self._key is not None:
+                self._alive_changed = (alive, time.time())
+            self._alive = alive
+        return (ident, version, alive)
+
+    def _structure(self) -> tuple[Any, ...] | None:
+        if self._conn is None:
+            return None
+        try:
+            return model.structure_key(self._conn)
+        except sqlite3.Error:
+            return None
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    async def refresh(self) -> bool:
+        """Poll once; rebuild and notify when something changed. True if it did.
+
+        Moves coming in change only the games in progress: then only they are read again
+        (:func:`model.refresh_live`); anything else rebuilds the whole View."""
+        self.polls += 1
+        key = self._poll_key()
+        if key == self._key:
+            return False
+        structure = self._structure()
+        old = self.view
+        live_only = (self._key is not None and old.state is not None and structure is not None
+                     and structure == self._structure_key and key[0] == self._key[0]
+                     and key[2] == self._key[2])
+        if live_only:
+            view = await asyncio.to_thread(model.refresh_live, self.config, old,
+                                           runner_seen=self._alive_changed)
+            self.live_builds += 1
+        else:
+            view = await asyncio.to_thread(model.build_view, self.config,
+                                           runner_seen=self._alive_changed)
+            self.builds += 1
+        self._key = key
+        self._structure_key = structure if view.state is not None else None
+        self.view = view
+        self.generation += 1
+        if self._cond is not None:
+            async with self._cond:
+                self._cond.notify_all()
+        return True
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep serving; show it on the pages
+                self.view = model.View(state=None, error=f"cannot read the event: {exc}")
+                self._key = None
+            await asyncio.sleep(self.poll_s)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._cond = asyncio.Condition()
+        await self.refresh()
+        self._task = asyncio.create_task(self.run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._close()
+
+    async def wait_change(self, generation: int, timeout: float) -> bool:
+        """Wait until the generation differs from ``generation`` or the server closes
+        (False on timeout)."""
+        assert self._cond is not None
+        async with self._cond:
+            try:
+                await asyncio.wait_for(self._cond.wait_for(
+                    lambda: self.generation != generation or self.closing), timeout)
+            except TimeoutError:
+                return False
+        return True
+
+    def close_streams(self) -> None:
+        """End every event stream (the server is stopping); safe from a signal handler."""
+        self.closing = True
+        if self._loop is not None and self._cond is not None:
+            self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._wake_all()))
+
+    async def _wake_all(self) -> None:
+        assert self._cond is not None
+        async with self._cond:
+            self._cond.notify_all()
+
+
+# --------------------------------------------------------------------------- security
+
+
+class Guard:
+    """Security headers on every response and, when a token is set, the token on every
+    request: ``?token=`` (then kept in an HttpOnly cookie), the cookie, or
+    ``Authorization: Bearer``."""
+
+    def __init__(self, app: ASGIApp, token: str | None):
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
+        if self.token is not None:
+            request = Request(scope)
+            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                              keep_blank_values=True)
+            given = dict(query).get("token")
+            if given is not None and self._ok(given):
+                # keep it in a cookie and drop it from the address bar
+                rest = urlencode([(k, v) for k, v in query if k != "token"])
+                location = request.url.path.rsplit("/", 1)[-1] or "./"
+                response = Response(status_code=303, headers={
+                    "location": location + (f"?{rest}" if rest else ""),
+                    "cache-control": "no-store"})
+                response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict",
+                                    path=_cookie_path(scope))
+                await response(scope, receive, send_with_headers)
+                return
+            auth = request.headers.get("authorization", "")
+            bearer = auth[7:] if auth.lower().startswith("bearer ") else None
+            cookie = request.cookies.get(TOKEN_COOKIE)
+            if not any(t is not None and self._ok(t) for t in (bearer, cookie)):
+                response = Response(
+                    "This dashboard needs its access token: open it once as "
+                    "...?token=TOKEN (or send Authorization: Bearer TOKEN).\n",
+                    status_code=401, media_type="text/plain")
+                await response(scope, receive, send_with_headers)
+                return
+        await self.app(scope, receive, send_with_headers)
+
+    def _ok(self, given: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+
+def _cookie_path(scope: Scope) -> str:
+    """The app's root as the browser sees it (with a proxy's prefix when it sends one)."""
+    root = scope.get("root_path", "") or ""
+    return (root.rstrip("/") or "") + "/"
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _json_for_script(data: Any) -> Markup:
+    """JSON safe inside <script type="application/json"> (no </script>, no entities)."""
+    text = json.dumps(data, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+def _fmt_points(value: float | None) -> str:
+    if value is None:
+        return ""
+    whole = int(value)
+    half = abs(value - whole) >= 0.25
+    if whole == 0 and half:
+        return "-½" if value < 0 else "½"
+    return f"{whole}{'½' if half else ''}"
+
+
+def _fmt_num(value: float | None) -> str:
+    if value is None:
+        return ""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _fmt_time(iso: str | None) -> str:
+    if not iso:
+        return "?"
+    return iso.replace("T", " ")[:19] + " UTC"
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(round(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h {minutes:02d}m"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def _result_class(result: str | None) -> str:
+    return {"1-0": "r-white", "0-1": "r-black", "1/2-1/2": "r-draw"}.get(result or "", "r-none")
+
+
+def make_env() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"),
+                      autoescape=select_autoescape(["html"], default_for_string=True,
+                                                   default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(points=_fmt_points, num=_fmt_num, when=_fmt_time,
+                       duration=_fmt_duration, result_class=_result_class,
+                       script_json=_json_for_script)
+    env.globals["short_names"] = SHORT
+    return env
+
+
+@functools.lru_cache(maxsize=4096)
+def board_svg(fen: str, last: str | None, size: int) -> bytes:
+    board = chess.Board(fen)
+    lastmove = chess.Move.from_uci(last) if last else None
+    check = board.king(board.turn) if board.is_check() else None
+    return chess.svg.board(board, lastmove=lastmove, check=check, size=size,
+                           coordinates=True).encode()
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25) -> Starlette:
+    """The dashboard of one event (``config``); ``token``: required on every request."""
+    hub = Hub(config, poll_s=poll_s)
+    env = make_env()
+
+    rendered: dict[tuple[str, bool], tuple[int, str]] = {}  # pages of the current view
+
+    def page(request: Request, template: str, **context: Any) -> HTMLResponse:
+        view, generation = hub.view, hub.generation
+        fragment = request.headers.get("x-fragment") == "1"
+        key = (template, fragment)
+        cached = None if context else rendered.get(key)
+        if cached is not None and cached[0] == generation:
+            html = cached[1]
+        else:
+            html = env.get_template(template).render(
+                view=view, state=view.state, live=view.live, config=config, fragment=fragment,
+                page=template.removesuffix(".html"), **context)
+            if not context:  # the same for every browser until the view changes
+                rendered[key] = (generation, html)
+        return HTMLResponse(html, headers={"cache-control": "no-store", "vary": "X-Fragment"})
+
+    async def overview(request: Request) -> Response:
+        return page(request, "overview.html")
+
+    async def standings(request: Request) -> Response:
+        return page(request, "standings.html")
+
+    async def rounds(request: Request) -> Response:
+        return page(request, "rounds.html")
+
+    async def chart(request: Request) -> Response:
+        return page(request, "chart.html")
+
+    async def games(request: Request) -> Response:
+        return page(request, "games.html")
+
+    async def game(request: Request) -> Response:
+        game_id = request.path_params["game_id"]
+        try:
+            detail = await asyncio.to_thread(model.game_detail, config, game_id)
+        except StoreError as exc:
+            return page(request, "game.html", game=None, error=str(exc))
+        if detail is None:
+            response = page(request, "game.html", game=None, error=f"There is no game {game_id}.")
+            response.status_code = 404
+            return response
+        return page(request, "game.html", game=detail, error=None)
+
+    async def game_pgn(request: Request) -> Response:
+        game_id = request.path_params["game_id"]
+        try:
+            detail = await asyncio.to_thread(model.game_detail, config, game_id)
+        except StoreError as exc:
+            return Response(f"{exc}\n", status_code=503, media_type="text/plain")
+        if detail is None or detail["status"] != "finished" or not detail["pgn"]:
+            return Response(f"game {game_id} is not finished\n", status_code=404,
+                            media_type="text/plain")
+        name = f"game-{detail['round']}.{detail['game_in_round']}-{game_id}.pgn"
+        return _download(detail["pgn"], name)
+
+    async def all_pgn(request: Request) -> Response:
+        try:
+            text = await asyncio.to_thread(model.event_pgn, config)
+        except StoreError as exc:
+            return Response(f"{exc}\n", status_code=503, media_type="text/plain")
+        if text is None:
+            return Response("no event recorded yet\n", status_code=404, media_type="text/plain")
+        event = (hub.view.state or {}).get("event") or "event"
+        return _download(text, model.safe_filename(event) + ".pgn")
+
+    async def board(request: Request) -> Response:
+        fen = request.query_params.get("fen", chess.STARTING_FEN)
+        last = request.query_params.get("last") or None
+        try:
+            size = max(120, min(800, int(request.query_params.get("size", "360"))))
+            if len(fen) > 100 or (last is not None and len(last) > 5):
+                raise ValueError("too long")
+            data = board_svg(fen, last, size)
+        except ValueError:
+            return Response("bad board request\n", status_code=400, media_type="text/plain")
+        return Response(data, media_type="image/svg+xml",
+                        headers={"cache-control": "public, max-age=86400, immutable"})
+
+    async def api_state(request: Request) -> Response:
+        view = hub.view
+        if view.state is None:
+            return JSONResponse({"error": view.error or "no event recorded yet"},
+                                status_code=503 if view.error else 404,
+                                headers={"cache-control": "no-store"})
+        return Response(view.state_json(), media_type="application/json",
+                        headers={"cache-control": "no-store"})
+
+    async def api_live(request: Request) -> Response:
+        return Response(hub.view.live_json, media_type="application/json",
+                        headers={"cache-control": "no-store"})
+
+    async def api_standings(request: Request) -> Response:
+        view = hub.view
+        if view.standings is None:
+            return JSONResponse({"error": "no standings yet"}, status_code=404)
+        return JSONResponse(view.standings, headers={"cache-control": "no-store"})
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            yield b"retry: 1000\n\n"
+            generation = -1
+            while not hub.closing:
+                if generation != hub.generation:
+                    generation = hub.generation
+                    now = int(time.time() * 1000)
+                    body = f'{{"now_ms":{now},"live":{hub.view.live_json}}}'
+                    yield f"id: {generation}\ndata: {body}\n\n".encode()
+                elif not await hub.wait_change(generation, 15.0):
+                    yield b": keep-alive\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"cache-control": "no-store",
+                                          "x-accel-buffering": "no"})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await hub.start()
+        try:
+            yield
+        finally:
+            await hub.stop()
+
+    routes = [
+        Route("/", overview), Route("/standings", standings), Route("/rounds", rounds),
+        Route("/chart", chart), Route("/games", games),
+        Route("/game-{game_id:int}", game), Route("/game-{game_id:int}.pgn", game_pgn),
+        Route("/event.pgn", all_pgn), Route("/board.svg", board),
+        Route("/api/state", api_state), Route("/api/live", api_live),
+        Route("/api/standings", api_standings), Route("/events", events),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.hub = hub
+    app.add_middleware(_GuardMiddleware, token=token)
+    return app
+
+
+class _GuardMiddleware(Guard):
+    """Guard as Starlette middleware (``app.add_middleware``)."""
+
+    def __init__(self, app: ASGIApp, token: str | None = None):
+        super().__init__(app, token)
+
+
+def _download(text: str, filename: str) -> Response:
+    return Response(text, media_type="application/x-chess-pgn",
+                    headers={"content-disposition": f'attachment; filename="{filename}"',
+                             "cache-control": "no-store"})

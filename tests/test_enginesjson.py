@@ -1,0 +1,167 @@
+"""cutechess's engines.json: read as its GUI writes it, picked and overridden by the YAML
+config's Engines, converted to YAML by `swiss-runner engines-json`, and played with."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import chess.pgn
+import pytest
+import yaml
+
+from runner.cli import main
+from runner.config import load_config
+
+
+def gui_engines_json(folder: Path) -> Path:
+    """An engines.json the way cutechess's GUI saves it (EngineConfiguration::toVariant): every
+    key it writes, options as the engine reported them with their current values."""
+    (folder / "sf").mkdir()
+    data = [
+        {
+            "command": "/usr/games/stockfish",
+            "name": "Stockfish 16",
+            "options": [
+                {"alias": "", "default": 1, "max": 1024, "min": 1, "name": "Threads",
+                 "type": "spin", "value": 1},
+                {"alias": "", "default": 16, "max": 33554432, "min": 1, "name": "Hash",
+                 "type": "spin", "value": 32},
+                {"name": "Clear Hash", "type": "button"},
+                {"alias": "", "default": False, "name": "Ponder", "type": "check", "value": False},
+                {"alias": "", "default": "<empty>", "name": "SyzygyPath", "type": "folder",
+                 "value": "<empty>"},
+                {"alias": "", "default": 20, "max": 20, "min": 0, "name": "Skill Level",
+                 "type": "spin", "value": 20},
+            ],
+            "protocol": "uci",
+            "stderrFile": "",
+            "timeoutScaleFactor": 1,
+            "workingDirectory": str(folder / "sf"),
+        },
+        {
+            "command": "/usr/games/ethereal-chess",
+            "name": "Ethereal",
+            "options": [
+                {"alias": "", "default": 16, "max": 65536, "min": 1, "name": "Hash",
+                 "type": "spin", "value": 16},
+            ],
+            "protocol": "uci",
+            "stderrFile": "",
+            "timeoutScaleFactor": 1,
+            "workingDirectory": "",
+        },
+        {
+            "command": "/usr/games/fairymax",
+            "name": "Fairy-Max",
+            "protocol": "xboard",
+            "stderrFile": "",
+            "timeoutScaleFactor": 1.5,
+            "workingDirectory": "",
+            "initStrings": ["setoption name Hash value 8"],
+            "restart": "on",
+        },
+    ]
+    path = folder / "engines.json"
+    path.write_text(json.dumps(data, indent=4, sort_keys=True))
+    return path
+
+
+def config(folder: Path, engines: list | None, name: str = "ev.yaml") -> Path:
+    data = {"SwissOptions": {"Rounds": 1, "StatePath": "state/s.json"},
+            "TimeControl": "2+0.05", "EnginesFile": "engines.json"}
+    if engines is not None:
+        data["Engines"] = engines
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_all_engines_of_the_file_when_the_config_has_no_engines(tmp_path):
+    gui_engines_json(tmp_path)
+    cfg = load_config(config(tmp_path, None))
+    sf, eth, fm = cfg.engines
+    assert (sf.name, sf.command, sf.protocol, sf.working_dir) == (
+        "Stockfish 16", "/usr/games/stockfish", "uci", str(tmp_path / "sf"))
+    assert sf.options == {"Hash": 32}  # only what differs from the engine's defaults
+    assert eth.options == {} and eth.working_dir is None
+    assert (fm.protocol, fm.options) == ("xboard", {"Hash": "8"})  # from initStrings
+
+
+def test_config_picks_and_overrides_by_name(tmp_path):
+    gui_engines_json(tmp_path)
+    cfg = load_config(config(tmp_path, [
+        {"Name": "Stockfish 16", "Rating": 3500, "Options": {"Threads": 1}},
+        {"Name": "Ethereal", "Options": {"Hash": 64}, "StartupTimeoutS": 60},
+        {"Name": "Toga", "Command": "toga2"},
+    ]))
+    assert [e.name for e in cfg.engines] == ["Stockfish 16", "Ethereal", "Toga"]
+    sf, eth, toga = cfg.engines
+    assert sf.rating == 3500 and sf.options == {"Hash": 32, "Threads": 1}
+    assert eth.options == {"Hash": 64} and eth.startup_timeout_s == 60
+    assert toga.command.endswith("toga2")
+
+
+def test_converter_prints_yaml_that_loads_as_the_same_engines(tmp_path, capsys):
+    gui_engines_json(tmp_path)
+    assert main(["engines-json", str(tmp_path / "engines.json")]) == 0
+    text = capsys.readouterr().out
+    engines = yaml.safe_load(text)["Engines"]
+    assert [e["Name"] for e in engines] == ["Stockfish 16", "Ethereal", "Fairy-Max"]
+    assert engines[0] == {"Name": "Stockfish 16", "Command": "/usr/games/stockfish",
+                          "Protocol": "uci", "WorkingDir": str(tmp_path / "sf"),
+                          "Options": {"Hash": 32}}
+    path = tmp_path / "converted.yaml"
+    path.write_text(yaml.safe_dump({"SwissOptions": {"StatePath": "s/s.json"},
+                                    "TimeControl": "1+0.1", "Engines": engines}))
+    from_yaml = load_config(path).engines
+    from_json = load_config(config(tmp_path, None)).engines
+    assert from_yaml == from_json
+    assert main(["engines-json", str(tmp_path / "engines.json"), "--engine", "Ethereal"]) == 0
+    assert [e["Name"] for e in yaml.safe_load(capsys.readouterr().out)["Engines"]] == ["Ethereal"]
+
+
+@pytest.mark.engines
+def test_an_engine_from_engines_json_plays(tmp_path, capsys):
+    gui_engines_json(tmp_path)
+    path = config(tmp_path, None)
+    assert main(["play", str(path), "--white", "Stockfish 16", "--black", "Ethereal",
+                 "--tc", "2+0.05", "--moves", "e4 e5"]) == 0
+    game = chess.pgn.read_game(io.StringIO(capsys.readouterr().out))
+    assert (game.headers["White"], game.headers["Black"]) == ("Stockfish 16", "Ethereal")
+    assert len(list(game.mainline_moves())) > 2
+
+
+@pytest.mark.parametrize("content, expect", [
+    ("[{\"name\": \"X\",}]", "engines.json:1: not valid JSON"),
+    ("{\"name\": \"X\"}", "got a JSON dict, expected a list of engine objects"),
+    ("[{\"name\": \"X\"}]", "[0] (X).command: got None, expected the engine's command line"),
+    ("[{\"name\": \"X\", \"command\": \"sf\", \"protocol\": \"cecp\"}]",
+     "[0] (X).protocol: got 'cecp', expected uci | xboard"),
+    ("[{\"name\": \"X\", \"command\": \"sf\", \"ponder\": true}]", "[0] (X).ponder: got true"),
+    ("[{\"name\": \"X\", \"command\": \"sf\", \"initStrings\": [\"debug on\"]}]",
+     "[0] (X).initStrings[0]: got 'debug on'"),
+    ("[{\"name\": \"X\", \"command\": \"sf\"}, {\"name\": \"X\", \"command\": \"sf\"}]",
+     "[1].name: duplicate engine name 'X'"),
+])
+def test_bad_engines_json_is_exit_2_naming_file_entry_and_key(tmp_path, capsys, content, expect):
+    (tmp_path / "engines.json").write_text(content)
+    assert main(["engines-json", str(tmp_path / "engines.json")]) == 2
+    err = capsys.readouterr()
+    assert expect in err.err and err.out == "" and "Traceback" not in err.err
+    path = config(tmp_path, None)
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:5: EnginesFile: " in err and expect in err
+    assert not (tmp_path / "state").exists()
+
+
+def test_no_engines_and_no_engines_file_is_reported(tmp_path, capsys):
+    path = tmp_path / "ev.yaml"
+    path.write_text("SwissOptions: {Rounds: 1}\nTimeControl: 1+0.1\n")
+    assert main(["validate", str(path)]) == 2
+    assert "Engines: missing required key (a list of engines, or name cutechess's engines.json" \
+        in capsys.readouterr().err
+
+
