@@ -31,6 +31,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from runner.cluster import RESOURCE, TOPIC
@@ -98,7 +99,7 @@ class ClusterBackend:
         self._submits = 0
         self._scheduler_id = ""
         # the workers table of status and the JSON state: address -> name, slots, state,
-        # last_seen (Unix s), refused {engine: why}; handed to on_workers when it changes
+        # last_seen (ISO 8601 UTC), refused {engine: why}; handed to on_workers on changes
         self.workers: dict[str, dict[str, Any]] = {}
         self.on_workers: Callable[[list[dict[str, Any]]], None] | None = None
         self._connecting: asyncio.Lock | None = None
@@ -107,14 +108,14 @@ class ClusterBackend:
               state: str | None = None, publish: bool = False) -> None:
         row = self.workers.setdefault(address, {"address": address, "name": address,
                                                 "slots": 0, "state": "joined",
-                                                "last_seen": 0.0, "refused": {}})
+                                                "last_seen": None, "refused": {}})
         if name:
             row["name"] = name
         if slots is not None:
             row["slots"] = int(slots)
         if state is not None:
             row["state"] = state
-        row["last_seen"] = round(time.time(), 3)
+        row["last_seen"] = datetime.now(UTC).isoformat(timespec="seconds")
         if publish and self.on_workers is not None:
             try:
                 self.on_workers(list(self.workers.values()))
