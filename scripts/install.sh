@@ -13,7 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends $ENGINES chromium python3-v
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev,web]'
+.venv/bin/python -m pip install -q -e '.[dev,web,cluster]'
 echo "swiss-runner installed in .venv; engines from Debian are in /usr/games"
 # The 3-4-man Syzygy tables python-chess's source package ships (for the tests; git-ignored).
 .venv/bin/python scripts/get_syzygy.py

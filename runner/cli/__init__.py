@@ -49,6 +49,7 @@ cmd_play = _with_config("runner.cli.play", "cli_play")
 cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
 cmd_serve = _with_config("runner.cli.serve", "cli_serve")
+cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--finish-games", action="store_true",
                    help="on SIGINT/SIGTERM let games in progress finish instead of aborting them")
     p.add_argument("--quiet", action="store_true", help="print only round summaries and standings")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="play the games on Dask workers of this scheduler (tcp://HOST:PORT); "
+                        "overrides Cluster.Scheduler")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", help="show the progress of a tournament from its state")
@@ -97,6 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ratings", help="Elo with error margins, pairs and how games ended")
     importlib.import_module("runner.cli.ratings").add_arguments(p)
     p.set_defaults(func=lambda a: importlib.import_module("runner.cli.ratings").cli_ratings(a))
+
+    p = sub.add_parser("worker", help="play games for a runner on several machines (Dask worker)")
+    p.add_argument("scheduler", help="the Dask scheduler's address, tcp://HOST:PORT")
+    p.add_argument("--slots", type=int, default=1, help="games played at once (default 1)")
+    p.add_argument("--name", help="the worker's name in status and PGN (default: host name)")
+    p.add_argument("--engine", action="append", metavar="NAME=COMMAND",
+                   help="run the event's engine NAME with this command on this machine "
+                        "(repeatable; default: the config's command)")
+    p.add_argument("--wait", type=float, default=0.0,
+                   help="give up after this many seconds without a scheduler (default 0: never)")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("audit", help="replay a finished event's PGN through the TCEC Swiss rules")
     p.add_argument("pgn", help="PGN file of the event (tags Round, White, Black, Result)")

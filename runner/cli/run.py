@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sqlite3
 
@@ -36,6 +37,24 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
     if lost:
         _err(lost)
         return EXIT_BAD_INPUT
+    cluster = None
+    address = getattr(args, "scheduler", None) or (config.cluster.scheduler if config.cluster
+                                                    else None)
+    if address and play_game is None:
+        try:
+            from runner.cluster.client import ClusterBackend
+        except ImportError:
+            _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
+                 "(pip install 'swiss-runner[cluster]')")
+            return EXIT_BAD_INPUT
+        if config.backend != "python-chess":
+            _err(f"{config.path}: Cluster: workers play with the built-in referee "
+                 "(Backend: python-chess), not cutechess-cli")
+            return EXIT_BAD_INPUT
+        cc = config.cluster
+        cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
+                                 overdue_s=cc.overdue_s if cc else 60.0)
+        play_game = cluster
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):
         problems = engine_problems(config)
         if problems:  # refuse before any state is created or touched
@@ -53,6 +72,11 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
         with _event_lock(config.database):
             tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
                                     quiet=getattr(args, "quiet", False), play_game=play_game)
+            if cluster is not None:
+                from runner.service.state import WORKERS_META
+
+                cluster.say = tournament.say
+                cluster.on_workers = lambda rows: store.set_meta(WORKERS_META, json.dumps(rows))
             try:
                 code = tournament.prepare()
             except BookError as exc:

@@ -58,6 +58,13 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
                 print(f"  {printable(_live_line(g))}")
         for line in status_lines(config, store, data):
             print(printable(line))
+        if data.get("workers"):
+            print("Workers:")
+            for w in data["workers"]:
+                refused = "; ".join(f"refused {e}: {r}" for e, r in w["refused"].items())
+                print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
+                                f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
+                                + (f", {refused}" if refused else "")))
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = standings_text(config, store)
@@ -87,6 +94,8 @@ def _clock(ms: int | None) -> str:
 def _live_line(g: dict) -> str:
     """``game 6 (A vs B): ply 34 Nf3, clocks 1:23.4 / 1:20.1, last +0.35/16 1.2s``"""
     text = f"game {g['game_id']} ({g['white']} vs {g['black']})"
+    if g.get("worker"):
+        text += f" on {g['worker']}"
     if not g.get("ply"):
         return text + ": starting"
     clocks = g["clocks"]

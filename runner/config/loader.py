@@ -26,6 +26,7 @@ from runner.config.schema import (
     ENGINE_SEARCH_DIRS,
     TIEBREAKS,
     AdjudicationConfig,
+    ClusterConfig,
     Config,
     EngineConfig,
     InterruptionConfig,
@@ -341,8 +342,9 @@ _TOP = {
     # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
-    "Ratings": False,
+    "Ratings": False, "Cluster": False,
 }
+_CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
 _RATINGS = {
     "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
     "Simulations": False, "Seed": False, "Confidence": False,
@@ -667,6 +669,21 @@ def _cutechess_path(c: _Checker, value: str, base: Path) -> str:
     return str(_resolve_path(base, value)) if os.sep in value else value
 
 
+def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
+    if raw is None:
+        return None
+    d = c.mapping("Cluster", raw, _CLUSTER)
+    address = str(c.get(d, "Cluster", "Scheduler", "str", "") or "")
+    if address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786")
+    wait = c.get(d, "Cluster", "WaitS", "float", 600.0, lambda v: 0 <= v <= 86400,
+                 "seconds from 0 to 86400")
+    overdue = c.get(d, "Cluster", "OverdueS", "float", 60.0, lambda v: 1 <= v <= 86400,
+                    "seconds from 1 to 86400")
+    return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0),
+                         overdue_s=float(overdue if overdue is not None else 60.0))
+
+
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Load and validate a config file; raise ConfigError listing every problem found."""
     path = Path(path)
@@ -750,6 +767,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         tiebreaks=tuple(tiebreaks),
         raw=raw,
         ratings=_ratings(c, top.get("Ratings"), engines),
+        cluster=_cluster(c, top.get("Cluster")),
     )
     config = apply_operations(c, top, config, base)
     _check_distinct_outputs(c, config)

@@ -133,6 +133,15 @@ class InterruptionConfig:
 
 
 @dataclass(frozen=True)
+class ClusterConfig:
+    """The ``Cluster`` block: play every game as a task of a Dask scheduler (docs/cluster.md)."""
+
+    scheduler: str  # tcp://HOST:PORT or tls://HOST:PORT
+    wait_s: float = 600.0  # how long the runner waits for a lost scheduler before it stops
+    overdue_s: float = 60.0  # a worker silent this long past the mover's clock is cut off
+
+
+@dataclass(frozen=True)
 class AffinityConfig:
     """CPU cores per concurrent game slot (both engines of a game share their slot's cores)."""
 
@@ -177,6 +186,7 @@ class Config:
     pgn_extras: tuple[str, ...] = ()  # of PGN_EXTRAS
     epd_out: Path | None = None
     engines_file: Path | None = None
+    cluster: ClusterConfig | None = None  # None: every game on this machine
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

@@ -315,6 +315,7 @@ async def play_game(
     grace: float = GRACE,
     cpus: Sequence[int] | None = None,
     engine_log: GameLog | None = None,
+    worker: str = "",
 ) -> GameRecord:
     """Play one game; always return a GameRecord (crashes and timeouts are results).
 
@@ -335,6 +336,8 @@ async def play_game(
     and from both engines there (EngineLogs); it is closed when the game ends, and a kept
     log is named in the PGN's ``EngineLog`` tag. Each engine's own ``startup_timeout_s``
     (StartupTimeoutS) replaces ``startup_timeout`` for its handshake and first ``isready``.
+    ``worker``: the name of the cluster worker playing the game (docs/cluster.md), given in
+    GameStarted and as the PGN tag ``Worker``; "" (this machine) adds no tag.
     """
     tc = spec.time_control
     for engine in (spec.white, spec.black):
@@ -370,7 +373,7 @@ async def play_game(
                                    "cannot start from a FEN position")
         if emit is not None:
             _emit_start(emit, spec, procs, start_board, moves, started, clocks, attempt,
-                        resume=resume)
+                        resume=resume, worker=worker)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
                                    startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
@@ -386,7 +389,8 @@ async def play_game(
     kept_log = engine_log.close(end.termination, end.reason) if engine_log is not None else None
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,
-                           resume_note=resume_note, move_data=move_data, engine_log=kept_log)
+                           resume_note=resume_note, move_data=move_data, engine_log=kept_log,
+                           worker=worker)
     if emit is not None:
         emit(GameFinished(spec.game_id, record, attempt))
     return record
@@ -395,7 +399,7 @@ async def play_game(
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                   comments: list[str], end: _End, started: datetime, *, resumed_from: int = 0,
                   resume_note: str = "", move_data: Sequence[Any] | None = None,
-                  engine_log: Path | None = None) -> GameRecord:
+                  engine_log: Path | None = None, worker: str = "") -> GameRecord:
     """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
 
     ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
@@ -412,6 +416,8 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
         if resume_note and 0 < resumed_from <= len(comments):
             comments[resumed_from - 1] = ", ".join(c for c in (comments[resumed_from - 1],
                                                                resume_note) if c)
+    if worker:
+        extra["Worker"] = worker
     start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
     rmob = record_rmobility(start_fen, moves, end.result)
     pgn_comments = comments
@@ -468,7 +474,7 @@ def _clock_ms(clock: Clock) -> int | None:
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
-                resume: ResumePoint | None = None) -> None:
+                resume: ResumePoint | None = None, worker: str = "") -> None:
     """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched).
 
     A resumed game's earlier moves are in its log already: only GameStarted is emitted."""
@@ -484,7 +490,7 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
-        attempt=attempt, spec=spec_to_json(spec)))
+        attempt=attempt, spec=spec_to_json(spec), worker=worker))
     if resume is not None:
         return
     board = start_board.copy(stack=False)

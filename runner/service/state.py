@@ -84,6 +84,37 @@ def live_game(started: dict[str, Any] | None, moves: list[dict[str, Any]]) -> di
     }
 
 
+WORKERS_META = "cluster_workers"  # meta key: the runner's last view of its Dask workers
+
+
+def workers_table(store: Store, games: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cluster's workers (docs/cluster.md): the runner's view (name, address, slots,
+    state joined/left, last_seen, refused engines) with, from the games, how many each has
+    played (finished on it) and is playing (busy). [] for an event played on one machine."""
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        known = json.loads(store.meta(WORKERS_META) or "[]")
+    except ValueError:
+        known = []
+    for w in known:
+        name = str(w.get("name", ""))
+        if name and (name not in rows or w.get("state") != "left"):
+            rows[name] = {"name": name, "address": w.get("address", ""),
+                          "slots": w.get("slots", 0), "state": w.get("state", ""),
+                          "last_seen": w.get("last_seen"), "refused": w.get("refused", {}),
+                          "busy": 0, "games": 0}
+    for g in games:
+        if not g.get("started_event") or g["status"] == "scheduled":
+            continue
+        name = json.loads(g["started_event"]).get("worker", "")
+        if not name:
+            continue
+        row = rows.setdefault(name, {"name": name, "address": "", "slots": None, "state": "",
+                                     "last_seen": None, "refused": {}, "busy": 0, "games": 0})
+        row["busy" if g["status"] == "running" else "games"] += 1
+    return sorted(rows.values(), key=lambda r: r["name"])
+
+
 def build_state(config: Config, store: Store, *, standings: bool = True,
                 cache: dict[str, Any] | None = None) -> dict[str, Any]:
     """The state document (see the module docstring and docs/state.md).
@@ -145,6 +176,7 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
         "next_match_index": store.next_match_index(),
         "rounds": rounds_out,
         "in_progress": in_progress,
+        "workers": workers_table(store, games),
         "standings": results[0],
         "ratings": results[1],
     }

@@ -22,7 +22,7 @@ from runner.config.schema import Config
 from runner.domain.events import GameEvent, GameFinished, GameStarted
 from runner.domain.interruption import Decision
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
 from runner.service.setup import open_event
 from runner.service.sinks import (
     EventRouter,
@@ -226,22 +226,34 @@ class Tournament:
         def on_process(pid: int, create_time: float) -> None:
             self.store.record_process(pid, create_time, game.game_id)
 
-        decision = self.decide_interrupted(game) if attempt > 1 else None
-        extra: dict[str, Any] = {}
-        if decision is not None and decision.action == "finish":
-            self.finish_from_log(spec, game, decision, attempt, emit)
-            return
-        if decision is not None and decision.action == "resume":
-            extra["resume"] = decision.resume
         if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
             from runner.service.operations import GameResources
 
             self.resources = GameResources(self.config, self.play_game is None
                                            and self.config.backend == "python-chess")
-        with self.resources.for_game(game.game_id, attempt,
-                                     f"game {game.game_id}, {game.white} vs {game.black}") as more:
-            record = await self.backend()(spec, emit=emit, on_process=on_process,
-                                          attempt=attempt, **extra, **more)
+        while True:
+            decision = self.decide_interrupted(game) if attempt > 1 else None
+            extra: dict[str, Any] = {}
+            if decision is not None and decision.action == "finish":
+                self.finish_from_log(spec, game, decision, attempt, emit)
+                return
+            if decision is not None and decision.action == "resume":
+                extra["resume"] = decision.resume
+            try:
+                with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
+                                             f"{game.white} vs {game.black}") as more:
+                    record = await self.backend()(spec, emit=emit, on_process=on_process,
+                                                  attempt=attempt, **extra, **more)
+                break
+            except ReplayGame as exc:
+                # The backend lost the game (a cluster worker died): decide it again from
+                # its move log, as after a crash (TCEC rule 7.c), and go on. No one loses.
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {exc}",
+                         always=True)
+                if self.movelog is not None:
+                    await asyncio.to_thread(self.movelog.flush)
+                attempt = max(attempt, self.store.attempts(game.game_id)) + 1
+                seen.clear()
         # a backend that reports only its result still goes through every sink
         if "started" not in seen:
             emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
@@ -456,6 +468,9 @@ class Tournament:
         try:
             return await self._run()
         finally:
+            close = getattr(self.play_game, "aclose", None)  # a cluster backend's connection
+            if close is not None:
+                await close()
             views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()

@@ -1,0 +1,389 @@
+"""The runner's side of a cluster: a backend with the play_game signature that plays each
+game as a Dask task on some worker and forwards the task's events to the runner's sinks.
+
+The runner remains the only writer: a task sends events, never touches the store. What can
+go wrong, and what this module does about it:
+
+- **A worker dies mid-game** (kill -9, reboot, cut off): the scheduler drops it (its
+  heartbeats stop or its connection closes) and says so on the ``all`` topic; it would also
+  rerun the task on another worker from move 1. The backend takes the retry over instead:
+  the first worker to *claim* an attempt owns it, the attempt is lost when its owner leaves
+  or another worker claims it (that is Dask's rerun), the task is cancelled (a cancelled
+  game kills its engines) and :class:`ReplayGame` tells the tournament to decide the game
+  again from its move log (TCEC rule 7.c: fresh engines, whole history, clocks +
+  compensation). Neither engine loses.
+- **The runner dies**: its client's tasks are released by the scheduler, and a released
+  game stops itself (runner.cluster.task). Every message carries this run's *epoch*: events
+  of an earlier run that still arrive are ignored; the new run resumes each interrupted
+  game once, from its logged position (the ordinary resume path).
+- **The scheduler dies**: the futures fail, the game is replayed from its position when a
+  scheduler (and a worker) is back; the backend waits up to ``Cluster.WaitS``, says so, and
+  makes a new Client when the old one gave up reconnecting.
+- **A worker cannot run an engine** (its probe failed): the task refuses before the game
+  starts; that worker gets no more games of that engine, and the console says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from runner.cluster import RESOURCE, TOPIC
+from runner.domain.events import (
+    GameEvent,
+    GameFinished,
+    GameStarted,
+    MovePlayed,
+    ResumePoint,
+    event_from_json,
+    record_from_json,
+    resume_to_json,
+    spec_to_json,
+)
+from runner.domain.models import GameRecord, GameSpec
+from runner.errors import ReplayGame, StopEvent
+
+FINISH_WAIT_S = 10.0  # after the task's result, how long the GameFinished event may lag
+# from the claim to GameStarted: two engine probes (20 s each at most) and the engines' start
+STARTUP_BUDGET_S = 120.0
+
+
+class ClusterUnavailable(StopEvent):
+    """No scheduler (or no worker able to play) within Cluster.WaitS."""
+
+
+@dataclass
+class _Attempt:
+    token: str
+    game_id: int
+    emit: Callable[[GameEvent], None]
+    owner: str | None = None  # worker address that claimed it
+    owner_name: str = ""
+    ply: int = 0
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+    why: str = ""
+    error: BaseException | None = None
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    heard: float | None = None  # monotonic time of the owner's last message (None: no claim)
+    budget_s: float = STARTUP_BUDGET_S  # how long the owner may be silent before overdue
+
+    def lose(self, why: str) -> None:
+        if not self.lost.is_set():
+            self.why = why
+            self.lost.set()
+
+
+class ClusterBackend:
+    """``await backend(spec, emit=..., attempt=..., resume=...) -> GameRecord`` on a cluster."""
+
+    can_resume = True  # games continue from a position (the referee plays them)
+
+    def __init__(self, address: str, *, wait_s: float = 600.0, overdue_s: float = 60.0,
+                 say: Callable[..., None] | None = None):
+        self.address = address
+        self.wait_s = wait_s
+        self.overdue_s = overdue_s
+        self.say: Callable[..., None] = say or (lambda text, **_: print(text, flush=True))
+        self.epoch = f"{os.getpid()}-{time.time_ns()}"
+        self.client: Any = None
+        self.attempts: dict[str, _Attempt] = {}
+        self.refused: dict[str, dict[str, str]] = {}  # worker address -> engine -> why
+        self.names: dict[str, str] = {}  # worker address -> name
+        self.latencies: list[float] = []  # move-to-sink latency (ms), for bench_cluster
+        self._submits = 0
+        self._scheduler_id = ""
+        # the workers table of status and the JSON state: address -> name, slots, state,
+        # last_seen (ISO 8601 UTC), refused {engine: why}; handed to on_workers on changes
+        self.workers: dict[str, dict[str, Any]] = {}
+        self.on_workers: Callable[[list[dict[str, Any]]], None] | None = None
+        self._connecting: asyncio.Lock | None = None
+
+    def _seen(self, address: str, *, name: str | None = None, slots: float | None = None,
+              state: str | None = None, publish: bool = False) -> None:
+        row = self.workers.setdefault(address, {"address": address, "name": address,
+                                                "slots": 0, "state": "joined",
+                                                "last_seen": None, "refused": {}})
+        if name:
+            row["name"] = name
+        if slots is not None:
+            row["slots"] = int(slots)
+        if state is not None:
+            row["state"] = state
+        row["last_seen"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if publish and self.on_workers is not None:
+            try:
+                self.on_workers(list(self.workers.values()))
+            except Exception as exc:  # noqa: BLE001 - a view: never costs a game
+                self.say(f"cannot record the workers table: {exc}", always=True)
+
+    # ---- connection ----------------------------------------------------------------------
+
+    async def _client(self) -> Any:
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self.client is not None and self.client.status in ("running", "connecting"):
+                return self.client
+            if self.client is not None:  # it gave up reconnecting: a new one
+                with contextlib.suppress(Exception):
+                    await self.client.close()
+                self.client = None
+            from distributed import Client
+
+            deadline = time.monotonic() + self.wait_s
+            said = False
+            while True:
+                try:
+                    self.client = await Client(self.address, asynchronous=True,
+                                               timeout=max(5.0, min(30.0, self.wait_s)),
+                                               name=f"swiss-runner {self.epoch}")
+                    break
+                except (OSError, TimeoutError) as exc:
+                    if time.monotonic() > deadline:
+                        raise ClusterUnavailable(
+                            f"no Dask scheduler at {self.address} within Cluster.WaitS = "
+                            f"{self.wait_s:g} s ({exc}); start it (docs/cluster.md) and run "
+                            "the same command again: nothing recorded is lost") from None
+                    if not said:
+                        self.say(f"Waiting for the Dask scheduler at {self.address} "
+                                 f"(up to {self.wait_s:g} s): {exc}", always=True)
+                        said = True
+                    await asyncio.sleep(1.0)
+            self._scheduler_id = ""
+            workers = await self._workers() or {}
+            self.names.update({a: str(w.get("name", a)) for a, w in workers.items()})
+            for a, w in workers.items():
+                self._seen(a, name=self.names[a], slots=w.get("resources", {}).get(RESOURCE))
+            self._seen_all()
+            listed = ", ".join(f"{self.names[a]} ({int(w.get('resources', {}).get(RESOURCE, 0))}"
+                               " slots)" for a, w in workers.items()) or "none yet"
+            self.say(f"Connected to the Dask scheduler at {self.address}; workers: {listed}",
+                     always=True)
+            return self.client
+
+    async def _workers(self) -> dict[str, dict[str, Any]] | None:
+        """The workers with game slots; None when the scheduler cannot be reached.
+
+        A scheduler started again forgets every subscription: they are made again whenever
+        the scheduler's id changes."""
+        try:
+            info = await self.client.scheduler.identity(n_workers=-1)
+        except Exception:  # noqa: BLE001 - OSError, CommClosedError: it is away
+            return None
+        if info.get("id") != self._scheduler_id:
+            if self._scheduler_id:
+                self.say(f"The Dask scheduler at {self.address} is back: dispatching again",
+                         always=True)
+            self._scheduler_id = str(info.get("id"))
+            self.client.subscribe_topic(TOPIC, self._on_message)
+            self.client.subscribe_topic("all", self._on_cluster)
+        return {a: w for a, w in info.get("workers", {}).items()
+                if w.get("resources", {}).get(RESOURCE, 0) > 0}
+
+    def _seen_all(self) -> None:
+        if self.on_workers is not None and self.workers:
+            self.on_workers(list(self.workers.values()))
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                await self.client.close()
+            self.client = None
+
+    # ---- messages (on the event loop, from the client's subscription) -------------------
+
+    def _on_cluster(self, event: tuple[float, Any]) -> None:
+        msg = event[1]
+        if not isinstance(msg, dict):
+            return
+        action, address = msg.get("action"), msg.get("worker")
+        if action == "add-worker" and address:
+            self.say(f"Worker joined: {address}", always=True)
+            self._seen(address, state="joined", publish=True)
+            if self.client is not None:  # its name and slots, when the scheduler answers
+                asyncio.ensure_future(self._describe(address))
+        elif action == "remove-worker" and address:
+            name = self.names.get(address, address)
+            self.say(f"Worker left: {name} ({address})", always=True)
+            self._seen(address, state="left", publish=True)
+            for attempt in self.attempts.values():
+                if attempt.owner == address:
+                    attempt.lose(f"worker {name} was lost at ply {attempt.ply}")
+
+    async def _describe(self, address: str) -> None:
+        workers = await self._workers() or {}
+        if address in workers:
+            w = workers[address]
+            self.names[address] = str(w.get("name", address))
+            self._seen(address, name=self.names[address],
+                       slots=w.get("resources", {}).get(RESOURCE), publish=True)
+
+    def _on_message(self, event: tuple[float, Any]) -> None:
+        msg = event[1]
+        if not isinstance(msg, dict) or msg.get("epoch") != self.epoch:
+            return  # an earlier run's task: ignored
+        attempt = self.attempts.get(str(msg.get("token")))
+        if attempt is None or attempt.lost.is_set():
+            return  # an attempt given up already
+        worker, name, kind = msg.get("worker"), str(msg.get("name", "")), msg.get("kind")
+        if worker:
+            self.names[worker] = name
+            self._seen(worker, name=name, publish=kind in ("claim", "refused"))
+        if kind == "claim":
+            if attempt.owner is None:
+                attempt.owner, attempt.owner_name = worker, name
+                attempt.heard = time.monotonic()
+            elif attempt.owner != worker:  # Dask reran the task elsewhere: its owner died
+                attempt.lose(f"worker {attempt.owner_name} was lost at ply {attempt.ply}")
+            return
+        if worker != attempt.owner:
+            return
+        attempt.heard = time.monotonic()
+        if kind == "refused":
+            self.refused.setdefault(worker, {})[str(msg.get("engine"))] = str(msg.get("reason"))
+            self.workers[worker]["refused"] = dict(self.refused[worker])
+            self._seen_all()
+            return
+        if kind != "event":
+            return
+        try:
+            game_event = event_from_json(msg["event"])
+            if isinstance(game_event, MovePlayed | GameStarted):
+                attempt.budget_s = self._budget(game_event)
+            ply = getattr(game_event, "ply", None)
+            if ply is not None:
+                attempt.ply = ply
+            attempt.emit(game_event)
+            at_ms = getattr(game_event, "at_ms", 0)
+            if at_ms:
+                self.latencies.append(time.time() * 1000 - at_ms)
+            if isinstance(game_event, GameFinished):
+                attempt.finished.set()
+        except BaseException as exc:  # noqa: BLE001 - a sink failed: the game stops
+            attempt.error = exc
+            attempt.lose(f"recording failed: {exc}")
+
+    # ---- playing a game ------------------------------------------------------------------
+
+    async def __call__(self, spec: GameSpec, *, emit: Callable[[GameEvent], None],
+                       on_process: Callable[[int, float], None] | None = None,
+                       attempt: int = 1, resume: ResumePoint | None = None,
+                       **_local: Any) -> GameRecord:
+        """``_local``: this machine's per-game resources (Affinity cores), which a worker on
+        another machine has no use for."""
+        from runner.cluster.task import play_task
+
+        token = f"{spec.game_id}:{attempt}"
+        spec_json = spec_to_json(spec)
+        resume_json = resume_to_json(resume) if resume is not None else None
+        while True:
+            workers = await self._allowed(spec)
+            client = await self._client()
+            state = self.attempts[token] = _Attempt(token, spec.game_id, emit)
+            self._submits += 1
+            future = client.submit(play_task, self.epoch, token, spec_json, resume_json,
+                                   attempt, key=f"swiss-runner-game-{self.epoch}-{token}-"
+                                   f"{self._submits}", resources={RESOURCE: 1}, retries=0,
+                                   pure=False, workers=workers, allow_other_workers=False)
+            try:
+                result = await self._outcome(future, state)
+            finally:
+                self.attempts.pop(token, None)
+                if not future.done():
+                    with contextlib.suppress(Exception):
+                        await client.cancel([future], reason="swiss-runner gave the attempt up")
+            if "refused" in result:
+                self.say(f"Worker {state.owner_name} refused game {spec.game_id}: engine "
+                         f"{result['refused']}: {result['reason']}; it gets no games of "
+                         f"{result['refused']}", always=True)
+                continue
+            if not state.finished.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.finished.wait(), FINISH_WAIT_S)
+            return record_from_json(result["record"])
+
+    def _budget(self, event: MovePlayed | GameStarted) -> float:
+        """How long the next move may take before the worker counts as cut off: the
+        mover's clock plus Cluster.OverdueS (the referee itself flags a move over its
+        clock, so a silent worker past this is gone, whatever Dask has noticed yet)."""
+        if isinstance(event, GameStarted):
+            white_to_move = " w " in event.start_fen
+            ms = event.white_clock_ms if white_to_move else event.black_clock_ms
+        else:
+            white_to_move = " w " in event.fen
+            ms = event.white_clock_ms if white_to_move else event.black_clock_ms
+        return (ms or 0) / 1000 + self.overdue_s
+
+    async def _watch(self, state: _Attempt) -> None:
+        """Give the attempt up when its owner has been silent past its budget."""
+        while not state.lost.is_set():
+            await asyncio.sleep(min(1.0, self.overdue_s / 4))
+            if state.heard is not None and time.monotonic() - state.heard > state.budget_s:
+                name = state.owner_name or state.owner or "?"
+                state.lose(f"worker {name} sent nothing for {state.budget_s:.0f} s (cut off?) "
+                           f"at ply {state.ply}")
+
+    async def _outcome(self, future: Any, state: _Attempt) -> dict[str, Any]:
+        async def result() -> Any:
+            try:
+                return await future
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                return exc
+
+        waiting = asyncio.ensure_future(result())
+        lost = asyncio.ensure_future(state.lost.wait())
+        watch = asyncio.ensure_future(self._watch(state))
+        try:
+            await asyncio.wait({waiting, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            watch.cancel()
+            if not waiting.done():
+                waiting.cancel()
+        if state.error is not None:
+            raise state.error
+        if state.lost.is_set():
+            raise ReplayGame(f"{state.why}; the game continues from its last logged position")
+        outcome = waiting.result()
+        if isinstance(outcome, BaseException):
+            where = f" on worker {state.owner_name}" if state.owner_name else ""
+            if "scheduler-connection-lost" in str(outcome):
+                raise ReplayGame(f"the Dask scheduler was lost at ply {state.ply}{where}; the "
+                                 "game continues from its last logged position when it is back")
+            raise ReplayGame(f"the task failed{where} at ply {state.ply} "
+                             f"({type(outcome).__name__}: {outcome}); the game continues from "
+                             "its last logged position")
+        return outcome
+
+    async def _allowed(self, spec: GameSpec) -> list[str] | None:
+        """Workers that have not refused either engine (None: any worker); waits while there
+        is none, up to Cluster.WaitS."""
+        engines = {spec.white.name, spec.black.name}
+        deadline = time.monotonic() + self.wait_s
+        said = ""
+        while True:
+            await self._client()
+            workers = await self._workers()
+            if workers and not self.refused:
+                return None
+            ok = [a for a in workers or {} if not engines & set(self.refused.get(a, {}))]
+            if ok:
+                return ok
+            why = (f"the Dask scheduler at {self.address} is unreachable" if workers is None
+                   else "no worker is connected" if not workers else (
+                "every worker refused " + " or ".join(sorted(engines)) + ": " + "; ".join(
+                    f"{self.names.get(a, a)}: {r}" for a in workers
+                    for e, r in self.refused.get(a, {}).items() if e in engines)))
+            if time.monotonic() > deadline:
+                raise ClusterUnavailable(f"game {spec.game_id} cannot be played: {why} (waited "
+                                         f"Cluster.WaitS = {self.wait_s:g} s)")
+            if why != said:
+                self.say(f"Game {spec.game_id} waits for a worker: {why}", always=True)
+                said = why
+            await asyncio.sleep(1.0)

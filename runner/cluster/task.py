@@ -1,0 +1,134 @@
+"""The worker side of a game: the Dask task that plays it, and the plugin that probes engines.
+
+Runs in a Dask worker process (`swiss-runner worker`, or `dask worker --preload
+runner.cluster.preload`). The task never touches the store: everything goes back to the runner
+as messages on runner.cluster.TOPIC::
+
+    {"epoch", "token", "worker" (address), "name", "kind": "claim" | "refused" | "event", ...}
+
+``claim`` comes first (the runner accepts one claimant per attempt: a rerun of the task that
+Dask starts by itself after a worker died is recognised and dropped), then ``refused`` (an
+engine failed its probe on this worker) or the game's events in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import threading
+from typing import Any
+
+from distributed import WorkerPlugin, get_worker
+from distributed.core import Status
+
+from runner.cluster import PLUGIN, TOPIC
+from runner.domain.events import (
+    event_to_json,
+    record_to_json,
+    resume_from_json,
+    spec_from_json,
+)
+
+POLL_S = 0.25  # how often a game checks that the runner still wants it
+PROBE_TIMEOUT_S = 20.0
+
+
+class EngineProbes(WorkerPlugin):
+    """Probes each engine once per worker process, before its first game (a worker that
+    cannot run an engine refuses that engine's games instead of forfeiting them)."""
+
+    name = PLUGIN
+
+    def __init__(self, engines: dict[str, str] | None = None) -> None:
+        self.results: dict[tuple[str, tuple[str, ...], str], str] = {}
+        self.lock = threading.Lock()
+        # per-worker engine commands: engine name in the event -> command on this machine
+        self.engines = dict(engines or {})
+
+    def local(self, spec: Any) -> Any:
+        """The spec with this worker's engine commands (``--engine NAME=COMMAND``)."""
+        changes = {side: dataclasses.replace(engine, command=self.engines[engine.name])
+                   for side, engine in (("white", spec.white), ("black", spec.black))
+                   if engine.name in self.engines}
+        return dataclasses.replace(spec, **changes) if changes else spec
+
+    def setup(self, worker: Any) -> None:  # noqa: D401 - WorkerPlugin hook
+        self.results = {}
+
+    def problem(self, engine: Any) -> str:
+        """"" when the engine starts and completes its handshake here, else why not."""
+        from runner.play.engines import probe_engine
+
+        key = (engine.command, tuple(engine.args), engine.protocol)
+        with self.lock:
+            if key not in self.results:
+                result = probe_engine(engine, timeout=PROBE_TIMEOUT_S)
+                self.results[key] = result.error
+            return self.results[key]
+
+
+class Abandoned(Exception):
+    """The runner no longer wants this game (it was cancelled, or the worker is closing)."""
+
+
+def _probes(worker: Any) -> EngineProbes:
+    plugin = worker.plugins.get(PLUGIN)
+    if not isinstance(plugin, EngineProbes):  # plain `dask worker` without the preload
+        plugin = getattr(worker, "_swiss_runner_probes", None)
+        if plugin is None:
+            plugin = EngineProbes()
+            worker._swiss_runner_probes = plugin
+    return plugin
+
+
+def _wanted(worker: Any, key: Any) -> bool:
+    if worker.status not in (Status.running, Status.paused):
+        return False
+    ts = worker.state.tasks.get(key)
+    return ts is not None and ts.state not in ("cancelled", "released", "forgotten")
+
+
+def play_task(epoch: str, token: str, spec_json: dict[str, Any],
+              resume_json: dict[str, Any] | None, attempt: int) -> dict[str, Any]:
+    """Play one game here and stream its events; returns ``{"record": ...}`` or
+    ``{"refused": engine, "reason": ...}`` (the runner has the events already)."""
+    worker = get_worker()
+    key = worker.get_current_task()
+    name = str(worker.name)
+
+    def send(kind: str, **body: Any) -> None:
+        worker.log_event(TOPIC, {"epoch": epoch, "token": token, "worker": worker.address,
+                                 "name": name, "kind": kind, **body})
+
+    send("claim")
+    probes = _probes(worker)
+    spec = probes.local(spec_from_json(spec_json))
+    resume = resume_from_json(resume_json) if resume_json is not None else None
+    for engine in (spec.white, spec.black):
+        problem = probes.problem(engine)
+        if problem:
+            send("refused", engine=engine.name, reason=problem)
+            return {"refused": engine.name, "reason": problem}
+    record = asyncio.run(_play(worker, key, spec, resume, attempt, name, send))
+    return {"record": record_to_json(record)}
+
+
+async def _play(worker: Any, key: Any, spec: Any, resume: Any, attempt: int, name: str,
+                send: Any) -> Any:
+    from runner.play.referee import play_game
+
+    def emit(event: Any) -> None:
+        send("event", event=event_to_json(event))
+
+    game = asyncio.create_task(play_game(spec, emit=emit, attempt=attempt, resume=resume,
+                                         worker=name))
+    while True:
+        done, _ = await asyncio.wait({game}, timeout=POLL_S)
+        if done:
+            return game.result()
+        if not _wanted(worker, key):
+            game.cancel()  # kills both engines and their process groups
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await game
+            raise Abandoned(f"game {spec.game_id}: abandoned on {name} (no longer wanted)")

@@ -1,0 +1,425 @@
+"""Games on several machines: a real Dask scheduler and two real `swiss-runner worker`
+processes on 127.0.0.1, the runner as a real subprocess, and kill -9 of a worker and of the
+runner in the middle of a game.
+
+Each test starts its own scheduler (``python -m distributed.cli.dask_scheduler``) on a free
+loopback port and two workers (``python -m runner worker``), so a killed process never
+leaks into another test. The engines are the deterministic fake UCI engine
+(tests/fakes/det_engine.py: its move depends on the position only) and, for the plain event,
+Stockfish and Ethereal limited by nodes. Mid-game kills are placed by what the store shows
+(a game running on a named worker with moves logged), never by the wall clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import chess.pgn
+import psutil
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE = REPO / "tests" / "fakes" / "det_engine.py"
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+try:
+    import distributed  # noqa: F401
+except ImportError:  # pragma: no cover - the cluster extra is part of the dev set-up
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("the 'distributed' package is not installed (pip install '.[cluster]')",
+                allow_module_level=True)
+
+pytestmark = [pytest.mark.engines, pytest.mark.slow]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(ready: Callable[[], bool], what: str, timeout: float = 60.0,
+               proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process ended first (exit {proc.returncode})")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.05)
+
+
+class Cluster:
+    """A scheduler and workers, all subprocesses of this test."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.port = free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.pids: set[int] = set()  # every process started here (owner-token prefixes)
+
+    def _start(self, key: str, argv: list[str],
+               env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        with open(self.dir / f"{key}.log", "ab") as log:
+            proc = subprocess.Popen(argv, cwd=REPO, env={**ENV, **(env or {})}, stdout=log,
+                                    stderr=subprocess.STDOUT)
+        self.procs[key] = proc
+        self.pids.add(proc.pid)
+        return proc
+
+    def start_scheduler(self) -> None:
+        self._start("scheduler", [sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(self.port),
+                                  "--no-dashboard"])
+
+    def start_worker(self, name: str, env: dict[str, str] | None = None) -> None:
+        self._start(name, [sys.executable, "-m", "runner", "worker", self.address,
+                           "--name", name], env)
+
+    def joined(self, name: str) -> bool:
+        log = self.dir / f"{name}.log"
+        return log.exists() and f"{name} joined" in log.read_text(errors="replace")
+
+    def run(self, config: Path, log: str = "runner") -> subprocess.Popen[bytes]:
+        return self._start(log, [sys.executable, "-m", "runner", "run", str(config)])
+
+    def log(self, key: str) -> str:
+        return (self.dir / f"{key}.log").read_text(errors="replace")
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """Scheduler + workers w1, w2; ``@pytest.mark.worker_env(w1={...})`` sets a worker's
+    environment."""
+    marker = request.node.get_closest_marker("worker_env")
+    envs = marker.kwargs if marker else {}
+    c = Cluster(tmp_path)
+    try:
+        c.start_scheduler()
+        for name in ("w1", "w2"):
+            c.start_worker(name, envs.get(name))
+        for name in ("w1", "w2"):
+            wait_until(lambda n=name: c.joined(n), f"worker {name} joins", 90,
+                       c.procs[name])
+        yield c
+    finally:
+        c.close()
+
+
+def engines_of(pids: set[int]) -> list[int]:
+    """Live processes whose owner token (SWISS_RUNNER_OWNER=<pid>:...) names one of ``pids``."""
+    prefixes = tuple(f"{pid}:" for pid in pids)
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            owner = proc.environ().get("SWISS_RUNNER_OWNER", "")
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        if owner.startswith(prefixes) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc.pid)
+    return found
+
+
+def no_engines_left(pids: set[int]) -> None:
+    wait_until(lambda: not engines_of(pids), f"engines of {sorted(pids)} exit", 15)
+
+
+# --------------------------------------------------------------------------- the event
+
+
+def write_config(directory: Path, address: str, *, real: bool, rounds: int,
+                 delay_ms: int = 30, wrapper: Path | None = None, tc: str = "60+1",
+                 overdue_s: float = 60) -> Path:
+    if real:
+        stockfish, ethereal = shutil.which("stockfish"), shutil.which("ethereal-chess")
+        if not stockfish or not ethereal:
+            pytest.skip("Stockfish and Ethereal (Debian packages) are not installed")
+        engines = [{"Name": f"SF{i}", "Command": stockfish, "Nodes": 2000 + 500 * i,
+                    "Options": {"Threads": 1, "Hash": 8}} for i in (1, 2)]
+        engines += [{"Name": f"ETH{i}", "Command": ethereal, "Nodes": 2000 + 500 * i,
+                     "Options": {"Threads": 1, "Hash": 8}} for i in (1, 2)]
+    else:
+        engines = [{"Name": f"D{i}", "Command": sys.executable,
+                    "Args": [str(FAKE), "greedy", f"salt{i}", str(delay_ms)], "Nodes": 1}
+                   for i in range(1, 5)]
+        if wrapper is not None:  # through a script that fails where BROKEN_ENGINE is set
+            engines = [{**e, "Command": str(wrapper), "Args": [sys.executable, *e["Args"]]}
+                       for e in engines]
+    path = directory / "event.yaml"
+    path.write_text(yaml.safe_dump({
+        "Event": "cluster test", "TimeControl": tc, "Concurrency": 2,
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "Adjudication": {"MaxMoves": 40},
+        # interrupted games continue from their position, never shortcut by 7.c.ii-iv
+        "Interruption": {"Mode": "resume", "Adjudicate": False},
+        "Cluster": {"Scheduler": address, "WaitS": 60, "OverdueS": overdue_s},
+        "Engines": engines,
+    }, sort_keys=False))
+    (directory / "seeds.txt").write_text("".join(e["Name"] + "\n" for e in engines))
+    return path
+
+
+def db(directory: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{(directory / 'state' / 'swiss.sqlite3').as_uri()}?mode=ro",
+                           uri=True)
+
+
+def running_game(directory: Path, min_moves: int) -> tuple[int, str] | None:
+    """(game id, worker name) of a game in progress with at least ``min_moves`` logged."""
+    if not (directory / "state" / "swiss.sqlite3").exists():
+        return None
+    conn = db(directory)
+    try:
+        for game_id, started in conn.execute(
+                "SELECT game_id, started_event FROM games WHERE status='running'"):
+            n = conn.execute("SELECT COUNT(*) FROM moves WHERE game_id=?",
+                             (game_id,)).fetchone()[0]
+            worker = json.loads(started or "{}").get("worker", "")
+            if n >= min_moves and worker:
+                return game_id, worker
+    except sqlite3.OperationalError:  # not created yet
+        return None
+    finally:
+        conn.close()
+    return None
+
+
+def game_in_progress(directory: Path, runner: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """Wait for a game in progress on a worker with 12 moves logged: (game id, worker)."""
+    found: list[tuple[int, str]] = []
+
+    def mid_game() -> bool:
+        hit = running_game(directory, 12)
+        if hit:
+            found.append(hit)
+        return hit is not None
+
+    wait_until(mid_game, "a game in progress on a worker", 120, runner)
+    return found[-1]
+
+
+def pgn_games(path: Path) -> list[chess.pgn.Game]:
+    games = []
+    with open(path, encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games.append(game)
+    return games
+
+
+def check_complete(directory: Path, total: int) -> list[chess.pgn.Game]:
+    """Every game in the PGN once, each named its worker, and `audit` agrees."""
+    games = pgn_games(directory / "state" / "games.pgn")
+    keys = [(g.headers["Round"], g.headers["White"], g.headers["Black"]) for g in games]
+    assert len(keys) == total and len(set(keys)) == total, keys
+    assert all(g.headers.get("Worker") in ("w1", "w2") for g in games)
+    assert all(not g.errors and g.end().board().ply() > 0 for g in games)
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit",
+                            str(directory / "state" / "games.pgn"), "--seeds",
+                            str(directory / "seeds.txt")], cwd=REPO, env=ENV,
+                           capture_output=True, text=True, timeout=120)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    conn = db(directory)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM games WHERE status!='finished'"
+                            ).fetchone()[0] == 0
+    finally:
+        conn.close()
+    return games
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_event_on_two_workers(cluster: Cluster, tmp_path: Path) -> None:
+    """A short real event (Stockfish/Ethereal, nodes-limited) plays on both workers."""
+    config = write_config(tmp_path, cluster.address, real=True, rounds=2)
+    runner = cluster.run(config)
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 8)
+    assert {g.headers["Worker"] for g in games} == {"w1", "w2"}
+    assert all("ResumedFromPly" not in g.headers for g in games)
+    out = cluster.log("runner")
+    assert "Connected to the Dask scheduler" in out
+    assert "Started game 1 of 8 (" in out and " on w" in out
+    status = subprocess.run([sys.executable, "-m", "runner", "status", str(config), "--json"],
+                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+    state = json.loads(status.stdout)
+    assert state["complete"] is True
+    workers = {w["name"]: w for w in state["workers"]}
+    assert set(workers) == {"w1", "w2"} and sum(w["games"] for w in workers.values()) == 8
+    assert all(w["slots"] == 1 and w["busy"] == 0 and w["state"] == "joined"
+               for w in workers.values())
+    text = subprocess.run([sys.executable, "-m", "runner", "status", str(config)], cwd=REPO,
+                          env=ENV, capture_output=True, text=True, timeout=60).stdout
+    assert "Workers:" in text and "w1: joined, 1 slot(s), 0 busy" in text, text
+    no_engines_left(cluster.pids)
+
+
+def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
+    """kill -9 of the worker playing a game: the game continues from its logged position on
+    the other worker; no loss is scored and the dead worker's engines die with it."""
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    runner = cluster.run(config)
+    game_id, victim = game_in_progress(tmp_path, runner)
+    victim_pid = cluster.procs[victim].pid
+    assert engines_of({victim_pid}), "the victim worker runs the game's engines"
+    os.kill(victim_pid, signal.SIGKILL)
+    cluster.procs[victim].wait(10)
+    no_engines_left({victim_pid})  # parent-death signal: the engines died with the worker
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert f"worker {victim} was lost at ply" in out, out
+    assert f"Game {game_id} (" in out and "continues from there (TCEC rule 7.c.v)" in out
+    survivor = "w2" if victim == "w1" else "w1"
+    resumed = [g for g in games if "ResumedFromPly" in g.headers]
+    assert len(resumed) == 1 and resumed[0].headers["Worker"] == survivor
+    assert int(resumed[0].headers["ResumedFromPly"]) >= 12
+    assert "forfeit" not in out.lower() and "disconnect" not in out.lower()
+    no_engines_left(cluster.pids)
+
+
+def test_runner_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
+    """kill -9 of the runner while workers play: the workers drop the old run's games (their
+    engines stop), and the restarted runner resumes each interrupted game once."""
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    first = cluster.run(config, log="runner1")
+    wait_until(lambda: running_game(tmp_path, 12) is not None, "a game in progress", 120,
+               first)
+    first.kill()
+    first.wait(10)
+    # the scheduler releases the dead client's tasks; each game stops and kills its engines
+    workers = {cluster.procs[w].pid for w in ("w1", "w2")}
+    no_engines_left(workers)
+    conn = db(tmp_path)
+    try:
+        interrupted = {r[0] for r in conn.execute(
+            "SELECT game_id FROM games WHERE status='running'")}
+        finished_before = {r[0] for r in conn.execute(
+            "SELECT game_id FROM games WHERE status='finished'")}
+    finally:
+        conn.close()
+    assert interrupted
+    second = cluster.run(config, log="runner2")
+    assert second.wait(300) == 0, cluster.log("runner2")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner2")
+    for game_id in interrupted:
+        assert out.count(f"Game {game_id} (") == 1, out  # resumed once
+    resumed = [g for g in games if "ResumedFromPly" in g.headers]
+    assert len(resumed) == len(interrupted)
+    conn = db(tmp_path)
+    try:
+        attempts = dict(conn.execute("SELECT game_id, attempt FROM games"))
+    finally:
+        conn.close()
+    for game_id, attempt in attempts.items():  # nothing played twice
+        assert attempt == (2 if game_id in interrupted else 1), attempts
+    assert not finished_before & interrupted
+    no_engines_left(cluster.pids)
+
+
+def test_scheduler_killed_mid_event(cluster: Cluster, tmp_path: Path) -> None:
+    """kill -9 of the scheduler mid-game, started again on the same port: the runner waits
+    and says so, the workers come back by themselves, the game in flight continues from its
+    position, the event completes."""
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    runner = cluster.run(config)
+    wait_until(lambda: running_game(tmp_path, 12) is not None, "a game in progress", 120,
+               runner)
+    cluster.procs["scheduler"].kill()
+    cluster.procs["scheduler"].wait(10)
+    workers = {cluster.procs[w].pid for w in ("w1", "w2")}
+    no_engines_left(workers)  # the games stop with their Dask workers
+    time.sleep(2)
+    cluster.start_scheduler()
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert "is back: dispatching again" in out, out
+    assert any("ResumedFromPly" in g.headers for g in games)
+    assert "continues from there (TCEC rule 7.c.v)" in out
+    for name in ("w1", "w2"):
+        assert "lost the scheduler; starting a fresh worker" in cluster.log(name)
+        assert cluster.procs[name].poll() is None
+    no_engines_left(cluster.pids)
+
+
+@pytest.mark.worker_env(w1={"BROKEN_ENGINE": "1"})
+def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Path) -> None:
+    """w1 cannot start the engines (their probe fails there): it refuses the game the
+    scheduler gives it first, every game is played on w2, none is forfeited, and the console
+    and the workers table say why."""
+    wrapper = tmp_path / "engine.sh"
+    wrapper.write_text('#!/bin/sh\n[ -n "$BROKEN_ENGINE" ] && exit 3\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1, delay_ms=5,
+                          wrapper=wrapper)
+    runner = cluster.run(config)
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert "Worker w1 refused game" in out and "it gets no games of D" in out, out
+    state = json.loads(subprocess.run(
+        [sys.executable, "-m", "runner", "status", str(config), "--json"], cwd=REPO, env=ENV,
+        capture_output=True, text=True, timeout=60).stdout)
+    w1 = next(w for w in state["workers"] if w["name"] == "w1")
+    assert w1["refused"] and all("exit" in why or "start" in why
+                                 for why in w1["refused"].values()), w1
+    for g in games:
+        assert g.headers["Worker"] == "w2"
+        assert "forfeit" not in g.headers.get("Termination", "")
+    no_engines_left(cluster.pids)
+
+
+def test_worker_cut_off_mid_game(cluster: Cluster, tmp_path: Path) -> None:
+    """A worker frozen mid-game (SIGSTOP: no heartbeat, no close, like a network cut) is
+    noticed by the runner from the game itself (nothing for longer than the mover's clock
+    plus Cluster.OverdueS, here no clock and 3 s): the game continues on the other worker.
+    When the frozen worker wakes up, its stale game stops and its engines exit."""
+    config = write_config(tmp_path, cluster.address, real=False, rounds=1, tc="inf",
+                          overdue_s=3)
+    runner = cluster.run(config)
+    game_id, victim = game_in_progress(tmp_path, runner)
+    victim_pid = cluster.procs[victim].pid
+    os.kill(victim_pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: f"worker {victim} sent nothing for" in cluster.log("runner"),
+                   "the runner notices the silent worker", 60, runner)
+    finally:
+        os.kill(victim_pid, signal.SIGCONT)
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert f"Game {game_id} (" in out and "continues from there (TCEC rule 7.c.v)" in out
+    resumed = [g for g in games if "ResumedFromPly" in g.headers]
+    assert len(resumed) == 1
+    no_engines_left(cluster.pids)

@@ -1,0 +1,91 @@
+"""The Cluster block and `run --scheduler`, without a cluster: parsing, and that a run with
+no Cluster never imports distributed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.cli import build_parser
+from runner.config import load_config
+from runner.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, **extra: object) -> Path:
+    path = tmp_path / "event.yaml"
+    path.write_text(yaml.safe_dump({
+        "TimeControl": "10+0.1", "SwissOptions": {"Rounds": 1},
+        "Engines": [{"Name": f"E{i}", "Command": sys.executable} for i in (1, 2)], **extra}))
+    return path
+
+
+def test_no_cluster_block(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path)).cluster is None
+
+
+def test_cluster_block(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, Cluster={"Scheduler": "tcp://10.0.0.5:8786",
+                                                  "WaitS": 30}))
+    assert config.cluster is not None
+    assert (config.cluster.scheduler, config.cluster.wait_s) == ("tcp://10.0.0.5:8786", 30.0)
+    assert load_config(write(tmp_path, Cluster={"Scheduler": "tls://h:8786"})
+                       ).cluster.wait_s == 600.0
+
+
+@pytest.mark.parametrize("block, problem", [
+    ({"Scheduler": "10.0.0.5:8786"}, "Cluster.Scheduler"),
+    ({"WaitS": 3}, "Scheduler"),
+    ({"Scheduler": "tcp://h:1", "WaitS": -1}, "Cluster.WaitS"),
+    ({"Scheduler": "tcp://h:1", "Workers": 3}, "unknown key"),
+])
+def test_bad_cluster_block(tmp_path: Path, block: dict, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, Cluster=block))
+    assert problem in str(info.value)
+
+
+def test_run_and_worker_arguments() -> None:
+    args = build_parser().parse_args(["run", "x.yaml", "--scheduler", "tcp://h:8786"])
+    assert args.scheduler == "tcp://h:8786"
+    args = build_parser().parse_args(["worker", "tcp://h:8786", "--slots", "3", "--name", "b"])
+    assert (args.scheduler, args.slots, args.name) == ("tcp://h:8786", 3, "b")
+
+
+def test_one_machine_never_imports_distributed() -> None:
+    code = ("import sys, runner.cli, runner.cli.run, runner.service.tournament, "
+            "runner.play.referee; assert 'distributed' not in sys.modules; "
+            "assert 'runner.cluster' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO,
+                   env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_cluster_overdue(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1", "OverdueS": 5}))
+    assert config.cluster is not None and config.cluster.overdue_s == 5.0
+    assert load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1"})
+                       ).cluster.overdue_s == 60.0
+
+
+def test_worker_engine_override() -> None:
+    """`swiss-runner worker --engine NAME=COMMAND`: that engine's command on this worker."""
+    pytest.importorskip("distributed")
+    from runner.cluster.task import EngineProbes
+    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.domain.models import GameSpec
+    from runner.domain.timecontrol import TimeControl
+
+    spec = GameSpec(game_id=1, round=1, game_in_round=1,
+                    white=EngineConfig("A", "/usr/games/a"), black=EngineConfig("B", "/b"),
+                    time_control=TimeControl(base=10), adjudication=AdjudicationConfig())
+    local = EngineProbes({"A": "/opt/a"}).local(spec)
+    assert (local.white.command, local.black.command) == ("/opt/a", "/b")
+    assert EngineProbes().local(spec) is spec
+    args = build_parser().parse_args(["worker", "tcp://h:1", "--engine", "A=/opt/a"])
+    assert args.engine == ["A=/opt/a"]
