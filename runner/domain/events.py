@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,18 @@ from runner.domain.models import GameRecord, GameSpec, Opening
 from runner.domain.timecontrol import TimeControl
 
 EVENT_VERSION = 1
+
+
+def parse_utc(text: str | None) -> datetime | None:
+    """An event's ISO 8601 time (``start_time``, ...) as an aware datetime, UTC when it
+    names no zone (a trailing " UTC" is read as +00:00); None when missing or unreadable."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace(" UTC", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from runner.domain.events import (
     GameStarted,
     MovePlayed,
     ResumePoint,
+    parse_utc,
     spec_to_json,
 )
 from runner.domain.fen import fen
@@ -350,7 +351,7 @@ async def play_game(
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
     if resume is not None:  # TCEC rule 7.c.v: go on from the position the engines reached
         board, moves, comments = _resume_board(start_board, resume)
-        started = _parse_time(resume.start_time) or started
+        started = parse_utc(resume.start_time) or started
         for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
                                 (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
             if ms is not None and not tc.infinite:
@@ -450,14 +451,6 @@ def _resume_board(start_board: chess.Board,
             raise RefereeError(f"cannot resume: logged move {uci!r} is illegal in {board.fen()}") from None
     comments = list(resume.comments) + [""] * (len(resume.moves) - len(resume.comments))
     return board, list(resume.moves), comments[:len(resume.moves)]
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(text)
-    except (TypeError, ValueError):
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _clock_text(clock: Clock) -> str:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from runner.config.schema import Config
-from runner.domain.events import GameEvent, GameFinished, GameStarted
+from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc
 from runner.domain.interruption import Decision
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
@@ -38,14 +38,6 @@ from runner.store.movelog import MoveLog
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(text or "")
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -314,7 +306,7 @@ class Tournament:
         moves = [m.uci() for m in board.move_stack]
         logged = self.store.logged_moves(game.game_id)
         comments = [m.get("comment", "") for m in logged]
-        start = _parse_time(started.get("start_time")) or datetime.now(UTC)
+        start = parse_utc(started.get("start_time")) or datetime.now(UTC)
         rule = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
                 "7.c.iii": "TCEC rule 7.c.iii", "7.c.iv": "TCEC rule 7.c.iv"}[decision.rule]
         self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "

@@ -25,6 +25,7 @@ import chess
 import chess.pgn
 
 from runner.config import Config
+from runner.domain.events import parse_utc
 from runner.domain.models import white_score
 from runner.domain.standings import compute_standings, standings_json
 from runner.service.lock import lock_path, runner_alive
@@ -63,15 +64,8 @@ def now_iso() -> str:
 
 def _parse_time(text: str | None) -> float | None:
     """Unix time of an ISO 8601 string (UTC when it names no zone); None if unreadable."""
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace(" UTC", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    moment = parse_utc(text)
+    return None if moment is None else moment.timestamp()
 
 
 def _iso(ts: float | None) -> str | None:
