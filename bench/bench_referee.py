@@ -34,7 +34,7 @@ def engine(name: str, command: str, nodes: int) -> EngineConfig:
                         options={"Hash": 16, "Threads": 1})
 
 
-async def run(games: int, nodes: int) -> int:
+async def run(games: int, nodes: int, emit: bool = False) -> int:
     """Play the games; return the number of engine (non-book) plies."""
     a, b = engine("Stockfish", "stockfish", nodes), engine("Ethereal", "ethereal-chess", nodes)
     adj = AdjudicationConfig(tcec_draw=TcecDrawRule(), max_moves=150)
@@ -44,7 +44,8 @@ async def run(games: int, nodes: int) -> int:
         opening = Opening(i // 2, moves=OPENINGS[(i // 2) % len(OPENINGS)])
         spec = GameSpec(game_id=i + 1, round=1, game_in_round=i + 1, white=white, black=black,
                         time_control=parse_time_control("inf"), adjudication=adj, opening=opening)
-        record = await play_game(spec)
+        events: list[object] = []
+        record = await play_game(spec, emit=events.append if emit else None)
         engine_plies = sum(1 for c in record.comments if c != "book")
         plies += engine_plies
         print(f"game {i + 1}: {record.white} - {record.black} {record.result} "
@@ -56,11 +57,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=4)
     ap.add_argument("--nodes", type=int, default=2000)
+    ap.add_argument("--emit", action="store_true",
+                    help="collect the game's events (MovePlayed with SAN, FEN, PV) as the runner does")
     args = ap.parse_args()
     me = psutil.Process()
     cpu0 = me.cpu_times()
     wall0 = time.monotonic()
-    plies = asyncio.run(run(args.games, args.nodes))
+    plies = asyncio.run(run(args.games, args.nodes, args.emit))
     cpu1 = me.cpu_times()
     wall = time.monotonic() - wall0
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)

@@ -348,6 +348,20 @@ class EngineStartError(Exception):
         self.stalled = stalled  # True: no handshake within the timeout; False: crashed/missing
 
 
+#: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
+#: which glibc serves with mmap/mremap/munmap on every read: ~0.3 ms per engine move
+#: (bench/bench_vs_peers.py). Lines longer than this still arrive whole (the protocol
+#: buffers partial lines); engines write far less per read.
+PIPE_READ_SIZE = 16 * 1024
+
+
+def _small_reads(transport: Any) -> None:
+    for fd in (1, 2):
+        pipe = transport.get_pipe_transport(fd)
+        if pipe is not None and hasattr(pipe, "max_size"):
+            pipe.max_size = PIPE_READ_SIZE
+
+
 async def start_engine(
     engine: EngineConfig,
     *,
@@ -379,6 +393,7 @@ async def start_engine(
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, exc)}") from None
+    _small_reads(transport)
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0
