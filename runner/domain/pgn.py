@@ -53,14 +53,18 @@ class CutechessExporter(chess.pgn.StringExporter):
             self.write_token(held + " ")
 
     def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        self.visit_san(board.turn, board.fullmove_number, board.san(move))
+
+    def visit_san(self, turn: chess.Color, fullmove_number: int, san: str) -> None:
+        """A move whose SAN is already known (the referee computed it as it was played)."""
         self._flush()
         if self.variations or not self.variation_depth:
             number = ""
-            if board.turn == chess.WHITE:
-                number = f"{board.fullmove_number}. "
+            if turn == chess.WHITE:
+                number = f"{fullmove_number}. "
             elif self.force_movenumber:
-                number = f"{board.fullmove_number}... "
-            self._held = number + board.san(move)
+                number = f"{fullmove_number}... "
+            self._held = number + san
             self.force_movenumber = False
 
     def visit_comment(self, comment: str) -> None:
@@ -88,13 +92,15 @@ class CutechessExporter(chess.pgn.StringExporter):
 
 
 def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[str],
-               comments: Sequence[str], reason: str | None) -> str:
+               comments: Sequence[str], reason: str | None,
+               sans: Sequence[str] | None = None) -> str:
     """The PGN text of one game, cutechess's layout.
 
     ``tags`` in any order (roster first and the rest sorted on output); ``FEN`` and
     ``SetUp`` are written for a ``start_fen`` other than the standard start. ``moves`` are
     UCI, one comment per move; ``reason`` is appended to the last comment (or is the
-    game's only comment when no move was played).
+    game's only comment when no move was played). ``sans``: the moves' SAN when the caller
+    already has it (the referee does); the game is then not replayed on a board.
     """
     game = chess.pgn.Game()
     if start_fen is not None and start_fen != chess.STARTING_FEN:
@@ -107,12 +113,45 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
         del game.headers[key]
     for key in sorted(others):
         game.headers[key] = others[key]
+    if sans is not None and moves:
+        if len(sans) != len(moves):
+            raise ValueError(f"{len(moves)} moves but {len(sans)} SANs")
+        return _write_known(game, sans, comments, reason)
     node: chess.pgn.GameNode = game
     for uci, comment in zip(moves, comments, strict=True):
         node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
     if reason:
         node.comment = f"{node.comment}, {reason}" if node.comment else reason
     return game.accept(CutechessExporter(headers=True, variations=False, comments=True))
+
+
+def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[str],
+                 reason: str | None) -> str:
+    """The rest of ``write_game`` for moves whose SAN is known: the visits that
+    ``chess.pgn.Game.accept`` makes, in its order, without building and replaying the moves."""
+    if len(sans) != len(comments):
+        raise ValueError(f"{len(sans)} moves but {len(comments)} comments")
+    exporter = CutechessExporter(headers=True, variations=False, comments=True)
+    exporter.begin_game()
+    for key, value in game.headers.items():
+        exporter.visit_header(key, value)
+    exporter.end_headers()
+    board = game.board()
+    turn, number = board.turn, board.fullmove_number
+    last = len(sans) - 1
+    for ply, san in enumerate(sans):
+        exporter.visit_san(turn, number, san)
+        comment = comments[ply]
+        if ply == last and reason:
+            comment = f"{comment}, {reason}" if comment else reason
+        if comment:
+            exporter.visit_comment(comment)
+        if turn == chess.BLACK:
+            number += 1
+        turn = not turn
+    exporter.visit_result(game.headers.get("Result", "*"))
+    exporter.end_game()
+    return exporter.result()
 
 
 __all__ = ["ROSTER", "CutechessExporter", "escape_tag", "unescape_tag", "write_game"]

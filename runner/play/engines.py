@@ -79,9 +79,12 @@ def new_owner_token() -> str:
     return f"{_this_runner()}:{next(_owner_counter)}"
 
 
-def owned_env(token: str) -> dict[str, str]:
-    """The environment for a child process: the runner's own, plus the owner token."""
-    return {**os.environ, OWNER_ENV: token}
+def owned_env(token: str) -> dict[bytes, bytes]:
+    """The environment for a child process: the runner's own, plus the owner token.
+
+    As bytes (``os.environb``): ``os.environ`` would decode and re-encode every variable
+    for every engine started."""
+    return {**os.environb, OWNER_ENV.encode(): token.encode()}
 
 
 # util-linux's setpriv (Debian: essential) sets the parent-death signal and then execs the
@@ -277,6 +280,18 @@ class _Timed:
 
 class TimedUciProtocol(_Timed, chess.engine.UciProtocol):
     move_token = "bestmove"
+    #: The move being played (runner.play.uci.UciMove), if any: it reads the engine's
+    #: output itself while python-chess's protocol is idle.
+    searching: Any = None
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        move = self.searching
+        if move is None or fd != 1 or isinstance(data, str):
+            super().pipe_data_received(fd, data)
+            return
+        rest = move.feed(data)
+        if rest:  # what the engine wrote after its bestmove
+            super().pipe_data_received(fd, rest)
 
 
 class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
@@ -355,11 +370,54 @@ class EngineStartError(Exception):
 PIPE_READ_SIZE = 16 * 1024
 
 
-def _small_reads(transport: Any) -> None:
+class _DirectPipe(asyncio.Protocol):
+    """Hands what an engine writes to its protocol as soon as it is read.
+
+    asyncio's subprocess transport delivers each read through ``loop.call_soon``, one more
+    turn of the event loop per read, and an engine writes each ``info`` line on its own.
+    The end of the pipe still goes through asyncio's own pipe protocol (``inner``), after
+    all the data, so python-chess sees the engine's exit as before.
+    """
+
+    def __init__(self, inner: Any, deliver: Callable[[int, bytes], None], fd: int,
+                 loop: asyncio.AbstractEventLoop):
+        self.inner = inner
+        self.deliver = deliver
+        self.fd = fd
+        self.loop = loop
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.deliver(self.fd, data)
+        except Exception as exc:  # noqa: BLE001 - as the loop reports a failed callback
+            # raised here, asyncio would close the pipe: report it like a failed call_soon
+            self.loop.call_exception_handler({"message": "engine output handler failed",
+                                              "exception": exc, "protocol": self})
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+
+def _small_reads(transport: Any, protocol: Any) -> None:
+    loop = asyncio.get_running_loop()
     for fd in (1, 2):
         pipe = transport.get_pipe_transport(fd)
-        if pipe is not None and hasattr(pipe, "max_size"):
+        if pipe is None:
+            continue
+        if hasattr(pipe, "max_size"):
             pipe.max_size = PIPE_READ_SIZE
+        inner = pipe.get_protocol()
+        if isinstance(inner, asyncio.Protocol) and hasattr(inner, "fd"):
+            pipe.set_protocol(_DirectPipe(inner, protocol.pipe_data_received, fd, loop))
 
 
 async def start_engine(
@@ -393,7 +451,7 @@ async def start_engine(
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, exc)}") from None
-    _small_reads(transport)
+    _small_reads(transport, protocol)
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0

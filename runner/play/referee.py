@@ -53,7 +53,7 @@ from runner.play.engines import (
     limit_problem,
     start_engine,
 )
-from runner.play.uci import GoCommand, NotReady, UciReply, go_line, position_line
+from runner.play.uci import NotReady, UciMove, UciReply, go_line, position_line
 
 LOG = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def _duration_tag(seconds: float) -> str:
 
 def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
               end: _End, start: datetime, finish: datetime, rmobility: str | None,
-              extra: dict[str, str] | None = None) -> str:
+              extra: dict[str, str] | None = None, sans: Sequence[str] | None = None) -> str:
     """The game's PGN, as cutechess writes it (runner.domain.pgn, shared with the cutechess backend)."""
     tags: dict[str, str] = {
         "Event": spec.event,
@@ -182,7 +182,7 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
     if spec.extra_pair:
         tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
     tags.update(extra or {})
-    return write_game(tags, start_board.fen(), moves, comments, end.reason)
+    return write_game(tags, fen(start_board), moves, comments, end.reason, sans=sans)
 
 
 # --------------------------------------------------------------------------- the game
@@ -211,8 +211,9 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
     return chess.engine.Limit(**kw)  # type: ignore[arg-type]
 
 
-def _start_board(opening: Opening | None) -> tuple[chess.Board, chess.Board, list[str]]:
-    """(start position, position after the book, book moves kept).
+def _start_board(opening: Opening | None
+                 ) -> tuple[chess.Board, chess.Board, list[str], list[str]]:
+    """(start position, position after the book, book moves kept, their SAN).
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
     """
@@ -222,20 +223,23 @@ def _start_board(opening: Opening | None) -> tuple[chess.Board, chess.Board, lis
         raise RefereeError(f"opening {opening.name or opening.index!r}: bad FEN: {exc}") from None
     board = start.copy()
     kept: list[str] = []
+    sans: list[str] = []
     for uci in opening.moves if opening else ():
         try:
             move = board.parse_uci(uci)
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
+        san = board.san(move)
         board.push(move)
         if natural_end(board) is not None:
             board.pop()
             break
         kept.append(uci)
+        sans.append(san)
     if not any(True for _ in board.legal_moves):
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
-    return start, board, kept
+    return start, board, kept, sans
 
 
 def _wants_move_data(spec: GameSpec) -> bool:
@@ -345,12 +349,12 @@ async def play_game(
         if tc.infinite and engine.nodes is None and engine.depth is None and engine.movetime_ms is None:
             raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
                                "MoveTime for the engine, or the game never ends")
-    start_board, board, moves = _start_board(spec.opening)
+    start_board, board, moves, sans = _start_board(spec.opening)
     comments = ["book"] * len(moves)
     started = datetime.now(UTC)
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
     if resume is not None:  # TCEC rule 7.c.v: go on from the position the engines reached
-        board, moves, comments = _resume_board(start_board, resume)
+        board, moves, comments, sans = _resume_board(start_board, resume)
         started = parse_utc(resume.start_time) or started
         for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
                                 (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
@@ -369,16 +373,16 @@ async def play_game(
             problem = limit_problem(proc.config, proc.protocol)
             if problem:
                 raise RefereeError(problem)
-            if getattr(proc.protocol, "no_setboard", False) and start_board.fen() != chess.STARTING_FEN:
+            if getattr(proc.protocol, "no_setboard", False) and fen(start_board) != chess.STARTING_FEN:
                 raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
                                    "cannot start from a FEN position")
         if emit is not None:
-            _emit_start(emit, spec, procs, start_board, moves, started, clocks, attempt,
+            _emit_start(emit, spec, procs, start_board, moves, sans, started, clocks, attempt,
                         resume=resume, worker=worker)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
                                    startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
-                                   resume=resume, move_data=move_data)
+                                   resume=resume, move_data=move_data, sans=sans)
     except BaseException:
         for proc in procs.values():
             proc.kill()
@@ -391,7 +395,7 @@ async def play_game(
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=resume_note, move_data=move_data, engine_log=kept_log,
-                           worker=worker)
+                           worker=worker, sans=sans)
     if emit is not None:
         emit(GameFinished(spec.game_id, record, attempt))
     return record
@@ -400,14 +404,16 @@ async def play_game(
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                   comments: list[str], end: _End, started: datetime, *, resumed_from: int = 0,
                   resume_note: str = "", move_data: Sequence[Any] | None = None,
-                  engine_log: Path | None = None, worker: str = "") -> GameRecord:
+                  engine_log: Path | None = None, worker: str = "",
+                  sans: Sequence[str] | None = None) -> GameRecord:
     """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
 
     ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
     decided there, TCEC rule 7.c); the PGN gets a ``ResumedFromPly`` tag and ``resume_note``
     is added to the comment of the last move before the interruption. ``move_data`` (the
     MovePlayed events, or their JSON) feed ``PgnComments: extended`` and the TCEC fields;
-    ``engine_log`` is named in an ``EngineLog`` tag.
+    ``engine_log`` is named in an ``EngineLog`` tag. ``sans``: the moves' SAN, when known
+    (the PGN is then written without replaying the game).
     """
     finished = datetime.now(UTC)
     comments = list(comments)
@@ -419,7 +425,8 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                                                                resume_note) if c)
     if worker:
         extra["Worker"] = worker
-    start_fen = None if start_board.fen() == chess.STARTING_FEN else start_board.fen()
+    start_text = fen(start_board)
+    start_fen = None if start_text == chess.STARTING_FEN else start_text
     rmob = record_rmobility(start_fen, moves, end.result)
     pgn_comments = comments
     if spec.pgn_comments != "cutechess" or spec.pgn_extras:
@@ -427,7 +434,10 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
         extra.update(extra_tags(spec, start_board, moves))
     if engine_log is not None:
         extra[LOG_TAG] = str(engine_log)
-    pgn = build_pgn(spec, start_board, moves, pgn_comments, end, started, finished, rmob, extra)
+    if sans is not None and len(sans) != len(moves):
+        sans = None  # not the moves played: the PGN replays them instead
+    pgn = build_pgn(spec, start_board, moves, pgn_comments, end, started, finished, rmob, extra,
+                    sans=sans)
     LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
              end.result, end.reason)
     return GameRecord(
@@ -441,16 +451,19 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     )
 
 
-def _resume_board(start_board: chess.Board,
-                  resume: ResumePoint) -> tuple[chess.Board, list[str], list[str]]:
+def _resume_board(start_board: chess.Board, resume: ResumePoint
+                  ) -> tuple[chess.Board, list[str], list[str], list[str]]:
     board = start_board.copy(stack=False)
+    sans = []
     for uci in resume.moves:
         try:
-            board.push(board.parse_uci(uci))
+            move = board.parse_uci(uci)
         except ValueError:
             raise RefereeError(f"cannot resume: logged move {uci!r} is illegal in {board.fen()}") from None
+        sans.append(board.san(move))
+        board.push(move)
     comments = list(resume.comments) + [""] * (len(resume.moves) - len(resume.comments))
-    return board, list(resume.moves), comments[:len(resume.moves)]
+    return board, list(resume.moves), comments[:len(resume.moves)], sans
 
 
 def _clock_text(clock: Clock) -> str:
@@ -465,7 +478,7 @@ def _clock_ms(clock: Clock) -> int | None:
 
 
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
-                start_board: chess.Board, book: list[str], started: datetime,
+                start_board: chess.Board, book: list[str], book_sans: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
                 resume: ResumePoint | None = None, worker: str = "") -> None:
     """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched).
@@ -479,7 +492,7 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
     emit(GameStarted(
         game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
         white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
-        start_time=started.isoformat(timespec="milliseconds"), start_fen=start_board.fen(),
+        start_time=started.isoformat(timespec="milliseconds"), start_fen=fen(start_board),
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
@@ -488,16 +501,15 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         return
     board = start_board.copy(stack=False)
     now_ms = int(time.time() * 1000)
-    for ply, uci in enumerate(book, 1):
-        move = chess.Move.from_uci(uci)
-        san = board.san(move)
-        board.push(move)
-        emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=board.fen(),
+    for ply, (uci, san) in enumerate(zip(book, book_sans, strict=True), 1):
+        board.push(chess.Move.from_uci(uci))
+        emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=fen(board),
                         white_clock_ms=white_ms, black_clock_ms=black_ms, book=True,
                         comment="book", attempt=attempt, at_ms=now_ms))
 
 
-_PV_MOVE = re.compile(r"^[a-h][1-8][a-h][1-8][qrbn]?$")
+# the moves after the first " pv ", up to the first token that is not a UCI move
+_UCI_PV = re.compile(r"(?:^|\s)pv(?=\s|$)((?:\s+[a-h][1-8][a-h][1-8][qrbn]?(?=\s|$))*)")
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
 
 
@@ -509,18 +521,10 @@ def _pv(line: str | None, board: chess.Board, xboard: bool) -> tuple[str, ...]:
     """
     if not line:
         return ()
-    tokens = line.split()
     if not xboard:
-        try:
-            start = tokens.index("pv") + 1
-        except ValueError:
-            return ()
-        pv = []
-        for token in tokens[start:]:
-            if not _PV_MOVE.match(token):
-                break
-            pv.append(token)
-        return tuple(pv)
+        found = _UCI_PV.search(line)
+        return tuple(found.group(1).split()) if found else ()
+    tokens = line.split()
     pos = board.copy(stack=False)
     pv = []
     for token in tokens[4:]:  # ply score time nodes, then the PV (maybe after seldepth/nps)
@@ -554,7 +558,7 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
                      new_game: bool = False) -> chess.engine.PlayResult:
     """One move, with its hard deadline ``timeout`` counted from sending ``go``.
 
-    UCI engines get ``position`` (the game so far) and ``go`` through the lean GoCommand
+    UCI engines get ``position`` (the game so far) and ``go`` through the lean UciMove
     (runner.play.uci), ``ucinewgame`` + ``isready`` first when ``new_game``; XBoard engines
     go through python-chess's ``play`` (``new``/``ping`` before their first move). What is
     sent before ``go`` is not on the clock, as for cutechess; an engine still not ready after
@@ -562,12 +566,10 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
     has not come ``timeout`` seconds after ``go``.
     """
     if isinstance(proto, TimedUciProtocol):
-        command = go_line(limit)
-        turn = board.turn
+        move = UciMove(proto, position, go_line(limit), new_game, board.turn,
+                       timeout=timeout, ready_timeout=ready_timeout)
         try:
-            return _played(await proto.communicate(
-                lambda engine: GoCommand(engine, position, command, new_game, turn,
-                                         timeout=timeout, ready_timeout=ready_timeout)))
+            return _played(await move.start())
         except NotReady:
             raise _NotReady from None
     went = proto.expect_go()
@@ -605,11 +607,13 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
                      grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
                      clocks: dict[chess.Color, Clock], emit: Emit | None = None,
                      attempt: int = 1, resume: ResumePoint | None = None,
-                     move_data: list[MovePlayed] | None = None) -> _End:
+                     move_data: list[MovePlayed] | None = None,
+                     sans: list[str] | None = None) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
-    position = position_line(board.root().fen())  # + " moves ..." (the whole game) per move
+    position = position_line(fen(board.root()))  # + " moves ..." (the whole game) per move
+    sans = [] if sans is None else sans  # SAN of every move, for the PGN
     engaged: set[chess.Color] = set()  # engines that had ucinewgame
     if resume is not None:  # the TCEC rule counts as they stood at the interruption
         if adjudicator.draw_window is not None:
@@ -672,12 +676,13 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         if move is None or not move or move not in board.legal_moves:
             return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
         wanted = emit is not None or move_data is not None
-        san = board.san(move) if wanted else ""
+        san = board.san(move)
         pv_line = proto.take_pv_line()
         pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
         board.push(move)
         uci = move.uci()
         moves.append(uci)
+        sans.append(san)
         info = searched_info(played.info)
         comment = move_comment(info, color, elapsed)
         comments.append(comment)

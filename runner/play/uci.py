@@ -1,17 +1,19 @@
 """The UCI move exchange of a game, lean enough to cost less than cutechess-cli per ply.
 
-python-chess starts the engine, does the ``uci`` handshake and sets the options
-(runner.play.engines); each move of a game then goes through :class:`GoCommand`, a command
-of python-chess's own extension API (``Protocol.communicate`` with a ``BaseCommand``):
+python-chess starts the engine, does the ``uci`` handshake, sets the options and quits it
+(runner.play.engines). Each move of a game is then one :class:`UciMove`, driven straight
+from the engine's output while python-chess's protocol is idle (no command of its own runs):
 
 - ``ucinewgame`` + ``isready`` once per game (the engines are fresh per game), not an
   ``isready`` round trip before every move as ``Protocol.play`` does;
 - the ``position`` line is built by the referee, which appends each move to it, instead of
-  copying the board, replaying it and writing the root FEN for every move;
+  copying the board, replaying it and writing the root FEN for every move; it goes out
+  with ``go`` in one write;
 - ``info`` lines are not parsed as they stream in: the last one with a score (and the last
-  one with a PV) is kept and parsed once, when ``bestmove`` arrives.
+  one with a PV) is kept and parsed once, when ``bestmove`` arrives;
+- no command objects, futures chained per line or debug-log calls per line: python-chess's
+  command machinery cost more per move than the engine's output itself (bench/bench_referee.py).
 
-Measured on the bench (bench/bench_vs_peers.py), this is most of the runner's CPU per ply.
 XBoard engines keep python-chess's ``play``.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,98 +111,153 @@ class NotReady(Exception):
     """The engine did not answer ``isready`` in time (before ``go``: not on its clock)."""
 
 
-class GoCommand(chess.engine.BaseCommand[UciReply]):
-    """One move: [ucinewgame, isready, readyok,] position, go ... bestmove.
+class UciMove:
+    """One move: [ucinewgame, isready, readyok,] position + go, info ..., bestmove.
 
-    The deadlines are loop timers of the command itself (no extra tasks per move): the
-    result becomes :class:`NotReady` when ``readyok`` has not come ``ready_timeout``
-    seconds after ``isready``, and TimeoutError when ``bestmove`` has not come ``timeout``
-    seconds after ``go``.
+    :meth:`start` returns a future: the :class:`UciReply`, or :class:`NotReady` when
+    ``readyok`` has not come ``ready_timeout`` seconds after ``isready``, TimeoutError when
+    ``bestmove`` has not come ``timeout`` seconds after ``go``, or python-chess's
+    EngineTerminatedError when the engine exits first. The protocol (a
+    ``runner.play.engines.TimedUciProtocol``) hands every byte its engine writes to
+    :meth:`feed` while the move is on (``protocol.searching``), and gets back what comes
+    after ``bestmove``. The engine's clock is the protocol's ``go_sent`` to ``move_received``.
     """
 
-    def __init__(self, engine: chess.engine.Protocol, position: str, go: str, new_game: bool,
+    def __init__(self, protocol: Any, position: str, go: str, new_game: bool,
                  turn: chess.Color, *, timeout: float | None = None,
                  ready_timeout: float | None = None):
-        super().__init__(engine)
+        self.protocol = protocol
         self.position = position
         self.go = go
         self.new_game = new_game
         self.turn = turn
         self.timeout = timeout
         self.ready_timeout = ready_timeout
+        self.loop = asyncio.get_running_loop()
+        self.result: asyncio.Future[UciReply] = self.loop.create_future()
         self.timer: asyncio.TimerHandle | None = None
         self.waiting_ready = False
-        self.cancelled = False
+        self.gone = False  # "go" was sent
+        self.pending = b""  # a line not complete yet
         self.score_line: str | None = None
         self.bound_line: str | None = None
         self.pv_line: str | None = None
 
-    def start(self) -> None:
+    def start(self) -> asyncio.Future[UciReply]:
+        proto = self.protocol
+        if proto.returncode.done():
+            raise chess.engine.EngineTerminatedError(
+                f"engine process dead (exit code: {proto.returncode.result()})")
+        self.pending = bytes(proto.buffer[1])  # a partial line read before is ours now
+        proto.buffer[1].clear()
+        proto.searching = self
+        proto.returncode.add_done_callback(self._terminated)
+        self.result.add_done_callback(self._cleanup)
         if self.new_game:
-            self._engine.send_line("ucinewgame")
-            self._engine.send_line("isready")
             self.waiting_ready = True
             self._arm(self.ready_timeout, NotReady)
+            self._send("ucinewgame", "isready")
         else:
             self._go()
+        return self.result
+
+    # ------------------------------------------------------------------ sending
+
+    def _send(self, *lines: str) -> None:
+        proto = self.protocol
+        if proto.io_log is not None:
+            for line in lines:
+                proto.io_log(">", line)
+        proto.transport.get_pipe_transport(0).write(("\n".join(lines) + "\n").encode("utf-8"))
 
     def _go(self) -> None:
-        self._engine.send_line(self.position)
-        self._engine.send_line(self.go)
+        proto = self.protocol
+        proto.move_received = None
+        proto.last_move_text = None
+        self._send(self.position, self.go)
+        proto.go_sent = time.monotonic()
+        self.gone = True
         self._arm(self.timeout, TimeoutError)
+
+    # ------------------------------------------------------------------ timers and ends
 
     def _arm(self, seconds: float | None, error: type[Exception]) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         if seconds is not None:
-            self.timer = self._engine.loop.call_later(max(seconds, 0.0), self._expire, error)
+            self.timer = self.loop.call_later(max(seconds, 0.0), self._fail, error())
 
-    def _expire(self, error: type[Exception]) -> None:
-        self.timer = None
+    def _fail(self, exc: BaseException) -> None:
         if not self.result.done():
-            self.result.set_exception(error())
+            self.result.set_exception(exc)
 
-    def _disarm(self) -> None:
+    def _terminated(self, returncode: asyncio.Future[int]) -> None:
+        code = returncode.result() if not returncode.cancelled() else None
+        self._fail(chess.engine.EngineTerminatedError(
+            f"engine process died unexpectedly (exit code: {code})"))
+
+    def _cleanup(self, _result: asyncio.Future[UciReply]) -> None:
+        """The move is over (answered, failed, timed out or cancelled): the protocol is
+        python-chess's again, with any partial line read so far."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        proto = self.protocol
+        proto.returncode.remove_done_callback(self._terminated)
+        if proto.searching is self:
+            proto.searching = None
+            if self.pending:
+                proto.buffer[1].extend(self.pending)
+                self.pending = b""
 
-    def line_received(self, line: str) -> None:
-        if line.startswith("info "):
-            if " multipv " in line and " multipv 1 " not in line:
-                return  # secondary lines of a MultiPV search
-            if " score " in line:
-                if " lowerbound" in line or " upperbound" in line:
-                    self.bound_line = line
-                else:
-                    self.score_line = line
-            if " pv " in line:
-                self.pv_line = line
-        elif line.startswith("bestmove"):
-            tokens = line.split()
-            if tokens[0] != "bestmove":
-                return  # "bestmovez ...": not ours to read
-            self._disarm()
+    # ------------------------------------------------------------------ reading
+
+    def feed(self, data: bytes) -> bytes:
+        """Take what the engine wrote; return what follows ``bestmove`` (b"" if nothing)."""
+        lines = (self.pending + data if self.pending else data).split(b"\n")
+        self.pending = lines.pop()
+        for i, raw in enumerate(lines):
+            if self.result.done():
+                rest, self.pending = b"\n".join(lines[i:]) + b"\n" + self.pending, b""
+                return rest
+            self._line(raw[:-1] if raw.endswith(b"\r") else raw)
+        if self.result.done() and self.pending:
+            rest, self.pending = self.pending, b""
+            return rest
+        return b""
+
+    def _line(self, raw: bytes) -> None:
+        proto = self.protocol
+        if proto.io_log is not None:
+            proto.io_log("<", raw.decode("utf-8", errors="replace"))
+        if raw.startswith(b"info "):
+            if self.gone and (b" score " in raw or b" pv " in raw):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return  # as python-chess: a line that is not UTF-8 is dropped
+                if " multipv " in line and " multipv 1 " not in line:
+                    return  # secondary lines of a MultiPV search
+                if " score " in line:
+                    if " lowerbound" in line or " upperbound" in line:
+                        self.bound_line = line
+                    else:
+                        self.score_line = line
+                if " pv " in line:
+                    self.pv_line = line
+                    proto.last_pv_line = line
+        elif raw.startswith(b"bestmove"):
+            now = time.monotonic()
+            tokens = raw.decode("utf-8", errors="replace").split()
+            if not self.gone or tokens[0] != "bestmove":
+                return  # not the answer to our go ("bestmovez ...", or before go)
+            proto.move_received = now
+            proto.last_move_text = tokens[1] if len(tokens) > 1 else ""
             info = parse_info(self.score_line or self.bound_line, self.turn)
             if not self.result.done():
                 self.result.set_result(UciReply(tokens[1] if len(tokens) > 1 else None, info,
                                                 self.pv_line))
-            self.set_finished()
-        elif self.waiting_ready and line.strip() == "readyok":
+        elif self.waiting_ready and raw.strip() == b"readyok":
             self.waiting_ready = False
-            self._disarm()
-            if self.cancelled:
-                self.set_finished()
-            else:
-                self._go()
-
-    def engine_terminated(self, exc: Exception) -> None:
-        self._disarm()
-        super().engine_terminated(exc)
-
-    def cancel(self) -> None:
-        self._disarm()
-        self.cancelled = True
-        if not self.waiting_ready:
-            self._engine.send_line("stop")  # the engine answers with bestmove: finished
+            self._go()
