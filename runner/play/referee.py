@@ -676,10 +676,9 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         if move is None or not move or move not in board.legal_moves:
             return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
         wanted = emit is not None or move_data is not None
-        san = board.san(move)
         pv_line = proto.take_pv_line()
         pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
-        board.push(move)
+        san = board.san_and_push(move)
         uci = move.uci()
         moves.append(uci)
         sans.append(san)
