@@ -3,32 +3,35 @@
 All three play the same games: Stockfish vs Ethereal at a fixed node count (default 3000),
 one game at a time, the first N lines of books/default.pgn in order, each line played twice
 with colours reversed, at most 150 moves. What is measured is the CPU time (user + system)
-of the tournament program itself, engines excluded, divided by the engine plies played
-(book plies excluded):
+of the tournament program's own process, engines excluded, divided by the engine plies
+played (book plies excluded). Each tool runs as its own process, from its start (for
+swiss-runner: the interpreter, its imports and the config check included) to its exit,
+sampled with psutil every 10 ms (the last sample is at most 10 ms before the exit):
 
-- swiss-runner: `swiss-runner run` on a two-engine event (Rounds = N, GamesPerMatch 2,
-  Openings Order sequential), run in this process (psutil: this process, all its threads:
-  the move log and snapshot threads included; the engines are child processes).
-- cutechess-cli and fastchess: their process, sampled with psutil every 20 ms until it exits
-  (the last sample is at most 20 ms before the exit).
+- swiss-runner: ``python -m runner run`` on a two-engine event (Rounds = N, GamesPerMatch 2,
+  Openings Order sequential; the move log and the JSON state snapshot on, as by default);
+  its threads (move log, snapshot) are in its process; engines are child processes.
+- cutechess-cli and fastchess: their process.
+
+``--steady K`` also plays the first K lines alone with each tool and reports the CPU per
+ply of the games beyond them ((CPU(N) - CPU(K)) / (plies(N) - plies(K))): the cost per ply
+once a tool is running, without what it spends once per run (start-up, imports).
 
 cutechess-cli and fastchess are on no package registry: the bench looks for them on PATH
 (or CUTECHESS_CLI / FASTCHESS) and reports a missing one instead of failing.
 
-    PATH=$PATH:/usr/games python bench/bench_vs_peers.py [--pairs 24] [--nodes 3000]
+    PATH=$PATH:/usr/games python bench/bench_vs_peers.py [--pairs 24] [--nodes 3000] [--steady 4]
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import chess.pgn
@@ -36,10 +39,6 @@ import psutil
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from runner.cli import main as runner_main  # noqa: E402
-
 BOOK = REPO / "books" / "default.pgn"
 ENGINES = [("Stockfish", "/usr/games/stockfish"), ("Ethereal", "/usr/games/ethereal-chess")]
 
@@ -78,29 +77,24 @@ def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[fl
         "Engines": [{"Name": n, "Command": c, "Nodes": nodes, "Options": {"Hash": 16, "Threads": 1}}
                     for n, c in ENGINES],
     }))
-    me = psutil.Process()
-    before = me.cpu_times()
-    with redirect_stdout(io.StringIO()):
-        code = runner_main(["run", str(config), "--quiet"])
-    after = me.cpu_times()
-    if code != 0:
-        raise SystemExit(f"swiss-runner run exited {code}")
-    cpu = (after.user - before.user) + (after.system - before.system)
+    cpu = sampled_cpu([sys.executable, "-m", "runner", "run", str(config), "--quiet"], work,
+                      env={**os.environ, "PYTHONPATH": str(REPO)})
     games, plies = engine_plies(work / "games.pgn")
     return cpu, games, plies
 
 
-def sampled_cpu(argv: list[str], cwd: Path) -> float:
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def sampled_cpu(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
     handle = psutil.Process(proc.pid)
     cpu = 0.0
     while proc.poll() is None:
         try:
-            t = handle.cpu_times()
+            t = handle.cpu_times()  # this process's own time: not its (engine) children's
             cpu = t.user + t.system
         except psutil.NoSuchProcess:
             break
-        time.sleep(0.02)
+        time.sleep(0.01)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}")
     return cpu
@@ -134,41 +128,57 @@ def run_fastchess(binary: str, pairs: int, nodes: int, work: Path, book: Path) -
     return cpu, games, plies
 
 
+def play(name: str, tool: str | None, pairs: int, nodes: int, base: Path
+         ) -> tuple[float, int, int] | str:
+    work = base / f"{name}-{pairs}"
+    work.mkdir()
+    book = book_lines(pairs, work)
+    if name == "swiss-runner":
+        return run_swiss_runner(pairs, nodes, work, book)
+    if tool is None:
+        return f"not found (PATH or {name.upper().replace('-CLI', '_CLI')})"
+    runner = run_cutechess if name == "cutechess-cli" else run_fastchess
+    return runner(tool, pairs, nodes, work, book)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=24, help="openings, each played twice (default 24)")
     ap.add_argument("--nodes", type=int, default=3000)
+    ap.add_argument("--steady", type=int, default=0, metavar="K",
+                    help="also play K openings alone: CPU per ply beyond them (default: off)")
     ap.add_argument("--only", choices=("swiss-runner", "cutechess-cli", "fastchess"))
     args = ap.parse_args()
     tools = {
+        "swiss-runner": sys.executable,
         "cutechess-cli": os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli"),
         "fastchess": os.environ.get("FASTCHESS") or shutil.which("fastchess"),
     }
     results: dict[str, tuple[float, int, int] | str] = {}
+    steady: dict[str, tuple[float, int, int] | str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        book = book_lines(args.pairs, base)
         for name in ("swiss-runner", "cutechess-cli", "fastchess"):
             if args.only and name != args.only:
                 continue
-            work = base / name
-            work.mkdir()
-            if name == "swiss-runner":
-                results[name] = run_swiss_runner(args.pairs, args.nodes, work, book)
-            elif tools[name] is None:
-                results[name] = f"not found (PATH or {name.upper().replace('-CLI', '_CLI')})"
-            else:
-                runner = run_cutechess if name == "cutechess-cli" else run_fastchess
-                results[name] = runner(tools[name], args.pairs, args.nodes, work, book)
+            results[name] = play(name, tools[name], args.pairs, args.nodes, base)
             print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
+            if args.steady and not isinstance(results[name], str):
+                steady[name] = play(name, tools[name], args.steady, args.nodes, base)
+                print(f"{name} ({args.steady} pairs): {steady[name]}", file=sys.stderr, flush=True)
     print(f"{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1")
-    print(f"{'tool':<14} {'games':>5} {'plies':>6} {'CPU s':>7} {'ms/ply':>7}")
+    head = f"{'tool':<14} {'games':>5} {'plies':>6} {'CPU s':>7} {'ms/ply':>7}"
+    print(head + (f" {'steady ms/ply':>13}" if args.steady else ""))
     for name, value in results.items():
         if isinstance(value, str):
             print(f"{name:<14} {value}")
             continue
         cpu, games, plies = value
-        print(f"{name:<14} {games:>5} {plies:>6} {cpu:>7.2f} {1000 * cpu / max(plies, 1):>7.3f}")
+        line = f"{name:<14} {games:>5} {plies:>6} {cpu:>7.2f} {1000 * cpu / max(plies, 1):>7.3f}"
+        small = steady.get(name)
+        if small is not None and not isinstance(small, str) and plies > small[2]:
+            line += f" {1000 * (cpu - small[0]) / (plies - small[2]):>13.3f}"
+        print(line)
 
 
 if __name__ == "__main__":

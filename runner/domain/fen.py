@@ -40,9 +40,22 @@ def board_fen(board: chess.Board) -> str:
     return text
 
 
+_STANDARD_RIGHTS = ((chess.BB_H1, "K"), (chess.BB_A1, "Q"), (chess.BB_H8, "k"), (chess.BB_A8, "q"))
+
+
+def castling_xfen(board: chess.Board) -> str:
+    """``board.castling_xfen()``; without Chess960 the rights can only be KQkq."""
+    if board.chess960:
+        return board.castling_xfen()
+    rights = board.clean_castling_rights()
+    if not rights:
+        return "-"
+    return "".join(letter for square, letter in _STANDARD_RIGHTS if rights & square)
+
+
 def fen(board: chess.Board) -> str:
     """``board.fen()`` (en passant square only when a legal capture exists, as python-chess)."""
     ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else None
-    return (f"{board_fen(board)} {'w' if board.turn else 'b'} {board.castling_xfen()} "
+    return (f"{board_fen(board)} {'w' if board.turn else 'b'} {castling_xfen(board)} "
             f"{chess.SQUARE_NAMES[ep] if ep is not None else '-'} {board.halfmove_clock} "
             f"{board.fullmove_number}")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, sparse, special, stats
+from scipy import optimize, sparse, special
 from scipy.sparse.csgraph import connected_components
 
 from runner.domain.endings import LABELS, GameEnd
@@ -568,7 +568,7 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     wadv_error: float | None = None
     redrawn = 0
     sims: np.ndarray | None = None
-    z = float(stats.norm.ppf(0.5 + options.confidence / 200))
+    z = float(special.ndtri(0.5 + options.confidence / 200))  # the normal quantile
     if options.simulations > 1 and len(games):
         base = np.where(np.isnan(truth), 0.0, truth)
         sims, sim_w, sim_active, redrawn = _simulate(design, base, wadv, draw_rate, beta,
@@ -643,7 +643,7 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 sd = float(np.nanstd(d))
-            a.los = 100.0 if sd == 0 else 100 * float(stats.norm.cdf((a.rating - b.rating) / sd))
+            a.los = 100.0 if sd == 0 else 100 * float(special.ndtr((a.rating - b.rating) / sd))
     ends: dict[GameEnd, dict[str, int]] = {}
     for g in games:
         row = ends.setdefault(g.end, {"1-0": 0, "1/2-1/2": 0, "0-1": 0})
