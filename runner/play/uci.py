@@ -138,7 +138,9 @@ class UciMove:
         self.timer: asyncio.TimerHandle | None = None
         self.waiting_ready = False
         self.gone = False  # "go" was sent
-        self.pending = b""  # a line not complete yet
+        self.pending = b""  # a line not complete yet (read line by line)
+        self.buf = bytearray()  # what the engine wrote since go (collected)
+        self.scan = 0  # where to look for bestmove in buf next
         self.score_line: str | None = None
         self.bound_line: str | None = None
         self.pv_line: str | None = None
@@ -214,7 +216,17 @@ class UciMove:
     # ------------------------------------------------------------------ reading
 
     def feed(self, data: bytes) -> bytes:
-        """Take what the engine wrote; return what follows ``bestmove`` (b"" if nothing)."""
+        """Take what the engine wrote; return what follows ``bestmove`` (b"" if nothing).
+
+        Once ``go`` is out, what the engine writes is only collected (one search for
+        ``bestmove`` per read) and its lines are read once the move has come; before
+        ``go``, and with engine logs on, it is read line by line as it comes.
+        """
+        if self.result.done():  # answered (or failed) already: not ours any more
+            rest, self.pending = self.pending + data, b""
+            return rest
+        if self.gone and self.protocol.io_log is None:
+            return self._collect(data)
         lines = (self.pending + data if self.pending else data).split(b"\n")
         self.pending = lines.pop()
         for i, raw in enumerate(lines):
@@ -226,6 +238,76 @@ class UciMove:
             rest, self.pending = self.pending, b""
             return rest
         return b""
+
+    def _collect(self, data: bytes) -> bytes:
+        buf = self.buf
+        if self.pending:
+            buf += self.pending
+            self.pending = b""
+        buf += data
+        at = self.scan
+        while True:
+            k = buf.find(b"bestmove", at)
+            if k < 0:
+                self.scan = max(at, len(buf) - 8)  # "bestmove" may be split across reads
+                return b""
+            if k and buf[k - 1] != 0x0A:  # not at the start of a line
+                at = k + 8
+                continue
+            end = buf.find(b"\n", k)
+            if end < 0:  # the line is not complete yet
+                self.scan = k
+                return b""
+            line = bytes(buf[k:end]).rstrip(b"\r").decode("utf-8", errors="replace")
+            if line.split()[0] == "bestmove":
+                break
+            at = end  # "bestmovez ...": not ours to read
+        now = time.monotonic()
+        self._searched(bytes(buf[:k]))
+        rest = bytes(buf[end + 1:])
+        self.buf = bytearray()
+        self._answer(line, now)
+        return rest
+
+    def _searched(self, text: bytes) -> None:
+        """The last score, bound and PV lines of what the engine wrote before bestmove
+        (as the line-by-line reading keeps them), read backwards from the end."""
+        score = bound = pv = None
+        for raw in reversed(text.split(b"\n")):
+            if not raw.startswith(b"info ") or (b" score " not in raw and b" pv " not in raw):
+                continue
+            try:
+                line = raw.decode("utf-8").rstrip("\r")
+            except UnicodeDecodeError:
+                continue
+            if " multipv " in line and " multipv 1 " not in line:
+                continue
+            if " score " in line:
+                if " lowerbound" in line or " upperbound" in line:
+                    bound = bound or line
+                else:
+                    score = score or line
+            if " pv " in line:
+                pv = pv or line
+            if score and pv:
+                break
+        if score:
+            self.score_line = score
+        if bound:
+            self.bound_line = bound
+        if pv:
+            self.pv_line = pv
+            self.protocol.last_pv_line = pv
+
+    def _answer(self, line: str, now: float) -> None:
+        tokens = line.split()
+        proto = self.protocol
+        proto.move_received = now
+        proto.last_move_text = tokens[1] if len(tokens) > 1 else ""
+        info = parse_info(self.score_line or self.bound_line, self.turn)
+        if not self.result.done():
+            self.result.set_result(UciReply(tokens[1] if len(tokens) > 1 else None, info,
+                                            self.pv_line))
 
     def _line(self, raw: bytes) -> None:
         proto = self.protocol
@@ -252,12 +334,7 @@ class UciMove:
             tokens = raw.decode("utf-8", errors="replace").split()
             if not self.gone or tokens[0] != "bestmove":
                 return  # not the answer to our go ("bestmovez ...", or before go)
-            proto.move_received = now
-            proto.last_move_text = tokens[1] if len(tokens) > 1 else ""
-            info = parse_info(self.score_line or self.bound_line, self.turn)
-            if not self.result.done():
-                self.result.set_result(UciReply(tokens[1] if len(tokens) > 1 else None, info,
-                                                self.pv_line))
+            self._answer(" ".join(tokens), now)
         elif self.waiting_ready and raw.strip() == b"readyok":
             self.waiting_ready = False
             self._go()

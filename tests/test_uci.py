@@ -1,0 +1,152 @@
+"""The lean UCI move exchange (runner.play.uci.UciMove) reads an engine's output the same
+way whichever way the output is cut into reads, collected (the usual case) or line by line
+(engine logs on). Real engines are exercised in test_referee.py; here a protocol stand-in
+gets byte strings cut at random places, which no real engine run can force."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import chess
+import chess.engine
+
+from runner.play.uci import UciMove
+
+LINES = [
+    b"info depth 1 seldepth 1 multipv 1 score cp 20 nodes 20 nps 1 pv e2e4",
+    b"info depth 2 score cp 25 lowerbound nodes 40 pv d2d4 d7d5",
+    b"info depth 3 score mate 2 upperbound pv g1f3",
+    b"info depth 3 multipv 2 score cp -5 pv c2c4",
+    b"info string NNUE evaluation using nn.bin",
+    b"info depth 4 seldepth 6 score cp 31 nodes 3000 nps 2 hashfull 0 tbhits 0 time 3 pv e2e4 e7e5",
+    b"info depth 5 currmove e2e4 currmovenumber 1",
+    b"info depth 6 pv b1c3",
+    b"bestmovez is not a bestmove",
+    b"info depth 7 score cp 7",
+    b"info\xff\xfe depth 9 score cp 99 pv a2a3",  # not UTF-8: dropped
+]
+
+
+class _Pipe:
+    def __init__(self) -> None:
+        self.sent = b""
+
+    def write(self, data: bytes) -> None:
+        self.sent += data
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.stdin = _Pipe()
+
+    def get_pipe_transport(self, fd: int) -> _Pipe:
+        return self.stdin
+
+
+class _Protocol:
+    """What UciMove uses of runner.play.engines.TimedUciProtocol."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, logged: bool):
+        self.returncode: asyncio.Future[int] = loop.create_future()
+        self.buffer = {1: bytearray(), 2: bytearray()}
+        self.transport = _Transport()
+        self.searching = None
+        self.last_pv_line = self.move_received = self.last_move_text = self.go_sent = None
+        self.lines: list[tuple[str, str]] = []
+        self.io_log = (lambda way, line: self.lines.append((way, line))) if logged else None
+
+
+async def _play(chunks: list[bytes], *, logged: bool, new_game: bool = False):
+    proto = _Protocol(asyncio.get_running_loop(), logged)
+    move = UciMove(proto, "position startpos moves e2e4", "go nodes 100", new_game, chess.BLACK)
+    answer = move.start()
+    rest = b""
+    for chunk in chunks:
+        rest += move.feed(chunk)
+    reply = answer.result() if answer.done() else None
+    return proto, rest, None if reply is None else (
+        reply.move, reply.info.get("score"), reply.info.get("depth"), reply.pv_line,
+        proto.last_pv_line, proto.last_move_text)
+
+
+def _cut(text: bytes, rng: random.Random) -> list[bytes]:
+    cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 10))))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+def test_the_move_is_read_the_same_however_the_output_is_cut():
+    rng = random.Random(11)
+
+    async def main() -> int:
+        checked = 0
+        for _ in range(1500):
+            body = [rng.choice(LINES) for _ in range(rng.randint(0, 12))]
+            if rng.random() < 0.3:
+                body = [line + b"\r" for line in body]  # CRLF line ends
+            text = b"\n".join([*body, b"bestmove e2e4 ponder e7e5", b"info string after", b"part"])
+            whole_proto, whole_rest, whole = await _play([text], logged=True)
+            _, rest, cut = await _play(_cut(text, rng), logged=False)
+            assert cut == whole
+            assert rest == whole_rest == b"info string after\npart"  # python-chess's again
+            assert whole_proto.searching is None or whole_proto.searching.result.done()
+            checked += 1
+        return checked
+
+    assert asyncio.run(main()) == 1500
+
+
+def test_last_score_and_pv_and_the_move_time_stamps():
+    async def main():
+        text = (b"info depth 1 score cp 10 pv e7e5\n"
+                b"info depth 2 multipv 2 score cp 90 pv d7d5\n"  # a second line: ignored
+                b"info depth 3 score cp 15 lowerbound pv c7c5\n"  # a bound: only if no score
+                b"info depth 4 score mate -3 pv g8f6 g1f3\n"
+                b"info depth 5 pv b8c6\n"
+                b"bestmove b8c6\n")
+        proto, rest, reply = await _play([text[:30], text[30:]], logged=False)
+        assert reply[0] == "b8c6"
+        assert reply[1] == chess.engine.PovScore(chess.engine.Mate(-3), chess.BLACK)
+        assert reply[2] == 4
+        assert reply[3] == "info depth 5 pv b8c6" == proto.last_pv_line
+        assert proto.go_sent is not None and proto.move_received >= proto.go_sent
+        assert proto.transport.stdin.sent == b"position startpos moves e2e4\ngo nodes 100\n"
+        assert rest == b""
+
+    asyncio.run(main())
+
+
+def test_new_game_waits_for_readyok_before_go_and_logs_every_line():
+    async def main():
+        proto, rest, reply = await _play(
+            [b"info string ready soon\nread", b"yok\ninfo depth 1 score cp 3 pv e7e5\n",
+             b"bestmove e7e5\n"], logged=True, new_game=True)
+        assert proto.transport.stdin.sent == (b"ucinewgame\nisready\n"
+                                              b"position startpos moves e2e4\ngo nodes 100\n")
+        assert reply[:3] == ("e7e5", chess.engine.PovScore(chess.engine.Cp(3), chess.BLACK), 1)
+        assert [line for way, line in proto.lines if way == "<"] == [
+            "info string ready soon", "readyok", "info depth 1 score cp 3 pv e7e5",
+            "bestmove e7e5"]
+        assert [line for way, line in proto.lines if way == ">"] == [
+            "ucinewgame", "isready", "position startpos moves e2e4", "go nodes 100"]
+
+    asyncio.run(main())
+
+
+def test_an_engine_that_exits_mid_search_ends_the_move():
+    async def main():
+        proto = _Protocol(asyncio.get_running_loop(), False)
+        move = UciMove(proto, "position startpos", "go nodes 100", False, chess.WHITE)
+        answer = move.start()
+        move.feed(b"info depth 1 score cp 3 pv e2e4\n")
+        proto.returncode.set_result(-9)
+        try:
+            await answer
+        except chess.engine.EngineTerminatedError as exc:
+            assert "exit code: -9" in str(exc)
+        else:
+            raise AssertionError("the move did not fail")
+        await asyncio.sleep(0)
+        assert proto.searching is None
+
+    asyncio.run(main())
