@@ -572,6 +572,9 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
             return _played(await move.start())
         except NotReady:
             raise _NotReady from None
+        except asyncio.CancelledError:
+            move.end()
+            raise
     went = proto.expect_go()
     task: asyncio.Future[Any] = asyncio.ensure_future(
         proto.play(board, limit, game=game_id, info=_INFO))

@@ -154,7 +154,6 @@ class UciMove:
         proto.buffer[1].clear()
         proto.searching = self
         proto.returncode.add_done_callback(self._terminated)
-        self.result.add_done_callback(self._cleanup)
         if self.new_game:
             self.waiting_ready = True
             self._arm(self.ready_timeout, NotReady)
@@ -192,6 +191,7 @@ class UciMove:
 
     def _fail(self, exc: BaseException) -> None:
         if not self.result.done():
+            self.end()
             self.result.set_exception(exc)
 
     def _terminated(self, returncode: asyncio.Future[int]) -> None:
@@ -199,19 +199,18 @@ class UciMove:
         self._fail(chess.engine.EngineTerminatedError(
             f"engine process died unexpectedly (exit code: {code})"))
 
-    def _cleanup(self, _result: asyncio.Future[UciReply]) -> None:
-        """The move is over (answered, failed, timed out or cancelled): the protocol is
-        python-chess's again, with any partial line read so far."""
+    def end(self) -> None:
+        """The move is over (answered, failed, timed out, or abandoned by a caller that was
+        cancelled): the protocol is python-chess's again."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         proto = self.protocol
         proto.returncode.remove_done_callback(self._terminated)
         if proto.searching is self:
-            proto.searching = None
-            if self.pending:
-                proto.buffer[1].extend(self.pending)
-                self.pending = b""
+            proto.searching = None  # feed hands back what it has not read (the caller
+            # passes it on to python-chess); after a failure or an abandoned move the rest
+            # of a partial line is dropped with the engine (killed next)
 
     # ------------------------------------------------------------------ reading
 
@@ -306,6 +305,7 @@ class UciMove:
         proto.last_move_text = tokens[1] if len(tokens) > 1 else ""
         info = parse_info(self.score_line or self.bound_line, self.turn)
         if not self.result.done():
+            self.end()
             self.result.set_result(UciReply(tokens[1] if len(tokens) > 1 else None, info,
                                             self.pv_line))
 
