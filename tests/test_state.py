@@ -131,3 +131,36 @@ def test_live_game_of_an_empty_log_and_of_a_whole_log() -> None:
     assert whole["fen"] == board.fen() and whole["moves"] == [m.uci for m in moves]
     assert whole["last"]["black"]["score_cp"] == moves[-1].score_cp
     assert whole["last"]["white"]["nodes"] == moves[-2].nodes
+
+
+def test_a_round_just_paired_does_not_change_the_ranking() -> None:
+    """state.ranked() keeps a ranking for the same games: a round paired with nothing played
+    in it (and no bye) must rank the engines exactly as before."""
+    from dataclasses import replace
+
+    from runner.domain.models import EventResults, PlayedGame, RoundResult
+    from runner.domain.standings import compute_standings
+    from runner.service.state import ranked
+
+    rng = random.Random(5)
+    chain = ("DirectEncounter", "SonnebornBerger", "Wins", "Buchholz", "MedianBuchholz",
+             "ProgressiveScore", "BlackGames", "RMobility")
+    for engines in (2, 5, 8):
+        seeds = tuple(f"E{i}" for i in range(engines))
+        rounds = []
+        for number in range(1, 5):
+            names = list(seeds)
+            rng.shuffle(names)
+            bye = names.pop() if len(names) % 2 else None
+            games = tuple(
+                PlayedGame(number, 2 * i + leg + 1, *((a, b) if leg == 0 else (b, a)),
+                           rng.choice(["1-0", "0-1", "1/2-1/2"]),
+                           rng.choice([None, "G1.0", "G3.5", "G12.0"]))
+                for i, (a, b) in enumerate(zip(names[::2], names[1::2], strict=True))
+                for leg in (0, 1))
+            rounds.append(RoundResult(number, games, bye, complete=True))
+            played = EventResults(seeds, 2, tuple(rounds))
+            paired = replace(played, rounds=(*played.rounds,
+                                             RoundResult(number + 1, (), None, complete=False)))
+            assert compute_standings(paired, chain) == compute_standings(played, chain)
+            assert ranked(paired, chain) == compute_standings(played, chain)

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
+from runner.domain.models import EventResults
 from runner.service.lock import runner_alive
 from runner.store.database import Store, atomic_write
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+
+if TYPE_CHECKING:
+    from runner.domain.standings import StandingRow
 
 STATE_FORMAT = "swiss-runner-state"
 STATE_VERSION = 1
@@ -33,14 +38,37 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
-    """Compact standings (full tables: `swiss-runner standings --format json`)."""
+_RANKED: dict[tuple[Any, ...], list[Any]] = {}  # the last rankings computed (ranked())
+_RANKED_LOCK = threading.Lock()
+
+
+def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]:
+    """``compute_standings(results, tiebreaks)``, kept for the next caller with the same games:
+    the runner ranks the event for its round summary and again, a moment later, for the
+    snapshot written once the next round is paired. The ranking reads the rounds that have
+    a game or a bye only (tests/test_state.py checks it), so a round just paired does not
+    make it another one. The rows are shared: callers must not change them."""
     from runner.domain.standings import compute_standings
 
+    key = (results.seeds, results.games_per_match, tuple(tiebreaks),
+           tuple(r for r in results.rounds if r.games or r.bye is not None))
+    with _RANKED_LOCK:
+        rows = _RANKED.get(key)
+    if rows is None:
+        rows = compute_standings(results, tiebreaks)
+        with _RANKED_LOCK:
+            while len(_RANKED) >= 4:
+                del _RANKED[next(iter(_RANKED))]
+            _RANKED[key] = rows
+    return rows
+
+
+def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
+    """Compact standings (full tables: `swiss-runner standings --format json`)."""
     results = store.event_results()
     if results is None:
         return None
-    rows = compute_standings(results, config.tiebreaks)
+    rows = ranked(results, config.tiebreaks)
     return [{"place": r.place, "place_label": r.place_label, "engine": r.name, "seed": r.seed,
              "score": float(r.score), "games": r.games, "wins": r.wins, "draws": r.draws,
              "losses": r.losses, "byes": r.byes,
@@ -366,12 +394,12 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
 
 def standings_text(config: Config, store: Store) -> str | None:
     """The standings table of the recorded games (None before the event has results)."""
-    from runner.domain.standings import compute_standings, render_standings
+    from runner.domain.standings import render_standings
 
     results = store.event_results()
     if results is None:
         return None
-    return render_standings(compute_standings(results, config.tiebreaks), results, "text")
+    return render_standings(ranked(results, config.tiebreaks), results, "text")
 
 
 def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,
