@@ -83,7 +83,7 @@ class Tournament:
         if check_snapshot(self.config.swiss.state_path):
             self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or cut "
                      f"short; rebuilt from {self.store.path}")
-        write_snapshot(self.config, self.store)
+        write_snapshot(self.config, self.store, self._state_cache)  # the run goes on from it
         return None
 
     def total_games(self) -> int:
