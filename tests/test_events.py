@@ -85,6 +85,27 @@ def test_every_event_kind_survives_json() -> None:
         assert event_from_json(data) == event
 
 
+def test_move_log_rows_are_the_events_wire_form() -> None:
+    """The move log's fast encoding writes exactly json.dumps(event_to_json(...)) compact."""
+    from runner.store.movelog import move_json, move_row
+
+    moves = [
+        MovePlayed(game_id=1, ply=3, uci="g1f3", san="Nf3", fen="x", white_clock_ms=1000,
+                   black_clock_ms=None, time_ms=120, score_cp=-35, depth=16, seldepth=22,
+                   nodes=123456, nps=1000000, tbhits=0, pv=("g1f3", "b8c6"),
+                   comment='-0.35/16 0.12s "é" \u2603', draw_plies=3, win_plies=0, attempt=2,
+                   at_ms=1700000000000),
+        MovePlayed(game_id=1, ply=1, uci="e2e4", san="e4", fen="y", white_clock_ms=None,
+                   black_clock_ms=None, book=True, comment="book"),
+        MovePlayed(game_id=9, ply=80, uci="a7a8q", san="a8=Q+", fen="z", white_clock_ms=5,
+                   black_clock_ms=6, mate=-3, pv=()),
+    ]
+    for move in moves:
+        expected = json.dumps(event_to_json(move), separators=(",", ":"))
+        assert move_json(move) == expected
+        assert move_row(move) == (move.game_id, move.ply, move.attempt, expected)
+
+
 @pytest.mark.parametrize("bad", [{}, {"v": 99, "kind": "move"}, {"v": EVENT_VERSION, "kind": "x"},
                                  {"v": EVENT_VERSION, "kind": "move", "game_id": 1}, [1, 2]])
 def test_foreign_messages_are_refused(bad) -> None:

@@ -277,12 +277,12 @@ def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeyp
 
     failed: list[int] = []
 
-    def flaky(path: Path, data: str) -> None:  # the disk is full once, from game 5 on
+    def flaky(path: Path, data: str, **kwargs: bool) -> None:  # the disk is full once, from game 5 on
         finished = json.loads(data)["games_finished"]
         if finished >= 5 and not failed:
             failed.append(finished)
             raise OSError(28, "No space left on device")
-        real(path, data)
+        real(path, data, **kwargs)
 
     monkeypatch.setattr(orch, "atomic_write", flaky)
     assert cli_run(config, args(), play_game=backend()) == 0
@@ -467,11 +467,11 @@ def test_a_failed_snapshot_read_does_not_fail_the_event(
     real = Store.open_readonly
     failed: list[str] = []
 
-    def failing_in_the_snapshot_thread(path: Path) -> Store | None:
+    def failing_in_the_snapshot_thread(path: Path, **kwargs: bool) -> Store | None:
         if threading.current_thread() is not threading.main_thread():
             failed.append(threading.current_thread().name)
             raise error
-        return real(path)
+        return real(path, **kwargs)
 
     monkeypatch.setattr(Store, "open_readonly", staticmethod(failing_in_the_snapshot_thread))
     assert cli_run(config, args(), play_game=backend()) == 0

@@ -313,6 +313,23 @@ def test_text_markdown_csv():
 # --------------------------------------------------------------------------- CLI
 
 
+def test_the_parser_does_not_import_numpy_or_scipy():
+    """`run` and every other command parse their options without the ratings' numpy/scipy;
+    the `ratings` command's --format choices are runner.domain.ratings' formats."""
+    import sys
+
+    from runner.cli.ratings import FORMATS as CLI_FORMATS
+    from runner.domain.ratings import FORMATS
+
+    assert CLI_FORMATS == FORMATS
+    code = ("import sys; from runner.cli import build_parser; build_parser(); "
+            "import runner.cli.run; "
+            "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"
+
+
 def test_cli_pgn(tmp_path, capsys):
     games, _ = synthetic_event(6, 4, 1)
     pgn = write_pgn(tmp_path / "e.pgn", games)

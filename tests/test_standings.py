@@ -459,3 +459,77 @@ def test_generated_tcec_sized_event_is_ranked_consistently(rounds, gpm, games):
 @pytest.mark.parametrize("name,games", [("swiss-test-2", 105), ("swiss-test-4", 84)])
 def test_real_tcec_event_is_ranked_consistently(name, games, tcec_events):
     check_ranked_consistently(tcec_event(tcec_events, name), games)
+
+
+def _reference_sums(results: EventResults) -> dict[str, dict[str, F]]:
+    """Score, extra score, SB, Buchholz, median Buchholz and progressive score added up as
+    Fractions, game by game (compute_standings adds half points as integers)."""
+    from runner.domain.models import white_score
+
+    score = {n: F(0) for n in results.seeds}
+    extra = {n: F(0) for n in results.seeds}
+    rounds: dict[str, dict[int, F]] = {n: {} for n in results.seeds}
+    opponents: dict[str, dict[int, str]] = {n: {} for n in results.seeds}
+    views: dict[str, list[tuple[str, F]]] = {n: [] for n in results.seeds}
+    numbered = sorted(r.number for r in results.rounds
+                      if r.bye is not None or any(not g.extra for g in r.games))
+    for rnd in sorted(results.rounds, key=lambda r: r.number):
+        if rnd.bye is not None:
+            score[rnd.bye] += results.games_per_match
+            rounds[rnd.bye][rnd.number] = rounds[rnd.bye].get(rnd.number, F(0)) + results.games_per_match
+        for g in rnd.games:
+            ws = F(white_score(g.result))
+            for name, opp, pts in ((g.white, g.black, ws), (g.black, g.white, 1 - ws)):
+                if g.extra:
+                    extra[name] += pts
+                    continue
+                score[name] += pts
+                rounds[name][g.round] = rounds[name].get(g.round, F(0)) + pts
+                opponents[name][g.round] = opp
+                views[name].append((opp, pts))
+    out = {}
+    for name in results.seeds:
+        opp = [score[o] for _, o in sorted(opponents[name].items())]
+        median = sorted(opp)[1:-1] if len(opp) >= 3 else opp
+        running = progressive = F(0)
+        for number in numbered:
+            running += rounds[name].get(number, F(0))
+            progressive += running
+        out[name] = {"score": score[name], "extra": extra[name],
+                     "SonnebornBerger": sum((score[o] * p for o, p in views[name]), F(0)),
+                     "Buchholz": sum(opp, F(0)), "MedianBuchholz": sum(median, F(0)),
+                     "ProgressiveScore": progressive}
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sums_in_half_points_are_the_fraction_sums(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    seeds = tuple(f"E{i}" for i in range(rng.choice([2, 3, 5, 6, 9])))
+    gpm = rng.choice([1, 2])
+    rounds = []
+    for number in range(1, rng.randint(2, 7)):
+        names = list(seeds)
+        rng.shuffle(names)
+        bye = names.pop() if len(names) % 2 else None
+        games = [PlayedGame(number, 2 * i + leg + 1, *((a, b) if leg == 0 else (b, a)),
+                            rng.choice(["1-0", "0-1", "1/2-1/2"]), rng.choice([None, "G1.0", "G3.5"]))
+                 for i, (a, b) in enumerate(zip(names[::2], names[1::2], strict=True))
+                 for leg in range(gpm) if rng.random() < 0.9]
+        rounds.append(RoundResult(number, tuple(games), bye, complete=True))
+    last = len(rounds) + 1
+    a, b = seeds[0], seeds[1]
+    rounds.append(RoundResult(last, tuple(
+        PlayedGame(last, leg + 1, *((a, b) if leg == 0 else (b, a)), rng.choice(["1-0", "1/2-1/2"]),
+                   None, extra=True) for leg in range(gpm))))
+    results = EventResults(seeds, gpm, tuple(rounds))
+    chain = ("SonnebornBerger", "Buchholz", "MedianBuchholz", "ProgressiveScore")
+    expected = _reference_sums(results)
+    for row in compute_standings(results, chain):
+        want = expected[row.name]
+        assert row.score == want["score"] and type(row.score) is F
+        assert row.extra_score == (want["extra"] if row.extra_games else None)
+        for key in chain:
+            assert row.tiebreaks[key] == want[key] and type(row.tiebreaks[key]) is F, key

@@ -1,7 +1,9 @@
 """``swiss-runner ratings CONFIG | --pgn FILE``: Elo and match statistics (docs/ratings.md).
 
 Glue only: reads the games (the event's state database, or any PGN with python-chess),
-classifies how each game ended, and prints runner.domain.ratings' report.
+classifies how each game ended, and prints runner.domain.ratings' report. That module (numpy,
+scipy: most of a second to import) is loaded only when the command runs: runner.cli builds
+every command's options from this module, for ``run`` as much as for ``ratings``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.domain.endings import classify_end
-from runner.domain.ratings import FORMATS, Game, RatingOptions, compute_ratings, render_ratings
 
 if TYPE_CHECKING:
     from runner.config import Config
+    from runner.domain.ratings import Game, RatingOptions
+
+# runner.domain.ratings.FORMATS, written out so that the parser does not import numpy/scipy
+# (tests/test_ratings.py checks that the two agree)
+FORMATS = ("text", "markdown", "json", "csv")
 
 EXIT_OK, EXIT_NO_EVENT, EXIT_BAD_INPUT = 0, 1, 2
 _REASON_START = re.compile(r"^(White|Black|Draw)\b")
@@ -57,6 +63,8 @@ def _fit_or_number(text: str | None, name: str) -> tuple[bool, float | None]:
 
 def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptions:
     """The config's ``Ratings`` block, overridden by command-line options."""
+    from runner.domain.ratings import RatingOptions
+
     r = config.ratings if config is not None else None
     anchor = args.anchor if getattr(args, "anchor", None) else (r.anchor if r else None)
     elo = args.elo if getattr(args, "elo", None) is not None else (r.elo if r else 0.0)
@@ -104,6 +112,7 @@ def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
     import chess.pgn
 
     from runner.domain.models import TIEBREAK_PAIR_TAG
+    from runner.domain.ratings import Game
 
     games: list[Game] = []
     skipped: dict[str, int] = {}
@@ -143,6 +152,7 @@ def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
 
 def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
     """Finished games of the event (extra tie-break games included; byes are not games)."""
+    from runner.domain.ratings import Game
     from runner.store.database import Store
 
     st = Store.open_readonly(config.database)
@@ -161,6 +171,7 @@ def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
 
 def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
+    from runner.domain.ratings import compute_ratings, render_ratings
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):

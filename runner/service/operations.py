@@ -33,6 +33,8 @@ class EpdSink:
     """``EpdOut``: the final position of every finished game, one FEN a line, appended as
     each game ends (cutechess-cli's ``-epdout``)."""
 
+    moves = False
+
     def __init__(self, path: Path):
         self.path = path
 

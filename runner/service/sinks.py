@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from runner.domain.events import GameEvent, GameFinished, GameStarted, event_to_json
+from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
 from runner.errors import StopEvent
 from runner.store.database import Store, append_pgn
 from runner.store.movelog import MoveLog
@@ -27,6 +27,9 @@ def err(message: str) -> None:
 
 
 class Sink(Protocol):
+    """A view of the event stream. One whose class sets ``moves = False`` is not handed the
+    MovePlayed events (one every ply: most views only show game starts and ends)."""
+
     def handle(self, event: GameEvent) -> None: ...
 
 
@@ -42,7 +45,9 @@ class StoreSink:
         self.movelog = movelog
 
     def handle(self, event: GameEvent) -> None:
-        if isinstance(event, GameStarted):
+        if isinstance(event, MovePlayed):
+            self.movelog.append(event)
+        elif isinstance(event, GameStarted):
             self.check_files()
             started = json.dumps(event_to_json(event), separators=(",", ":"))
             with self.movelog.restart(event.game_id, event.attempt):
@@ -59,9 +64,6 @@ class StoreSink:
                                   "will be played again when you run the same command again "
                                   "(free disk space first if the disk is full)") from exc
             self.check_files()
-        else:
-            self.movelog.append(event)
-
 
     def check_files(self) -> None:
         """Stop the event when the database or its WAL was deleted or replaced under it."""
@@ -72,6 +74,8 @@ class StoreSink:
 
 class ConsoleSink:
     """cutechess-style lines: ``Started game 3 of 18 (A vs B)``, ``Finished game 3 (...)``."""
+
+    moves = False
 
     def __init__(self, say: Callable[[str], None], total_games: Callable[[], int]):
         self.say = say
@@ -91,6 +95,8 @@ class ConsoleSink:
 
 class PgnSink:
     """Appends each finished game to PgnOut; rebuilds the file from the store when needed."""
+
+    moves = False
 
     def __init__(self, path: Path, store: Store, say: Callable[..., None]):
         self.path = path
@@ -139,6 +145,7 @@ class SnapshotSink:
     """
 
     settle = 0.1
+    moves = False
 
     def __init__(self, write: Callable[[], bool | None], interval: float):
         self.write = write
@@ -206,10 +213,11 @@ class EventRouter:
     def __init__(self, store: StoreSink, views: Sequence[Sink]):
         self.store = store
         self.views = list(views)
+        self.move_views = [v for v in self.views if getattr(v, "moves", True)]
 
     def publish(self, event: GameEvent) -> None:
         self.store.handle(event)  # RecordError propagates: the event must stop
-        for view in self.views:
+        for view in self.move_views if isinstance(event, MovePlayed) else self.views:
             try:
                 view.handle(event)
             except Exception as exc:  # noqa: BLE001 - a view never costs a recorded game

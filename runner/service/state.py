@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
+from runner.domain.models import EventResults
 from runner.service.lock import runner_alive
 from runner.store.database import Store, atomic_write
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+if TYPE_CHECKING:
+    from runner.domain.standings import StandingRow
 
 STATE_FORMAT = "swiss-runner-state"
 STATE_VERSION = 1
@@ -30,14 +38,37 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
-    """Compact standings (full tables: `swiss-runner standings --format json`)."""
+_RANKED: dict[tuple[Any, ...], list[Any]] = {}  # the last rankings computed (ranked())
+_RANKED_LOCK = threading.Lock()
+
+
+def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]:
+    """``compute_standings(results, tiebreaks)``, kept for the next caller with the same games:
+    the runner ranks the event for its round summary and again, a moment later, for the
+    snapshot written once the next round is paired. The ranking reads the rounds that have
+    a game or a bye only (tests/test_state.py checks it), so a round just paired does not
+    make it another one. The rows are shared: callers must not change them."""
     from runner.domain.standings import compute_standings
 
+    key = (results.seeds, results.games_per_match, tuple(tiebreaks),
+           tuple(r for r in results.rounds if r.games or r.bye is not None))
+    with _RANKED_LOCK:
+        rows = _RANKED.get(key)
+    if rows is None:
+        rows = compute_standings(results, tiebreaks)
+        with _RANKED_LOCK:
+            while len(_RANKED) >= 4:
+                del _RANKED[next(iter(_RANKED))]
+            _RANKED[key] = rows
+    return rows
+
+
+def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
+    """Compact standings (full tables: `swiss-runner standings --format json`)."""
     results = store.event_results()
     if results is None:
         return None
-    rows = compute_standings(results, config.tiebreaks)
+    rows = ranked(results, config.tiebreaks)
     return [{"place": r.place, "place_label": r.place_label, "engine": r.name, "seed": r.seed,
              "score": float(r.score), "games": r.games, "wins": r.wins, "draws": r.draws,
              "losses": r.losses, "byes": r.byes,
@@ -48,46 +79,126 @@ def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
             for r in rows]
 
 
+class LiveGame:
+    """A game in progress as the state document shows it (its ``in_progress`` entry less the
+    game's ids and names), from its GameStarted event and its logged moves (wire form), fed
+    in ply order. The runner keeps one per game between snapshots and adds only the moves
+    logged since the last one."""
+
+    def __init__(self, started: dict[str, Any] | None, started_text: str | None = None):
+        self.started = started or {}
+        self.started_text = started_text  # the stored GameStarted this was built from
+        self.start_fen: str | None = self.started.get("start_fen")
+        self.white_first = self.start_fen is None or self.start_fen.split()[1] == "w"
+        self.uci: list[str] = []
+        self.san: list[str] = []
+        self.final: dict[str, Any] | None = None
+        self.last: dict[str, dict[str, Any] | None] = {"white": None, "black": None}
+
+    @property
+    def plies(self) -> int:
+        return len(self.uci)
+
+    def add(self, move: dict[str, Any]) -> None:
+        self.uci.append(move["uci"])
+        self.san.append(move["san"])
+        self.final = move
+        if not move.get("book"):
+            white_moved = (move["ply"] % 2 == 1) == self.white_first
+            self.last["white" if white_moved else "black"] = move
+
+    def doc(self) -> dict[str, Any]:
+        started, final = self.started, self.final
+        ply = final["ply"] if final else 0
+        fen = final["fen"] if final else self.start_fen
+        if final:
+            clocks = {"white_ms": final.get("white_clock_ms"),
+                      "black_ms": final.get("black_clock_ms"), "at_ms": final.get("at_ms")}
+        else:
+            clocks = {"white_ms": started.get("white_clock_ms"),
+                      "black_ms": started.get("black_clock_ms"), "at_ms": None}
+        clocks["turn"] = None if fen is None else ("white" if fen.split()[1] == "w" else "black")
+        last = {side: None if move is None else {k: move.get(k) for k in _SEARCH_KEYS}
+                for side, move in self.last.items()}
+        return {
+            "white_id": started.get("white_id", ""), "black_id": started.get("black_id", ""),
+            "started": started.get("start_time"), "attempt": started.get("attempt", 0),
+            "resumed_from_ply": started.get("resumed_from_ply", 0),
+            "worker": started.get("worker", ""),
+            "start_fen": self.start_fen, "fen": fen, "ply": ply,
+            "book_plies": started.get("book_plies", 0),
+            "moves": list(self.uci), "san": list(self.san),
+            "clocks": clocks, "last": last,
+            "draw_plies": final.get("draw_plies", 0) if final else 0,
+            "win_plies": final.get("win_plies", 0) if final else 0,
+            "halfmove_clock": int(fen.split()[4]) if fen else 0,
+        }
+
+
 def live_game(started: dict[str, Any] | None, moves: list[dict[str, Any]]) -> dict[str, Any]:
     """A game in progress from its GameStarted event and its logged moves (wire form)."""
-    started = started or {}
-    last: dict[str, dict[str, Any] | None] = {"white": None, "black": None}
-    start_fen = started.get("start_fen")
-    white_first = start_fen is None or start_fen.split()[1] == "w"
+    live = LiveGame(started)
     for move in moves:
-        if move.get("book"):
-            continue
-        white_moved = (move["ply"] % 2 == 1) == white_first
-        last["white" if white_moved else "black"] = {k: move.get(k) for k in _SEARCH_KEYS}
-    final = moves[-1] if moves else None
-    ply = final["ply"] if final else 0
-    fen = final["fen"] if final else start_fen
-    if final:
-        clocks = {"white_ms": final.get("white_clock_ms"), "black_ms": final.get("black_clock_ms"),
-                  "at_ms": final.get("at_ms")}
-    else:
-        clocks = {"white_ms": started.get("white_clock_ms"),
-                  "black_ms": started.get("black_clock_ms"), "at_ms": None}
-    clocks["turn"] = None if fen is None else ("white" if fen.split()[1] == "w" else "black")
-    return {
-        "white_id": started.get("white_id", ""), "black_id": started.get("black_id", ""),
-        "started": started.get("start_time"), "attempt": started.get("attempt", 0),
-        "resumed_from_ply": started.get("resumed_from_ply", 0),
-        "worker": started.get("worker", ""),
-        "start_fen": start_fen, "fen": fen, "ply": ply,
-        "book_plies": started.get("book_plies", 0),
-        "moves": [m["uci"] for m in moves], "san": [m["san"] for m in moves],
-        "clocks": clocks, "last": last,
-        "draw_plies": final.get("draw_plies", 0) if final else 0,
-        "win_plies": final.get("win_plies", 0) if final else 0,
-        "halfmove_clock": int(fen.split()[4]) if fen else 0,
-    }
+        live.add(move)
+    return live.doc()
+
+
+class StateCache:
+    """What the runner keeps between two snapshots (it writes one at every game start and
+    end, and every SnapshotIntervalS while moves come in), so that each costs little more
+    than what changed: the document but its games in progress (built again when a game
+    started or finished, a round was paired or completed, or the workers changed), in it
+    the standings (computed again when a game finished or a round was paired) and the
+    ratings (when a round was completed), each game in progress (only the moves logged
+    since the last snapshot are read), the decoded GameStarted events, and what never
+    changes once the event exists (seeds, opening order, name, creation time). One cache
+    belongs to one event's database."""
+
+    def __init__(self) -> None:
+        self.results_key: Any = None
+        self.rows: list[dict[str, Any]] | None = None
+        self.ratings_key: int | None = None
+        self.ratings: Any = None
+        self.live: dict[int, LiveGame] = {}
+        self.started: dict[str, dict[str, Any]] = {}  # stored GameStarted text -> decoded
+        self.fixed: dict[str, Any] | None = None
+        self.base: tuple[dict[str, Any], list[dict[str, Any]]] = ({}, [])
+        self.base_key: Any = None
+
+    def started_event(self, text: str) -> dict[str, Any]:
+        """A stored GameStarted, decoded once (the caller must not change it)."""
+        started = self.started.get(text)
+        if started is None:
+            started = self.started[text] = json.loads(text)
+        return started
+
+    def forget_started(self, keep: set[str]) -> None:
+        for text in [t for t in self.started if t not in keep]:
+            del self.started[text]
+
+    def live_game(self, store: Store, game_id: int, started_text: str | None) -> dict[str, Any]:
+        """The game's live part, reading only the moves logged since the last call.
+
+        The log of one attempt only grows, one ply after the other (a new attempt stores a
+        new GameStarted, which starts the game's entry afresh); anything else read here
+        (a gap in the plies) reads the whole log again."""
+        live = self.live.get(game_id)
+        if live is None or live.started_text != started_text:
+            started = self.started_event(started_text) if started_text else None
+            live = self.live[game_id] = LiveGame(started, started_text)
+        for ply, move in store.logged_moves_after(game_id, live.plies):
+            if ply != live.plies + 1:
+                del self.live[game_id]
+                return live_game(live.started, store.logged_moves(game_id))
+            live.add(move)
+        return live.doc()
 
 
 WORKERS_META = "cluster_workers"  # meta key: the runner's last view of its Dask workers
 
 
-def workers_table(store: Store, games: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def workers_table(store: Store, games: list[dict[str, Any]],
+                  started: Callable[[str], dict[str, Any]] = json.loads) -> list[dict[str, Any]]:
     """The cluster's workers (docs/cluster.md): the runner's view (name, address, slots,
     state joined/left, last_seen, refused engines) with, from the games, how many each has
     played (finished on it) and is playing (busy). [] for an event played on one machine."""
@@ -106,7 +217,7 @@ def workers_table(store: Store, games: list[dict[str, Any]]) -> list[dict[str, A
     for g in games:
         if not g.get("started_event") or g["status"] == "scheduled":
             continue
-        name = json.loads(g["started_event"]).get("worker", "")
+        name = started(g["started_event"]).get("worker", "")
         if not name:
             continue
         row = rows.setdefault(name, {"name": name, "address": "", "slots": None, "state": "",
@@ -116,15 +227,62 @@ def workers_table(store: Store, games: list[dict[str, Any]]) -> list[dict[str, A
 
 
 def build_state(config: Config, store: Store, *, standings: bool = True,
-                cache: dict[str, Any] | None = None) -> dict[str, Any]:
+                cache: StateCache | None = None, runner_running: bool | None = None
+                ) -> dict[str, Any]:
     """The state document (see the module docstring and docs/state.md).
 
-    ``cache``: a dict kept by the caller between calls; the standings (the costly part)
-    are computed again only when the set of finished games changed.
+    ``cache``: kept by the caller between calls on the same database (:class:`StateCache`):
+    everything but the games in progress is built again only when a game started or
+    finished, a round was paired or completed, or the workers changed (the standings and
+    ratings only when they can have changed), and the games in progress are read on from
+    where the last call left them.
+    ``runner_running``: the caller knows (the runner itself); else the locks are asked.
     """
+    fresh = cache is None
+    cache = StateCache() if cache is None else cache
+    key = None if fresh else (standings, _structure_key(store))
+    if key is None or cache.base_key != key:
+        cache.base = _base(config, store, cache, standings, fresh)
+        cache.base_key = key
+    doc, running = cache.base
+    in_progress = []
+    for g in running:
+        live = cache.live_game(store, g["game_id"], g.get("started_event") or None)
+        in_progress.append({"game_id": g["game_id"], "round": g["round"],
+                            "game_in_round": g["game_in_round"], "white": g["white"],
+                            "black": g["black"], **live})
+    playing = {g["game_id"] for g in running}
+    for game_id in [gid for gid in cache.live if gid not in playing]:
+        del cache.live[game_id]
+    doc = dict(doc)  # in the document's key order
+    doc["updated"] = _now()
+    doc["runner_running"] = (runner_alive(config.database) if runner_running is None
+                             else runner_running)
+    doc["in_progress"] = in_progress
+    return doc
+
+
+def _structure_key(store: Store) -> tuple[Any, ...]:
+    """What the document but its games in progress is made from, in short: games only get
+    added, started (with a new attempt), finished or put back (no longer running); rounds
+    only get added and completed; the rest is written once."""
+    games = store.conn.execute(
+        "SELECT COUNT(*), SUM(status='finished'), MAX(finish_seq), SUM(attempt), "
+        "group_concat(CASE WHEN status='running' THEN game_id || '.' || attempt END) "
+        "FROM games").fetchone()
+    rounds = store.conn.execute("SELECT COUNT(*), SUM(state='complete') FROM rounds").fetchone()
+    return (*games, *rounds, store.meta(WORKERS_META))
+
+
+def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool
+          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The document but its games in progress (``updated``, ``runner_running`` and
+    ``in_progress`` are left None), and the rows of the games being played."""
     s = config.swiss
     rounds = store.rounds()
     games = store.game_rows()
+    started_texts = {g["started_event"] for g in games if g.get("started_event")}
+    decoded = cache.started_event
     by_round: dict[int, list[dict[str, Any]]] = {}
     for g in games:
         by_round.setdefault(g["round"], []).append(g)
@@ -135,33 +293,33 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
             "number": rd.number, "extra": rd.extra, "state": rd.state, "bye": rd.bye,
             "dropped_history_rounds": list(rd.dropped),
             "pairs": [{"first": a, "second": b,
-                       "games": [_game_out(g) for g in rgames if g["pair_index"] == i]}
+                       "games": [_game_out(g, decoded) for g in rgames if g["pair_index"] == i]}
                       for i, (a, b) in enumerate(rd.pairs)],
         })
     current = rounds[-1] if rounds else None
-    scheduled_total = len(store.seeds()) // 2 * s.games_per_match * s.rounds
+    fixed = cache.fixed
+    if fixed is None:
+        fixed = {"event": store.meta("event"), "created": store.meta("created"),
+                 "seeds": store.seeds(), "opening_order": store.opening_order()}
+        if fixed["seeds"] and not fresh:  # the event exists: none of these change any more
+            cache.fixed = fixed
+    scheduled_total = len(fixed["seeds"]) // 2 * s.games_per_match * s.rounds
     extra = sum(1 for g in games if g["extra"])
     finished = sum(1 for g in games if g["status"] == "finished")
     running = [g for g in games if g["status"] == "running"]
     complete_rounds = sum(1 for r in rounds if r.state == "complete" and not r.extra)
-    in_progress = []
-    for g in running:
-        started = json.loads(g["started_event"]) if g.get("started_event") else None
-        live = live_game(started, store.logged_moves(g["game_id"]))
-        in_progress.append({"game_id": g["game_id"], "round": g["round"],
-                            "game_in_round": g["game_in_round"], "white": g["white"],
-                            "black": g["black"], **live})
     done_rounds = sum(1 for r in rounds if r.state == "complete")
-    results = _results(config, store, finished, done_rounds, cache) if standings else (None, None)
-    return {
+    results = (_results(config, store, finished, done_rounds, len(rounds), cache) if standings
+               else (None, None))
+    doc = {
         "format": STATE_FORMAT,
         "version": STATE_VERSION,
-        "event": store.meta("event"),
+        "event": fixed["event"],
         "site": config.site,
-        "created": store.meta("created"),
-        "updated": _now(),
+        "created": fixed["created"],
+        "updated": None,
         "database": str(store.path),
-        "runner_running": runner_alive(config.database),
+        "runner_running": None,
         "rounds_total": s.rounds,
         "rounds_complete": complete_rounds,
         "current_round": None if current is None else {
@@ -171,15 +329,17 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
         "games_in_progress": len(running),
         "games_total": scheduled_total + extra,
         "complete": complete_rounds == s.rounds and all(g["status"] == "finished" for g in games),
-        "seeds": store.seeds(),
-        "opening_order": store.opening_order(),
+        "seeds": list(fixed["seeds"]),
+        "opening_order": list(fixed["opening_order"]),
         "next_match_index": store.next_match_index(),
         "rounds": rounds_out,
-        "in_progress": in_progress,
-        "workers": workers_table(store, games),
+        "in_progress": None,
+        "workers": workers_table(store, games, decoded),
         "standings": results[0],
         "ratings": results[1],
     }
+    cache.forget_started(started_texts)
+    return doc, running
 
 
 def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[str, Any] | None:
@@ -206,46 +366,55 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
     return ratings_json(compute_ratings(games, options, store.seeds()))
 
 
-def _results(config: Config, store: Store, finished: int, complete_rounds: int,
-             cache: dict[str, Any] | None) -> tuple[list[dict[str, Any]] | None, Any]:
-    """(standings rows, ratings): the standings computed again when a game finished, the
-    ratings when a round was completed (they need numpy/scipy: not while each game ends)."""
-    cache = {} if cache is None else cache
-    key = (finished, len(store.rounds()))
-    if cache.get("key") != key:
-        cache["rows"], cache["key"] = standings_rows(config, store), key
-    if cache.get("ratings_key") != complete_rounds:
-        cache["ratings"], cache["ratings_key"] = ratings_doc(config, store), complete_rounds
-    return cache["rows"], cache["ratings"]
+def _results(config: Config, store: Store, finished: int, complete_rounds: int, paired: int,
+             cache: StateCache) -> tuple[list[dict[str, Any]] | None, Any]:
+    """(standings rows, ratings): the standings computed again when a game finished or a
+    round was paired, the ratings when a round was completed (they need numpy/scipy: not
+    while each game ends)."""
+    key = (finished, paired)
+    if cache.results_key != key:
+        cache.rows, cache.results_key = standings_rows(config, store), key
+    if cache.ratings_key != complete_rounds:
+        cache.ratings, cache.ratings_key = ratings_doc(config, store), complete_rounds
+    return cache.rows, cache.ratings
 
 
-def _game_out(g: dict[str, Any]) -> dict[str, Any]:
-    out = {k: g[k] for k in ("game_id", "game_in_round", "pair_index", "leg", "white", "black",
-                             "opening_index", "status", "result", "reason", "termination",
-                             "rmobility", "plies", "attempt")}
-    started = json.loads(g["started_event"]) if g.get("started_event") else {}
-    out["resumed_from_ply"] = started.get("resumed_from_ply", 0)
+_GAME_KEYS = ("game_id", "game_in_round", "pair_index", "leg", "white", "black",
+              "opening_index", "status", "result", "reason", "termination", "rmobility", "plies",
+              "attempt")
+
+
+def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json.loads
+              ) -> dict[str, Any]:
+    out = {k: g[k] for k in _GAME_KEYS}
+    out["resumed_from_ply"] = (started(g["started_event"]).get("resumed_from_ply", 0)
+                               if g.get("started_event") else 0)
     return out
 
 
 def standings_text(config: Config, store: Store) -> str | None:
     """The standings table of the recorded games (None before the event has results)."""
-    from runner.domain.standings import compute_standings, render_standings
+    from runner.domain.standings import render_standings
 
     results = store.event_results()
     if results is None:
         return None
-    return render_standings(compute_standings(results, config.tiebreaks), results, "text")
+    return render_standings(ranked(results, config.tiebreaks), results, "text")
 
 
-def write_snapshot(config: Config, store: Store, cache: dict[str, Any] | None = None) -> bool:
+def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,
+                   runner_running: bool | None = None) -> bool:
     """Replace StatePath with the state document; report (not raise) a failed write.
+
+    The file is replaced atomically (a reader sees the old document or the new one) but not
+    synced to disk: it is a view, rebuilt from the database, and `run` rebuilds one that a
+    power cut left cut short (:func:`check_snapshot`).
 
     Returns False when the write failed (the caller tries again later)."""
     path = config.swiss.state_path
     try:
-        data = build_state(config, store, cache=cache)
-        atomic_write(path, json.dumps(data, separators=(",", ":")) + "\n")
+        data = build_state(config, store, cache=cache, runner_running=runner_running)
+        atomic_write(path, _encode(data) + "\n", durable=False)
     except OSError as exc:
         print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the previous "
               f"snapshot is intact and the games are safe in {store.path}", file=sys.stderr,

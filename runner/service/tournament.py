@@ -10,6 +10,7 @@ game, each move) is committed before anything depends on it, and reused unchange
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sqlite3
 import sys
@@ -32,7 +33,7 @@ from runner.service.sinks import (
     StoreSink,
     err,
 )
-from runner.service.state import check_snapshot, standings_text, write_snapshot
+from runner.service.state import StateCache, check_snapshot, standings_text, write_snapshot
 from runner.store.database import Store, StoredGame, StoredRound, StoreError
 from runner.store.movelog import MoveLog
 
@@ -58,7 +59,9 @@ class Tournament:
     movelog: MoveLog | None = None
     snapshot: SnapshotSink | None = None
     resources: Any = None  # runner.service.operations.GameResources, made on first use
-    _state_cache: dict[str, Any] = field(default_factory=dict)  # standings between snapshots
+    _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
+    _reader: Store | None = None  # the snapshot thread's read-only connection
+    _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -80,28 +83,36 @@ class Tournament:
         if check_snapshot(self.config.swiss.state_path):
             self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or cut "
                      f"short; rebuilt from {self.store.path}")
-        write_snapshot(self.config, self.store)
+        write_snapshot(self.config, self.store, self._state_cache)  # the run goes on from it
         return None
 
     def total_games(self) -> int:
         s = self.config.swiss
         scheduled = len(self.config.engines) // 2 * s.games_per_match * s.rounds
-        extra = self.store.conn.execute("SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0]
-        return scheduled + extra
+        if self._extra_games is None:  # read again when extra games are scheduled
+            self._extra_games = int(self.store.conn.execute(
+                "SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0])
+        return scheduled + self._extra_games
 
     # ---- the JSON state document --------------------------------------------------------
 
     def _snapshot_in_thread(self) -> bool:
-        """Write the snapshot from a read-only connection; False when it failed."""
+        """Write the snapshot from a read-only connection (kept open between snapshots, and
+        read in one transaction: a consistent view); False when it failed."""
         try:
-            reader = Store.open_readonly(self.store.path)
-            if reader is not None:
-                try:
-                    return write_snapshot(self.config, reader, self._state_cache)
-                finally:
-                    reader.close()
-            return True
+            if self._reader is None:
+                self._reader = Store.open_readonly(self.store.path, threads=True)
+                if self._reader is None:
+                    return True
+            reader = self._reader
+            reader.conn.execute("BEGIN")
+            try:
+                return write_snapshot(self.config, reader, self._state_cache,
+                                      runner_running=True)  # this runner holds the lock
+            finally:
+                reader.conn.execute("COMMIT")
         except (StoreError, sqlite3.Error) as exc:
+            self._close_reader()
             # The snapshot is derived from the database: a failed read costs one dashboard
             # update, never the event (every game is committed through the main connection).
             safe = (f"the games are safe in {self.store.path}"
@@ -111,25 +122,28 @@ class Tournament:
                 f"previous snapshot is intact and {safe}")
             return False
 
+    def _close_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            with contextlib.suppress(sqlite3.Error):
+                reader.close()
+
     # ---- rounds --------------------------------------------------------------------------
 
     def history(self, rounds: Sequence[StoredRound]) -> list[Any]:
         """Finished scheduled rounds as pairing's RoundRecords."""
         from runner.domain.pairing import RoundRecord
 
-        records = []
-        for rd in rounds:
-            if rd.extra:
-                continue
-            games = tuple(self.played(rd.number))
-            records.append(RoundRecord(number=rd.number, pairs=rd.pairs, games=games, bye=rd.bye))
-        return records
+        played: dict[int, list[PlayedGame]] = {}
+        for g in self.store.games():  # one query for every round
+            if g.status == "finished":
+                played.setdefault(g.round, []).append(_played(g))
+        return [RoundRecord(number=rd.number, pairs=rd.pairs, games=tuple(played.get(rd.number, ())),
+                            bye=rd.bye)
+                for rd in rounds if not rd.extra]
 
     def played(self, number: int) -> list[PlayedGame]:
-        return [PlayedGame(round=g.round, game_in_round=g.game_in_round, white=g.white,
-                           black=g.black, result=g.result or "", rmobility=g.rmobility,
-                           extra=g.extra)
-                for g in self.store.games(number) if g.status == "finished"]
+        return [_played(g) for g in self.store.games(number) if g.status == "finished"]
 
     def schedule_games(self, number: int, games: Sequence[Any], pairs: Sequence[tuple[str, str]],
                        bye: str | None, dropped: Sequence[int], excluded: frozenset[int],
@@ -152,6 +166,7 @@ class Tournament:
                          "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
                          "black": g.black, "match_index": match, "opening": opening})
         self.store.add_round(number, pairs, bye, dropped, excluded, rows, extra=extra)
+        self._extra_games = None
 
     def pair(self, number: int) -> None:
         from runner.domain.pairing import pair_round
@@ -466,6 +481,7 @@ class Tournament:
             views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
+            self._close_reader()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
@@ -497,6 +513,11 @@ class Tournament:
         if table:
             self.say(table.rstrip("\n"), always=True)
         return EXIT_OK
+
+
+def _played(g: StoredGame) -> PlayedGame:
+    return PlayedGame(round=g.round, game_in_round=g.game_in_round, white=g.white, black=g.black,
+                      result=g.result or "", rmobility=g.rmobility, extra=g.extra)
 
 
 __all__ = ["PlayGame", "RecordError", "Tournament"]

@@ -4,10 +4,12 @@ Layout (all beside ``SwissOptions.StatePath`` unless configured otherwise):
 
 * ``Database`` (default ``swiss_state.sqlite3``): WAL journal, ``synchronous=FULL``. Every
   finished game is committed in one transaction before anything depends on it.
-* ``StatePath`` JSON snapshot for dashboards, replaced atomically (temp file, fsync, rename)
-  after every game. A missing or corrupt snapshot is simply rebuilt from the database.
-* ``PgnOut``: every finished game appended; rebuilt from the database whenever it does not
-  hold exactly the recorded games (cut short by a crash, deleted, or moved to a new path).
+* ``StatePath`` JSON snapshot for dashboards, replaced atomically (temp file, rename) at
+  every game start and end; not synced to disk (it is a view): a missing or corrupt
+  snapshot is simply rebuilt from the database.
+* ``PgnOut``: every finished game appended (not synced either); rebuilt from the database
+  whenever it does not hold exactly the recorded games (cut short by a crash or a power cut,
+  deleted, or moved to a new path).
 
 The schema version lives in ``PRAGMA user_version``; a database from a newer version, or a
 file that is not a swiss-runner database, is refused and never modified.
@@ -16,6 +18,7 @@ file that is not a swiss-runner database, is refused and never modified.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -137,10 +140,13 @@ def _umask() -> int:
     return 0o022
 
 
-def atomic_write(path: Path, data: str) -> None:
+def atomic_write(path: Path, data: str, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
     On any error the old file is untouched and the temp file removed; the error propagates.
+    Without ``durable`` nothing is synced to disk: readers still see the old content or the
+    new one, never a mix, but a power cut may leave the file empty or as it was (for a
+    view that is rebuilt from the database, such as the JSON snapshot).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -148,13 +154,16 @@ def atomic_write(path: Path, data: str) -> None:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600: use the umask like open() does
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if not durable:
+        return
     with contextlib.suppress(OSError):  # make the rename itself durable
         dfd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -168,11 +177,11 @@ def _pgn_block(pgn: str) -> str:
 
 
 def append_pgn(path: Path, pgn: str) -> None:
+    """Append one game's block. Not synced to disk: the PGN is a view of the database, and
+    a file a power cut left short or torn is rebuilt from it (:meth:`Store.pgn_matches`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(_pgn_block(pgn))
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def count_pgn_games(path: Path) -> int | None:
@@ -229,7 +238,9 @@ def _opening_json(opening: Opening | None) -> str | None:
                        "moves": list(opening.moves)})
 
 
+@functools.lru_cache(maxsize=4096)
 def _opening_from(text: str | None) -> Opening | None:
+    """A game's opening from its stored JSON, decoded once per distinct text (immutable)."""
     if not text:
         return None
     d = json.loads(text)
@@ -239,6 +250,15 @@ def _opening_from(text: str | None) -> Opening | None:
 
 _GAME_COLUMNS = ("game_id, round, game_in_round, pair_index, leg, white, black, match_index, "
                  "opening, extra, status, result, reason, rmobility")
+
+
+@functools.lru_cache(maxsize=4096)
+def _round_from_row(r: tuple[Any, ...]) -> StoredRound:
+    """A stored round from its row, decoded once per distinct row: the loop, the standings
+    and the snapshot read the rounds after every game (StoredRound is immutable)."""
+    return StoredRound(number=r[0], pairs=tuple(tuple(p) for p in json.loads(r[1])), bye=r[2],
+                       dropped=tuple(json.loads(r[3])), excluded=frozenset(json.loads(r[4])),
+                       extra=bool(r[5]), state=r[6])
 
 
 def _game_from_row(row: Sequence[Any]) -> StoredGame:
@@ -256,6 +276,7 @@ class Store:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self._synced = True  # the connection's synchronous=FULL (see transaction)
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -303,11 +324,12 @@ class Store:
         return store
 
     @classmethod
-    def open_readonly(cls, path: Path) -> Store | None:
+    def open_readonly(cls, path: Path, *, threads: bool = False) -> Store | None:
         """Read-only connection that never writes or blocks the running tournament.
 
         None when there is no event yet: no file, or the empty file of a first start that
-        died before creating the schema.
+        died before creating the schema. ``threads``: the connection may be used from
+        another thread than this one (one at a time).
         """
         path = Path(os.path.normpath(path))
         if not path.exists():
@@ -315,7 +337,7 @@ class Store:
         if _examine(path, integrity=False, recover=False) == "empty":
             return None
         try:
-            conn = _connect_readonly(path)
+            conn = _connect_readonly(path, threads=threads)
             store = cls(conn, path, readonly=True)
             store._check_existing(quick=False)
         except sqlite3.DatabaseError as exc:
@@ -364,16 +386,32 @@ class Store:
         self.conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT; rolled back on any error (the error propagates)."""
-        self.conn.execute("BEGIN IMMEDIATE")
+    def transaction(self, *, synced: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; rolled back on any error (the error propagates).
+
+        ``synced=False``: the commit is not fsynced (``synchronous=NORMAL`` for it). A crash
+        of the process loses nothing; a power cut may lose it, but only together with every
+        later commit: the WAL is synced as a whole, in order, by the next synced commit of
+        any connection (a recorded game, a batch of the move log). For what only matters
+        while its process lives: a game marked running, an engine process to sweep.
+        """
+        if synced != self._synced:  # never changed inside a transaction (SQLite refuses)
+            self.conn.execute(f"PRAGMA synchronous={'FULL' if synced else 'NORMAL'}")
+            self._synced = synced
         try:
-            yield self.conn
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        finally:
+            if not synced:  # back to FULL now; else (a failed rollback) before the next one
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("PRAGMA synchronous=FULL")
+                    self._synced = True
 
     # ---- event ---------------------------------------------------------------------------
 
@@ -440,9 +478,7 @@ class Store:
     def rounds(self) -> list[StoredRound]:
         rows = self.conn.execute(
             "SELECT number, pairs, bye, dropped, excluded, extra, state FROM rounds ORDER BY number")
-        return [StoredRound(number=r[0], pairs=tuple(tuple(p) for p in json.loads(r[1])), bye=r[2],
-                            dropped=tuple(json.loads(r[3])), excluded=frozenset(json.loads(r[4])),
-                            extra=bool(r[5]), state=r[6]) for r in rows]
+        return [_round_from_row(r) for r in rows]
 
     def games(self, round_number: int | None = None) -> list[StoredGame]:
         if round_number is None:
@@ -461,8 +497,11 @@ class Store:
     def start_game(self, game_id: int, attempt: int, started_event: str, *,
                    keep_plies: int = 0) -> None:
         """A game (attempt) started: mark it running, keep its GameStarted, and drop logged
-        moves past ``keep_plies`` (a replay keeps none; a resume keeps those it goes on from)."""
-        with self.transaction() as c:
+        moves past ``keep_plies`` (a replay keeps none; a resume keeps those it goes on from).
+
+        Not synced: a power cut that loses this loses every move of the attempt with it (they
+        are committed after it), and the game is then as it was before it started."""
+        with self.transaction(synced=False) as c:
             c.execute("UPDATE games SET status='running', started=?, attempt=?, started_event=? "
                       "WHERE game_id=? AND status!='finished'",
                       (_now(), attempt, started_event, game_id))
@@ -487,6 +526,14 @@ class Store:
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
 
+    def logged_moves_after(self, game_id: int, ply: int) -> list[tuple[int, dict[str, Any]]]:
+        """(ply, MovePlayed in wire form) of the game's logged moves past ``ply``, in order."""
+        if self.version < 2:
+            return []
+        return [(r[0], json.loads(r[1])) for r in self.conn.execute(
+            "SELECT ply, data FROM moves WHERE game_id=? AND ply>? ORDER BY ply",
+            (game_id, ply)).fetchall()]
+
     def game_rows(self) -> list[dict[str, Any]]:
         """Every scheduled game as a dict (for the state document)."""
         extra = "attempt, started_event" if self.version >= 2 else "0, NULL"
@@ -507,7 +554,8 @@ class Store:
         return out
 
     def record_process(self, pid: int, create_time: float, game_id: int | None) -> None:
-        with self.transaction() as c:
+        """An engine process to sweep if this run dies (not synced: a power cut ends it too)."""
+        with self.transaction(synced=False) as c:
             c.execute("INSERT OR REPLACE INTO processes VALUES (?, ?, ?)", (pid, create_time, game_id))
 
     def processes(self) -> list[tuple[int, float]]:
@@ -790,13 +838,14 @@ def _check_header(path: Path) -> None:
                          "backup or move it away to start a new event")
 
 
-def _connect_readonly(path: Path) -> sqlite3.Connection:
+def _connect_readonly(path: Path, *, threads: bool = False) -> sqlite3.Connection:
     """A connection that writes nothing. In a directory this user cannot write (read-only
     mount, another user's event) SQLite cannot create the WAL's shared-memory file; the
     database is then read as an immutable file (what the last checkpoint holds, which is
     everything once the runner has stopped)."""
     uri = path.resolve().as_uri()
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=10.0)
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=10.0,
+                           check_same_thread=not threads)
     if os.access(path.parent, os.W_OK):
         return conn  # SQLite can create what it needs (errors surface at the first query)
     try:
@@ -809,7 +858,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
                 code & 0xFF not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
             raise
     return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
-                           timeout=10.0)
+                           timeout=10.0, check_same_thread=not threads)
 
 
 def _check_identity(conn: sqlite3.Connection, path: Path) -> None:
