@@ -10,7 +10,8 @@ sampled with psutil every 10 ms (the last sample is at most 10 ms before the exi
 
 - swiss-runner: ``python -m runner run`` on a two-engine event (Rounds = N, GamesPerMatch 2,
   Openings Order sequential; the move log and the JSON state snapshot on, as by default);
-  its threads (move log, snapshot) are in its process; engines are child processes.
+  its threads (move log, snapshot) are in its process; engines are child processes. The
+  package is byte-compiled first, as an installed one is.
 - cutechess-cli and fastchess: their process.
 
 ``--steady K`` also plays the first K lines alone with each tool and reports the CPU per
@@ -77,6 +78,9 @@ def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[fl
         "Engines": [{"Name": n, "Command": c, "Nodes": nodes, "Options": {"Hash": 16, "Threads": 1}}
                     for n, c in ENGINES],
     }))
+    # compiled first, as an installed package is (pip compiles on install): with
+    # PYTHONDONTWRITEBYTECODE set, every start would compile every module again
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "runner")], check=True)
     cpu = sampled_cpu([sys.executable, "-m", "runner", "run", str(config), "--quiet"], work,
                       env={**os.environ, "PYTHONPATH": str(REPO)})
     games, plies = engine_plies(work / "games.pgn")

@@ -350,6 +350,9 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
     and a thousand simulated events would hold the interpreter for a second on a big event.
     `swiss-runner ratings`, `standings` and the dashboard compute the margins.
     """
+    finished = [g for g in store.game_rows() if g["status"] == "finished"]
+    if not finished:
+        return None  # before numpy and scipy are loaded (0.5 s of CPU): nothing to rate
     from runner.domain.endings import classify_end
     from runner.domain.ratings import Game, compute_ratings, ratings_json
     from runner.domain.standings import rating_options
@@ -357,9 +360,7 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
     games = [Game(g["white"], g["black"], g["result"], g["round"],
                   end=classify_end(g["result"], g["termination"], reason=g["reason"]),
                   extra=g["extra"], game=g["game_in_round"])
-             for g in store.game_rows() if g["status"] == "finished"]
-    if not games:
-        return None
+             for g in finished]
     options = rating_options(config)
     if not margins:
         options = replace(options, simulations=0)
