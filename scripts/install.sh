@@ -14,6 +14,9 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev,web,cluster]'
+# An editable install is not byte-compiled, and with PYTHONDONTWRITEBYTECODE set every start
+# of swiss-runner would compile its modules again (about 0.1 s of CPU per start).
+.venv/bin/python -m compileall -q runner >/dev/null
 echo "swiss-runner installed in .venv; engines from Debian are in /usr/games"
 # The 3-4-man Syzygy tables python-chess's source package ships (for the tests; git-ignored).
 .venv/bin/python scripts/get_syzygy.py
