@@ -364,9 +364,9 @@ class EngineStartError(Exception):
 
 
 #: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
-#: which glibc serves with mmap/mremap/munmap on every read: ~0.3 ms per engine move
-#: (bench/bench_vs_peers.py). Lines longer than this still arrive whole (the protocol
-#: buffers partial lines); engines write far less per read.
+#: which glibc can serve with mmap/mremap/munmap on every read: up to 0.3 ms per move in a
+#: bare asyncio loop reading Stockfish here (docs/performance.md). Lines longer than this
+#: still arrive whole (partial lines are buffered); engines write far less per read.
 PIPE_READ_SIZE = 16 * 1024
 
 
@@ -407,7 +407,8 @@ class _DirectPipe(asyncio.Protocol):
         self.inner.resume_writing()
 
 
-def _small_reads(transport: Any, protocol: Any) -> None:
+def _lean_pipes(transport: Any, protocol: Any) -> None:
+    """Small reads and direct delivery (:class:`_DirectPipe`) for an engine's output pipes."""
     loop = asyncio.get_running_loop()
     for fd in (1, 2):
         pipe = transport.get_pipe_transport(fd)
@@ -451,7 +452,7 @@ async def start_engine(
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, exc)}") from None
-    _small_reads(transport, protocol)
+    _lean_pipes(transport, protocol)
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0
