@@ -228,6 +228,28 @@ def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
+def test_concurrent_refreshes_build_a_change_once(tmp_path: Path) -> None:
+    config = generate_event(tmp_path, engines=4, rounds=2, finished_rounds=1, running=0)
+
+    async def scenario() -> None:
+        hub = Hub(config, poll_s=0.05)
+        assert await hub.refresh() is True
+        builds = hub.builds
+        store = Store.open(config.database)
+        try:
+            game = next(g for g in store.games() if g.status == "scheduled")
+            start_live_game(store, game.game_id, game.white, game.black, 4)
+        finally:
+            store.close()
+        # the watcher's loop and a page asking at once: the second finds it done
+        results = await asyncio.gather(hub.refresh(), hub.refresh())
+        assert sorted(results) == [False, True]
+        assert hub.builds == builds + 1
+        assert len(hub.view.state["in_progress"]) == 1
+
+    asyncio.run(scenario())
+
+
 def test_serving_never_writes_the_event(event) -> None:  # noqa: ANN001
     files = [event.database, event.database.with_name(event.database.name + "-wal")]
     before = [_digest(p) for p in files]
@@ -245,8 +267,9 @@ def test_watcher_reads_only_the_moves_when_only_moves_come_in(tmp_path: Path) ->
                             plies=30)
 
     async def scenario() -> None:
+        # polled by hand only (no watcher loop of its own, which would race the checks)
         hub = Hub(config, poll_s=0.05)
-        await hub.start()
+        assert await hub.refresh() is True
         try:
             game = hub.view.state["in_progress"][0]
             ply = game["ply"]

@@ -81,6 +81,7 @@ class Hub:
         self.polls = 0
         self.builds = 0
         self.live_builds = 0
+        self._refreshing = asyncio.Lock()
 
     # the cheap part, on the event loop: a stat, a PRAGMA, a non-blocking flock
     def _poll_key(self) -> tuple[Any, ...]:
@@ -124,7 +125,12 @@ class Hub:
         """Poll once; rebuild and notify when something changed. True if it did.
 
         Moves coming in change only the games in progress: then only they are read again
-        (:func:`model.refresh_live`); anything else rebuilds the whole View."""
+        (:func:`model.refresh_live`); anything else rebuilds the whole View. One refresh at
+        a time: a second caller waits, then finds nothing new instead of building it again."""
+        async with self._refreshing:
+            return await self._refresh()
+
+    async def _refresh(self) -> bool:
         self.polls += 1
         key = self._poll_key()
         if key == self._key:
