@@ -630,7 +630,7 @@ class Store:
 
     def remember_files(self) -> None:
         """Note which files the database and its WAL are, to notice them being replaced."""
-        self._identity = {p: _file_id(p) for p in (self.path, self.path.with_name(self.path.name + "-wal"))}
+        self._identity = {p: file_identity(p) for p in (self.path, self.path.with_name(self.path.name + "-wal"))}
 
     def files_problem(self, save: bool = True) -> str | None:
         """Why the database this run writes is no longer the file at its path, or None.
@@ -643,7 +643,7 @@ class Store:
             self.remember_files()
             return None
         for path, before in known.items():
-            now = _file_id(path)
+            now = file_identity(path)
             if before is None:
                 known[path] = now  # the WAL appears with the first write
             elif now != before:
@@ -790,7 +790,9 @@ def _record_intact(row: Sequence[Any]) -> bool:
         return False
 
 
-def _file_id(path: Path) -> tuple[int, int] | None:
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a file, None when it does not exist: the same path holding another
+    file (deleted and created again, replaced by a rename) has another identity."""
     try:
         info = os.stat(path)
     except OSError:

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 from runner.config import Config
 from runner.domain.standings import SHORT
 from runner.service.lock import runner_alive
-from runner.store.database import StoreError
+from runner.store.database import StoreError, file_identity
 from runner.web import model
 
 HERE = Path(__file__).resolve().parent
@@ -85,7 +85,7 @@ class Hub:
 
     # the cheap part, on the event loop: a stat, a PRAGMA, a non-blocking flock
     def _poll_key(self) -> tuple[Any, ...]:
-        ident = model.database_identity(self.config.database)
+        ident = file_identity(self.config.database)
         if ident != self._ident:
             self._close()
             self._ident = ident
