@@ -257,15 +257,15 @@ class UciMove:
             if end < 0:  # the line is not complete yet
                 self.scan = k
                 return b""
-            line = bytes(buf[k:end]).rstrip(b"\r").decode("utf-8", errors="replace")
-            if line.split()[0] == "bestmove":
+            tokens = bytes(buf[k:end]).decode("utf-8", errors="replace").split()
+            if tokens[0] == "bestmove":
                 break
             at = end  # "bestmovez ...": not ours to read
         now = time.monotonic()
         self._searched(bytes(buf[:k]))
         rest = bytes(buf[end + 1:])
         self.buf = bytearray()
-        self._answer(line, now)
+        self._answer(tokens, now)
         return rest
 
     def _searched(self, text: bytes) -> None:
@@ -298,8 +298,8 @@ class UciMove:
             self.pv_line = pv
             self.protocol.last_pv_line = pv
 
-    def _answer(self, line: str, now: float) -> None:
-        tokens = line.split()
+    def _answer(self, tokens: list[str], now: float) -> None:
+        """The move has come: ``tokens`` of its ``bestmove`` line, read at ``now``."""
         proto = self.protocol
         proto.move_received = now
         proto.last_move_text = tokens[1] if len(tokens) > 1 else ""
@@ -334,7 +334,7 @@ class UciMove:
             tokens = raw.decode("utf-8", errors="replace").split()
             if not self.gone or tokens[0] != "bestmove":
                 return  # not the answer to our go ("bestmovez ...", or before go)
-            self._answer(" ".join(tokens), now)
+            self._answer(tokens, now)
         elif self.waiting_ready and raw.strip() == b"readyok":
             self.waiting_ready = False
             self._go()
