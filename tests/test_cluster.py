@@ -27,7 +27,7 @@ from pathlib import Path
 import chess.pgn
 import psutil
 import pytest
-import yaml
+from testkit import write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -154,7 +154,7 @@ def no_engines_left(pids: set[int]) -> None:
 # --------------------------------------------------------------------------- the event
 
 
-def write_config(directory: Path, address: str, *, real: bool, rounds: int,
+def cluster_config(directory: Path, address: str, *, real: bool, rounds: int,
                  delay_ms: int = 30, wrapper: Path | None = None, tc: str = "60+1",
                  overdue_s: float = 60) -> Path:
     if real:
@@ -172,8 +172,7 @@ def write_config(directory: Path, address: str, *, real: bool, rounds: int,
         if wrapper is not None:  # through a script that fails where BROKEN_ENGINE is set
             engines = [{**e, "Command": str(wrapper), "Args": [sys.executable, *e["Args"]]}
                        for e in engines]
-    path = directory / "event.yaml"
-    path.write_text(yaml.safe_dump({
+    path = write_config(directory, {
         "Event": "cluster test", "TimeControl": tc, "Concurrency": 2,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
@@ -182,7 +181,7 @@ def write_config(directory: Path, address: str, *, real: bool, rounds: int,
         "Interruption": {"Mode": "resume", "Adjudicate": False},
         "Cluster": {"Scheduler": address, "WaitS": 60, "OverdueS": overdue_s},
         "Engines": engines,
-    }, sort_keys=False))
+    })
     (directory / "seeds.txt").write_text("".join(e["Name"] + "\n" for e in engines))
     return path
 
@@ -260,7 +259,7 @@ def check_complete(directory: Path, total: int) -> list[chess.pgn.Game]:
 
 def test_event_on_two_workers(cluster: Cluster, tmp_path: Path) -> None:
     """A short real event (Stockfish/Ethereal, nodes-limited) plays on both workers."""
-    config = write_config(tmp_path, cluster.address, real=True, rounds=2)
+    config = cluster_config(tmp_path, cluster.address, real=True, rounds=2)
     runner = cluster.run(config)
     assert runner.wait(300) == 0, cluster.log("runner")
     games = check_complete(tmp_path, 8)
@@ -286,7 +285,7 @@ def test_event_on_two_workers(cluster: Cluster, tmp_path: Path) -> None:
 def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     """kill -9 of the worker playing a game: the game continues from its logged position on
     the other worker; no loss is scored and the dead worker's engines die with it."""
-    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1)
     runner = cluster.run(config)
     game_id, victim = game_in_progress(tmp_path, runner)
     victim_pid = cluster.procs[victim].pid
@@ -310,7 +309,7 @@ def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
 def test_runner_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     """kill -9 of the runner while workers play: the workers drop the old run's games (their
     engines stop), and the restarted runner resumes each interrupted game once."""
-    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1)
     first = cluster.run(config, log="runner1")
     wait_until(lambda: running_game(tmp_path, 12) is not None, "a game in progress", 120,
                first)
@@ -351,7 +350,7 @@ def test_scheduler_killed_mid_event(cluster: Cluster, tmp_path: Path) -> None:
     """kill -9 of the scheduler mid-game, started again on the same port: the runner waits
     and says so, the workers come back by themselves, the game in flight continues from its
     position, the event completes."""
-    config = write_config(tmp_path, cluster.address, real=False, rounds=1)
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1)
     runner = cluster.run(config)
     wait_until(lambda: running_game(tmp_path, 12) is not None, "a game in progress", 120,
                runner)
@@ -381,7 +380,7 @@ def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Pa
     wrapper = tmp_path / "engine.sh"
     wrapper.write_text('#!/bin/sh\n[ -n "$BROKEN_ENGINE" ] && exit 3\nexec "$@"\n')
     wrapper.chmod(0o755)
-    config = write_config(tmp_path, cluster.address, real=False, rounds=1, delay_ms=5,
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1, delay_ms=5,
                           wrapper=wrapper)
     runner = cluster.run(config)
     assert runner.wait(300) == 0, cluster.log("runner")
@@ -405,7 +404,7 @@ def test_worker_cut_off_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     noticed by the runner from the game itself (nothing for longer than the mover's clock
     plus Cluster.OverdueS, here no clock and 3 s): the game continues on the other worker.
     When the frozen worker wakes up, its stale game stops and its engines exit."""
-    config = write_config(tmp_path, cluster.address, real=False, rounds=1, tc="inf",
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1, tc="inf",
                           overdue_s=3)
     runner = cluster.run(config)
     game_id, victim = game_in_progress(tmp_path, runner)

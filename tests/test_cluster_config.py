@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from testkit import write_config
 
 from runner.cli import build_parser
 from runner.config import load_config
@@ -18,24 +18,22 @@ from runner.errors import ConfigError
 REPO = Path(__file__).resolve().parent.parent
 
 
-def write(tmp_path: Path, **extra: object) -> Path:
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump({
+def event_config(tmp_path: Path, **extra: object) -> Path:
+    return write_config(tmp_path, {
         "TimeControl": "10+0.1", "SwissOptions": {"Rounds": 1},
-        "Engines": [{"Name": f"E{i}", "Command": sys.executable} for i in (1, 2)], **extra}))
-    return path
+        "Engines": [{"Name": f"E{i}", "Command": sys.executable} for i in (1, 2)], **extra})
 
 
 def test_no_cluster_block(tmp_path: Path) -> None:
-    assert load_config(write(tmp_path)).cluster is None
+    assert load_config(event_config(tmp_path)).cluster is None
 
 
 def test_cluster_block(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, Cluster={"Scheduler": "tcp://10.0.0.5:8786",
+    config = load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://10.0.0.5:8786",
                                                   "WaitS": 30}))
     assert config.cluster is not None
     assert (config.cluster.scheduler, config.cluster.wait_s) == ("tcp://10.0.0.5:8786", 30.0)
-    assert load_config(write(tmp_path, Cluster={"Scheduler": "tls://h:8786"})
+    assert load_config(event_config(tmp_path, Cluster={"Scheduler": "tls://h:8786"})
                        ).cluster.wait_s == 600.0
 
 
@@ -47,7 +45,7 @@ def test_cluster_block(tmp_path: Path) -> None:
 ])
 def test_bad_cluster_block(tmp_path: Path, block: dict, problem: str) -> None:
     with pytest.raises(ConfigError) as info:
-        load_config(write(tmp_path, Cluster=block))
+        load_config(event_config(tmp_path, Cluster=block))
     assert problem in str(info.value)
 
 
@@ -67,9 +65,9 @@ def test_one_machine_never_imports_distributed() -> None:
 
 
 def test_cluster_overdue(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1", "OverdueS": 5}))
+    config = load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1", "OverdueS": 5}))
     assert config.cluster is not None and config.cluster.overdue_s == 5.0
-    assert load_config(write(tmp_path, Cluster={"Scheduler": "tcp://h:1"})
+    assert load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1"})
                        ).cluster.overdue_s == 60.0
 
 

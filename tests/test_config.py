@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from testkit import write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -34,14 +35,10 @@ def base_config(tmp_path: Path) -> dict:
     }
 
 
-def write(tmp_path: Path, data: dict | str) -> Path:
-    path = tmp_path / "event.yaml"
-    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 def test_good_config_loads_with_defaults(tmp_path: Path) -> None:
-    cfg = load_config(write(tmp_path, base_config(tmp_path)))
+    cfg = load_config(write_config(tmp_path, base_config(tmp_path)))
     assert [e.name for e in cfg.engines] == ["A", "B", "C"]
     assert cfg.engines[0].command.endswith("stockfish") and os.path.isabs(cfg.engines[0].command)
     assert cfg.engines[2].protocol == "xboard"
@@ -109,7 +106,7 @@ def test_malformed_config_is_named_precisely(tmp_path: Path, path: str, value: o
     (tmp_path / "notexec.sh").write_text("#!/bin/sh\n")
     data = base_config(tmp_path)
     _mutate(data, path, value)
-    cfg_path = write(tmp_path, data)
+    cfg_path = write_config(tmp_path, data)
     before = sorted(p.name for p in tmp_path.rglob("*"))
     with pytest.raises(ConfigError) as err:
         load_config(cfg_path)
@@ -128,7 +125,7 @@ def test_every_problem_is_reported_at_once_with_lines(tmp_path: Path) -> None:
     data["SwissOptions"]["Rounds"] = -1
     data["TimeControl"] = "abc"
     data["Engines"][2]["Protocol"] = "uic"
-    path = write(tmp_path, data)
+    path = write_config(tmp_path, data)
     with pytest.raises(ConfigError) as err:
         load_config(path)
     text = str(err.value)
@@ -165,7 +162,7 @@ def test_outputs_that_are_the_same_file_are_refused(tmp_path: Path, changes: dic
     data = base_config(tmp_path)
     for path, value in changes.items():
         _mutate(data, path, value)
-    cfg_path = write(tmp_path, data)
+    cfg_path = write_config(tmp_path, data)
     with pytest.raises(ConfigError) as err:
         load_config(cfg_path)
     (problem,) = err.value.problems
@@ -182,17 +179,17 @@ def test_the_same_file_through_a_symlink_is_refused(tmp_path: Path) -> None:
     data["PgnOut"] = "alias/s.sqlite3"
     with pytest.raises(ConfigError, match=r"PgnOut: .*alias/s\.sqlite3: the PGN of the games would "
                                           r"be the same file as the state database \(Database\)"):
-        load_config(write(tmp_path, data))
+        load_config(write_config(tmp_path, data))
     data["PgnOut"] = "alias/games.pgn"
-    assert load_config(write(tmp_path, data)).pgn_out == tmp_path / "alias" / "games.pgn"
+    assert load_config(write_config(tmp_path, data)).pgn_out == tmp_path / "alias" / "games.pgn"
 
 
 def test_invalid_yaml_and_duplicate_keys(tmp_path: Path) -> None:
-    path = write(tmp_path, "Event: x\nSwissOptions: [unclosed\n")
+    path = write_config(tmp_path, "Event: x\nSwissOptions: [unclosed\n")
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert "not valid YAML" in str(err.value) and str(path) in str(err.value)
-    path = write(tmp_path, "Event: a\nEvent: b\nSwissOptions: {}\nTimeControl: inf\nEngines: []\n")
+    path = write_config(tmp_path, "Event: a\nEvent: b\nSwissOptions: {}\nTimeControl: inf\nEngines: []\n")
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert "duplicate key Event (line 2)" in str(err.value)
@@ -208,9 +205,9 @@ def test_random_openings_conflict(tmp_path: Path) -> None:
     data["SwissOptions"]["RandomOpenings"] = False
     data["Openings"]["Order"] = "random"
     with pytest.raises(ConfigError, match="RandomOpenings"):
-        load_config(write(tmp_path, data))
+        load_config(write_config(tmp_path, data))
     data["Openings"].pop("Order")
-    assert load_config(write(tmp_path, data)).openings.order == "sequential"
+    assert load_config(write_config(tmp_path, data)).openings.order == "sequential"
 
 
 def test_engine_command_as_relative_path(tmp_path: Path) -> None:
@@ -220,7 +217,7 @@ def test_engine_command_as_relative_path(tmp_path: Path) -> None:
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     data = base_config(tmp_path)
     data["Engines"][0]["Command"] = "engines/fake.sh"
-    cfg = load_config(write(tmp_path, data))
+    cfg = load_config(write_config(tmp_path, data))
     assert cfg.engines[0].command == str(script)
 
 
@@ -276,7 +273,7 @@ def test_cli_help_and_module_entry_point() -> None:
 def test_validate_probe_real_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = base_config(tmp_path)
     data["Engines"][0]["Options"] = {"Hash": 16, "NoSuchOption": 1}
-    path = write(tmp_path, data)
+    path = write_config(tmp_path, data)
     assert main(["validate", "--probe", str(path)]) == 1
     out = capsys.readouterr().out
     assert "ok   A: Stockfish" in out
@@ -287,22 +284,22 @@ def test_validate_probe_real_engines(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_cutechess_path_relative_to_config(tmp_path: Path) -> None:
     data = base_config(tmp_path)
     data["CutechessPath"] = "bin/cutechess-cli"
-    assert load_config(write(tmp_path, data)).cutechess_path == str(tmp_path / "bin" / "cutechess-cli")
+    assert load_config(write_config(tmp_path, data)).cutechess_path == str(tmp_path / "bin" / "cutechess-cli")
     data["CutechessPath"] = "cutechess-cli"
-    assert load_config(write(tmp_path, data)).cutechess_path == "cutechess-cli"
+    assert load_config(write_config(tmp_path, data)).cutechess_path == "cutechess-cli"
 
 
 def test_validate_advises_without_failing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = base_config(tmp_path)  # 3 engines
     data["SwissOptions"].update({"GamesPerMatch": 1, "Rounds": 4, "Seeding": "groups", "SeedGroupCount": 3})
-    assert main(["validate", str(write(tmp_path, data))]) == 0
+    assert main(["validate", str(write_config(tmp_path, data))]) == 0
     out = capsys.readouterr().out
     assert "rematches are certain" in out and "odd number of single rounds" in out
     assert "BYE every round" in out and "even number of groups" in out
     assert out.rstrip().splitlines()[-1].endswith("time control 10+0.1 (10s + 0.1s)")
     data["Engines"].append({"Name": "D", "Command": "stockfish"})
     data["SwissOptions"].update({"Rounds": 1, "SeedGroupCount": 2})
-    assert main(["validate", str(write(tmp_path, data))]) == 0
+    assert main(["validate", str(write_config(tmp_path, data))]) == 0
     assert "warning" not in capsys.readouterr().out
 
 
@@ -321,8 +318,7 @@ def test_output_into_a_closed_pipe_is_not_a_traceback() -> None:
 
 def test_empty_config_file_is_reported_as_empty(tmp_path: Path) -> None:
     for text in ("", "# only a comment\n", "---\n"):
-        path = tmp_path / "empty.yaml"
-        path.write_text(text)
+        path = write_config(tmp_path, text, "empty.yaml")
         with pytest.raises(ConfigError) as err:
             load_config(path)
         assert str(err.value).count("the config file is empty") == 1, text
@@ -335,8 +331,7 @@ def test_interruption_block(tmp_path: Path) -> None:
     base = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     base["Interruption"] = {"Mode": "restart", "CompensationS": -1, "DrawMoves": 1.5,
                             "TablebasePieces": 9, "Frobnicate": 1}
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(base))
+    path = write_config(tmp_path, base, "bad.yaml")
     with pytest.raises(ConfigError) as err:
         load_config(path)
     text = str(err.value)

@@ -26,7 +26,7 @@ import chess.engine
 import chess.pgn
 import psutil
 import pytest
-import yaml
+from testkit import write_config
 
 from runner.cli import main
 from runner.config import (
@@ -558,8 +558,7 @@ def _event_yaml(tmp_path: Path, cutechess_path: str) -> Path:
         "TimeControl": "10+0.1", "Backend": "cutechess", "CutechessPath": cutechess_path,
         "Engines": [{"Name": "A", "Command": "stockfish"}, {"Name": "B", "Command": "ethereal-chess"}],
     }
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path = write_config(tmp_path, data)
     return path
 
 
@@ -808,8 +807,7 @@ def test_real_cutechess_swiss_run_and_audit(tmp_path):
                     (("Stockfish", "stockfish"), ("Ethereal", "ethereal-chess"),
                      ("Glaurung", "glaurung"), ("Toga", "toga2"))],
     }
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path = write_config(tmp_path, data)
     config = load_config(path)
     run = subprocess.run([sys.executable, "-m", "runner", "run", str(path), "--quiet"], env=env,
                          cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -953,8 +951,7 @@ def test_swiss_run_through_the_backend_with_a_stand_in_and_real_engines(tmp_path
         "Engines": [{"Name": n, "Command": c, "Depth": 2, "Options": {"Hash": 8}} for n, c in
                     zip(names, ("stockfish", "ethereal-chess", "glaurung", "toga2"), strict=True)],
     }
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path = write_config(tmp_path, data)
     config = load_config(path)
     run = subprocess.run([sys.executable, "-m", "runner", "run", str(path), "--quiet"], env=env,
                          cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -980,11 +977,11 @@ def test_swiss_run_through_the_backend_with_a_stand_in_and_real_engines(tmp_path
 def test_run_with_a_missing_cutechess_is_refused_before_any_state(tmp_path, capsys):
     from runner.cli import main
 
-    cfg = tmp_path / "ev.yaml"
-    cfg.write_text(
+    cfg = write_config(
+        tmp_path,
         "SwissOptions: {GamesPerMatch: 1, Rounds: 1, StatePath: st/s.json}\n"
         "TimeControl: 1+0.1\nBackend: cutechess\nCutechessPath: /nonexistent/cutechess-cli\n"
-        "Engines: [{Name: A, Command: stockfish}, {Name: B, Command: stockfish}]\n")
+        "Engines: [{Name: A, Command: stockfish}, {Name: B, Command: stockfish}]\n", "ev.yaml")
     assert main(["run", str(cfg)]) == 2
     assert "CutechessPath" in capsys.readouterr().err
     assert not (tmp_path / "st").exists()

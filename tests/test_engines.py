@@ -17,7 +17,8 @@ import uuid
 from pathlib import Path
 
 import psutil
-from test_referee import start_runner_playing
+import pytest
+from testkit import start_runner_playing, write_config
 
 from runner.config import EngineConfig
 from runner.play.engines import kill_process_group, start_engine, sweep_orphans
@@ -176,3 +177,69 @@ def test_what_an_engine_started_dies_with_it_even_after_it_quit_and_was_reaped()
         wait_until(lambda: not with_token(token), "the engine's child outlived the game")
     finally:
         kill_all(with_token(token))
+
+
+# --------------------------------------------------------------------------- node/depth limits
+
+
+def _limit_event(tmp_path: Path, tc: str, ignoring: dict) -> Path:
+    sure = {"Name": "Sure", "Command": sys.executable, "Args": [str(FAKE)], "Nodes": 5000}
+    return write_config(tmp_path, {
+        "Event": "limits", "TimeControl": tc,
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
+        "Engines": [ignoring, sure]})
+
+
+def test_probe_finds_an_engine_that_does_not_stop_at_its_node_limit(monkeypatch) -> None:
+    # Debian's toga2 searches a "go nodes N" until "stop"; the fake does the same with
+    # --ignore-nodes. With Depth the same engine stops (it has no depth to ignore).
+    from runner.play import engines
+
+    monkeypatch.setattr(engines, "LIMIT_PROBE_S", 1.0)
+    deaf = EngineConfig("Deaf", sys.executable, (str(FAKE), "--ignore-nodes"), nodes=5000)
+    fine = EngineConfig("Fine", sys.executable, (str(FAKE),), nodes=5000)
+    by_depth = EngineConfig("Deep", sys.executable, (str(FAKE), "--ignore-nodes"), depth=8)
+    timed = EngineConfig("Timed", sys.executable, (str(FAKE), "--ignore-nodes"), nodes=5000,
+                         movetime_ms=100)
+    results = engines.probe_engines([deaf, fine, by_depth, timed], timeout=10)
+    assert [r.error for r in results] == ["", "", "", ""]
+    assert results[0].limit_ignored == f"go nodes {engines.LIMIT_PROBE_NODES}"
+    assert [r.limit_ignored for r in results[1:]] == ["", "", ""]
+    assert "does not stop at its node limit" in engines.ignored_limit_text(deaf, "go nodes 100")
+
+
+def test_validate_and_run_refuse_an_engine_whose_moves_would_never_end(tmp_path, capsys,
+                                                                        monkeypatch) -> None:
+    from runner.cli import main
+    from runner.play import engines
+
+    monkeypatch.setattr(engines, "LIMIT_PROBE_S", 1.0)
+    deaf = {"Name": "Deaf", "Command": sys.executable, "Args": [str(FAKE), "--ignore-nodes"],
+            "Nodes": 5000}
+    infinite = _limit_event(tmp_path / "inf", "inf", deaf)
+    assert main(["validate", "--probe", str(infinite)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL Deaf: Engines[0]: the engine does not stop at its node limit" in out
+    assert "ok   Sure:" in out and "ok   Deaf" not in out
+    assert main(["run", str(infinite)]) == 2
+    err = capsys.readouterr().err
+    assert f"{infinite}: Engines[0] 'Deaf': cannot play with TimeControl 'inf'" in err
+    assert not (tmp_path / "inf" / "state").exists()  # nothing written
+    # on a clock the engine still moves (on its time): a warning, not a failure
+    timed = _limit_event(tmp_path / "tc", "10+0.1", deaf)
+    assert main(["validate", "--probe", str(timed)]) == 0
+    out = capsys.readouterr().out
+    assert "ok   Deaf:" in out and "warning: Deaf: Engines[0]: the engine does not stop" in out
+
+
+@pytest.mark.engines
+def test_probe_of_real_engines_node_limits(monkeypatch) -> None:
+    from runner.play import engines
+
+    monkeypatch.setattr(engines, "LIMIT_PROBE_S", 3.0)
+    toga = EngineConfig("Toga", "/usr/games/toga2", nodes=3000)
+    stockfish = EngineConfig("SF", "/usr/games/stockfish", nodes=3000, options={"Hash": 16})
+    toga_depth = EngineConfig("TogaD", "/usr/games/toga2", depth=3)
+    results = engines.probe_engines([toga, stockfish, toga_depth], timeout=20)
+    assert [r.error for r in results] == ["", "", ""]
+    assert [r.limit_ignored for r in results] == ["go nodes 100", "", ""]

@@ -10,6 +10,7 @@ from pathlib import Path
 import chess.pgn
 import pytest
 import yaml
+from testkit import write_config
 
 from runner.cli import main
 from runner.config import load_config
@@ -73,8 +74,7 @@ def config(folder: Path, engines: list | None, name: str = "ev.yaml") -> Path:
             "TimeControl": "2+0.05", "EnginesFile": "engines.json"}
     if engines is not None:
         data["Engines"] = engines
-    path = folder / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path = write_config(folder, data, name)
     return path
 
 
@@ -112,9 +112,8 @@ def test_converter_prints_yaml_that_loads_as_the_same_engines(tmp_path, capsys):
     assert engines[0] == {"Name": "Stockfish 16", "Command": "/usr/games/stockfish",
                           "Protocol": "uci", "WorkingDir": str(tmp_path / "sf"),
                           "Options": {"Hash": 32}}
-    path = tmp_path / "converted.yaml"
-    path.write_text(yaml.safe_dump({"SwissOptions": {"StatePath": "s/s.json"},
-                                    "TimeControl": "1+0.1", "Engines": engines}))
+    path = write_config(tmp_path, {"SwissOptions": {"StatePath": "s/s.json"},
+                                    "TimeControl": "1+0.1", "Engines": engines}, "converted.yaml")
     from_yaml = load_config(path).engines
     from_json = load_config(config(tmp_path, None)).engines
     assert from_yaml == from_json
@@ -158,8 +157,7 @@ def test_bad_engines_json_is_exit_2_naming_file_entry_and_key(tmp_path, capsys, 
 
 
 def test_no_engines_and_no_engines_file_is_reported(tmp_path, capsys):
-    path = tmp_path / "ev.yaml"
-    path.write_text("SwissOptions: {Rounds: 1}\nTimeControl: 1+0.1\n")
+    path = write_config(tmp_path, "SwissOptions: {Rounds: 1}\nTimeControl: 1+0.1\n", "ev.yaml")
     assert main(["validate", str(path)]) == 2
     assert "Engines: missing required key (a list of engines, or name cutechess's engines.json" \
         in capsys.readouterr().err

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testkit import write_config
 
 from runner.cli import main
 
@@ -98,8 +99,7 @@ def test_config_values_never_crash_the_loader(changes: list[tuple[str, object]])
         data = yaml.safe_load(yaml.safe_dump(GOOD))
         for path, value in changes:
             _set(data, path, value)
-        config = folder / "event.yaml"
-        config.write_text(yaml.safe_dump(data, allow_unicode=True))
+        config = write_config(folder, data)
         _validate(folder, config, (str(config),))
 
 
@@ -142,6 +142,5 @@ def test_book_content_never_crashes_the_readers(fmt: str, text: str, raw: bytes)
             book.write_bytes(text.encode("utf-8", "surrogatepass") + raw[:20])
         data = yaml.safe_load(yaml.safe_dump(GOOD))
         data["Openings"] = {"File": book.name, "Format": fmt, "Plies": 4}
-        config = folder / "event.yaml"
-        config.write_text(yaml.safe_dump(data))
+        config = write_config(folder, data)
         _validate(folder, config, (str(config), str(book), book.name))

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_orchestrator import args as event_args
-from test_orchestrator import backend
-from test_orchestrator import write_config as write_event
+from testkit import backend, loop_config, run_args, write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -45,10 +43,6 @@ def base(tmp_path: Path, **top: object) -> dict:
     return data
 
 
-def write(tmp_path: Path, data: dict | str, name: str = "event.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 def with_value(data: dict, key: str, value: object) -> dict:
@@ -106,7 +100,7 @@ def test_an_output_never_overwrites_an_input(tmp_path: Path, capsys: pytest.Capt
     data["Engines"][0]["Args"][0] = "engine.py"  # relative to the config file
     if value.endswith(".bak"):  # the config sits where PgnOut's backup would go
         data["PgnOut"] = "games.pgn"
-        cfg = write(tmp_path, data, "games.pgn.20250101T000000Z.bak")
+        cfg = write_config(tmp_path, data, "games.pgn.20250101T000000Z.bak")
         needle = "a backup name of the PGN"
     else:
         if key == "SwissOptions.StatePath":
@@ -115,7 +109,7 @@ def test_an_output_never_overwrites_an_input(tmp_path: Path, capsys: pytest.Capt
             data["PgnOut"] = "state/g.pgn"
         else:
             data[key] = value
-        cfg = write(tmp_path, data)
+        cfg = write_config(tmp_path, data)
     refused(tmp_path, cfg, capsys, needle, key)
 
 
@@ -123,7 +117,7 @@ def test_the_database_companions_are_outputs_too(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     data = base(tmp_path, Database="event")
     # event-wal is not an input here, but event.yaml.lock of "Database: event.yaml" would be:
-    cfg = write(tmp_path, data, "event-wal")
+    cfg = write_config(tmp_path, data, "event-wal")
     refused(tmp_path, cfg, capsys, "WAL journal", "the config file itself")
 
 
@@ -140,7 +134,7 @@ def test_names_with_control_characters_are_refused(tmp_path: Path, capsys: pytes
         data["Engines"][0]["Name"] = bad
     else:
         data[where] = bad
-    err = refused(tmp_path, write(tmp_path, data), capsys,
+    err = refused(tmp_path, write_config(tmp_path, data), capsys,
                   where.replace(".0.", "[0]."),
                   "at most 200" if len(bad) > 200 else "NUL" if "\x00" in bad else "printable")
     assert "\x1b" not in err and "\n" not in err.replace("\n", "", err.count("\n"))
@@ -172,7 +166,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 ])
 def test_hostile_yaml_is_refused_quickly(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          text: str, needle: str) -> None:
-    cfg = write(tmp_path, text)
+    cfg = write_config(tmp_path, text)
     started = time.monotonic()
     with pytest.raises(ConfigError, match=needle):
         load_config(cfg)
@@ -207,7 +201,7 @@ def test_a_config_that_is_not_a_regular_file_is_not_read(tmp_path: Path,
 ])
 def test_unusable_paths_and_words_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                    key: str, value: object, needle: str) -> None:
-    refused(tmp_path, write(tmp_path, with_value(base(tmp_path), key, value)), capsys, needle)
+    refused(tmp_path, write_config(tmp_path, with_value(base(tmp_path), key, value)), capsys, needle)
 
 
 def test_a_config_file_name_with_nul_or_too_long_is_a_clear_error(
@@ -253,7 +247,7 @@ def test_every_number_has_a_sane_bound(tmp_path: Path, capsys: pytest.CaptureFix
     text = yaml.safe_dump(with_value(base(tmp_path), key, value), sort_keys=False)
     if value == "1.0e+400":  # a YAML float that overflows to inf
         text = text.replace("'1.0e+400'", "1.0e+400")
-    refused(tmp_path, write(tmp_path, text), capsys, key.split(".")[-1], needle)
+    refused(tmp_path, write_config(tmp_path, text), capsys, key.split(".")[-1], needle)
 
 
 QUOTED = ['Deep "Blue"', "back\\slash", 'both \\" mixed']
@@ -399,7 +393,7 @@ def test_run_refuses_an_engine_that_cannot_play_before_any_game(
         (tmp_path / script).chmod(0o755)
     data = base(tmp_path)
     data["Engines"][0].update(broken)
-    cfg = write(tmp_path, data)
+    cfg = write_config(tmp_path, data)
     started = time.monotonic()
     assert main(["run", str(cfg)]) == 2
     err = capsys.readouterr().err
@@ -418,7 +412,7 @@ def test_validate_probe_is_clean_and_refuses_a_bad_timeout(tmp_path: Path) -> No
     data["Engines"] += [{"Name": "Crash", "Command": sys.executable,
                          "Args": [str(FAKE_UCI), "--crash-at-start"]},
                         {"Name": "True", "Command": "/bin/true", "Protocol": "xboard"}]
-    cfg = write(tmp_path, data)
+    cfg = write_config(tmp_path, data)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-m", "runner", "validate", "--probe", str(cfg)],
                          capture_output=True, text=True, env=env, timeout=60)
@@ -442,7 +436,7 @@ def test_a_complete_event_is_not_probed_and_names_with_quotes_survive(
         e["Name"] = name
         e["Args"][0] = "engine.py"
         e["WorkingDir"] = "."  # relative to the config file
-    cfg = write(tmp_path, data)
+    cfg = write_config(tmp_path, data)
     assert main(["run", str(cfg)]) == 0
     script.write_text("import sys\nsys.exit(3)\n")  # the engine breaks after the event
     capsys.readouterr()
@@ -459,8 +453,8 @@ def finished_event(tmp_path: Path, **swiss: object):
     from runner.cli.run import cli_run
     from runner.config import load_config as load
 
-    config = load(write_event(tmp_path, players=4, **swiss))
-    assert cli_run(config, event_args(), play_game=backend()) == 0
+    config = load(loop_config(tmp_path, players=4, **swiss))
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     return config
 
 
@@ -555,7 +549,7 @@ def test_the_database_disappearing_during_a_run_stops_it(tmp_path: Path,
     from runner.cli.run import cli_run
     from runner.config import load_config as load
 
-    config = load(write_event(tmp_path, players=4, Rounds=2))
+    config = load(loop_config(tmp_path, players=4, Rounds=2))
     path = config.database if victim == "database" else \
         config.database.with_name(config.database.name + "-wal")
 
@@ -563,7 +557,7 @@ def test_the_database_disappearing_during_a_run_stops_it(tmp_path: Path,
         if spec.game_id == 3:
             path.unlink()
 
-    assert cli_run(config, event_args(), play_game=backend(hook=delete)) == 1
+    assert cli_run(config, run_args(), play_game=backend(hook=delete)) == 1
     err = capsys.readouterr().err
     assert f"{path} was deleted" in err and "games are safe" not in err, err
     saved = list(tmp_path.glob("state/*.recovered"))
@@ -584,7 +578,7 @@ def test_a_deleted_lock_file_does_not_let_a_second_runner_in(tmp_path: Path,
     from runner.config import load_config as load
     from runner.service.lock import lock_path, runner_alive
 
-    config = load(write_event(tmp_path, players=4, Rounds=1))
+    config = load(loop_config(tmp_path, players=4, Rounds=1))
     seen: dict[str, object] = {}
 
     def second(spec) -> None:  # noqa: ANN001 - a GameSpec
@@ -594,11 +588,11 @@ def test_a_deleted_lock_file_does_not_let_a_second_runner_in(tmp_path: Path,
             seen["run"] = main(["run", str(config.path)])
             seen["status"] = main(["status", str(config.path)])
 
-    assert cli_run(config, event_args(), play_game=backend(hook=second)) == 0
+    assert cli_run(config, run_args(), play_game=backend(hook=second)) == 0
     out, err = capsys.readouterr()
     assert seen == {"alive": True, "run": 2, "status": 0}, (seen, err)
     assert "lock on the database itself" in err and "Runner: running" in out
-    from test_orchestrator import event_games
+    from testkit import event_games
 
     games = event_games(config.database)
     assert all(g[6] == "finished" for g in games) and len(games) == 4

@@ -26,7 +26,7 @@ import chess
 import chess.pgn
 import psutil
 import pytest
-import yaml
+from testkit import write_config
 
 from runner.cli import main
 
@@ -34,17 +34,16 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
 
-def write_config(directory: Path) -> Path:
+def live_config(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "event.yaml"
-    path.write_text(yaml.safe_dump({
+    path = write_config(directory, {
         "Event": "live", "TimeControl": "8+0.1", "SnapshotIntervalS": 0.5,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
         "Adjudication": {"MaxMoves": 70},
         "Engines": [{"Name": "Stockfish", "Command": "stockfish", "Options": {"Hash": 16}},
                     {"Name": "Ethereal", "Command": "ethereal-chess", "Options": {"Hash": 16}}],
-    }, sort_keys=False))
+    })
     return path
 
 
@@ -109,7 +108,7 @@ def check_live(game: dict) -> None:
 
 
 def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
-    config = write_config(tmp_path)
+    config = live_config(tmp_path)
     db = tmp_path / "state" / "swiss.sqlite3"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     log = tmp_path / "run.log"

@@ -18,9 +18,7 @@ import chess.engine
 import chess.polyglot
 import pytest
 import yaml
-from test_orchestrator import args as event_args
-from test_orchestrator import backend
-from test_orchestrator import write_config as write_event
+from testkit import backend, loop_config, run_args, write_config
 
 import runner.books.openings as openings
 from runner.books.openings import (
@@ -380,10 +378,10 @@ def match_openings(db: Path) -> list[tuple[int, int, str | None]]:
 
 
 def random_order_event(directory: Path) -> Path:
-    path = write_event(directory, players=6, Rounds=4, RandomSeed=20261122)
+    path = loop_config(directory, players=6, Rounds=4, RandomSeed=20261122)
     data = yaml.safe_load(path.read_text())
     data["Openings"] = {"File": str(DEFAULT_BOOK), "Order": "random", "Plies": 8}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    write_config(path.parent, data, path.name)
     return path
 
 
@@ -391,7 +389,7 @@ def test_a_resumed_event_gives_every_match_the_opening_of_an_uninterrupted_run(t
     """Random order, the real store and loop: an event that fails partway and is resumed
     (book re-read, order read back) plays every game from the same opening as a clean run."""
     clean = load_config(random_order_event(tmp_path / "clean"))
-    assert cli_run(clean, event_args(), play_game=backend()) == 0
+    assert cli_run(clean, run_args(), play_game=backend()) == 0
     reference = match_openings(clean.database)
     assert len(reference) == 4 * 3 * 2
 
@@ -401,9 +399,9 @@ def test_a_resumed_event_gives_every_match_the_opening_of_an_uninterrupted_run(t
         if spec.game_id == 9:
             raise RuntimeError("engine crashed")
 
-    assert cli_run(config, event_args(), play_game=backend(hook=fail_in_round_2)) == 1
+    assert cli_run(config, run_args(), play_game=backend(hook=fail_in_round_2)) == 1
     assert len(match_openings(config.database)) == 12  # rounds 3 and 4 not paired yet
-    assert cli_run(config, event_args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert match_openings(config.database) == reference
 
     # ... and those are the openings the seed's order gives, one per match, both games
@@ -419,17 +417,17 @@ def test_book_lines_that_change_under_the_same_file_are_refused_on_resume(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The fingerprint covers the polyglot file, not the walk: a python-chess whose walk gives
     as many lines, but other ones, must not silently hand other openings to the rest."""
-    path = write_event(tmp_path)
+    path = loop_config(tmp_path)
     data = yaml.safe_load(path.read_text())
     data["Openings"] = {"File": str(tiny_polyglot(tmp_path)), "Plies": 8, "Order": "sequential"}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    write_config(path.parent, data, path.name)
     config = load_config(path)
 
     def stop_in_round_2(spec) -> None:  # noqa: ANN001 - a GameSpec
         if spec.game_id == 5:
             raise RuntimeError("stop")
 
-    assert cli_run(config, event_args(), play_game=backend(hook=stop_in_round_2)) == 1
+    assert cli_run(config, run_args(), play_game=backend(hook=stop_in_round_2)) == 1
     before = config.database.read_bytes()
     original = load_book(config.openings, 0)
 
@@ -453,7 +451,7 @@ def test_book_lines_that_change_under_the_same_file_are_refused_on_resume(
     assert config.database.read_bytes() == before
 
     monkeypatch.setattr(chess.polyglot.MemoryMappedReader, "weighted_choice", real)
-    assert cli_run(config, event_args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
 
 
 def test_wrap_around_logs_once_and_unique_mode_refuses(caplog: pytest.LogCaptureFixture) -> None:
@@ -494,13 +492,12 @@ def test_validate_fails_naming_the_game_and_the_move(tmp_path: Path, capsys: pyt
     engine.chmod(engine.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "book.pgn").write_text(
         '[Event "1"]\n\n1. e4 e5 *\n\n[Event "2"]\n[Opening "French"]\n\n1. e4 e6 2. d4 d5 3. Nc3 Bb4x *\n')
-    config = tmp_path / "event.yaml"
-    config.write_text(yaml.safe_dump({
+    config = write_config(tmp_path, {
         "SwissOptions": {"Rounds": 1},
         "TimeControl": "10+0.1",
         "Openings": {"File": "book.pgn", "Format": "pgn"},
         "Engines": [{"Name": "A", "Command": "./engine.sh"}, {"Name": "B", "Command": "./engine.sh"}],
-    }))
+    })
     assert main(["validate", str(config)]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'book.pgn'}:8: game 2 (\"French\"), ply 6: illegal move 'Bb4x'" in err
@@ -511,7 +508,7 @@ def test_validate_fails_naming_the_game_and_the_move(tmp_path: Path, capsys: pyt
 
 def test_validate_refuses_a_book_too_small_for_unique_openings_as_run_does(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_event(tmp_path, UniquePerMatchOnly=False, Rounds=4)  # 6 openings, 8 matches
+    path = loop_config(tmp_path, UniquePerMatchOnly=False, Rounds=4)  # 6 openings, 8 matches
     capsys.readouterr()
     assert main(["validate", str(path)]) == 2
     validate_err = capsys.readouterr().err
@@ -520,4 +517,4 @@ def test_validate_refuses_a_book_too_small_for_unique_openings_as_run_does(
     assert needle in validate_err
     assert main(["run", str(path)]) == 2
     assert needle in capsys.readouterr().err
-    assert main(["validate", str(write_event(tmp_path, UniquePerMatchOnly=False, Rounds=3))]) == 0
+    assert main(["validate", str(loop_config(tmp_path, UniquePerMatchOnly=False, Rounds=3))]) == 0

@@ -17,7 +17,7 @@ import chess
 import chess.pgn
 import psutil
 import pytest
-import yaml
+from testkit import write_config
 
 from runner.cli import main
 from runner.config import AdjudicationConfig, EngineConfig, TcecDrawRule, load_config
@@ -35,7 +35,7 @@ PY = sys.executable
 CORES = sorted(os.sched_getaffinity(0))
 
 
-def write(tmp_path: Path, extra: dict, engines: list | None = None, name: str = "ev.yaml") -> Path:
+def ops_config(tmp_path: Path, extra: dict, engines: list | None = None, name: str = "ev.yaml") -> Path:
     data = {
         "Event": "ops", "SwissOptions": {"GamesPerMatch": 1, "Rounds": 1, "StatePath": "state/s.json",
                                          "Seeding": "listed"},
@@ -46,9 +46,7 @@ def write(tmp_path: Path, extra: dict, engines: list | None = None, name: str = 
         ],
         **extra,
     }
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_config(tmp_path, data, name)
 
 
 def fake(name: str, *flags: str, **kw) -> EngineConfig:
@@ -66,7 +64,7 @@ def spec(white: EngineConfig, black: EngineConfig, tc: str = "3+0.05", **kw) -> 
 
 
 def test_operator_keys_are_read_and_startup_timeout_reaches_each_engine(tmp_path):
-    path = write(tmp_path, {
+    path = ops_config(tmp_path, {
         "Concurrency": 1, "Affinity": [[CORES[0]]], "StartupTimeoutS": 45,
         "EngineLogs": {"Dir": "logs", "Keep": "all"}, "PgnComments": "extended",
         "PgnExtras": ["ECO", "Elo", "TCEC"], "EpdOut": "out/final.epd",
@@ -78,14 +76,14 @@ def test_operator_keys_are_read_and_startup_timeout_reaches_each_engine(tmp_path
     assert config.engine_logs.dir == tmp_path / "logs" and config.engine_logs.keep == "all"
     assert config.pgn_comments == "extended" and config.pgn_extras == ("ECO", "Elo", "TCEC")
     assert config.epd_out == tmp_path / "out" / "final.epd"
-    plain = load_config(write(tmp_path, {}, name="plain.yaml"))
+    plain = load_config(ops_config(tmp_path, {}, name="plain.yaml"))
     assert plain.affinity is None and plain.engine_logs is None and plain.pgn_comments == "cutechess"
     assert [e.startup_timeout_s for e in plain.engines] == [None, None]
 
 
 def test_auto_affinity_gives_each_slot_threads_cores(tmp_path):
     engines = [{"Name": "A", "Command": PY, "Options": {"Threads": 1}}, {"Name": "B", "Command": PY}]
-    config = load_config(write(tmp_path, {"Concurrency": len(CORES), "Affinity": "auto"}, engines))
+    config = load_config(ops_config(tmp_path, {"Concurrency": len(CORES), "Affinity": "auto"}, engines))
     assert config.affinity.slots == tuple((c,) for c in CORES)
 
 
@@ -110,7 +108,7 @@ def test_auto_affinity_gives_each_slot_threads_cores(tmp_path):
     ({"EpdOut": "state/games.pgn"}, None, "EpdOut: got 'state/games.pgn', expected a file of its own (it is PgnOut"),
 ])
 def test_bad_operator_keys_are_exit_2_and_nothing_is_written(tmp_path, capsys, extra, engines, expect):
-    path = write(tmp_path, extra, engines)
+    path = ops_config(tmp_path, extra, engines)
     assert main(["validate", str(path)]) == 2
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
@@ -140,7 +138,7 @@ def _owned_engines(runner_pid: int) -> list[psutil.Process]:
 def test_affinity_pins_every_thread_of_both_engines_to_its_slot(tmp_path):
     engines = [{"Name": f"SF{i}", "Command": "stockfish", "Options": {"Threads": 1, "Hash": 16}}
                for i in range(4)]
-    path = write(tmp_path, {"Concurrency": 2, "Affinity": "auto", "TimeControl": "4+0.05",
+    path = ops_config(tmp_path, {"Concurrency": 2, "Affinity": "auto", "TimeControl": "4+0.05",
                             "Adjudication": {"MaxMoves": 25}}, engines)
     runner = subprocess.Popen([PY, "-m", "runner", "run", str(path)], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -257,7 +255,7 @@ def test_event_with_logs_epd_progress_and_status(tmp_path, capsys):
                {"Name": "Crash", "Command": PY, "Args": [str(FAKE), "--crash-on-go", "3"]},
                {"Name": "C", "Command": PY, "Args": [str(FAKE)]},
                {"Name": "D", "Command": PY, "Args": [str(FAKE)]}]
-    path = write(tmp_path, {"EngineLogs": {"Dir": "logs"}, "EpdOut": "final.epd",
+    path = ops_config(tmp_path, {"EngineLogs": {"Dir": "logs"}, "EpdOut": "final.epd",
                             "Adjudication": {"MaxMoves": 15}}, engines)
     assert main(["run", str(path)]) == 0
     out = capsys.readouterr().out
@@ -303,7 +301,7 @@ def test_live_view_on_a_terminal_and_plain_lines_otherwise(tmp_path):
     for stream, live in ((Tty(), True), (io.StringIO(), False)):
         folder = tmp_path / str(live)
         folder.mkdir()
-        config = load(write(folder, {"Adjudication": {"MaxMoves": 10}}))
+        config = load(ops_config(folder, {"Adjudication": {"MaxMoves": 10}}))
         store = Store.open(config.database)
         try:
             tournament = Tournament(config, store, out=stream)

@@ -9,115 +9,33 @@ crash test (tests/test_resume.py).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import hashlib
 import json
 import os
 import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
 import yaml
+from testkit import backend, event_games, loop_config, run_args, write_config
 
 from runner.cli import main
 from runner.cli.run import cli_run
 from runner.config import load_config
-from runner.domain.events import GameStarted
-from runner.domain.models import TIEBREAK_PAIR_TAG, GameRecord, GameSpec
+from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pairing import RoundRecord, pair_round
 from runner.store.database import Store, StoreError, count_pgn_games
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
 
 
-def write_config(tmp_path: Path, players: int = 5, **swiss: object) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    book = tmp_path / "book.pgn"
-    book.write_text("".join(f'[Event "o{i}"]\n\n1. {m} *\n\n' for i, m in enumerate(
-        ["e4 e5", "d4 d5", "c4 c5", "Nf3 Nf6", "e4 c5", "d4 Nf6"])))
-    data = {
-        "Event": "Loop test",
-        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "Seeding": "listed",
-                         "StatePath": "state/swiss.json", **swiss},
-        "TimeControl": "60+1",
-        "Concurrency": 1,
-        "Openings": {"File": "book.pgn", "Order": "sequential"},
-        "Engines": [{"Name": f"P{i}", "Command": sys.executable, "Args": [str(FAKE), "random", str(i), "0"],
-                     "Rating": 3000 - i} for i in range(1, players + 1)],
-    }
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def scripted_result(spec: GameSpec) -> str:
-    """A fixed result per (white, black, round) so every run gives the same event."""
-    h = hashlib.sha256(f"{spec.white.name}|{spec.black.name}|{spec.round}".encode()).digest()[0]
-    return ("1-0", "0-1", "1/2-1/2")[h % 3]
-
-
-def make_record(spec: GameSpec, result: str) -> GameRecord:
-    board = chess.Board()
-    moves = list(spec.opening.moves) if spec.opening else []
-    for uci in moves:
-        board.push_uci(uci)
-    game = chess.pgn.Game.from_board(board)
-    game.headers.update({"Event": spec.event, "Round": spec.round_label, "White": spec.white.name,
-                         "Black": spec.black.name, "Result": result})
-    if spec.extra_pair:  # as both real backends write it
-        game.headers[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
-    reason = {"1-0": "White mates", "0-1": "Black mates", "1/2-1/2": "Draw by agreement"}[result]
-    return GameRecord(white=spec.white.name, black=spec.black.name, result=result, reason=reason,
-                      moves=moves, pgn=str(game), rmobility="G0.0" if result != "1/2-1/2" else "G9.5",
-                      opening_index=spec.opening.index if spec.opening else None)
-
-
-def backend(result_of: Callable[[GameSpec], str] = scripted_result, *, delay: float = 0.0,
-            hook: Callable[[GameSpec], None] | None = None, log: list | None = None):
-    async def play(spec: GameSpec, *, on_process=None, emit=None, attempt: int = 1) -> GameRecord:
-        # Emits GameStarted like a real backend; leaves GameFinished to the loop (which
-        # publishes it for backends that only return their record).
-        if log is not None:
-            log.append(("start", spec.game_id))
-        if on_process is not None:
-            on_process(10_000_000 + spec.game_id, 1.0)  # no such process: the sweep ignores it
-        if emit is not None:
-            emit(GameStarted(game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
-                             white_id="", black_id="", start_time="2026-01-01T00:00:00",
-                             start_fen=chess.STARTING_FEN, book_plies=0, white_clock_ms=None,
-                             black_clock_ms=None, attempt=attempt))
-        if hook is not None:
-            hook(spec)
-        await asyncio.sleep(delay)
-        if log is not None:
-            log.append(("end", spec.game_id))
-        return make_record(spec, result_of(spec))
-
-    return play
-
-
-def args(**kw: object) -> argparse.Namespace:
-    return argparse.Namespace(finish_games=False, quiet=False, json=False, **kw)
-
-
-def event_games(db: Path) -> list[tuple]:
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        return conn.execute("SELECT game_id, round, game_in_round, white, black, opening_index, "
-                            "status, result, extra FROM games ORDER BY game_id").fetchall()
-    finally:
-        conn.close()
-
-
 def test_whole_event_is_consistent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = load_config(write_config(tmp_path))
-    assert cli_run(config, args(), play_game=backend()) == 0
+    config = load_config(loop_config(tmp_path))
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     out = capsys.readouterr().out
     games = event_games(config.database)
     assert len(games) == 3 * 2 * 2 and all(g[6] == "finished" for g in games)
@@ -165,27 +83,27 @@ def test_whole_event_is_consistent(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_failure_mid_event_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
-    clean = load_config(write_config(tmp_path / "clean"))
-    assert cli_run(clean, args(), play_game=backend()) == 0
+    clean = load_config(loop_config(tmp_path / "clean"))
+    assert cli_run(clean, run_args(), play_game=backend()) == 0
 
-    config = load_config(write_config(tmp_path / "broken"))
+    config = load_config(loop_config(tmp_path / "broken"))
 
     def explode(spec: GameSpec) -> None:
         if spec.game_id == 6:
             raise RuntimeError("engine would not start")
 
-    assert cli_run(config, args(), play_game=backend(hook=explode)) == 1
+    assert cli_run(config, run_args(), play_game=backend(hook=explode)) == 1
     games = event_games(config.database)
     assert [g[6] for g in games[:6]] == ["finished"] * 5 + ["scheduled"]
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert event_games(config.database) == event_games(clean.database)
 
 
 def test_concurrency_starts_in_playing_order_and_limits(tmp_path: Path) -> None:
-    config = load_config(write_config(tmp_path, players=6, Rounds=2))
+    config = load_config(loop_config(tmp_path, players=6, Rounds=2))
     config = config.__class__(**{**vars(config), "concurrency": 3})
     log: list = []
-    assert cli_run(config, args(), play_game=backend(delay=0.01, log=log)) == 0
+    assert cli_run(config, run_args(), play_game=backend(delay=0.01, log=log)) == 0
     starts = [gid for kind, gid in log if kind == "start"]
     assert starts == list(range(1, 13))
     running = peak = 0
@@ -199,15 +117,15 @@ def test_concurrency_starts_in_playing_order_and_limits(tmp_path: Path) -> None:
 
 
 def test_changed_config_is_refused_with_the_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     config = load_config(path)
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     before = config.database.read_bytes()
     data = yaml.safe_load(path.read_text())
     data["SwissOptions"]["Rounds"] = 4
     data["Engines"][0]["Args"] = [str(FAKE), "greedy", "1", "0"]
     data["Concurrency"] = 2  # allowed
-    path.write_text(yaml.safe_dump(data))
+    write_config(path.parent, data, path.name)
     capsys.readouterr()
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
@@ -218,7 +136,7 @@ def test_changed_config_is_refused_with_the_changes(tmp_path: Path, capsys: pyte
 
 
 def test_corrupt_database_is_refused_by_run_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     config = load_config(path)
     config.database.parent.mkdir(parents=True)
     config.database.write_bytes(b"SQLite format 3\x00" + b"\xff" * 5000)
@@ -231,13 +149,13 @@ def test_corrupt_database_is_refused_by_run_and_status(tmp_path: Path, capsys: p
 
 
 def test_corrupt_snapshot_and_cut_pgn_are_rebuilt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = load_config(write_config(tmp_path))
-    assert cli_run(config, args(), play_game=backend()) == 0
+    config = load_config(loop_config(tmp_path))
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     good_pgn = config.pgn_out.read_text()
     config.swiss.state_path.write_text('{"current_round": 2, "rou')
     config.pgn_out.write_text(good_pgn[:-200])
     capsys.readouterr()
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     out = capsys.readouterr().out
     assert "JSON snapshot was unreadable" in out and "Rebuilt" in out
     assert json.loads(config.swiss.state_path.read_text())["games_finished"] == 12
@@ -246,7 +164,7 @@ def test_corrupt_snapshot_and_cut_pgn_are_rebuilt(tmp_path: Path, capsys: pytest
 
 def test_full_disk_while_recording_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    config = load_config(write_config(tmp_path))
+    config = load_config(loop_config(tmp_path))
     real = Store.record_game
     calls = {"n": 0}
 
@@ -257,14 +175,14 @@ def test_full_disk_while_recording_loses_nothing(tmp_path: Path, monkeypatch: py
         real(self, game_id, record, moves)
 
     monkeypatch.setattr(Store, "record_game", full)
-    assert cli_run(config, args(), play_game=backend()) == 1
+    assert cli_run(config, run_args(), play_game=backend()) == 1
     err = capsys.readouterr().err
     assert "could not record game 4 (database or disk is full)" in err
     assert "will be played again" in err
     assert [g[6] for g in event_games(config.database)[:4]] == ["finished"] * 3 + ["scheduled"]
     assert count_pgn_games(config.pgn_out) == 3
     monkeypatch.setattr(Store, "record_game", real)
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert len(event_games(config.database)) == 12
 
 
@@ -272,7 +190,7 @@ def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeyp
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     import runner.service.state as orch
 
-    config = load_config(write_config(tmp_path))
+    config = load_config(loop_config(tmp_path))
     real = orch.atomic_write
 
     failed: list[int] = []
@@ -285,20 +203,20 @@ def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeyp
         real(path, data, **kwargs)
 
     monkeypatch.setattr(orch, "atomic_write", flaky)
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert failed and "cannot write the JSON snapshot (No space left on device)" in capsys.readouterr().err
     assert json.loads(config.swiss.state_path.read_text())["games_finished"] == 12
 
 
 @pytest.mark.parametrize("finish_games", [False, True])
 def test_sigint_stops_cleanly(tmp_path: Path, finish_games: bool) -> None:
-    config = load_config(write_config(tmp_path))
+    config = load_config(loop_config(tmp_path))
 
     def interrupt(spec: GameSpec) -> None:
         if spec.game_id == 3:
             os.kill(os.getpid(), signal.SIGINT)
 
-    code = cli_run(config, args() if not finish_games else argparse.Namespace(
+    code = cli_run(config, run_args() if not finish_games else argparse.Namespace(
         finish_games=True, quiet=False), play_game=backend(delay=0.05, hook=interrupt))
     assert code == 130
     statuses = [g[6] for g in event_games(config.database)]
@@ -307,11 +225,11 @@ def test_sigint_stops_cleanly(tmp_path: Path, finish_games: bool) -> None:
     store = Store.open_readonly(config.database)
     assert store.processes() == []  # nothing left to sweep after a clean stop
     store.close()
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
 
 
 def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = load_config(write_config(tmp_path, players=4, Rounds=2, AllowExtraPairsOnTie=True))
+    config = load_config(loop_config(tmp_path, players=4, Rounds=2, AllowExtraPairsOnTie=True))
 
     def result(spec: GameSpec) -> str:
         w, b = spec.white.name, spec.black.name
@@ -324,7 +242,7 @@ def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixt
         return "0-1" if b in ("P1", "P2") else "1/2-1/2"
 
     seen: list[GameSpec] = []
-    assert cli_run(config, args(), play_game=backend(result, hook=seen.append)) == 0
+    assert cli_run(config, run_args(), play_game=backend(result, hook=seen.append)) == 0
     out = capsys.readouterr().out
     assert [s.extra_pair for s in seen if s.round > 2] == [1, 1, 2, 2]
     assert all(s.extra_pair == 0 for s in seen if s.round <= 2)
@@ -343,12 +261,12 @@ def test_two_leaders_play_extra_pairs(tmp_path: Path, capsys: pytest.CaptureFixt
     audit_out = capsys.readouterr().out
     assert "4 extra tie-break game(s)" in audit_out and "all 2 rounds match" in audit_out
     # a rerun of the finished event plays nothing more
-    assert cli_run(config, args(), play_game=backend(result)) == 0
+    assert cli_run(config, run_args(), play_game=backend(result)) == 0
     assert event_games(config.database) == games
 
 
 def test_status_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     assert main(["status", str(path)]) == 1  # nothing yet
     assert not load_config(path).database.exists()
     config = load_config(path)
@@ -357,7 +275,7 @@ def test_status_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         if spec.game_id == 5:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    assert cli_run(config, args(), play_game=backend(hook=stop_at_5, delay=0.01)) == 130
+    assert cli_run(config, run_args(), play_game=backend(hook=stop_at_5, delay=0.01)) == 130
     capsys.readouterr()
     before = config.database.read_bytes()
     assert main(["status", str(path)]) == 0
@@ -371,7 +289,7 @@ def test_status_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_status_during_a_run_and_a_second_runner_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     config = load_config(path)
     seen: dict[str, object] = {}
 
@@ -380,7 +298,7 @@ def test_status_during_a_run_and_a_second_runner_is_refused(
             seen["status"] = main(["status", str(path), "--json"])
             seen["second"] = main(["run", str(path)])
 
-    assert cli_run(config, args(), play_game=backend(hook=peek)) == 0
+    assert cli_run(config, run_args(), play_game=backend(hook=peek)) == 0
     out, err = capsys.readouterr()
     assert seen == {"status": 0, "second": 2}
     assert "another swiss-runner (pid" in err and "is running this event" in err
@@ -394,9 +312,9 @@ def test_status_during_a_run_and_a_second_runner_is_refused(
 
 def test_unwritable_state_directory_is_a_clear_bad_input(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from test_store import unwritable
+    from testkit import unwritable
 
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     state = tmp_path / "state"
     state.mkdir()
     with unwritable(state):
@@ -409,7 +327,7 @@ def test_unwritable_state_directory_is_a_clear_bad_input(
 def test_an_existing_pgn_is_kept_when_a_new_event_starts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """PgnOut holding another event's games is moved aside, never overwritten."""
-    config = load_config(write_config(tmp_path))
+    config = load_config(loop_config(tmp_path))
     last_season = '[Event "last season"]\n[White "A"]\n[Black "B"]\n[Result "1-0"]\n\n1. e4 1-0\n\n'
     config.pgn_out.parent.mkdir(parents=True)
     config.pgn_out.write_text(last_season)
@@ -417,31 +335,31 @@ def test_an_existing_pgn_is_kept_when_a_new_event_starts(
     def stop(spec: GameSpec) -> None:
         raise RuntimeError("stop before any game is recorded")
 
-    assert cli_run(config, args(), play_game=backend(hook=stop)) == 1
+    assert cli_run(config, run_args(), play_game=backend(hook=stop)) == 1
     out = capsys.readouterr().out
     (kept,) = config.pgn_out.parent.glob("games.pgn.*.bak")
     assert kept.read_text() == last_season
     assert f"{config.pgn_out} held games that are not this event's; kept it as {kept}" in out
     assert config.pgn_out.read_text() == ""
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert count_pgn_games(config.pgn_out) == 12 and kept.read_text() == last_season
 
 
 def test_pgn_out_moved_onto_an_unrelated_file_on_resume_keeps_that_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     config = load_config(path)
 
     def stop_at_5(spec: GameSpec) -> None:
         if spec.game_id == 5:
             raise RuntimeError("stop")
 
-    assert cli_run(config, args(), play_game=backend(hook=stop_at_5)) == 1
+    assert cli_run(config, run_args(), play_game=backend(hook=stop_at_5)) == 1
     notes = tmp_path / "notes.pgn"
     notes.write_text("my annotated games, nothing to do with this event\n")
     data = yaml.safe_load(path.read_text())
     data["PgnOut"] = "notes.pgn"  # allowed between runs
-    path.write_text(yaml.safe_dump(data))
+    write_config(path.parent, data, path.name)
     capsys.readouterr()
     assert main(["run", str(path)]) == 0
     out = capsys.readouterr().out
@@ -463,7 +381,7 @@ def test_a_failed_snapshot_read_does_not_fail_the_event(
         error: Exception) -> None:
     """The snapshot is derived: an error reading the database for it (in its worker thread,
     the last one included) is reported like a failed snapshot write; the event exits 0."""
-    config = load_config(write_config(tmp_path))
+    config = load_config(loop_config(tmp_path))
     real = Store.open_readonly
     failed: list[str] = []
 
@@ -474,7 +392,7 @@ def test_a_failed_snapshot_read_does_not_fail_the_event(
         return real(path, **kwargs)
 
     monkeypatch.setattr(Store, "open_readonly", staticmethod(failing_in_the_snapshot_thread))
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     err = capsys.readouterr().err
     assert failed
     assert f"{config.swiss.state_path}: cannot update the JSON snapshot ({error})" in err
@@ -486,19 +404,19 @@ def test_a_failed_snapshot_read_does_not_fail_the_event(
 
 def test_a_first_start_killed_before_the_schema_was_committed_is_resumed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_config(tmp_path)
+    path = loop_config(tmp_path)
     config = load_config(path)
     config.database.parent.mkdir(parents=True)
     config.database.touch()  # killed right after sqlite3.connect() created the file
     assert main(["status", str(path)]) == 1
     assert "no event recorded yet" in capsys.readouterr().out
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert len(event_games(config.database)) == 12
 
 
 def test_the_opening_order_is_read_once_per_paired_round(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    config = load_config(write_config(tmp_path, players=6, Rounds=3))
+    config = load_config(loop_config(tmp_path, players=6, Rounds=3))
     real = Store.opening_order
     callers: list[str] = []
 
@@ -507,6 +425,6 @@ def test_the_opening_order_is_read_once_per_paired_round(tmp_path: Path,
         return real(self)
 
     monkeypatch.setattr(Store, "opening_order", counted)
-    assert cli_run(config, args(), play_game=backend()) == 0
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     # one table read per paired round, not one per game (18 games); the snapshot reads its own
     assert callers.count("schedule_games") == 3

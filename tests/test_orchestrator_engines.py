@@ -10,7 +10,7 @@ from pathlib import Path
 
 import chess.pgn
 import pytest
-import yaml
+from testkit import write_config
 
 from runner.cli import main
 
@@ -35,9 +35,8 @@ def games_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + "/usr/games")
 
 
-def write_config(tmp_path: Path, games_per_match: int, rounds: int, schedule: str) -> Path:
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump({
+def engines_config(tmp_path: Path, games_per_match: int, rounds: int, schedule: str) -> Path:
+    path = write_config(tmp_path, {
         "Event": "e2e", "Site": "tests", "TimeControl": "60+1", "Concurrency": 2,
         "SwissOptions": {"GamesPerMatch": games_per_match, "Rounds": rounds, "SeedGroupCount": 2,
                          "DoubleRoundSchedule": schedule, "RandomSeed": 7,
@@ -46,7 +45,7 @@ def write_config(tmp_path: Path, games_per_match: int, rounds: int, schedule: st
         "Adjudication": {"TcecDraw": {"MaxPawns": 8, "MaxPieces": 8, "ScoreCp": 20, "Plies": 10},
                          "TcecWin": {"ScoreCp": 800, "Plies": 8}, "MaxMoves": 70},
         "Engines": ENGINES,
-    }, sort_keys=False))
+    })
     return path
 
 
@@ -55,7 +54,7 @@ def write_config(tmp_path: Path, games_per_match: int, rounds: int, schedule: st
 def test_real_event_pgn_snapshot_db_and_audit_agree(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], games_per_match: int, rounds: int,
         schedule: str) -> None:
-    config = write_config(tmp_path, games_per_match, rounds, schedule)
+    config = engines_config(tmp_path, games_per_match, rounds, schedule)
     assert main(["run", str(config)]) == 0
     out = capsys.readouterr().out
     total = len(ENGINES) // 2 * games_per_match * rounds

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from testkit import write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -371,8 +372,7 @@ Engines:
 
 
 def test_cli_config_event_state(tmp_path, capsys):
-    path = tmp_path / "event.yaml"
-    path.write_text(CONFIG.format(state=tmp_path / "state"))
+    path = write_config(tmp_path, CONFIG.format(state=tmp_path / "state"))
     assert main(["ratings", str(path)]) == 1
     assert "no tournament state yet" in capsys.readouterr().err
     config = load_config(path)
@@ -426,8 +426,7 @@ def test_standings_render_with_ratings_in_every_format():
     ("{Simulation: 10}", "did you mean 'Simulations'"),
 ])
 def test_config_errors_name_file_line_and_key(tmp_path, block, message):
-    path = tmp_path / "event.yaml"
-    path.write_text(CONFIG.format(state=tmp_path / "state").replace(
+    path = write_config(tmp_path, CONFIG.format(state=tmp_path / "state").replace(
         "Ratings: {Anchor: A, Elo: 2000, Simulations: 50, Seed: 3}", f"Ratings: {block}"))
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -435,8 +434,7 @@ def test_config_errors_name_file_line_and_key(tmp_path, block, message):
 
 
 def test_config_average_and_fixed_values(tmp_path):
-    path = tmp_path / "event.yaml"
-    path.write_text(CONFIG.format(state=tmp_path / "state").replace(
+    path = write_config(tmp_path, CONFIG.format(state=tmp_path / "state").replace(
         "{Anchor: A, Elo: 2000, Simulations: 50, Seed: 3}",
         "{Average: 2500, WhiteAdvantage: 20, DrawRate: 55}"))
     rc = load_config(path).ratings

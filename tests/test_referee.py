@@ -19,10 +19,10 @@ import chess.engine
 import chess.pgn
 import psutil
 import pytest
+from testkit import fake, spec_for, start_runner_playing, write_config
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.domain.models import RESULTS, GameSpec, Opening
-from runner.domain.timecontrol import parse_time_control
 from runner.play.engines import start_engine, sweep_orphans
 from runner.play.referee import (
     RefereeError,
@@ -44,21 +44,8 @@ COMMENT = re.compile(r"^(book|(([+-]?\d+\.\d\d|[+-]M\d+)(/\d+)? )?(0|\d+\.\d+)s)
 PEACEFUL = ("Draw by 3-fold repetition", "Draw by adjudication: maximal game length")
 
 
-def fake(name: str = "Fake", *flags: str) -> EngineConfig:
-    return EngineConfig(name=name, command=sys.executable, args=(str(FAKE), *flags))
-
-
 def real(name: str, command: str, protocol: str = "uci", **kw) -> EngineConfig:
     return EngineConfig(name=name, command=f"{GAMES}/{command}", protocol=protocol, **kw)
-
-
-def spec_for(white: EngineConfig, black: EngineConfig, tc: str = "2+0.05", *,
-             adjudication: AdjudicationConfig | None = None, opening: Opening | None = None,
-             margin_ms: int = 0, round_: int = 1, game: int = 1) -> GameSpec:
-    return GameSpec(game_id=game, round=round_, game_in_round=game, white=white, black=black,
-                    time_control=parse_time_control(tc),
-                    adjudication=adjudication or AdjudicationConfig(max_moves=30),
-                    opening=opening, event="Test Event", site="here", time_margin_ms=margin_ms)
 
 
 def play(spec: GameSpec, **kw):
@@ -351,26 +338,6 @@ def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(t
     assert len(pids) == 2
 
 
-def start_runner_playing(tmp_path: Path, *white_flags: str) -> tuple[subprocess.Popen, Path]:
-    """A separate runner process playing a fake engine that hangs on its first ``go`` (plus
-    ``white_flags``) against another fake; it writes each engine's "pid create_time" to the
-    returned file. For tests that kill the runner with SIGKILL."""
-    pid_file = tmp_path / "pids"
-    script = tmp_path / "runner.py"
-    flags = ("--hang-on-go", "1", *white_flags)
-    script.write_text(textwrap.dedent(f"""
-        import asyncio, sys
-        sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(HERE)!r})
-        from test_referee import fake, spec_for
-        from runner.play.referee import play_game
-        def note(pid, created):
-            with open({str(pid_file)!r}, "a") as f:
-                f.write(f"{{pid}} {{created}}\\n")
-        asyncio.run(play_game(spec_for(fake("H", *{flags!r}), fake("B"), "600+1"), on_process=note))
-    """))
-    return subprocess.Popen([sys.executable, str(script)], cwd=REPO), pid_file
-
-
 def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
     runner, pid_file = start_runner_playing(tmp_path)
     try:
@@ -590,8 +557,7 @@ def test_book_line_ending_the_game_drops_its_last_ply():
 
 @pytest.mark.engines
 def test_play_command_prints_a_pgn(tmp_path):
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(textwrap.dedent("""
+    cfg = write_config(tmp_path, textwrap.dedent("""
         Event: Play test
         SwissOptions: {Rounds: 1}
         TimeControl: "inf"
@@ -599,7 +565,7 @@ def test_play_command_prints_a_pgn(tmp_path):
           - {Name: SF, Command: stockfish, Options: {Hash: 16}, Depth: 4}
           - {Name: Eth, Command: ethereal-chess, Options: {Hash: 16}, Depth: 2}
         Adjudication: {MaxMoves: 12}
-    """))
+    """), "c.yaml")
     out = subprocess.run([sys.executable, "-m", "runner", "play", str(cfg), "--white", "Eth",
                           "--black", "SF", "--moves", "1. e4 e5 Nf3"],
                          capture_output=True, text=True, cwd=REPO, timeout=120)

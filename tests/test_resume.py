@@ -31,7 +31,7 @@ from pathlib import Path
 import chess.pgn
 import psutil
 import pytest
-import yaml
+from testkit import write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -41,15 +41,14 @@ ROUNDS = 3
 pytestmark = pytest.mark.engines  # real subprocesses and engine processes (fake engines)
 
 
-def write_config(directory: Path, token: str, concurrency: int) -> Path:
+def crash_config(directory: Path, token: str, concurrency: int) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     engines = []
     for i in range(1, PLAYERS + 1):
         style = "greedy" if i % 2 else "random"
         engines.append({"Name": f"D{i}", "Command": sys.executable, "Args": [str(FAKE), style, f"{token}-{i}", "10"],
                         "Nodes": 1})
-    path = directory / "event.yaml"
-    path.write_text(yaml.safe_dump({
+    return write_config(directory, {
         "Event": "crash test", "TimeControl": "120+1", "Concurrency": concurrency,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": ROUNDS, "Seeding": "listed",
                          "AllowExtraPairsOnTie": True, "StatePath": "state/swiss.json"},
@@ -59,8 +58,7 @@ def write_config(directory: Path, token: str, concurrency: int) -> Path:
         # as in the uninterrupted run (the fake engines' moves depend on the position only).
         "Interruption": {"Mode": "resume", "Adjudicate": False},
         "Engines": engines,
-    }, sort_keys=False))
-    return path
+    })
 
 
 def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -145,7 +143,7 @@ def running_logs(db: Path) -> dict[int, list[str]]:
 
 def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path) -> None:
     token = f"crash{os.getpid()}x{tmp_path.name[-12:]}"
-    clean = write_config(tmp_path / "clean", token, concurrency=2)
+    clean = crash_config(tmp_path / "clean", token, concurrency=2)
     proc = start(clean, tmp_path / "clean.log")
     assert proc.wait(timeout=300) == 0, (tmp_path / "clean.log").read_text()[-3000:]
     reference = db_games(tmp_path / "clean" / "state" / "swiss.sqlite3")
@@ -153,7 +151,7 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     assert all(g[6] == "finished" for g in reference)
     shortest = min(game_durations(tmp_path / "clean" / "state" / "swiss.sqlite3"))
 
-    crashed = write_config(tmp_path / "crashed", token, concurrency=2)
+    crashed = crash_config(tmp_path / "crashed", token, concurrency=2)
     db = tmp_path / "crashed" / "state" / "swiss.sqlite3"
     log = tmp_path / "crashed.log"
     log.touch()

@@ -11,6 +11,7 @@ from pathlib import Path
 import chess
 import chess.engine
 import pytest
+from testkit import write_config
 
 from runner.cli import main
 from runner.config import load_config
@@ -32,14 +33,12 @@ Engines:
 """
 
 
-def write_config(tmp_path: Path) -> Path:
-    path = tmp_path / "event.yaml"
-    path.write_text(CONFIG.format(state=tmp_path / "state"))
-    return path
+def standings_config(tmp_path: Path) -> Path:
+    return write_config(tmp_path, CONFIG.format(state=tmp_path / "state"))
 
 
 def test_no_state_exits_1_with_a_clear_message(tmp_path, capsys):
-    code = main(["standings", str(write_config(tmp_path))])
+    code = main(["standings", str(standings_config(tmp_path))])
     err = capsys.readouterr().err
     assert code == 1
     assert "no tournament state yet" in err and "swiss-runner run" in err
@@ -60,7 +59,7 @@ def play(fen: str, max_plies: int) -> tuple[list[str], str]:
 def test_standings_of_real_games_through_the_store(tmp_path, capsys):
     if shutil.which("stockfish") is None:
         pytest.skip("stockfish not installed")
-    config = load_config(write_config(tmp_path))
+    config = load_config(standings_config(tmp_path))
     # game 1: KQ vs K, Stockfish mates; game 2: a rook ending, stopped as a draw after 30 plies
     mate_fen = "8/8/8/4k3/8/8/8/3QK3 w - - 0 1"
     rook_fen = "8/8/4k3/8/2R5/8/4K3/6r1 w - - 0 1"

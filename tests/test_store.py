@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
@@ -14,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from testkit import simple_record, unwritable, write_config
 
 from runner.config import load_config
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes
-from runner.domain.models import GameRecord, Opening
+from runner.domain.models import Opening
 from runner.store.database import (
     Store,
     StoreError,
@@ -30,16 +29,6 @@ from runner.store.database import (
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = ["A", "B", "C", "D", "E"]
-
-
-def record(white: str, black: str, result: str = "1-0", n: int = 0, size: int = 0) -> GameRecord:
-    moves = ["e2e4", "e7e5", "g1f3"]
-    pgn = (f'[Event "t"]\n[Round "{n}"]\n[White "{white}"]\n[Black "{black}"]\n'
-           f'[Result "{result}"]\n\n1. e4 e5 2. Nf3 {{{"x" * size}}} {result}\n')
-    return GameRecord(white=white, black=black, result=result, reason="White mates",
-                      termination=None, moves=moves, pgn=pgn, rmobility="G0.0",
-                      start_time="2026-01-01T00:00:00Z", end_time="2026-01-01T00:01:00Z",
-                      duration_s=60.0)
 
 
 def game_rows(first_id: int, pairs: list[tuple[str, str]], opening: Opening | None = None) -> list[dict]:
@@ -62,10 +51,10 @@ def test_roundtrip_and_results(tmp_path: Path) -> None:
     store.start_game(1, 1, "{}")
     store.record_process(4242, 123.5, 1)
     assert store.counts() == {"running": 1, "scheduled": 1}
-    store.record_game(1, record("B", "A", "0-1"))
+    store.record_game(1, simple_record("B", "A", "0-1"))
     assert store.processes() == []  # the finished game's engines are forgotten with it
     assert [r.state for r in store.rounds()] == ["playing"]
-    store.record_game(2, record("D", "C", "1/2-1/2"))
+    store.record_game(2, simple_record("D", "C", "1/2-1/2"))
     assert [r.state for r in store.rounds()] == ["complete"]
     store.close()
 
@@ -87,13 +76,13 @@ def test_roundtrip_and_results(tmp_path: Path) -> None:
 
 def test_record_refuses_duplicates_and_wrong_players(tmp_path: Path) -> None:
     store = new_store(tmp_path / "s.sqlite3")
-    store.record_game(1, record("B", "A"))
+    store.record_game(1, simple_record("B", "A"))
     with pytest.raises(StoreError, match="already recorded"):
-        store.record_game(1, record("B", "A"))
+        store.record_game(1, simple_record("B", "A"))
     with pytest.raises(StoreError, match="D vs C"):
-        store.record_game(2, record("C", "D"))
+        store.record_game(2, simple_record("C", "D"))
     with pytest.raises(StoreError, match="never scheduled"):
-        store.record_game(99, record("B", "A"))
+        store.record_game(99, simple_record("B", "A"))
     assert store.counts() == {"finished": 1, "scheduled": 1}
 
 
@@ -103,11 +92,11 @@ def test_committed_game_survives_hard_exit(tmp_path: Path) -> None:
     new_store(db).close()
     code = (
         "import os, sys\n"
-        "sys.path.insert(0, sys.argv[2])\n"
+        "sys.path.insert(0, sys.argv[2]); sys.path.insert(0, sys.argv[2] + '/tests')\n"
         "from runner.store.database import Store\n"
-        "from tests.test_store import record\n"
+        "from testkit import simple_record\n"
         "s = Store.open(sys.argv[1])\n"
-        "s.record_game(1, record('B', 'A', '1-0'))\n"
+        "s.record_game(1, simple_record('B', 'A', '1-0'))\n"
         "os._exit(9)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(db), str(REPO)], cwd=REPO)
@@ -120,7 +109,7 @@ def test_committed_game_survives_hard_exit(tmp_path: Path) -> None:
 def test_readonly_reader_does_not_block_or_see_uncommitted(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite3"
     store = new_store(db)
-    store.record_game(1, record("B", "A"))
+    store.record_game(1, simple_record("B", "A"))
     store.conn.execute("BEGIN IMMEDIATE")  # the runner is in the middle of a write
     store.conn.execute("UPDATE games SET status='finished', result='0-1' WHERE game_id=2")
     reader = Store.open_readonly(db)
@@ -134,7 +123,7 @@ def test_readonly_reader_does_not_block_or_see_uncommitted(tmp_path: Path) -> No
 
 
 def test_load_results_without_state_is_none(tmp_path: Path) -> None:
-    cfg = load_config(write_config(tmp_path))
+    cfg = load_config(fingerprint_config(tmp_path))
     assert load_results(cfg) is None
     assert not cfg.database.exists()  # reading never creates anything
 
@@ -158,7 +147,7 @@ def test_truncated_database_is_refused_and_untouched(tmp_path: Path) -> None:
         pairs = [("A", "B"), ("C", "D")]
         store.add_round(2 + n, pairs, None, (), (), game_rows(first, pairs))
         for i in range(2):
-            store.record_game(first + i, record(*pairs[i], size=20000))
+            store.record_game(first + i, simple_record(*pairs[i], size=20000))
     store.close()  # checkpoints the WAL into the main file
     size = db.stat().st_size
     assert size > 40000
@@ -273,7 +262,7 @@ def test_first_start_killed_before_the_schema_is_committed_starts_afresh(tmp_pat
     assert db.exists()
     assert Store.open_readonly(db) is None  # `status`: no event yet (not "damaged")
     store = new_store(db)
-    store.record_game(1, record("B", "A"))
+    store.record_game(1, simple_record("B", "A"))
     store.close()
     again = Store.open(db)
     assert again.seeds() == SEEDS and again.counts() == {"finished": 1, "scheduled": 1}
@@ -282,8 +271,8 @@ def test_first_start_killed_before_the_schema_is_committed_starts_afresh(tmp_pat
 
 def test_fingerprint_shows_a_section_added_or_removed_as_one_change(tmp_path: Path) -> None:
     (tmp_path / "book.pgn").write_text('[Event "x"]\n\n1. e4 e5 *\n')
-    base = event_fingerprint(load_config(write_config(tmp_path)))
-    added = event_fingerprint(load_config(write_config(
+    base = event_fingerprint(load_config(fingerprint_config(tmp_path)))
+    added = event_fingerprint(load_config(fingerprint_config(
         tmp_path, Openings={"File": "book.pgn", "Order": "sequential"},
         Adjudication={"TcecDraw": {"Plies": 12}})))
     digest = hashlib.sha256((tmp_path / "book.pgn").read_bytes()).hexdigest()
@@ -298,24 +287,6 @@ def test_fingerprint_shows_a_section_added_or_removed_as_one_change(tmp_path: Pa
     older = json.loads(json.dumps(base))  # a key an older swiss-runner did not record
     del older["TimeMarginMs"]
     assert fingerprint_changes(older, base) == ["TimeMarginMs: (unset) -> 0"]
-
-
-@contextlib.contextmanager
-def unwritable(directory: Path):
-    """Make a directory unwritable, even for root (chattr +i), and restore it afterwards."""
-    if os.geteuid() == 0:
-        if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode:
-            pytest.skip("cannot make a directory immutable here")
-        try:
-            yield
-        finally:
-            subprocess.run(["chattr", "-i", str(directory)], check=True)
-    else:
-        directory.chmod(0o500)
-        try:
-            yield
-        finally:
-            directory.chmod(0o700)
 
 
 def test_unwritable_state_directory(tmp_path: Path) -> None:
@@ -336,16 +307,16 @@ def test_full_disk_rolls_back_the_game_and_keeps_the_rest(tmp_path: Path) -> Non
     """SQLITE_FULL (simulated with max_page_count) loses nothing already recorded."""
     db = tmp_path / "s.sqlite3"
     store = new_store(db)
-    store.record_game(1, record("B", "A", "0-1"))
+    store.record_game(1, simple_record("B", "A", "0-1"))
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count={pages}")
     with pytest.raises(sqlite3.OperationalError, match="full"):
-        store.record_game(2, record("D", "C", size=50000))
+        store.record_game(2, simple_record("D", "C", size=50000))
     assert store.counts() == {"finished": 1, "scheduled": 1}
     store.close()
     store = Store.open(db)  # the limit is per connection: "space was freed"
     assert [g.status for g in store.games()] == ["finished", "scheduled"]
-    store.record_game(2, record("D", "C", size=50000))
+    store.record_game(2, simple_record("D", "C", size=50000))
     assert store.counts() == {"finished": 2}
 
 
@@ -369,7 +340,7 @@ def test_pgn_count_and_rebuild(tmp_path: Path) -> None:
     pgn = tmp_path / "games.pgn"
     assert store.pgn_matches(pgn)  # nothing recorded, no file: fine
     for gid, (w, b) in ((1, ("B", "A")), (2, ("D", "C"))):
-        rec = record(w, b, n=gid)
+        rec = simple_record(w, b, n=gid)
         store.record_game(gid, rec)
         append_pgn(pgn, rec.pgn)
     assert count_pgn_games(pgn) == 2 and store.pgn_matches(pgn)
@@ -383,7 +354,7 @@ def test_pgn_count_and_rebuild(tmp_path: Path) -> None:
 
 def test_rebuild_keeps_a_pgn_we_did_not_write(tmp_path: Path) -> None:
     store = new_store(tmp_path / "s.sqlite3")
-    ours = record("B", "A", n=1)
+    ours = simple_record("B", "A", n=1)
     store.record_game(1, ours)
     pgn = tmp_path / "games.pgn"
     foreign = '[Event "last season"]\n[White "X"]\n[Black "Y"]\n[Result "1-0"]\n\n1. e4 1-0\n\n'
@@ -405,7 +376,7 @@ def test_rebuild_keeps_a_pgn_we_did_not_write(tmp_path: Path) -> None:
     assert third is not None and third.read_text().endswith(foreign)
 
 
-def write_config(tmp_path: Path, **changes: object) -> Path:
+def fingerprint_config(tmp_path: Path, **changes: object) -> Path:
     data = {
         "Event": "Fingerprint",
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "StatePath": "state/s.json"},
@@ -422,19 +393,18 @@ def write_config(tmp_path: Path, **changes: object) -> Path:
         for part in parts[:-1]:
             target = target[int(part)] if isinstance(target, list) else target[part]
         target[parts[-1]] = value
-    path = tmp_path / "event.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path = write_config(tmp_path, data)
     return path
 
 
 def test_fingerprint_lists_exactly_what_changed(tmp_path: Path) -> None:
-    base = event_fingerprint(load_config(write_config(tmp_path)))
+    base = event_fingerprint(load_config(fingerprint_config(tmp_path)))
     assert fingerprint_changes(base, base) == []
-    same = event_fingerprint(load_config(write_config(
+    same = event_fingerprint(load_config(fingerprint_config(
         tmp_path, Concurrency=2, PgnOut="elsewhere.pgn", Event="Renamed",
         Tiebreaks=["Wins"])))
     assert fingerprint_changes(base, same) == []
-    changed = event_fingerprint(load_config(write_config(
+    changed = event_fingerprint(load_config(fingerprint_config(
         tmp_path, **{"SwissOptions.Rounds": 5, "Engines.0.Options": {"Hash": 32},
                      "TimeControl": "20+0.2"})))
     assert fingerprint_changes(base, changed) == [
@@ -442,5 +412,5 @@ def test_fingerprint_lists_exactly_what_changed(tmp_path: Path) -> None:
         "SwissOptions.Rounds: 3 -> 5",
         'TimeControl: "10+0.1" -> "20+0.2"',
     ]
-    renamed = event_fingerprint(load_config(write_config(tmp_path, **{"Engines.1.Name": "C"})))
+    renamed = event_fingerprint(load_config(fingerprint_config(tmp_path, **{"Engines.1.Name": "C"})))
     assert fingerprint_changes(base, renamed) == ["Engines: 'B' was removed", "Engines: 'C' was added"]

@@ -25,7 +25,8 @@ from urllib.parse import urlparse
 
 import chess
 import pytest
-from web_event import add_moves, generate_event, start_live_game, write_config
+from testkit import write_config
+from web_event import add_moves, generate_event, start_live_game, web_config
 from web_support import need, serve
 
 try:
@@ -213,7 +214,7 @@ def test_token_is_required_on_every_request(event) -> None:  # noqa: ANN001
 
 
 def test_before_the_event_exists(tmp_path: Path) -> None:
-    config = load_config(write_config(tmp_path, ["A", "B"], 1))
+    config = load_config(web_config(tmp_path, ["A", "B"], 1))
     with TestClient(create_app(config)) as c:
         resp = c.get("/")
         assert resp.status_code == 200 and "No event recorded yet" in resp.text
@@ -334,8 +335,7 @@ def test_serve_reports_a_port_in_use(event) -> None:  # noqa: ANN001
 
 
 def test_serve_reports_a_bad_config(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("Engines: 3\n")
+    bad = write_config(tmp_path, "Engines: 3\n", "bad.yaml")
     code, err = _serve_cli(str(bad))
     assert code == 2 and "error:" in err and "Traceback" not in err
 
@@ -443,7 +443,7 @@ def test_every_url_in_the_pages_is_relative(event, client) -> None:  # noqa: ANN
 
 
 def test_a_damaged_database_is_reported_not_served(tmp_path: Path) -> None:
-    config = load_config(write_config(tmp_path, ["A", "B"], 1))
+    config = load_config(web_config(tmp_path, ["A", "B"], 1))
     config.database.parent.mkdir(parents=True)
     config.database.write_bytes(b"this is not a database" * 10)
     before = config.database.read_bytes()

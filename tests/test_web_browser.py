@@ -20,7 +20,7 @@ from pathlib import Path
 
 import chess
 import pytest
-import yaml
+from testkit import write_config
 from web_support import browser, need_browser, need_engines, serve, shot, start_runner
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
@@ -28,10 +28,9 @@ pytestmark = [pytest.mark.engines, pytest.mark.slow]
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def write_config(directory: Path) -> Path:
+def browser_config(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "event.yaml"
-    path.write_text(yaml.safe_dump({
+    path = write_config(directory, {
         "Event": "Web <b>test</b>", "Site": "localhost", "TimeControl": "6+0.1",
         "Concurrency": 1,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": 2, "Seeding": "listed",
@@ -43,7 +42,7 @@ def write_config(directory: Path) -> Path:
             {"Name": "Ethereal", "Command": "ethereal-chess", "Options": {"Hash": 16}},
             {"Name": HOSTILE, "Command": "stockfish", "Options": {"Hash": 16, "Threads": 1}},
         ],
-    }, sort_keys=False))
+    })
     return path
 
 
@@ -65,7 +64,7 @@ def wait_for(predicate, timeout: float, what: str, step: float = 0.1):  # noqa: 
 def test_dashboard_follows_a_real_event(tmp_path: Path) -> None:
     need_browser()
     need_engines("stockfish", "ethereal-chess")
-    config = write_config(tmp_path)
+    config = browser_config(tmp_path)
     log = tmp_path / "run.log"
     dialogs: list[str] = []
     errors: list[str] = []

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import chess
-import yaml
+from testkit import write_config
 
 from runner.config import Config, load_config
 from runner.config.fingerprint import event_fingerprint
@@ -33,17 +33,16 @@ T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 GAME_S = 95.0
 
 
-def write_config(directory: Path, names: list[str], rounds: int, **extra: Any) -> Path:
+def web_config(directory: Path, names: list[str], rounds: int, **extra: Any) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "event.yaml"
-    path.write_text(yaml.safe_dump({
+    path = write_config(directory, {
         "Event": extra.pop("Event", "Generated Swiss"), "Site": "bench", "TimeControl": "60+1",
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
         "Adjudication": {"TcecDraw": {"MaxPawns": 8, "MaxPieces": 8, "ScoreCp": 20, "Plies": 10}},
         "Engines": [{"Name": n, "Command": sys.executable} for n in names],
         **extra,
-    }, sort_keys=False, allow_unicode=True))
+    })
     return path
 
 
@@ -96,7 +95,7 @@ def generate_event(directory: Path, *, engines: int = 42, rounds: int = 11,
     last), the next one paired with ``running`` games in progress (moves logged)."""
     rng = random.Random(seed)
     names = names or [f"Engine {i + 1:02d}" for i in range(engines)]
-    config = load_config(write_config(directory, names, rounds))
+    config = load_config(web_config(directory, names, rounds))
     if finished_rounds is None:
         finished_rounds = rounds - 1
     store = Store.open(config.database)

@@ -37,7 +37,7 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     status = EXIT_OK
     if args.probe:
-        from runner.play.engines import probe_engines
+        from runner.play.engines import ignored_limit_text, probe_engines
 
         for engine, result in zip(config.engines, probe_engines(config.engines, args.timeout),
                                   strict=True):
@@ -47,9 +47,19 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
                       f"{' '.join([engine.command, *engine.args])}){said}")
                 status = EXIT_FAIL
                 continue
-            print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
+            where = f"Engines[{config.engines.index(engine)}]"
+            said = ignored_limit_text(engine, result.limit_ignored) if result.limit_ignored else ""
+            if said and config.time_control.infinite:  # nothing else ends its moves: games stall
+                print(f"FAIL {engine.name}: {where}: {said}; with TimeControl 'inf' its moves "
+                      "would never end (set MoveTime, or Depth if it honours that)")
+                status = EXIT_FAIL
+            else:
+                print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
+                if said:
+                    print(f"warning: {engine.name}: {where}: {said}; it will move on its clock "
+                          f"({config.time_control}) instead")
             for option in result.unknown_options:
-                print(f"FAIL {engine.name}: Engines[{config.engines.index(engine)}].Options.{option}: "
+                print(f"FAIL {engine.name}: {where}.Options.{option}: "
                       f"the engine has no option {option!r}")
                 status = EXIT_FAIL
     if config.backend == "cutechess" and config.interruption.mode == "resume":

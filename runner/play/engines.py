@@ -642,6 +642,46 @@ class ProbeResult:
     unknown_options: list[str] = field(default_factory=list)
     error: str = ""
     output: str = ""  # what the engine wrote to stderr (the first lines)
+    limit_ignored: str = ""  # the small node/depth search it did not end (see _limit_ignored)
+
+
+#: The probe's check that a UCI engine stops at its node or depth limit: ``go nodes`` with at
+#: most this many nodes (``go depth 1`` for a depth limit) must be answered within
+#: LIMIT_PROBE_S seconds (generous: a neural-network engine on CPU may search only a few
+#: hundred nodes a second). Some engines (Debian's toga2) ignore ``go nodes`` and search
+#: until ``stop``: with time control ``inf`` every game of theirs would stall.
+LIMIT_PROBE_NODES = 100
+LIMIT_PROBE_S = 10.0
+
+
+def ignored_limit_text(engine: EngineConfig, go: str) -> str:
+    """What :attr:`ProbeResult.limit_ignored` means, in words."""
+    kind = "node" if engine.nodes is not None else "depth"
+    return (f"the engine does not stop at its {kind} limit: it was still searching "
+            f"{LIMIT_PROBE_S:g} s after '{go}' from the start position")
+
+
+async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
+    """The ``go`` line of a small search the engine did not end by itself ("" if it did,
+    or when it has no node/depth limit, has a move time, or is not UCI)."""
+    engine = proc.config
+    if engine.protocol != "uci" or engine.movetime_ms is not None or (
+            engine.nodes is None and engine.depth is None):
+        return ""
+    from runner.play.uci import NotReady, UciMove, go_line
+
+    go = go_line(chess.engine.Limit(
+        nodes=None if engine.nodes is None else min(engine.nodes, LIMIT_PROBE_NODES),
+        depth=None if engine.depth is None else 1))
+    move = UciMove(proc.protocol, "position startpos", go, True, chess.WHITE,
+                   timeout=LIMIT_PROBE_S, ready_timeout=ready_timeout)
+    try:
+        await move.start()
+    except TimeoutError:
+        return go
+    except (NotReady, chess.engine.EngineError):
+        return ""  # not this check's business: the game's own start reports it
+    return ""
 
 
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
@@ -658,7 +698,8 @@ async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
         try:
             return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
                                unknown_options=list(proc.skipped_options),
-                               error=limit_problem(engine, proc.protocol) or "")
+                               error=limit_problem(engine, proc.protocol) or "",
+                               limit_ignored=await _limit_ignored(proc, timeout))
         finally:
             await proc.close()
 

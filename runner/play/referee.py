@@ -718,13 +718,6 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
             return _from_verdict(verdict)
 
 
-# --------------------------------------------------------------------------- CLI
-
-
-
-
-
-
 __all__ = ["RefereeError", "build_pgn", "format_score", "format_seconds",
            "move_comment", "natural_end", "play_game"]
 

@@ -106,7 +106,7 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
     """Start every engine once (concurrently), finish the handshake and apply its Options:
     one line per engine that cannot play, naming it, its command and what it printed. An
     engine that cannot even start would otherwise lose every game of the event by forfeit."""
-    from runner.play.engines import probe_engines
+    from runner.play.engines import ignored_limit_text, probe_engines
 
     problems = []
     results = probe_engines(config.engines, timeout, default=PREFLIGHT_TIMEOUT_S)
@@ -119,6 +119,10 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
         for option in result.unknown_options:
             problems.append(f"{where}: Options.{option}: the engine has no option {option!r} "
                             f"(command: {command})")
+        if result.limit_ignored and config.time_control.infinite:
+            problems.append(f"{where}: cannot play with TimeControl 'inf': "
+                            f"{ignored_limit_text(engine, result.limit_ignored)}, so its "
+                            "moves would never end (set MoveTime, or Depth if it honours that)")
     return problems
 
 

@@ -17,6 +17,8 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --score CP              report this score instead of 0
   --mate N                report ``score mate N`` instead of a cp score
   --log FILE              append every command received to FILE
+  --ignore-nodes          search a ``go nodes N`` (without depth/movetime/clocks) until
+                          ``stop``, as Debian's toga2 does
 """
 
 import argparse
@@ -61,6 +63,7 @@ def main() -> None:
     ap.add_argument("--score", type=int, default=0)
     ap.add_argument("--mate", type=int, default=None)
     ap.add_argument("--log", default=None, help="append every command received to this file")
+    ap.add_argument("--ignore-nodes", action="store_true")
     opts = ap.parse_args()
     if opts.crash_at_start:
         sys.exit(1)
@@ -68,6 +71,7 @@ def main() -> None:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", opts.spawn_child])
     board = chess.Board()
     gos = 0
+    until_stop: str | None = None  # the move of a search that ends only on "stop"
     for raw in sys.stdin:
         tokens = raw.split()
         if not tokens:
@@ -104,12 +108,18 @@ def main() -> None:
                 send("bestmove " + opts.illegal_on_go[1])
                 continue
             move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+            if opts.ignore_nodes and "nodes" in tokens and not {"depth", "movetime", "wtime"} & set(tokens):
+                until_stop = move.uci()
+                continue
             score = f"mate {opts.mate}" if opts.mate is not None else f"cp {opts.score}"
             send(f"info depth 1 score {score} nodes 1 pv {move.uci()}")
             if opts.garbage:
                 send("info garbage string with depth x")
                 send("bestmovez nonsense")
             send("bestmove " + move.uci())
+        elif cmd == "stop" and until_stop is not None:
+            send("bestmove " + until_stop)
+            until_stop = None
         elif cmd == "quit":
             break
 
