@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import shutil
 import signal
@@ -38,6 +39,7 @@ from runner.config import (
     load_config,
 )
 from runner.domain.adjudication import Adjudicator
+from runner.domain.events import GameFinished, MovePlayed
 from runner.domain.models import GameRecord, GameSpec, Opening
 from runner.domain.timecontrol import TimeControl, parse_time_control
 from runner.play.cutechess import (
@@ -58,6 +60,8 @@ from runner.play.cutechess import (
     tcec_draw_ply,
     write_opening_file,
 )
+from runner.play.cutechess import play_game as cutechess_play_game
+from runner.play.cutechess_live import LiveMoves, is_debug_line
 from runner.play.engines import sweep_orphans
 
 # Transcripts of real cutechess-cli 1.5.1 runs made by the project (see data/cutechess/README.md).
@@ -94,6 +98,9 @@ EXPECTED: dict[str, list[tuple[str, str, str, str, str | None]]] = {
                      ("Glaurung", SF, W, "Black loses on time", TIME)],
     "time_forfeit_fake": [(SF, "FakeSlow", W, "Black loses on time", TIME),
                           ("FakeSlow", SF, B, "White loses on time", TIME)],
+    # -debug all: the engine traffic in stdout.txt changes nothing of this
+    "debug_live": [(SF, "Eth (12)", B, "White loses on time", TIME)],
+    "debug_time_forfeit": [(SF, "FakeSlow", W, "Black loses on time", TIME)],
     "draw_by_timeout": [("FakeSlow", SF, D, "Draw by timeout", TIME),
                         (SF, "FakeSlow", W, "Black loses on time", TIME)],
     "crash": [(SF, "FakeCrash", W, "Black disconnects", ABANDONED)],
@@ -776,12 +783,18 @@ def real_cutechess() -> str | None:
 needs_cutechess = pytest.mark.skipif(real_cutechess() is None, reason=NOT_INSTALLED_REASON)
 
 
+def real_pair(monkeypatch, eth_name: str = "Ethereal", **sf_limit) -> tuple[EngineConfig, EngineConfig]:
+    """Debian's Stockfish (``sf_limit``, default depth 6) and Ethereal (depth 6)."""
+    monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + "/usr/games")
+    sf = engine("Stockfish", shutil.which("stockfish"), options={"Hash": 16, "Threads": 1},
+                **(sf_limit or {"depth": 6}))
+    return sf, engine(eth_name, shutil.which("ethereal-chess"), options={"Hash": 16}, depth=6)
+
+
 @needs_cutechess
 @pytest.mark.engines
 def test_real_cutechess_plays_a_match(monkeypatch):
-    monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + "/usr/games")
-    sf = engine("Stockfish", shutil.which("stockfish"), options={"Hash": 16, "Threads": 1}, depth=6)
-    eth = engine("Ethereal", shutil.which("ethereal-chess"), options={"Hash": 16}, depth=6)
+    sf, eth = real_pair(monkeypatch)
     op = Opening(index=0, moves=("e2e4", "e7e5"))
     adj = AdjudicationConfig(tcec_draw=TcecDrawRule(), max_moves=60)
     records = asyncio.run(play_match(
@@ -985,3 +998,79 @@ def test_run_with_a_missing_cutechess_is_refused_before_any_state(tmp_path, caps
     assert main(["run", str(cfg)]) == 2
     assert "CutechessPath" in capsys.readouterr().err
     assert not (tmp_path / "st").exists()
+
+
+# --------------------------------------------------------------------------- moves live (-debug)
+
+
+def _live_from_transcript(scenario: str, opening: Opening | None, tc: str) -> tuple[list, chess.pgn.Game]:
+    folder = FIXTURES / scenario
+    game = chess.pgn.read_game(io.StringIO((folder / "games.pgn").read_text()))
+    assert game is not None
+    white, black = engine(game.headers["White"]), engine(game.headers["Black"])
+    events: list = []
+    live = LiveMoves(spec(white, black, tc=tc, opening=opening), chess.Board(), events.append)
+    for line in (folder / "stdout.txt").read_text().split("\n"):
+        live.line(line)
+    return events, game
+
+
+def test_debug_traffic_gives_each_move_with_cutechess_own_scores() -> None:
+    events, game = _live_from_transcript("debug_live", Opening(index=0, moves=("e2e4", "e7e5")),
+                                         "2+0.05")
+    played = [m.uci() for m in game.mainline_moves()]
+    assert [e.uci for e in events] == played[:len(events)] and len(events) >= len(played) - 1
+    assert [e.ply for e in events] == list(range(1, len(events) + 1))
+    assert [e.book for e in events[:3]] == [True, True, False]
+    comments = [node.comment for node in game.mainline()]
+    for event, comment in zip(events[2:], comments[2:], strict=False):
+        # score and depth as cutechess wrote them in its PGN ("+0.31/13 0.24s")
+        assert comment.split(" ")[0] == event.comment.split(" ")[0], (event.ply, comment, event.comment)
+        assert event.time_ms >= 0 and event.white_clock_ms is not None
+    assert any(e.depth for e in events) and any(e.score_cp is not None for e in events)
+    # the clocks: each side's time spent comes off its clock, the increment goes on
+    last = events[-1]
+    assert 0 < last.white_clock_ms <= 2000 + 50 * 40 and 0 < last.black_clock_ms <= 2000 + 50 * 40
+    # cutechess's own lines still parse without the engine traffic
+    text = (FIXTURES / "debug_live" / "stdout.txt").read_text()
+    own = "\n".join(line for line in text.split("\n") if not is_debug_line(line))
+    assert [f.result for f in parse_stdout(own).finished] == ["0-1"]
+    assert "position startpos" not in own and parse_stdout(own).warnings == []
+
+
+def test_a_move_that_came_after_the_flag_is_never_reported_live() -> None:
+    events, game = _live_from_transcript("debug_time_forfeit", None, "1+0.05")
+    played = [m.uci() for m in game.mainline_moves()]
+    assert played == ["e2e4", "a7a5", "d2d4", "a5a4", "f1d3"]
+    assert [e.uci for e in events] == played  # not a4a3, answered 1.6 s after the flag
+    assert events[-1].san == "Bd3" and events[3].time_ms < 100
+
+
+@needs_cutechess
+@pytest.mark.engines
+def test_real_cutechess_moves_come_while_it_plays(monkeypatch):
+    sf, eth = real_pair(monkeypatch, "Ethereal (12)", nodes=20000)
+    pids: list[int] = []
+    seen: list[tuple[object, bool]] = []
+
+    def running() -> bool:
+        with contextlib.suppress(psutil.Error):
+            return psutil.Process(pids[0]).status() != psutil.STATUS_ZOMBIE
+        return False
+
+    def emit(event) -> None:  # noqa: ANN001 - a GameEvent
+        seen.append((event, bool(pids) and running()))
+
+    game = spec(sf, eth, tc="inf", opening=Opening(index=0, moves=("e2e4", "e7e5")),
+                adj=AdjudicationConfig(max_moves=40))
+    record = asyncio.run(cutechess_play_game(game, emit=emit, on_process=lambda p, c: pids.append(p),
+                                             cutechess_path=real_cutechess()))
+    moves = [(e, alive) for e, alive in seen if isinstance(e, MovePlayed)]
+    live = [e for e, alive in moves if alive]
+    assert len(live) >= len(record.moves) - 1 >= 10  # all but perhaps the last, while it ran
+    assert [e.uci for e in live] == record.moves[:len(live)]
+    assert any(e.depth for e in live if not e.book)
+    # at the end the whole game once more from cutechess's PGN (it replaces the live rows)
+    final = [e for e, alive in moves if not alive]
+    assert [e.uci for e in final] == record.moves
+    assert isinstance(seen[-1][0], GameFinished)

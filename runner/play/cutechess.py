@@ -40,6 +40,7 @@ from runner.domain.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, G
 from runner.domain.pgn import write_game
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
+from runner.play.cutechess_live import LiveMoves, is_debug_line
 from runner.play.engines import child_argv, child_popen_args, kill_owned, new_owner_token
 
 if TYPE_CHECKING:
@@ -135,10 +136,13 @@ def build_command(
     cutechess_path: str = "cutechess-cli",
     opening_file: tuple[Path, str] | None = None,
     srand: int | None = None,
+    debug: bool = False,
 ) -> list[str]:
     """argv for one game (one spec) or one two-game match (two specs, colours reversed).
 
     ``opening_file`` is ``(path, "pgn"|"epd")`` as written by :func:`write_opening_file`.
+    ``debug``: ``-debug all``, cutechess prints its engine traffic (moves live, see
+    runner.play.cutechess_live).
     """
     if len(specs) not in (1, 2):
         raise ValueError(f"cutechess plays 1 game or a 2-game match, got {len(specs)} specs")
@@ -187,6 +191,8 @@ def build_command(
              "-event", first.event, "-site", first.site,
              "-srand", str(first.game_id if srand is None else srand),
              "-pgnout", str(pgn_out)]
+    if debug:
+        argv += ["-debug", "all"]
     return argv
 
 
@@ -513,14 +519,31 @@ async def _report_children(handle: psutil.Process, seen: dict[int, float],
         await asyncio.sleep(_CHILD_POLL_S)
 
 
+async def _read_output(stream: asyncio.StreamReader, on_line: Callable[[str], None] | None) -> bytes:
+    """All of cutechess's output; each complete line also goes to ``on_line`` as it comes."""
+    chunks: list[bytes] = []
+    pending = b""
+    while data := await stream.read(65536):
+        chunks.append(data)
+        if on_line is not None:
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                on_line(raw.decode("utf-8", "replace").rstrip("\r"))
+    if on_line is not None and pending:
+        on_line(pending.decode("utf-8", "replace").rstrip("\r"))
+    return b"".join(chunks)
+
+
 async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], None] | None,
-                         ) -> tuple[int, str]:
+                         on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
     """Run cutechess-cli in its own session; kill it and its engines on cancel.
 
     Like the referee's engines, cutechess gets the parent-death signal and an owner token:
     if the runner is killed with ``kill -9`` the kernel kills cutechess, and the engines it
     started (in its process group, with its token) are removed by the next start's
-    :func:`runner.play.engines.sweep_orphans`.
+    :func:`runner.play.engines.sweep_orphans`. ``on_line`` gets every line of its output as
+    it comes; an exception it raises ends the game (cutechess and its engines are killed).
     """
     token = new_owner_token()
     proc = await asyncio.create_subprocess_exec(
@@ -537,12 +560,14 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
         on_process(proc.pid, created)
     watcher = asyncio.create_task(_report_children(handle, seen, on_process)) if handle else None
     assert proc.stdout is not None
-    reader = asyncio.create_task(proc.stdout.read())
+    reader = asyncio.create_task(_read_output(proc.stdout, on_line))
     try:
         # Wait for cutechess itself, not for EOF: a leftover engine may hold the pipe open
         # (asyncio's wait() also waits for the pipes), so watch the return code instead.
         while proc.returncode is None:
             await asyncio.sleep(0.1)
+            if reader.done() and reader.exception() is not None:
+                raise reader.exception()  # type: ignore[misc]  # on_line failed: stop the game
         code = proc.returncode
     except BaseException:
         if watcher is not None:
@@ -579,11 +604,14 @@ async def play_match(
     *,
     on_process: Callable[[int, float], None] | None = None,
     cutechess_path: str = "cutechess-cli",
+    on_line: Callable[[str], None] | None = None,
 ) -> list[GameRecord]:
     """Play one game, or a two-game match with colours reversed, in one cutechess-cli process.
 
     Returns one record per game played, in playing order (fewer than asked only if
-    cutechess stopped early; with ``-recover`` it normally plays both games).
+    cutechess stopped early; with ``-recover`` it normally plays both games). With
+    ``on_line``, cutechess runs with ``-debug all`` and every line it prints (its engine
+    traffic too) goes to ``on_line`` as it comes.
     """
     binary = resolve_binary(cutechess_path)
     if binary is None:
@@ -594,10 +622,12 @@ async def play_match(
         opening_file = write_opening_file(specs[0].opening, workdir)
         pgn_path = workdir / "games.pgn"
         argv = build_command(specs, pgn_out=pgn_path, cutechess_path=binary,
-                             opening_file=opening_file)
+                             opening_file=opening_file, debug=on_line is not None)
         log.debug("cutechess: %s", " ".join(argv))
-        code, text = await _run_cutechess(argv, on_process)
+        code, text = await _run_cutechess(argv, on_process, on_line)
         (workdir / "stdout.txt").write_text(text, encoding="utf-8")
+        if on_line is not None:  # its own lines only, without the engine traffic
+            text = "\n".join(line for line in text.split("\n") if not is_debug_line(line))
         output = parse_stdout(text)
         pgn_text = pgn_path.read_text(encoding="utf-8") if pgn_path.exists() else ""
         games = read_pgn_games(pgn_text)
@@ -641,10 +671,11 @@ async def play_game(
     """Play one game through cutechess-cli and return its record (same contract as the referee).
 
     Events: GameStarted when cutechess-cli is started (the engines' id names are not known
-    then), and once the game is over a MovePlayed per ply read back from cutechess's PGN
-    (its comments give score, depth and time; the clocks are replayed from the times),
-    then GameFinished. cutechess-cli prints nothing per move without ``-debug``, so moves
-    are not live with this backend (docs/cutechess.md).
+    then); a MovePlayed for each move as cutechess passes it on to a UCI engine, read from
+    its ``-debug all`` engine traffic (runner.play.cutechess_live); and once the game is
+    over a MovePlayed per ply read back from cutechess's PGN (its comments give score, depth
+    and time; the clocks are replayed from the times), which replaces the live ones ply by
+    ply and adds the last move, then GameFinished (docs/cutechess.md).
     """
     start_board = chess.Board(spec.opening.fen) if spec.opening and spec.opening.fen else chess.Board()
     tc = spec.time_control
@@ -656,7 +687,9 @@ async def play_game(
             white_clock_ms=None if tc.infinite else int(tc.base * 1000),  # type: ignore[operator]
             black_clock_ms=None if tc.infinite else int(tc.base * 1000),  # type: ignore[operator]
             attempt=attempt, spec=spec_to_json(spec)))
-    records = await play_match([spec], on_process=on_process, cutechess_path=cutechess_path)
+    live = LiveMoves(spec, start_board, emit, attempt) if emit is not None else None
+    records = await play_match([spec], on_process=on_process, cutechess_path=cutechess_path,
+                               on_line=live.line if live is not None else None)
     record = records[0]
     if emit is not None:
         for event in moves_from_record(spec, record, start_board, attempt):
