@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from runner.config.paths import resolve_path
 from runner.config.schema import (
     DEFAULT_TIEBREAKS,
     ENGINE_SEARCH_DIRS,
@@ -269,7 +270,7 @@ class _Checker:
         if problem:
             self.bad(key, value, problem)
             return None
-        return _resolve_path(base, value)
+        return resolve_path(base, value)
 
     def choice(self, data: dict, prefix: str, name: str, choices: tuple[str, ...], default: str) -> str:
         return self.get(data, prefix, name, "str", default, lambda v: v in choices,
@@ -317,15 +318,10 @@ def path_problem(value: Any) -> str | None:
     return None
 
 
-def _resolve_path(base: Path, value: str | os.PathLike[str]) -> Path:
-    p = Path(os.path.expanduser(str(value)))
-    return Path(os.path.normpath(p if p.is_absolute() else base / p))
-
-
 def resolve_command(command: str, base: Path) -> str | None:
     """Absolute path of an engine executable: a path (relative to ``base``) or a PATH name."""
     if os.sep in command:
-        p = _resolve_path(base, command)
+        p = resolve_path(base, command)
         return str(p) if p.is_file() and os.access(p, os.X_OK) else None
     found = shutil.which(command)
     if found:
@@ -498,7 +494,7 @@ def _swiss(c: _Checker, raw: Any, base: Path) -> SwissOptions:
                       f"a positive integer (at most {MAX_EXTRA_PAIRS})")
     state = c.get(d, p, "StatePath", "str", "state/swiss_state.json")
     state_path = (_output_path(c, f"{p}.StatePath", state, base)
-                  or _resolve_path(base, "state/swiss_state.json"))
+                  or resolve_path(base, "state/swiss_state.json"))
     return SwissOptions(
         games_per_match=gpm, rounds=rounds, seed_group_count=groups, seeding=seeding,
         random_seed=seed, double_round_schedule=schedule, unique_per_match_only=unique,
@@ -666,7 +662,7 @@ def _cutechess_path(c: _Checker, value: str, base: Path) -> str:
     if path_problem(value):
         c.file_path("CutechessPath", value, base)  # reports it
         return "cutechess-cli"
-    return str(_resolve_path(base, value)) if os.sep in value else value
+    return str(resolve_path(base, value)) if os.sep in value else value
 
 
 def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
@@ -808,7 +804,7 @@ def _input_files(config: Config) -> list[tuple[str, str, Path]]:
             if path_problem(arg) or not arg.strip():
                 continue
             for folder in (Path(engine.working_dir) if engine.working_dir else base, base):
-                candidate = _resolve_path(folder, arg)
+                candidate = resolve_path(folder, arg)
                 if os.path.lexists(candidate):
                     inputs.append((f"{key}.Args[{j}]", f"a file engine {engine.name!r} reads",
                                    candidate))

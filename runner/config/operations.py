@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from runner.config.paths import resolve_path
 from runner.config.schema import (
     PGN_EXTRAS,
     AffinityConfig,
@@ -105,8 +106,6 @@ def _timeout_ok(v: Any) -> bool:
 
 def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) -> Config:
     """``config`` with the operator keys of ``top`` read and checked (problems go to ``c``)."""
-    from runner.config.loader import _resolve_path
-
     startup = c.get(top, "", "StartupTimeoutS", "float", None, _timeout_ok, _TIMEOUT_EXPECTED)
     engines_raw = top.get("Engines") if isinstance(top.get("Engines"), list) else []
     raw_by_name = {str(e.get("Name", "")).strip(): (i, e) for i, e in enumerate(engines_raw)
@@ -124,7 +123,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
         folder = c.get(d, "EngineLogs", "Dir", "str")
         keep = c.choice(d, "EngineLogs", "Keep", ("failures", "all"), "failures")
         if folder is not None:
-            path = _resolve_path(base, folder)
+            path = resolve_path(base, folder)
             if path.exists() and not path.is_dir():
                 c.bad("EngineLogs.Dir", folder, f"a directory (looked at {path}: it is a file)")
             logs = EngineLogsConfig(path, keep)
@@ -134,7 +133,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
         if extra not in PGN_EXTRAS:
             c.bad(f"PgnExtras[{i}]", extra, " | ".join(PGN_EXTRAS))
     epd = c.get(top, "", "EpdOut", "str")
-    epd_path = _resolve_path(base, epd) if epd is not None else None
+    epd_path = resolve_path(base, epd) if epd is not None else None
     taken = {config.pgn_out: "PgnOut", config.database: "Database",
              config.swiss.state_path: "SwissOptions.StatePath"}
     if epd_path is not None and epd_path in taken:
@@ -148,7 +147,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
                            config.backend),
         pgn_comments=comments, pgn_extras=tuple(e for e in extras if e in PGN_EXTRAS),
         epd_out=epd_path,
-        engines_file=_resolve_path(base, engines_file) if isinstance(engines_file, str) else None)
+        engines_file=resolve_path(base, engines_file) if isinstance(engines_file, str) else None)
 
 
 __all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "apply_operations", "available_cores", "engine_threads"]
