@@ -11,6 +11,7 @@ import chess
 from runner.config import Config
 from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
+from runner.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from runner.play.referee import RefereeError, play_game
 
 
@@ -51,19 +52,19 @@ def cli_play(config: Config, args: argparse.Namespace) -> int:
         if getattr(args, flag) not in names:
             print(f"error: --{flag}: got {getattr(args, flag)!r}, expected one of the engines in "
                   f"{config.path}: {', '.join(names)}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
     tc = config.time_control
     if getattr(args, "tc", None):
         try:
             tc = parse_time_control(args.tc)
         except ValueError as exc:
             print(f"error: --tc: got {args.tc!r}, expected {exc}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
     try:
         opening = _opening_from_args(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     spec = GameSpec(game_id=1, round=1, game_in_round=1, white=config.engine(args.white),
                     black=config.engine(args.black), time_control=tc,
                     adjudication=config.adjudication, opening=opening, event=config.event,
@@ -72,10 +73,10 @@ def cli_play(config: Config, args: argparse.Namespace) -> int:
         record = asyncio.run(play_game(spec))
     except RefereeError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted; engines stopped", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     print(record.pgn)
     print(f"{record.white} - {record.black}: {record.result} {{{record.reason}}}", file=sys.stderr)
-    return 0
+    return EXIT_OK

@@ -9,6 +9,7 @@ import sys
 from runner.config import Config
 from runner.domain.standings import compute_standings, event_ratings, render_standings
 from runner.domain.text import printable_lines
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:
@@ -24,15 +25,15 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
             print(f"{config.path}: no tournament state yet (no database at "
                   f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
                   file=sys.stderr)
-            return 1  # as `status`: the command ran, there is just no event yet
+            return EXIT_FAIL  # as `status`: the command ran, there is just no event yet
         rows = compute_standings(results, config.tiebreaks)
         ratings = event_ratings(results, config)
     except errors as exc:
         print(f"error: {printable_lines(str(exc))}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except damage as exc:
         print(f"error: {printable_lines(store.damaged_state(config.database, exc))}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     print(render_standings(rows, results, getattr(args, "format", "text") or "text", config.tiebreaks,
                            ratings), end="")
-    return 0
+    return EXIT_OK
