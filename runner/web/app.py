@@ -97,9 +97,11 @@ class Hub:
                     self._conn = sqlite3.connect(uri, uri=True, isolation_level=None,
                                                  timeout=1.0)
                 version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-            except sqlite3.Error:
+            except sqlite3.Error as exc:
+                # tried again at every poll; read again only when that changes (a damaged
+                # file would otherwise be read, and pushed to every browser, 4 times a second)
                 self._close()
-                version = ("error", time.monotonic())  # try again next time
+                version = ("error", str(exc))
         alive = runner_alive(self.config.database)
         if alive != self._alive:
             if self._key is not None:
@@ -140,22 +142,29 @@ class Hub:
         live_only = (self._key is not None and old.state is not None and structure is not None
                      and structure == self._structure_key and key[0] == self._key[0]
                      and key[2] == self._key[2])
-        if live_only:
-            view = await asyncio.to_thread(model.refresh_live, self.config, old,
-                                           runner_seen=self._alive_changed)
-            self.live_builds += 1
-        else:
-            view = await asyncio.to_thread(model.build_view, self.config,
-                                           runner_seen=self._alive_changed)
-            self.builds += 1
+        try:
+            if live_only:
+                view = await asyncio.to_thread(model.refresh_live, self.config, old,
+                                               runner_seen=self._alive_changed)
+                self.live_builds += 1
+            else:
+                view = await asyncio.to_thread(model.build_view, self.config,
+                                               runner_seen=self._alive_changed)
+                self.builds += 1
+        except (OSError, sqlite3.Error, StoreError) as exc:  # e.g. the file vanished meanwhile
+            view = model.error_view(self.config, exc)
         self._key = key
         self._structure_key = structure if view.state is not None else None
+        await self._publish(view)
+        return True
+
+    async def _publish(self, view: model.View) -> None:
+        """Make ``view`` the one pages are served from and send it to every event stream."""
         self.view = view
         self.generation += 1
         if self._cond is not None:
             async with self._cond:
                 self._cond.notify_all()
-        return True
 
     async def run(self) -> None:
         while True:
@@ -164,14 +173,20 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep serving; show it on the pages
-                self.view = model.View(state=None, error=f"cannot read the event: {exc}")
+                error = model.error_view(self.config, exc)
+                if error.error != self.view.error:  # once, not at every poll
+                    await self._publish(error)
                 self._key = None
             await asyncio.sleep(self.poll_s)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._cond = asyncio.Condition()
-        await self.refresh()
+        try:
+            await self.refresh()
+        except Exception as exc:  # noqa: BLE001 - serve the error; the watcher tries again
+            self.view = model.error_view(self.config, exc)
+            self._key = None
         self._task = asyncio.create_task(self.run())
 
     async def stop(self) -> None:
@@ -384,7 +399,9 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         try:
             detail = await asyncio.to_thread(model.game_detail, config, game_id)
         except StoreError as exc:
-            return page(request, "game.html", game=None, error=str(exc))
+            response = page(request, "game.html", game=None, error=str(exc))
+            response.status_code = 503
+            return response
         if detail is None:
             response = page(request, "game.html", game=None, error=f"There is no game {game_id}.")
             response.status_code = 404
@@ -414,7 +431,7 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         return _download(text, model.safe_filename(event) + ".pgn")
 
     async def board(request: Request) -> Response:
-        fen = request.query_params.get("fen", chess.STARTING_FEN)
+        fen = request.query_params.get("fen") or chess.STARTING_FEN  # a game with no position yet
         last = request.query_params.get("last") or None
         try:
             size = max(120, min(800, int(request.query_params.get("size", "360"))))
@@ -446,6 +463,10 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         return JSONResponse(view.standings, headers={"cache-control": "no-store"})
 
     async def events(request: Request) -> Response:
+        headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
+        if request.method == "HEAD":  # the headers alone: a stream never ends
+            return Response(media_type="text/event-stream", headers=headers)
+
         async def stream() -> AsyncIterator[bytes]:
             yield b"retry: 1000\n\n"
             generation = -1
@@ -458,9 +479,7 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
                 elif not await hub.wait_change(generation, 15.0):
                     yield b": keep-alive\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"cache-control": "no-store",
-                                          "x-accel-buffering": "no"})
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -106,9 +106,18 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
         return _finish(View(state=None, error=f"{config.database}: cannot read: {exc}"), t0)
     except StoreError as exc:
         return _finish(View(state=None, error=str(exc)), t0)
+    except Exception as exc:  # noqa: BLE001 - a record the dashboard cannot make sense of
+        return _finish(error_view(config, exc), t0)
     finally:
         store.close()
     return _finish(view, t0)
+
+
+def error_view(config: Config, exc: BaseException) -> View:
+    """The View of an event whose records cannot be made sense of (a malformed move log or
+    GameStarted event, say): the pages say so and the watcher goes on watching."""
+    return finish(View(state=None, error=f"{config.database}: cannot read the event: "
+                                         f"{type(exc).__name__}: {exc}"))
 
 
 _RATINGS: dict[tuple[str, int], dict[str, Any] | None] = {}
@@ -159,6 +168,8 @@ def refresh_live(config: Config, old: View, *,
         view.live = _live_document(config, store, state, runner_seen, logged)
     except sqlite3.Error as exc:
         return _finish(View(state=None, error=f"{config.database}: cannot read: {exc}"), t0)
+    except Exception as exc:  # noqa: BLE001 - a record the dashboard cannot make sense of
+        return _finish(error_view(config, exc), t0)
     finally:
         store.close()
     return _finish(view, t0)
@@ -178,6 +189,11 @@ def structure_key(conn: sqlite3.Connection) -> tuple[Any, ...]:
 
 def now_iso_ms() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def finish(view: View) -> View:
+    """Complete a View built by hand: its live document, digest and JSON."""
+    return _finish(view, time.perf_counter())
 
 
 def _finish(view: View, t0: float) -> View:
@@ -415,6 +431,8 @@ def game_detail(config: Config, game_id: int) -> dict[str, Any] | None:
     None when the event has no such game. Moves come from the recorded PGN (finished) or
     the per-move log (in progress); scores from the move log, else from the PGN comments.
     """
+    if not 0 < game_id <= MAX_GAME_ID:
+        return None  # no such game (and beyond what SQLite can even be asked about)
     store = Store.open_readonly(config.database)
     if store is None:
         return None
@@ -432,10 +450,28 @@ def game_detail(config: Config, game_id: int) -> dict[str, Any] | None:
         logged = {m["ply"]: m for m in store.logged_moves(game_id)}
     except sqlite3.Error as exc:
         raise StoreError(f"{config.database}: cannot read game {game_id}: {exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:  # a malformed move log
+        raise StoreError(f"{config.database}: cannot read game {game_id}'s move log: "
+                         f"{type(exc).__name__}: {exc}") from None
     finally:
         store.close()
-    opening = json.loads(game.pop("opening")) if game.get("opening") else None
-    game["opening_name"] = opening.get("name") if opening else None
+    try:
+        return _game_page(game, logged)
+    except (ValueError, KeyError, TypeError, AttributeError, AssertionError) as exc:
+        raise StoreError(f"{config.database}: cannot read game {game_id}: "
+                         f"{type(exc).__name__}: {exc}") from None
+
+
+MAX_GAME_ID = 2**63 - 1  # SQLite's largest integer
+
+
+def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    try:
+        opening = json.loads(game.pop("opening")) if game.get("opening") else None
+    except ValueError:
+        opening = None
+    name = opening.get("name") if isinstance(opening, dict) else None
+    game["opening_name"] = str(name) if name else None
     plies: list[dict[str, Any]] = []
     headers: list[tuple[str, str]] = []
     start_fen = game["start_fen"] or chess.STARTING_FEN
@@ -502,6 +538,8 @@ def event_pgn(config: Config) -> str | None:
     try:
         return "".join(p if p.endswith("\n\n") else p.rstrip("\n") + "\n\n"
                        for p in store.finished_pgns() if p)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{config.database}: cannot read the games: {exc}") from None
     finally:
         store.close()
 

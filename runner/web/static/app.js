@@ -251,6 +251,7 @@
   }
 
   function apply(doc) {
+    if (!doc || typeof doc !== "object") return;
     live = doc;
     renderHeader();
     var main = $("#main");
