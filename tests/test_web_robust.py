@@ -239,3 +239,19 @@ def test_a_game_in_progress_without_a_position_still_has_a_board(event) -> None:
         board = c.get("/" + src.replace("&amp;", "&"))
         assert board.status_code == 200 and board.text.startswith("<svg")
         assert c.get("/board.svg", params={"fen": "", "last": ""}).status_code == 200
+
+
+def test_pgn_tags_are_shown_unescaped(tmp_path: Path) -> None:
+    """The PGN escapes \\ and " in tag values; the game page shows the values themselves."""
+    names = ['Gamma "Delta"', "Back\\slash", "C", "D"]
+    config = generate_event(tmp_path, engines=4, rounds=1, finished_rounds=1, running=0,
+                            names=names, plies=10, Event='The "Quoted" \\ event')
+    with TestClient(create_app(config)) as c:
+        state = c.get("/api/state").json()
+        game = next(g for g in state["rounds"][0]["pairs"][0]["games"])
+        page = c.get(f"/game-{game['game_id']}").text
+    tags = dict(re.findall(r'<tr><th class="left">(\w+)</th><td class="left">(.*?)</td></tr>',
+                           page))
+    assert tags["Event"] == "The &#34;Quoted&#34; \\ event"
+    shown = {"Gamma &#34;Delta&#34;", "Back\\slash", "C", "D"}
+    assert {tags["White"], tags["Black"]} <= shown

@@ -36,7 +36,8 @@ GAME_S = 95.0
 def web_config(directory: Path, names: list[str], rounds: int, **extra: Any) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = write_config(directory, {
-        "Event": extra.pop("Event", "Generated Swiss"), "Site": "bench", "TimeControl": "60+1",
+        "Event": extra.pop("Event", "Generated Swiss"), "Site": extra.pop("Site", "bench"),
+        "TimeControl": "60+1",
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
         "Adjudication": {"TcecDraw": {"MaxPawns": 8, "MaxPieces": 8, "ScoreCp": 20, "Plies": 10}},
@@ -90,12 +91,13 @@ def _result(rng: random.Random, seeds: dict[str, int], white: str, black: str) -
 
 def generate_event(directory: Path, *, engines: int = 42, rounds: int = 11,
                    finished_rounds: int | None = None, running: int = 2, plies: int = 90,
-                   names: list[str] | None = None, seed: int = 7) -> Config:
+                   names: list[str] | None = None, seed: int = 7, **extra: Any) -> Config:
     """Create the event; the first ``finished_rounds`` rounds complete (default: all but the
-    last), the next one paired with ``running`` games in progress (moves logged)."""
+    last), the next one paired with ``running`` games in progress (moves logged).
+    ``extra``: more config keys (``Event``, ``Site``, ...)."""
     rng = random.Random(seed)
     names = names or [f"Engine {i + 1:02d}" for i in range(engines)]
-    config = load_config(web_config(directory, names, rounds))
+    config = load_config(web_config(directory, names, rounds, **extra))
     if finished_rounds is None:
         finished_rounds = rounds - 1
     store = Store.open(config.database)

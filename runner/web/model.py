@@ -27,6 +27,7 @@ import chess.pgn
 from runner.config import Config
 from runner.domain.events import parse_utc
 from runner.domain.models import white_score
+from runner.domain.pgn import unescape_tag
 from runner.domain.standings import compute_standings, standings_json
 from runner.service.lock import lock_path, runner_alive
 from runner.service.state import build_state, live_game
@@ -478,7 +479,7 @@ def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[
     if game["status"] == "finished" and game["pgn"]:
         parsed = chess.pgn.read_game(io.StringIO(game["pgn"]))
         if parsed is not None:
-            headers = list(parsed.headers.items())
+            headers = [(k, unescape_tag(v)) for k, v in parsed.headers.items()]
             board = parsed.board()
             start_fen = board.fen()
             for number, node in enumerate(parsed.mainline(), start=1):
