@@ -329,6 +329,13 @@ def _fmt_duration(seconds: float | None) -> str:
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
+def _engine_name(name: Any) -> Markup:
+    """An engine's (or worker's) name for a table, a chip or a board: one line, cut short
+    with an ellipsis when it is long (app.css ``.nm``), the whole name in its tooltip."""
+    text = "" if name is None else str(name)
+    return Markup('<span class="name nm" title="{0}">{0}</span>').format(text)
+
+
 def _result_class(result: str | None) -> str:
     return {"1-0": "r-white", "0-1": "r-black", "1/2-1/2": "r-draw"}.get(result or "", "r-none")
 
@@ -339,7 +346,7 @@ def make_env() -> Environment:
                                                    default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(points=_fmt_points, num=_fmt_num, when=_fmt_time,
-                       duration=_fmt_duration, result_class=_result_class,
+                       duration=_fmt_duration, result_class=_result_class, engine=_engine_name,
                        script_json=_json_for_script)
     env.globals["short_names"] = SHORT
     return env

@@ -206,7 +206,7 @@
   function renderHeader() {
     if (!live) return;
     var r = $("#runner-state"), p = $("#progress-text");
-    if (live.event) setText($("#event-name"), live.event);
+    if (live.event) { setText($("#event-name"), live.event); $("#event-name").title = live.event; }
     if (live.site) setText($("#event-site"), live.site);
     if (live.error) { setText(r, "state unreadable"); r.className = "runner warn"; return; }
     if (!live.runner) { setText(r, "no event yet"); r.className = "runner"; setText(p, ""); return; }

@@ -1,0 +1,193 @@
+"""The dashboard in headless Chromium on an event with hostile and unusual data: engine,
+event and worker names that are markup, template syntax, 200 characters without a space,
+right-to-left script, emoji and combining marks; engine id names, comments, termination
+reasons and PGN tags with markup and newlines; a game resumed, one from a FEN, one with no
+move yet, games lost by a crash and on time. Every page, at desktop and phone widths: no
+script of the event's runs, nothing wider than the window, no console error. And the
+page's script: it keeps following the event when the event stream is refused for a while,
+and keeps the reader's place in a finished game when the page's content is updated.
+
+Screenshots: .cache/web-artifacts/hostile-*.png (or $SWISS_RUNNER_ARTIFACTS).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import chess
+import pytest
+from web_event import _play, add_moves, generate_event
+from web_support import browser, need_browser, serve, shot
+
+from runner.config import Config
+from runner.domain.events import GameStarted, MovePlayed, event_to_json
+from runner.domain.models import GameRecord
+from runner.domain.pgn import write_game
+from runner.service.state import WORKERS_META
+from runner.store.database import Store
+from runner.store.movelog import move_row
+
+pytestmark = [pytest.mark.slow]
+
+LONG = "W" * 200
+NAMES = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>',
+         "</script><script>alert(3)</script>", "{{7*7}} {% raw %}${7*7}", LONG,
+         "محرك الشطرنج العربي القوي", "🐟🐠 Fish", "Z̷̢̛a̸̡l̶̨g̵o̴̧ combining", "'; alert(4); '",
+         "Stockfish 17 with a rather long name for a table", "Komodo"]
+EVENT = '<script>alert("ev")</script>{{7*7}} ' + "E" * 160
+EVIL = ('<script>alert("x")</script>"><img src=x onerror=alert(9)>\n{{7*7}} '
+        + "R" * 300)  # no config checks these: they come from engines, workers and records
+FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 3 27"
+
+
+def hostile_event(directory: Path) -> tuple[Config, dict[str, int]]:
+    """11 engines (a BYE), round 1 complete, round 2: a resumed game in progress (hostile
+    engine ids, worker, comment), one from a FEN with Black to move, one with no move yet,
+    and finished games lost by a crash and on time and drawn from a FEN with hostile
+    reasons, comments and tags. Returns the config and the ids of those games."""
+    config = generate_event(directory, engines=len(NAMES), rounds=3, finished_rounds=1,
+                            running=0, names=NAMES, plies=30, Event=EVENT, Site=NAMES[1])
+    rng = random.Random(3)
+    now = datetime.now(UTC)
+    ids: dict[str, int] = {}
+    store = Store.open(config.database)
+    try:
+        games = [g for g in store.games() if g.status == "scheduled"]
+
+        def start(g, **kw) -> None:  # noqa: ANN001
+            fields = {"white_id": "", "black_id": "", "start_time": now.isoformat(),
+                      "start_fen": chess.STARTING_FEN, "book_plies": 8,
+                      "white_clock_ms": 60_000, "black_clock_ms": 60_000, "attempt": 1} | kw
+            started = GameStarted(game_id=g.game_id, white=g.white, black=g.black, **fields)
+            store.start_game(g.game_id, fields["attempt"], json.dumps(event_to_json(started)))
+
+        g = games[0]
+        ids["resumed"] = g.game_id
+        start(g, white_id=EVIL, black_id="id\nname\r\n<b>x</b>", attempt=2,
+              resumed_from_ply=12, worker=EVIL)
+        moves, _ = _play(rng, g.game_id, 30, now - timedelta(seconds=30), attempt=2)
+        moves[20] = MovePlayed(**{**moves[20].__dict__, "comment": EVIL})
+        add_moves(store, moves)
+
+        g = games[1]
+        ids["fen"] = g.game_id
+        start(g, start_fen=FEN, book_plies=0)
+        board, fen_moves = chess.Board(FEN), []
+        for ply in range(1, 6):
+            move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+            san = board.san(move)
+            board.push(move)
+            fen_moves.append(MovePlayed(
+                game_id=g.game_id, ply=ply, uci=move.uci(), san=san, fen=board.fen(),
+                white_clock_ms=55_000, black_clock_ms=55_000, score_cp=30 * ply, depth=10,
+                pv=(move.uci(),), at_ms=int(now.timestamp() * 1000)))
+        add_moves(store, fen_moves)
+
+        ids["no_move"] = games[2].game_id
+        start(games[2], white_clock_ms=None, black_clock_ms=None)
+
+        for k, (key, result, reason, termination) in enumerate([
+                ("crash", "0-1", "White's engine crashed: " + EVIL, "abandoned"),
+                ("time", "1-0", "Black loses on time", "time forfeit"),
+                ("fen_draw", "1/2-1/2", "Draw by adjudication: " + EVIL, "adjudication")]):
+            g = games[3 + k]
+            ids[key] = g.game_id
+            start_fen = FEN if key == "fen_draw" else None
+            played, _ = _play(rng, g.game_id, 20, now)
+            if start_fen:
+                board, played = chess.Board(FEN), []
+                for ply in range(1, 8):
+                    move = sorted(board.legal_moves, key=lambda m: m.uci())[-1]
+                    san = board.san(move)
+                    board.push(move)
+                    played.append(MovePlayed(
+                        game_id=g.game_id, ply=ply, uci=move.uci(), san=san, fen=board.fen(),
+                        white_clock_ms=1000, black_clock_ms=1000, score_cp=-5, depth=3,
+                        comment="-0.05/3 0.1s"))
+            comments = [EVIL.replace("}", ")") if i == 3 else m.comment
+                        for i, m in enumerate(played)]
+            tags = {"Event": config.event, "Site": config.site,
+                    "Round": f"2.{g.game_in_round}", "White": g.white, "Black": g.black,
+                    "Result": result, "Annotator": EVIL.replace("\n", " "),
+                    "WhiteEngineId": EVIL.replace("\n", " "), "Opening": "x" * 500}
+            pgn = write_game(tags, start_fen, [m.uci for m in played], comments, reason)
+            store.record_game(g.game_id, GameRecord(
+                white=g.white, black=g.black, result=result, reason=reason,
+                termination=termination, moves=[m.uci for m in played], comments=comments,
+                pgn=pgn, start_time=now.isoformat(), end_time=now.isoformat(),
+                duration_s=12.5, start_fen=start_fen), [move_row(m) for m in played])
+        store.set_meta(WORKERS_META, json.dumps([
+            {"address": "tcp://10.0.0.2:4000", "name": EVIL, "slots": 2, "state": "joined",
+             "last_seen": "2026-11-23T02:00:00+00:00", "refused": {"E<1>": EVIL}}]))
+    finally:
+        store.close()
+    return config, ids
+
+
+def _watch(page, problems: list[str]) -> None:  # noqa: ANN001
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("console", lambda m: problems.append(f"console: {m.text}")
+            if m.type == "error" else None)
+
+
+# what sticks out of the window (outside a box that scrolls on its own)
+OVERFLOW = """() => {
+  const w = window.innerWidth;
+  const out = Array.from(document.querySelectorAll('body *')).filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > w + 1 && !e.closest('.scroll') && !e.closest('ol.moves');
+  }).slice(0, 5).map(e => e.tagName + '.' + e.className + ':' + Math.round(e.getBoundingClientRect().right));
+  return {scroll: document.documentElement.scrollWidth, width: w, out: out,
+          header: document.querySelector('header.top').getBoundingClientRect().height};
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1400, 900), (390, 844)])
+def test_hostile_event_on_every_page(tmp_path: Path, width: int, height: int) -> None:
+    need_browser()
+    config, ids = hostile_event(tmp_path)
+    pages = ["", "standings", "rounds", "chart", "games", "game-1"] + \
+        [f"game-{i}" for i in ids.values()]
+    with serve(config.path) as served, browser() as b:
+        context = b.new_context(viewport={"width": width, "height": height})
+        for path in pages:
+            problems: list[str] = []
+            page = context.new_page()
+            _watch(page, problems)
+            page.goto(served.url + path)
+            page.wait_for_function("() => document.getElementById('runner-state').textContent")
+            name = f"hostile-{width}-{path or 'overview'}"
+            shot(page, name)
+            # nothing of the event runs or becomes markup
+            assert page.locator('img[src="x"], main b, header b').count() == 0, path
+            assert page.evaluate("() => document.querySelectorAll('script').length") == \
+                len(page.locator('script[src="static/app.js"], script[type="application/json"]')
+                    .all()), path
+            assert EVENT in page.inner_text("#event-name"), path
+            # nothing wider than the window: long names end in an ellipsis (the whole name
+            # in the title), long reasons and tags wrap, wide tables scroll in their box
+            box = page.evaluate(OVERFLOW)
+            assert box["scroll"] <= box["width"] and not box["out"], (path, box)
+            assert box["header"] < 0.3 * height, (path, box)  # the sticky header
+            page.close()
+            assert not problems, (path, problems)
+
+        page = context.new_page()
+        page.goto(served.url + "standings")
+        cell = page.locator(f'table.standings [title="{LONG}"]')
+        assert cell.count() == 1 and cell.inner_text() == LONG  # all there, cut by CSS
+        assert cell.evaluate("e => e.scrollWidth > e.clientWidth")  # shown with an ellipsis
+        page.goto(served.url + f"game-{ids['crash']}")
+        page.click("details#pgn-tags summary")
+        assert EVIL.replace("\n", " ") in page.inner_text("table.tags-table")
+        assert "White's engine crashed" in page.inner_text(".game-reason")
+        shot(page, f"hostile-{width}-crash-tags")
+        page.goto(served.url)
+        header = page.locator(f'[data-live-game="{ids["resumed"]}"] header')
+        assert EVIL.split("\n")[0] in header.inner_text()
+        page.close()
+
