@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -191,3 +192,104 @@ def test_hostile_event_on_every_page(tmp_path: Path, width: int, height: int) ->
         assert EVIL.split("\n")[0] in header.inner_text()
         page.close()
 
+
+def test_event_stream_refused_for_a_while(tmp_path: Path) -> None:
+    """A proxy in front answers 502 while the dashboard restarts: the browser's EventSource
+    gives up for good on such an answer; the page opens a new one and follows again."""
+    need_browser()
+    config = generate_event(tmp_path, engines=4, rounds=2, finished_rounds=1, running=1,
+                            plies=12)
+    with serve(config.path) as served, browser() as b:
+        page = b.new_page(viewport={"width": 1200, "height": 900})
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        refused = {"n": 0}
+
+        def events(route) -> None:  # noqa: ANN001
+            if refused["n"] < 2:
+                refused["n"] += 1
+                route.fulfill(status=502, body="Bad Gateway", content_type="text/html")
+            else:
+                route.continue_()
+
+        page.route("**/events", events)
+        page.goto(served.url)
+        page.wait_for_selector("#conn-state:not([hidden])", timeout=5_000)
+        # a move comes in: the page shows it once its stream is back
+        store = Store.open(config.database)
+        try:
+            game = next(g for g in store.games() if g.status == "running")
+            log = store.logged_moves(game.game_id)
+            board = chess.Board(log[-1]["fen"])
+            move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+            san = board.san(move)
+            board.push(move)
+            add_moves(store, [MovePlayed(
+                game_id=game.game_id, ply=len(log) + 1, uci=move.uci(), san=san,
+                fen=board.fen(), white_clock_ms=5000, black_clock_ms=5000, score_cp=0,
+                depth=5, at_ms=int(time.time() * 1000))])
+        finally:
+            store.close()
+        page.wait_for_function(
+            "([ply]) => document.querySelector('[data-f=\"ply\"]').textContent.startsWith('ply ' + ply)",
+            arg=[len(log) + 1], timeout=15_000)
+        assert page.locator("#conn-state").is_hidden()
+        assert refused["n"] == 2
+        assert not problems, problems
+
+
+def test_a_finished_game_keeps_its_place_when_the_page_updates(tmp_path: Path) -> None:
+    """Stepping through a finished game while the event goes on: a game finishing elsewhere
+    makes the page fetch its content again; the position stepped to, and the PGN tags
+    opened, stay. A fetch that fails is tried again without waiting for the next event."""
+    need_browser()
+    config = generate_event(tmp_path, engines=4, rounds=2, finished_rounds=1, running=0,
+                            plies=16)
+    with serve(config.path) as served, browser() as b:
+        page = b.new_page(viewport={"width": 1200, "height": 900})
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        fragments = {"n": 0}
+
+        def fragment(route) -> None:  # noqa: ANN001
+            if route.request.headers.get("x-fragment") == "1":
+                fragments["n"] += 1
+                if fragments["n"] == 1:
+                    route.abort()  # the first fetch of the page's content fails
+                    return
+            route.continue_()
+
+        page.route("**/game-1", fragment)
+        page.goto(served.url + "game-1")
+        page.click('button[data-go="first"]')
+        page.click('button[data-go="next"]')
+        page.click('button[data-go="next"]')
+        label = page.inner_text("#step-label")
+        assert label.startswith("1…")
+        page.click("details#pgn-tags summary")
+        digest = page.get_attribute("#main", "data-digest")
+
+        store = Store.open(config.database)  # a game of round 2 finishes: one commit
+        try:
+            g = next(g for g in store.games() if g.status == "scheduled")
+            moves, _ = _play(random.Random(5), g.game_id, 12, datetime.now(UTC))
+            pgn = write_game({"Event": config.event, "Site": config.site, "Round": "2.1",
+                              "White": g.white, "Black": g.black, "Result": "1-0"},
+                             None, [m.uci for m in moves], [m.comment for m in moves], "x")
+            store.record_game(g.game_id, GameRecord(
+                white=g.white, black=g.black, result="1-0", reason="White mates",
+                moves=[m.uci for m in moves], comments=[m.comment for m in moves], pgn=pgn,
+                start_time="2026-11-23T00:00:00+00:00", end_time="2026-11-23T00:01:00+00:00",
+                duration_s=60.0), [move_row(m) for m in moves])
+        finally:
+            store.close()
+        page.wait_for_function("([d]) => { const m = document.getElementById('main');"
+                               " return m.dataset.digest && m.dataset.digest !== d; }",
+                               arg=[digest], timeout=15_000)
+        assert fragments["n"] >= 2  # fetched again after the failure
+        assert page.inner_text("#step-label") == label
+        assert page.locator("#step-moves [data-ply].current").get_attribute("data-ply") == "2"
+        assert page.locator("details#pgn-tags").evaluate("d => d.open")
+        page.keyboard.press("ArrowRight")  # and stepping goes on from there
+        assert page.inner_text("#step-label").startswith("2.")
+        assert not problems, problems

@@ -9,6 +9,8 @@
   var clockOffset = 0;    // server time - browser time (ms)
   var refetching = false;
   var refetchAgain = false;
+  var refetchRetry = null;  // timer: a failed fetch of the page's content is tried again
+  var stepAt = null;        // {path, ply}: where the reader stepped to in a finished game
 
   function $(sel, root) { return (root || document).querySelector(sel); }
   function $all(sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); }
@@ -228,22 +230,31 @@
   function refetch() {
     if (refetching) { refetchAgain = true; return; }
     refetching = true;
+    if (refetchRetry !== null) { clearTimeout(refetchRetry); refetchRetry = null; }
     var main = $("#main");
     fetch(location.pathname + location.search, { headers: { "X-Fragment": "1" }, credentials: "same-origin" })
       .then(function (resp) { if (!resp.ok && resp.status !== 404) throw new Error(resp.status); return resp.text(); })
       .then(function (html) {
         var keepScroll = window.scrollY;
+        // what the reader opened stays open
+        var open = $all("details[id]", main).filter(function (d) { return d.open; }).map(function (d) { return d.id; });
         var tpl = document.createElement("template");
         tpl.innerHTML = html;  // our own server-rendered, escaped HTML
         var marker = tpl.content.querySelector("#fragment-digest");
         main.textContent = "";
         main.appendChild(tpl.content);
         if (marker) main.dataset.digest = marker.dataset.digest;
+        open.forEach(function (id) { var d = document.getElementById(id); if (d) d.open = true; });
         window.scrollTo(0, keepScroll);
         initPage();
         renderLive();
       })
-      .catch(function () { /* next event tries again */ main.dataset.digest = ""; })
+      .catch(function () {
+        // tried again with the next message, or in a few seconds if none comes (an event
+        // that has ended sends none)
+        main.dataset.digest = "";
+        refetchRetry = setTimeout(function () { refetchRetry = null; refetch(); }, 3000);
+      })
       .then(function () {
         refetching = false;
         if (refetchAgain) { refetchAgain = false; refetch(); }
@@ -259,6 +270,7 @@
     else renderLive();
   }
 
+  var retryMs = 1000;
   function connect() {
     if (!window.EventSource) return;
     var conn = $("#conn-state");
@@ -266,7 +278,9 @@
     es.onmessage = function (e) {
       var msg;
       try { msg = JSON.parse(e.data); } catch (err) { return; }
-      clockOffset = msg.now_ms - Date.now();
+      if (!msg || typeof msg !== "object") return;
+      retryMs = 1000;
+      if (typeof msg.now_ms === "number") clockOffset = msg.now_ms - Date.now();
       if (conn) conn.hidden = true;
       document.body.classList.remove("disconnected");
       apply(msg.live);
@@ -274,6 +288,14 @@
     es.onerror = function () {
       if (conn) conn.hidden = false;
       document.body.classList.add("disconnected");
+      // The browser reconnects by itself after a network error, but gives up for good
+      // when an answer is not the stream (a proxy's 502 while the dashboard restarts, a
+      // 503): then a new connection is opened here, less and less often.
+      if (es.readyState === EventSource.CLOSED) {
+        es.close();
+        setTimeout(connect, retryMs);
+        retryMs = Math.min(retryMs * 2, 30000);
+      }
     };
   }
 
@@ -289,6 +311,7 @@
     var links = $all("#step-moves [data-ply]");
     var scores = plies.filter(function (p) { return !p.book; }).map(function (p) { return [p.ply, p.score_cp, p.mate, p.white ? "w" : "b"]; });
     var current = plies.length;
+    var path = location.pathname;
 
     function clockOf(side, upto) {
       for (var i = upto - 1; i >= 0; i--) {
@@ -298,6 +321,7 @@
     }
     function show(n) {
       current = Math.max(0, Math.min(plies.length, n));
+      stepAt = { path: path, ply: current };
       var p = current ? plies[current - 1] : null;
       board.setAttribute("src", boardUrl(p ? p.fen : data.start_fen, p ? p.uci : null));
       setText(label, current ? (p.move_number + (p.white ? ". " : "… ") + p.san) : "start");
@@ -333,8 +357,9 @@
       var go = { ArrowLeft: current - 1, ArrowRight: current + 1, Home: 0, End: plies.length }[e.key];
       if (go !== undefined) { e.preventDefault(); show(go); }
     });
+    // where the reader was when the page's content was fetched again, else #ply-N, else the end
     var hash = /^#ply-(\d+)$/.exec(location.hash);
-    show(hash ? Number(hash[1]) : plies.length);
+    show(stepAt && stepAt.path === path ? stepAt.ply : hash ? Number(hash[1]) : plies.length);
   }
 
   // ------------------------------------------------------------------ Swiss chart
