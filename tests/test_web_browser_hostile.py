@@ -293,3 +293,35 @@ def test_a_finished_game_keeps_its_place_when_the_page_updates(tmp_path: Path) -
         page.keyboard.press("ArrowRight")  # and stepping goes on from there
         assert page.inner_text("#step-label").startswith("2.")
         assert not problems, problems
+
+
+def test_many_engines_keep_their_names_in_view(tmp_path: Path) -> None:
+    """64 engines: the crosstable, the round-by-round table and (on a phone) the standings
+    scroll sideways in their box, and the engine column stays in view meanwhile."""
+    need_browser()
+    names = [f"Stockfish dev-2024{i:04d}-e0bfc4b6" for i in range(64)]
+    config = generate_event(tmp_path, engines=64, rounds=2, finished_rounds=1, running=0,
+                            plies=10, names=names)
+    with serve(config.path) as served, browser() as b:
+        for width in (1400, 390):
+            page = b.new_page(viewport={"width": width, "height": 900})
+            page.goto(served.url + "standings")
+            for table in ("crosstable", "roundtable", "standings"):
+                found = page.evaluate("""(t) => {
+                    const table = document.querySelector('table.' + t);
+                    const box = table.closest('.scroll');
+                    box.scrollLeft = box.scrollWidth;
+                    const b = box.getBoundingClientRect();
+                    const n = table.querySelector('tbody tr td.name').getBoundingClientRect();
+                    return {scrolls: box.scrollWidth > box.clientWidth, box: [b.left, b.right],
+                            name: [n.left, n.right]};
+                }""", table)
+                if not found["scrolls"]:
+                    continue  # the whole table fits
+                left, right = found["box"]
+                assert left - 1 <= found["name"][0] and found["name"][1] <= right + 1, \
+                    (width, table, found)
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+            page.locator("table.crosstable").scroll_into_view_if_needed()
+            shot(page, f"hostile-64-engines-{width}")
+            page.close()
