@@ -325,3 +325,25 @@ def test_many_engines_keep_their_names_in_view(tmp_path: Path) -> None:
             page.locator("table.crosstable").scroll_into_view_if_needed()
             shot(page, f"hostile-64-engines-{width}")
             page.close()
+
+
+def test_a_finished_game_opens_at_the_top_on_a_phone(tmp_path: Path) -> None:
+    """The stepper shows the current move inside the move list without scrolling the page:
+    on a phone the page opens at its top and stays there while stepping."""
+    need_browser()
+    config = generate_event(tmp_path, engines=4, rounds=1, finished_rounds=1, running=0,
+                            plies=120)
+    with serve(config.path) as served, browser() as b:
+        page = b.new_page(viewport={"width": 390, "height": 700})
+        page.goto(served.url + "game-1")
+        page.wait_for_selector("#step-moves .current")
+        assert page.evaluate("() => window.scrollY") == 0
+        for key in ("Home", "ArrowRight", "End", "ArrowLeft"):
+            page.keyboard.press(key)
+            assert page.evaluate("() => window.scrollY") == 0, key
+        inside = page.evaluate("""() => {
+            const a = document.querySelector('#step-moves .current').getBoundingClientRect();
+            const l = document.getElementById('step-moves').getBoundingClientRect();
+            return a.top >= l.top - 1 && a.bottom <= l.bottom + 1; }""")
+        assert inside  # the list itself scrolled to the current move
+        shot(page, "hostile-390-game-top")

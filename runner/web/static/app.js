@@ -301,6 +301,16 @@
 
   // ------------------------------------------------------------------ finished games
 
+  // the current move into view within its move list, never by scrolling the page (which
+  // scrollIntoView does: on a phone the page opened scrolled down to the list)
+  function scrollIntoList(el) {
+    var list = el.closest("ol");
+    if (!list) return;
+    var r = el.getBoundingClientRect(), box = list.getBoundingClientRect();
+    if (r.top < box.top) list.scrollTop -= box.top - r.top;
+    else if (r.bottom > box.bottom) list.scrollTop += r.bottom - box.bottom;
+  }
+
   function initStepper() {
     var view = $("#game-view"), dataEl = $("#game-data");
     if (!view || !dataEl || view.dataset.ready) return;
@@ -341,7 +351,7 @@
       setText($('[data-step="black-clock"]'), fmtClock(clockOf("black", current)));
       drawGraph(graph, scores, plies.length, current);
       var a = links[current - 1];
-      if (a && a.scrollIntoView) a.scrollIntoView({ block: "nearest" });
+      if (a) scrollIntoList(a);
     }
     view.addEventListener("click", function (e) {
       var t = e.target;
