@@ -255,3 +255,37 @@ def test_pgn_tags_are_shown_unescaped(tmp_path: Path) -> None:
     assert tags["Event"] == "The &#34;Quoted&#34; \\ event"
     shown = {"Gamma &#34;Delta&#34;", "Back\\slash", "C", "D"}
     assert {tags["White"], tags["Black"]} <= shown
+
+
+def test_a_live_board_says_when_its_game_was_resumed_or_replayed(event) -> None:  # noqa: ANN001
+    """A game interrupted and continued from its position (TCEC 7.c), or played again from
+    its first move, says so on its live board: else its moves or clocks seem to jump."""
+    running = _live_game_id(event)
+    _sql(event, "UPDATE games SET attempt=2, started_event=json_set(started_event, "
+                "'$.attempt', 2, '$.resumed_from_ply', 14) WHERE game_id=?", running)
+    with TestClient(create_app(event)) as c:
+        board = _board_header(c.get("/").text, running)
+        assert "resumed at ply 14" in board
+    _sql(event, "UPDATE games SET attempt=3, started_event=json_set(started_event, "
+                "'$.attempt', 3, '$.resumed_from_ply', 0) WHERE game_id=?", running)
+    with TestClient(create_app(event)) as c:
+        assert "replay 2" in _board_header(c.get(f"/game-{running}").text, running)
+    _sql(event, "UPDATE games SET attempt=1, started_event=json_set(started_event, "
+                "'$.attempt', 1) WHERE game_id=?", running)
+    with TestClient(create_app(event)) as c:
+        board = _board_header(c.get("/").text, running)
+        assert "resumed" not in board and "replay" not in board
+
+
+def _live_game_id(config) -> int:  # noqa: ANN001
+    store = Store.open_readonly(config.database)
+    try:
+        return next(g.game_id for g in store.games() if g.status == "running")
+    finally:
+        store.close()
+
+
+def _board_header(html: str, game_id: int) -> str:
+    found = re.search(rf'data-live-game="{game_id}">\s*<header>(.*?)</header>', html, re.S)
+    assert found, html[:300]
+    return found.group(1)
