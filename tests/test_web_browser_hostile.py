@@ -72,6 +72,12 @@ def hostile_event(directory: Path) -> tuple[Config, dict[str, int]]:
         moves, _ = _play(rng, g.game_id, 30, now - timedelta(seconds=30), attempt=2)
         moves[20] = MovePlayed(**{**moves[20].__dict__, "comment": EVIL})
         add_moves(store, moves)
+        # what the engine reported, as a foreign writer might store it: not numbers, a PV
+        # that is one string
+        store.conn.execute(
+            "UPDATE moves SET data=json_set(data, '$.pv', 'e2e4 e7e5', '$.score_cp', 'x', "
+            "'$.depth', '<b>d</b>', '$.nodes', 'many') WHERE game_id=? AND ply IN (29, 30)",
+            (g.game_id,))
 
         g = games[1]
         ids["fen"] = g.game_id
@@ -169,11 +175,18 @@ def test_hostile_event_on_every_page(tmp_path: Path, width: int, height: int) ->
                 len(page.locator('script[src="static/app.js"], script[type="application/json"]')
                     .all()), path
             assert EVENT in page.inner_text("#event-name"), path
+            assert "NaN" not in page.inner_text("main"), path  # what is not a number: nothing
             # nothing wider than the window: long names end in an ellipsis (the whole name
             # in the title), long reasons and tags wrap, wide tables scroll in their box
             box = page.evaluate(OVERFLOW)
             assert box["scroll"] <= box["width"] and not box["out"], (path, box)
             assert box["header"] < 0.3 * height, (path, box)  # the sticky header
+            if width < 720 and page.evaluate("() => document.body.scrollHeight") > 2 * height:
+                # on a phone the header does not stay on top of what the reader scrolls to
+                page.evaluate("() => window.scrollTo(0, 1000)")
+                top = page.evaluate("() => document.querySelector('header.top')"
+                                    ".getBoundingClientRect().bottom")
+                assert top <= 0, (path, top)
             page.close()
             assert not problems, (path, problems)
 

@@ -246,9 +246,16 @@ def _live_document(config: Config, store: Store, state: dict[str, Any],
     }
 
 
+def _number(value: Any) -> int | float | None:
+    """A number the engine reported, or None (whatever else a record holds is not drawn)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
 def _white_pov(move: dict[str, Any], white_moved: bool) -> tuple[int | None, int | None]:
     sign = 1 if white_moved else -1
-    cp, mate = move.get("score_cp"), move.get("mate")
+    cp, mate = _number(move.get("score_cp")), _number(move.get("mate"))
     return (None if cp is None else sign * cp, None if mate is None else sign * mate)
 
 
@@ -511,9 +518,11 @@ def _ply(board: chess.Board, move: chess.Move, number: int, logged: dict[str, An
                            "depth": None, "nodes": None, "time_ms": None, "clock_ms": None}
     if logged:
         cp, mate = _white_pov(logged, white_moved)
-        out.update(score_cp=cp, mate=mate, depth=logged.get("depth"), nodes=logged.get("nodes"),
-                   time_ms=logged.get("time_ms"), book=bool(logged.get("book")),
-                   clock_ms=logged.get("white_clock_ms" if white_moved else "black_clock_ms"))
+        out.update(score_cp=cp, mate=mate, depth=_number(logged.get("depth")),
+                   nodes=_number(logged.get("nodes")), time_ms=_number(logged.get("time_ms")),
+                   book=bool(logged.get("book")),
+                   clock_ms=_number(logged.get("white_clock_ms" if white_moved
+                                               else "black_clock_ms")))
     else:
         found = _COMMENT.match(comment)
         if found:

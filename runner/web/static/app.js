@@ -18,8 +18,9 @@
 
   // ------------------------------------------------------------------ formatting
 
+  function num(v) { return typeof v === "number" && isFinite(v); }  // what a record may hold instead
   function fmtClock(ms) {
-    if (ms === null || ms === undefined) return "-";
+    if (!num(ms)) return "-";
     if (ms < 0) ms = 0;
     var tenths = Math.floor(ms / 100);
     var s = Math.floor(tenths / 10), t = tenths % 10;
@@ -29,18 +30,18 @@
     return (h || m >= 10) ? out : out + "." + t;
   }
   function fmtScore(cp, mate) {
-    if (mate !== null && mate !== undefined) return (mate > 0 ? "+M" : "-M") + Math.abs(mate);
-    if (cp === null || cp === undefined) return "";
+    if (num(mate)) return (mate > 0 ? "+M" : "-M") + Math.abs(mate);
+    if (!num(cp)) return "";
     return (cp > 0 ? "+" : cp < 0 ? "-" : "") + (Math.abs(cp) / 100).toFixed(2);
   }
   function fmtCount(n) {
-    if (n === null || n === undefined) return "";
+    if (!num(n)) return "";
     if (n >= 1e9) return (n / 1e9).toFixed(1) + "G";
     if (n >= 1e6) return (n / 1e6).toFixed(1) + "M";
     if (n >= 1e4) return Math.round(n / 1e3) + "k";
     return String(n);
   }
-  function fmtSeconds(ms) { return (ms === null || ms === undefined) ? "" : (ms / 1000).toFixed(1) + "s"; }
+  function fmtSeconds(ms) { return num(ms) ? (ms / 1000).toFixed(1) + "s" : ""; }
   function fmtWhen(iso) { return iso ? iso.replace("T", " ").slice(0, 19) + " UTC" : "?"; }
   function fmtDuration(s) {
     if (s === null || s === undefined) return "";
@@ -142,13 +143,13 @@
     s = s || {};
     setText($('[data-s="score"]', panel), fmtScore(s.score_cp, s.mate));
     var stats = [];
-    if (s.depth) stats.push("depth " + s.depth + (s.seldepth ? "/" + s.seldepth : ""));
-    if (s.nodes) stats.push(fmtCount(s.nodes) + " nodes");
-    if (s.nps) stats.push(fmtCount(s.nps) + " nps");
-    if (s.time_ms !== null && s.time_ms !== undefined) stats.push(fmtSeconds(s.time_ms));
-    if (s.tbhits) stats.push(fmtCount(s.tbhits) + " TB hits");
+    if (num(s.depth) && s.depth) stats.push("depth " + s.depth + (num(s.seldepth) && s.seldepth ? "/" + s.seldepth : ""));
+    if (num(s.nodes) && s.nodes) stats.push(fmtCount(s.nodes) + " nodes");
+    if (num(s.nps) && s.nps) stats.push(fmtCount(s.nps) + " nps");
+    if (num(s.time_ms)) stats.push(fmtSeconds(s.time_ms));
+    if (num(s.tbhits) && s.tbhits) stats.push(fmtCount(s.tbhits) + " TB hits");
     setText($('[data-s="stats"]', panel), stats.join(" · "));
-    setText($('[data-pv="' + side + '"]', panel), pvSan || (s.pv ? s.pv.join(" ") : ""));
+    setText($('[data-pv="' + side + '"]', panel), pvSan || (Array.isArray(s.pv) ? s.pv.join(" ") : ""));
   }
 
   function renderLiveGame(root, g, rules) {
