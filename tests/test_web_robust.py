@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+import chess
 import pytest
 from web_event import generate_event, start_live_game, web_config
 from web_support import need, serve
@@ -151,6 +152,7 @@ def test_malformed_records_are_reported_and_followed(event, what: str) -> None: 
         page = c.get("/")
         assert page.status_code == 200 and "cannot be read" in page.text
         assert c.get("/api/state").status_code == 503
+        assert c.get("/api/standings").status_code == 503
         # the page's embedded live document is a document (the script reads its fields)
         embedded = re.search(r'id="live-data">(.*?)</script>', page.text, re.S).group(1)
         assert json.loads(embedded)["error"] == live["error"]
@@ -289,3 +291,17 @@ def _board_header(html: str, game_id: int) -> str:
     found = re.search(rf'data-live-game="{game_id}">\s*<header>(.*?)</header>', html, re.S)
     assert found, html[:300]
     return found.group(1)
+
+
+def test_boards_asked_for_do_not_grow_the_server_without_bound(event) -> None:  # noqa: ANN001
+    """Every position and size asked for is drawn once and kept for the next browser, but
+    only so many: a client asking for thousands of boards cannot fill the memory."""
+    from runner.web.app import board_svg
+
+    board_svg.cache_clear()
+    board = chess.Board()
+    with TestClient(create_app(event)) as c:
+        for size in range(120, 800):
+            assert c.get("/board.svg", params={"fen": board.fen(), "size": size}).status_code == 200
+    held = board_svg.cache_info().currsize
+    assert held * len(board_svg(board.fen(), None, 360)) < 20_000_000, held

@@ -352,7 +352,7 @@ def make_env() -> Environment:
     return env
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)  # ~30 KB each: at most ~16 MB, whatever is asked for
 def board_svg(fen: str, last: str | None, size: int) -> bytes:
     board = chess.Board(fen)
     lastmove = chess.Move.from_uci(last) if last else None
@@ -466,7 +466,9 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
     async def api_standings(request: Request) -> Response:
         view = hub.view
         if view.standings is None:
-            return JSONResponse({"error": "no standings yet"}, status_code=404)
+            return JSONResponse({"error": view.error or "no standings yet"},
+                                status_code=503 if view.error else 404,
+                                headers={"cache-control": "no-store"})
         return JSONResponse(view.standings, headers={"cache-control": "no-store"})
 
     async def events(request: Request) -> Response:
