@@ -117,6 +117,8 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
 def error_view(config: Config, exc: BaseException) -> View:
     """The View of an event whose records cannot be made sense of (a malformed move log or
     GameStarted event, say): the pages say so and the watcher goes on watching."""
+    if isinstance(exc, StoreError):  # says which file and why already
+        return finish(View(state=None, error=str(exc)))
     return finish(View(state=None, error=f"{config.database}: cannot read the event: "
                                          f"{type(exc).__name__}: {exc}"))
 
