@@ -305,3 +305,16 @@ def test_boards_asked_for_do_not_grow_the_server_without_bound(event) -> None:  
             assert c.get("/board.svg", params={"fen": board.fen(), "size": size}).status_code == 200
     held = board_svg.cache_info().currsize
     assert held * len(board_svg(board.fen(), None, 360)) < 20_000_000, held
+
+
+def test_an_engine_named_bye_is_not_a_bye_in_the_swiss_chart(tmp_path: Path) -> None:
+    config = generate_event(tmp_path, engines=4, rounds=1, finished_rounds=1, running=0,
+                            names=["Alpha", "BYE", "Gamma", "Delta"], plies=10)
+    with TestClient(create_app(config)) as c:
+        page = c.get("/chart").text
+        chart = c.app.state.hub.view.chart  # type: ignore[attr-defined]
+    after = [e for grp in chart[1]["groups"] for e in grp["engines"]]
+    met_bye = next(e for e in after if e["opponent"] == "BYE")  # who played the engine BYE
+    classes = re.findall(rf'<li data-engine="{met_bye["engine"]}" class="(\w*)"', page)
+    assert len(classes) == 2 and classes[1] in ("up", "down", "level"), classes  # after R1
+    assert not any(e["bye"] for e in after)  # four engines: nobody had a bye

@@ -387,15 +387,16 @@ def last_activity(store: Store, state: dict[str, Any]) -> float | None:
 def swiss_chart(results: Any, standings: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Score groups after each complete scheduled round (round 0: everyone on 0).
 
-    Each column: ``{round, groups: [{score, engines: [{engine, delta, opponent}]}]}``,
+    Each column: ``{round, groups: [{score, engines: [{engine, delta, opponent, bye}]}]}``,
     groups best first, engines within a group in standings order. ``delta`` is what the
-    engine scored in that round (None in round 0), ``opponent`` whom it met ("BYE").
+    engine scored in that round (None in round 0), ``opponent`` whom it met ("BYE" with
+    ``bye`` true: an engine may well be named "BYE").
     """
     if results is None:
         return []
     order = {row["engine"]: row["rank"] for row in (standings or {}).get("standings", [])}
     totals = {name: 0.0 for name in results.seeds}
-    columns = [_column(0, totals, {}, {}, {n: i for i, n in enumerate(results.seeds)})]
+    columns = [_column(0, totals, {}, {}, {n: i for i, n in enumerate(results.seeds)}, None)]
     for rd in sorted(results.rounds, key=lambda r: r.number):
         games = [g for g in rd.games if not g.extra]
         if not rd.complete or (not games and rd.bye is None):
@@ -412,19 +413,19 @@ def swiss_chart(results: Any, standings: dict[str, Any] | None) -> list[dict[str
             opponent[rd.bye] = "BYE"
         for name, d in delta.items():
             totals[name] = totals.get(name, 0.0) + d
-        columns.append(_column(rd.number, totals, delta, opponent, order))
+        columns.append(_column(rd.number, totals, delta, opponent, order, rd.bye))
     return columns
 
 
 def _column(number: int, totals: dict[str, float], delta: dict[str, float],
-            opponent: dict[str, str], order: dict[str, int]) -> dict[str, Any]:
+            opponent: dict[str, str], order: dict[str, int], bye: str | None) -> dict[str, Any]:
     groups: dict[float, list[str]] = {}
     for name, score in totals.items():
         groups.setdefault(score, []).append(name)
     return {"round": number, "groups": [
         {"score": score,
          "engines": [{"engine": n, "delta": delta.get(n) if number else None,
-                      "opponent": opponent.get(n)}
+                      "opponent": opponent.get(n), "bye": n == bye}
                      for n in sorted(names, key=lambda n: order.get(n, 10**6))]}
         for score, names in sorted(groups.items(), reverse=True)]}
 
