@@ -195,6 +195,11 @@ def test_hostile_event_on_every_page(tmp_path: Path, width: int, height: int) ->
         cell = page.locator(f'table.standings [title="{LONG}"]')
         assert cell.count() == 1 and cell.inner_text() == LONG  # all there, cut by CSS
         assert cell.evaluate("e => e.scrollWidth > e.clientWidth")  # shown with an ellipsis
+        # a right-to-left name is laid out from its own start: a cut falls at its end
+        rtl = page.locator(f'table.standings [title="{NAMES[5]}"]')
+        assert rtl.evaluate("e => getComputedStyle(e).direction") == "rtl"
+        assert page.locator(f'table.standings [title="{NAMES[0]}"]').evaluate(
+            "e => getComputedStyle(e).direction") == "ltr"
         page.goto(served.url + f"game-{ids['crash']}")
         page.click("details#pgn-tags summary")
         assert EVIL.replace("\n", " ") in page.inner_text("table.tags-table")

@@ -333,7 +333,8 @@ def _engine_name(name: Any) -> Markup:
     """An engine's (or worker's) name for a table, a chip or a board: one line, cut short
     with an ellipsis when it is long (app.css ``.nm``), the whole name in its tooltip."""
     text = "" if name is None else str(name)
-    return Markup('<span class="name nm" title="{0}">{0}</span>').format(text)
+    # dir=auto: a right-to-left name is laid out (and cut short) from its own start
+    return Markup('<span class="name nm" dir="auto" title="{0}">{0}</span>').format(text)
 
 
 def _result_class(result: str | None) -> str:
