@@ -318,3 +318,25 @@ def test_an_engine_named_bye_is_not_a_bye_in_the_swiss_chart(tmp_path: Path) -> 
     classes = re.findall(rf'<li data-engine="{met_bye["engine"]}" class="(\w*)"', page)
     assert len(classes) == 2 and classes[1] in ("up", "down", "level"), classes  # after R1
     assert not any(e["bye"] for e in after)  # four engines: nobody had a bye
+
+
+def test_an_event_created_but_not_paired_yet(tmp_path: Path) -> None:
+    """The moment between `run` creating the event and pairing round 1: every page
+    answers, and nothing says "since ?"."""
+    from runner.config.fingerprint import event_fingerprint
+
+    config = load_config(web_config(tmp_path, ["A", "B", "C"], 2))
+    store = Store.open(config.database)
+    try:
+        store.init_event(event_fingerprint(config), ["A", "B", "C"], [], event=config.event,
+                         games_per_match=2, rounds=2)
+    finally:
+        store.close()
+    with TestClient(create_app(config)) as c:
+        for url in ("/", "/standings", "/rounds", "/chart", "/games", "/api/state",
+                    "/api/standings", "/api/live"):
+            resp = c.get(url)
+            assert resp.status_code == 200, url
+            assert "since ?" not in resp.text and "?</" not in resp.text, url
+        assert "not paired yet" in c.get("/").text
+        assert c.get("/game-1").status_code == 404
