@@ -259,7 +259,9 @@ def test_event_stream_refused_for_a_while(tmp_path: Path) -> None:
 def test_a_finished_game_keeps_its_place_when_the_page_updates(tmp_path: Path) -> None:
     """Stepping through a finished game while the event goes on: a game finishing elsewhere
     makes the page fetch its content again; the position stepped to, and the PGN tags
-    opened, stay. A fetch that fails is tried again without waiting for the next event."""
+    opened, stay. A fetch that fails is tried again without waiting for the next event,
+    and an answer that is not the dashboard's (a proxy's error or login page) is never put
+    into the page."""
     need_browser()
     config = generate_event(tmp_path, engines=4, rounds=2, finished_rounds=1, running=0,
                             plies=16)
@@ -274,6 +276,10 @@ def test_a_finished_game_keeps_its_place_when_the_page_updates(tmp_path: Path) -
                 fragments["n"] += 1
                 if fragments["n"] == 1:
                     route.abort()  # the first fetch of the page's content fails
+                    return
+                if fragments["n"] == 2:  # the second is answered by something in between
+                    route.fulfill(status=200, content_type="text/html",
+                                  body="<h1>Proxy login</h1><p>Sign in to continue</p>")
                     return
             route.continue_()
 
@@ -304,7 +310,8 @@ def test_a_finished_game_keeps_its_place_when_the_page_updates(tmp_path: Path) -
         page.wait_for_function("([d]) => { const m = document.getElementById('main');"
                                " return m.dataset.digest && m.dataset.digest !== d; }",
                                arg=[digest], timeout=15_000)
-        assert fragments["n"] >= 2  # fetched again after the failure
+        assert fragments["n"] >= 3  # fetched again after the failure and the foreign page
+        assert "Proxy login" not in page.inner_text("main")
         assert page.inner_text("#step-label") == label
         assert page.locator("#step-moves [data-ply].current").get_attribute("data-ply") == "2"
         assert page.locator("details#pgn-tags").evaluate("d => d.open")

@@ -234,17 +234,20 @@
     if (refetchRetry !== null) { clearTimeout(refetchRetry); refetchRetry = null; }
     var main = $("#main");
     fetch(location.pathname + location.search, { headers: { "X-Fragment": "1" }, credentials: "same-origin" })
-      .then(function (resp) { if (!resp.ok && resp.status !== 404) throw new Error(resp.status); return resp.text(); })
+      .then(function (resp) { return resp.text(); })
       .then(function (html) {
         var keepScroll = window.scrollY;
         // what the reader opened stays open
         var open = $all("details[id]", main).filter(function (d) { return d.open; }).map(function (d) { return d.id; });
         var tpl = document.createElement("template");
-        tpl.innerHTML = html;  // our own server-rendered, escaped HTML
+        tpl.innerHTML = html;
+        // only our own server-rendered, escaped fragment (whatever its status: a game that
+        // is not there or cannot be read says so), never a proxy's error or login page
         var marker = tpl.content.querySelector("#fragment-digest");
+        if (!marker) throw new Error("not the dashboard's page");
         main.textContent = "";
         main.appendChild(tpl.content);
-        if (marker) main.dataset.digest = marker.dataset.digest;
+        main.dataset.digest = marker.dataset.digest;
         open.forEach(function (id) { var d = document.getElementById(id); if (d) d.open = true; });
         window.scrollTo(0, keepScroll);
         initPage();
