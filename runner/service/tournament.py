@@ -239,7 +239,7 @@ class Tournament:
             self.resources = GameResources(self.config, self.play_game is None
                                            and self.config.backend == "python-chess")
         while True:
-            decision = self.decide_interrupted(game) if attempt > 1 else None
+            decision = self.decide_interrupted(game, spec) if attempt > 1 else None
             extra: dict[str, Any] = {}
             if decision is not None and decision.action == "finish":
                 self.finish_from_log(spec, game, decision, attempt, emit)
@@ -277,10 +277,18 @@ class Tournament:
             return bool(getattr(self.play_game, "can_resume", False))
         return self.config.backend == "python-chess"
 
-    def decide_interrupted(self, game: StoredGame) -> Decision | None:
-        """TCEC rule 7.c for a game that was started before (None: nothing was logged)."""
+    def decide_interrupted(self, game: StoredGame, spec: GameSpec | None = None
+                           ) -> Decision | None:
+        """TCEC rule 7.c for a game that was started before (None: nothing was logged).
+
+        A game that continues from its position gets the comments of its logged moves as
+        the PGN writes them (``PgnComments: extended``, ``PgnExtras: [TCEC]``: clocks,
+        evaluations, rule counts), from the move log: the backend has the data of the moves
+        it plays itself only, and the PGN must be what an uninterrupted game gives.
+        """
         from runner.domain.adjudication import open_tablebase
         from runner.domain.interruption import decide
+        from runner.domain.pgnextended import enrich_comments
 
         moves = self.store.logged_moves(game.game_id)
         if not moves:
@@ -295,8 +303,14 @@ class Tournament:
                           interruption=interruption, adjudication=config.adjudication,
                           time_control=config.time_control, tablebase=tablebase)
         if decision.action == "resume":
-            assert decision.resume is not None
+            assert decision.resume is not None and decision.board is not None
             point = decision.resume
+            spec = spec or self.spec_for(game)
+            comments = enrich_comments(spec, decision.board.root(), point.moves,
+                                       point.comments, moves)
+            if tuple(comments) != point.comments:
+                point = replace(point, comments=tuple(comments))
+                decision = replace(decision, resume=point)
             self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at "
                      f"ply {point.ply}: it continues from there (TCEC rule 7.c.v), each clock "
                      f"+{point.compensation_ms / 1000:g}s")

@@ -1,0 +1,117 @@
+"""Resume at moments the SIGKILL crash test (test_resume.py) reaches only by chance: a game
+cut at an exact ply and continued from its position (TCEC rule 7.c.v), compared move for
+move with the same game played without interruption.
+
+The engines are the deterministic fakes (tests/fakes/det_engine.py: the move depends only on
+the position), played by the real referee through `run`; the interruption is an error
+raised by the event stream's consumer after a chosen ply, which ends the run (exit 1) with
+that ply in the move log, as a crash a quarter of a second later would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import chess.pgn
+import pytest
+import yaml
+
+from runner.cli.run import cli_run
+from runner.config import load_config
+from runner.domain.events import GameEvent, MovePlayed
+from runner.errors import EXIT_FAIL, EXIT_OK
+from runner.play.referee import play_game as referee_play
+
+FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
+pytestmark = pytest.mark.engines  # real engine processes (the fake engines)
+
+
+def write_config(directory: Path, **more: Any) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "book.pgn").write_text('[Event "o"]\n\n1. d4 Nf6 *\n\n')
+    data = {
+        "Event": "resume moments", "TimeControl": "60+1",
+        "SwissOptions": {"GamesPerMatch": 1, "Rounds": 1, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "Openings": {"File": "book.pgn"},
+        "Adjudication": {"TcecWin": {"ScoreCp": 1000, "Plies": 8},
+                         "TcecDraw": {"MaxPawns": 16, "MaxPieces": 32, "ScoreCp": 0, "Plies": 30},
+                         "MaxMoves": 60},
+        "Interruption": {"Mode": "resume", "Adjudicate": False},
+        "Engines": [{"Name": f"D{i}", "Command": sys.executable,
+                     "Args": [str(FAKE), style, f"moments-{i}", "0"], "Nodes": 1}
+                    for i, style in ((1, "greedy"), (2, "random"))],
+        **more,
+    }
+    path = directory / "event.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def args() -> argparse.Namespace:
+    return argparse.Namespace(finish_games=False, quiet=True)
+
+
+class CutAfter:
+    """The real referee, whose first attempt at each game is cut after engine ply ``ply``."""
+
+    can_resume = True
+
+    def __init__(self, ply: int):
+        self.ply = ply
+
+    async def __call__(self, spec: Any, *, emit: Any, attempt: int = 1, **kw: Any) -> Any:
+        def cut(event: GameEvent) -> None:
+            emit(event)
+            if attempt == 1 and isinstance(event, MovePlayed) and event.ply >= self.ply:
+                raise RuntimeError(f"cut after ply {event.ply}")
+
+        return await referee_play(spec, emit=cut, attempt=attempt, **kw)
+
+
+_VOLATILE = [re.compile(p) for p in (
+    r",? ?game resumed after an interruption, clocks White [0-9:.]+ Black [0-9:.]+",
+    r"\[%(clk|emt) [0-9:.]+\]", r"nps=\d+", r"\s*\d+(\.\d+)?s\b")]
+
+
+def pgn_moves(path: Path) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The single game's headers and (move, comment) with the times taken out."""
+    with open(path, encoding="utf-8") as handle:
+        game = chess.pgn.read_game(handle)
+    assert game is not None
+    out = []
+    for node in game.mainline():
+        comment = node.comment
+        for pattern in _VOLATILE:
+            comment = pattern.sub("", comment)
+        out.append((node.move.uci(), comment))
+    return dict(game.headers), out
+
+
+@pytest.mark.parametrize("extras", [{"PgnComments": "extended"}, {"PgnExtras": ["TCEC"]}])
+def test_a_game_continued_from_its_position_keeps_the_pgn_data_of_its_first_moves(
+        tmp_path: Path, extras: dict[str, Any]) -> None:
+    clean = load_config(write_config(tmp_path / "clean", **extras))
+    assert cli_run(clean, args()) == EXIT_OK
+    headers, reference = pgn_moves(clean.pgn_out)
+    assert len(reference) > 14
+
+    cut = load_config(write_config(tmp_path / "cut", **extras))
+    assert cli_run(cut, args(), play_game=CutAfter(12)) == EXIT_FAIL
+    conn = sqlite3.connect(cut.database)
+    assert conn.execute("SELECT MAX(ply) FROM moves").fetchone()[0] == 12
+    conn.close()
+    assert cli_run(cut, args()) == EXIT_OK  # the plain referee continues it from ply 12
+    resumed_headers, moves = pgn_moves(cut.pgn_out)
+    assert resumed_headers["ResumedFromPly"] == "12"
+    assert resumed_headers["Result"] == headers["Result"]
+    assert moves == reference  # the moves before the cut keep their clocks, evals, rule counts
+    if "PgnComments" in extras:
+        assert all("[%eval" in c for _, c in moves[2:12])
+    else:
+        assert all("Rd=" in c and "Rr=" in c for _, c in moves[2:12])
