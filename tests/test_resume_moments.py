@@ -11,13 +11,18 @@ that ply in the move log, as a crash a quarter of a second later would.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import chess.pgn
+import psutil
 import pytest
 import yaml
 
@@ -115,3 +120,43 @@ def test_a_game_continued_from_its_position_keeps_the_pgn_data_of_its_first_move
         assert all("[%eval" in c for _, c in moves[2:12])
     else:
         assert all("Rd=" in c and "Rr=" in c for _, c in moves[2:12])
+
+
+FAULTY = Path(__file__).resolve().parent / "fakes" / "fake_uci.py"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def engines_of(token: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if any(token in part for part in proc.info["cmdline"] or []) and \
+                proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc.pid)
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
+        tmp_path: Path, signum: int) -> None:
+    """`run` checks every engine before its first game (seconds with engines that load a
+    network). SIGTERM (systemctl stop) or Ctrl-C then must stop it as at any other moment:
+    exit 130 with the message, no traceback, no engine left, and the same command resumes."""
+    token = f"startup-{signum}-{tmp_path.name[-8:]}"
+    path = write_config(tmp_path / "event")
+    data = yaml.safe_load(path.read_text())
+    data["Engines"][1] = {"Name": "Slow", "Command": sys.executable, "Nodes": 1,
+                          "Args": [str(FAULTY), "--handshake-delay", "3", token]}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(path)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not engines_of(token):  # the check has started the slow engine
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signum)
+    output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output and "interrupted; run the same command to resume" in output
+    time.sleep(0.2)
+    assert engines_of(token) == []

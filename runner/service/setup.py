@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from runner.books.openings import BookError
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes
@@ -97,6 +101,30 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         say(f"{replay} game(s) interrupted by the previous run will be played again "
             "with the same opening and colours")
     return book, None
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGTERM handled as SIGINT (a KeyboardInterrupt) for the whole of ``run``.
+
+    The tournament loop handles both signals itself (a clean stop); before it starts (the
+    engine check, which takes seconds with engines that load a network, opening the event,
+    rebuilding the PGN) and after it ends, SIGTERM (``systemctl stop``) would otherwise kill
+    the runner on the spot, where SIGINT gives a KeyboardInterrupt that ``run`` turns into a
+    clean exit 130. Only in the main thread (where Python runs signal handlers).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 PREFLIGHT_TIMEOUT_S = 30.0

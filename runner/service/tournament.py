@@ -468,7 +468,8 @@ class Tournament:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in before:
             loop.add_signal_handler(sig, self.on_signal, sig)
         self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s)
         snapshot = self.snapshot
@@ -496,8 +497,10 @@ class Tournament:
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
             self._close_reader()
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig, handler in before.items():
                 loop.remove_signal_handler(sig)
+                if handler is not None:  # what run had (asyncio would leave SIGTERM's default)
+                    signal.signal(sig, handler)
 
     async def _run(self) -> int:
         s = self.config.swiss
