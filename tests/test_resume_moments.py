@@ -31,6 +31,7 @@ from runner.config import load_config
 from runner.domain.events import GameEvent, MovePlayed
 from runner.errors import EXIT_FAIL, EXIT_OK
 from runner.play.referee import play_game as referee_play
+from runner.service.setup import stop_signals
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
 pytestmark = pytest.mark.engines  # real engine processes (the fake engines)
@@ -140,7 +141,7 @@ def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
         tmp_path: Path, signum: int) -> None:
     """`run` checks every engine before its first game (seconds with engines that load a
     network). SIGTERM (systemctl stop) or Ctrl-C then must stop it as at any other moment:
-    exit 130 with the message, no traceback, no engine left, and the same command resumes."""
+    exit 130 with the message, no traceback, no engine left."""
     token = f"startup-{signum}-{tmp_path.name[-8:]}"
     path = write_config(tmp_path / "event")
     data = yaml.safe_load(path.read_text())
@@ -160,3 +161,22 @@ def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
     assert "Traceback" not in output and "interrupted; run the same command to resume" in output
     time.sleep(0.2)
     assert engines_of(token) == []
+
+
+def test_outside_the_loop_the_first_stop_signal_interrupts_and_the_next_ones_wait() -> None:
+    """A second SIGTERM/SIGINT while `run` unwinds from the first (killing the engines of
+    its engine check, closing the store) must not cut that short (it ended in a traceback
+    from asyncio's clean-up, or a death by SIGINT); the handlers are put back afterwards."""
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    unwound = False
+    with pytest.raises(KeyboardInterrupt), stop_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)  # while unwinding
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # handlers run between bytecodes: both arrive here, ignored
+            unwound = True
+    assert unwound
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

@@ -105,26 +105,34 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
-    """SIGTERM handled as SIGINT (a KeyboardInterrupt) for the whole of ``run``.
+    """SIGINT and SIGTERM as one KeyboardInterrupt for the whole of ``run``.
 
     The tournament loop handles both signals itself (a clean stop); before it starts (the
     engine check, which takes seconds with engines that load a network, opening the event,
     rebuilding the PGN) and after it ends, SIGTERM (``systemctl stop``) would otherwise kill
-    the runner on the spot, where SIGINT gives a KeyboardInterrupt that ``run`` turns into a
-    clean exit 130. Only in the main thread (where Python runs signal handlers).
+    the runner on the spot, and SIGINT raise wherever it lands. Here the first signal raises
+    a KeyboardInterrupt, which ``run`` turns into a clean exit 130; further signals are
+    ignored while that stop unwinds (a second Ctrl-C must not cut the clean-up short: it
+    would end in a traceback, or a death by signal). Only in the main thread (where Python
+    runs signal handlers).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopping = False
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 PREFLIGHT_TIMEOUT_S = 30.0
