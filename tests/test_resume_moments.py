@@ -11,6 +11,7 @@ that ply in the move log, as a crash a quarter of a second later would.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -180,3 +181,39 @@ def test_outside_the_loop_the_first_stop_signal_interrupts_and_the_next_ones_wai
             unwound = True
     assert unwound
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def killed_inside_atomic_write(path: Path) -> Path:
+    """Kill (SIGKILL) a process inside runner.store.database.atomic_write(path, ...): the
+    temp file it was writing is left beside ``path``."""
+    code = ("import sys; from pathlib import Path; from runner.store.database import atomic_write; "
+            "atomic_write(Path(sys.argv[1]), 'x' * (64 << 20))")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = set(path.parent.iterdir())
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], env=env)
+    deadline = time.monotonic() + 30
+    while not (set(path.parent.iterdir()) - before):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.001)
+    proc.kill()
+    proc.wait()
+    (left,) = set(path.parent.iterdir()) - before
+    return left
+
+
+def test_temp_files_of_a_run_killed_while_rewriting_the_pgn_or_snapshot_are_removed(
+        tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path / "event"))
+    assert cli_run(config, args()) == EXIT_OK
+    pgn, snapshot = config.pgn_out.read_bytes(), config.swiss.state_path.read_bytes()
+    left = [killed_inside_atomic_write(config.pgn_out),
+            killed_inside_atomic_write(config.swiss.state_path)]
+    assert all(p.name.startswith(".") and p.name.endswith(".tmp") for p in left)
+    other = config.pgn_out.with_name(f".{config.pgn_out.name}.notours.tmp")
+    other.write_text("someone else's")
+    assert cli_run(config, args()) == EXIT_OK  # the event is complete: nothing is played
+    assert not any(p.exists() for p in left)
+    assert other.exists()  # not a name atomic_write gives
+    assert config.pgn_out.read_bytes() == pgn
+    assert json.loads(config.swiss.state_path.read_bytes())["games_finished"] == \
+        json.loads(snapshot)["games_finished"] == 1

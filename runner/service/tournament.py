@@ -34,7 +34,13 @@ from runner.service.sinks import (
     err,
 )
 from runner.service.state import StateCache, check_snapshot, standings_text, write_snapshot
-from runner.store.database import Store, StoredGame, StoredRound, StoreError
+from runner.store.database import (
+    Store,
+    StoredGame,
+    StoredRound,
+    StoreError,
+    remove_stale_temp_files,
+)
 from runner.store.movelog import MoveLog
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
@@ -79,6 +85,8 @@ class Tournament:
         self.book, code = open_event(self.config, self.store, self.say, self.total_games)
         if code is not None:
             return code
+        for path in (self.config.pgn_out, self.config.swiss.state_path):
+            remove_stale_temp_files(path)  # a kill inside their atomic rewrite left these
         self.pgn.sync()
         if check_snapshot(self.config.swiss.state_path):
             self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or cut "

@@ -172,6 +172,33 @@ def atomic_write(path: Path, data: str, *, durable: bool = True) -> None:
             os.close(dfd)
 
 
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Delete the temp files a run killed inside :func:`atomic_write` of ``path`` left
+    beside it (``.NAME.XXXXXXXX.tmp``, as mkstemp names them); the removed paths.
+
+    Only for a path this runner alone writes, while it holds the event lock: after days of
+    restarts a large PGN or JSON snapshot could otherwise leave many copies of itself."""
+    removed = []
+    prefix, suffix = f".{path.name}.", ".tmp"
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    for name in names:
+        middle = name[len(prefix):-len(suffix)]
+        if name.startswith(prefix) and name.endswith(suffix) and len(middle) == 8 and \
+                all(c in _MKSTEMP_CHARS for c in middle):
+            stale = path.parent / name
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(stale.lstat().st_mode):
+                    stale.unlink()
+                    removed.append(stale)
+    return removed
+
+
+_MKSTEMP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 def _pgn_block(pgn: str) -> str:
     return pgn.strip() + "\n\n"
 
