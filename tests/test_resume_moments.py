@@ -217,3 +217,25 @@ def test_temp_files_of_a_run_killed_while_rewriting_the_pgn_or_snapshot_are_remo
     assert config.pgn_out.read_bytes() == pgn
     assert json.loads(config.swiss.state_path.read_bytes())["games_finished"] == \
         json.loads(snapshot)["games_finished"] == 1
+
+
+def test_a_pgn_whose_end_a_power_cut_turned_into_zeros_is_rebuilt_without_a_backup(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A power cut while the PGN was appended to can leave its new size on disk without the
+    data (the end reads as NUL bytes). That is our own file cut short: rebuilt from the
+    database, not kept aside as "games that are not this event's"."""
+    config = load_config(write_config(tmp_path / "event"))
+    assert cli_run(config, args()) == EXIT_OK
+    pgn = config.pgn_out.read_bytes()
+    config.pgn_out.write_bytes(pgn[:len(pgn) // 2] + b"\0" * (len(pgn) - len(pgn) // 2))
+    capsys.readouterr()
+    assert cli_run(config, argparse.Namespace(finish_games=False, quiet=False)) == EXIT_OK
+    out = capsys.readouterr().out
+    assert config.pgn_out.read_bytes() == pgn
+    assert "not this event's" not in out and "Rebuilt" in out
+    assert not list(config.pgn_out.parent.glob("*.bak"))
+    # a file that is not ours is still kept aside, zeros or not
+    config.pgn_out.write_bytes(b"[Event \"another\"]\n" + b"\0" * 100)
+    assert cli_run(config, args()) == EXIT_OK
+    assert config.pgn_out.read_bytes() == pgn
+    assert len(list(config.pgn_out.parent.glob("*.bak"))) == 1

@@ -828,13 +828,22 @@ def file_identity(path: Path) -> tuple[int, int] | None:
 
 
 def _is_prefix_of(path: Path, expected: bytes) -> bool:
-    """True when the file is missing, empty or a prefix of ``expected`` (what we write)."""
+    """True when the file is missing, empty or a prefix of ``expected`` (what we write).
+
+    A prefix followed by NUL bytes only counts too: a power cut during an append can leave
+    the file's new size on disk without its data, which then reads as zeros (our own file
+    cut short, not someone else's)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(len(expected) + 1)
+            if expected.startswith(data):
+                return True
+            head = data.rstrip(b"\0")
+            if len(head) == len(data) or not expected.startswith(head):
+                return False
+            return all(not block.strip(b"\0") for block in iter(lambda: handle.read(1 << 20), b""))
     except FileNotFoundError:
         return True
-    return expected.startswith(data)
 
 
 def _keep_aside(path: Path) -> Path:
