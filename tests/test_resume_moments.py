@@ -32,7 +32,7 @@ from runner.config import load_config
 from runner.domain.events import GameEvent, MovePlayed
 from runner.errors import EXIT_FAIL, EXIT_OK
 from runner.play.referee import play_game as referee_play
-from runner.service.setup import stop_signals
+from runner.service.setup import stop_requested, stop_signals
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
 pytestmark = pytest.mark.engines  # real engine processes (the fake engines)
@@ -164,23 +164,46 @@ def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
     assert engines_of(token) == []
 
 
-def test_outside_the_loop_the_first_stop_signal_interrupts_and_the_next_ones_wait() -> None:
-    """A second SIGTERM/SIGINT while `run` unwinds from the first (killing the engines of
-    its engine check, closing the store) must not cut that short (it ended in a traceback
-    from asyncio's clean-up, or a death by SIGINT); the handlers are put back afterwards."""
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one
+def test_outside_the_loop_a_stop_signal_is_remembered_even_when_python_swallows_it() -> None:
+    """The first SIGTERM/SIGINT outside the loop raises a KeyboardInterrupt and is
+    remembered, so that one Python swallows (raised in a ``__del__``) still stops the run
+    when its loop starts; the handlers are put back afterwards."""
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    unwound = False
-    with pytest.raises(KeyboardInterrupt), stop_signals():
-        try:
+
+    class Finalised:
+        def __del__(self) -> None:
             os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)  # the handler raises here
-        finally:
-            os.kill(os.getpid(), signal.SIGINT)  # while unwinding
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(0.05)  # handlers run between bytecodes: both arrive here, ignored
-            unwound = True
-    assert unwound
+            time.sleep(0.05)  # the KeyboardInterrupt is raised here, and ignored by Python
+
+    with stop_signals():
+        assert stop_requested() is None
+        Finalised()  # collected at once
+        assert stop_requested() == signal.SIGTERM
+    assert stop_requested() is None
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_second_stop_signal_while_the_first_unwinds_ends_the_runner_at_once() -> None:
+    """A second signal while the clean stop unwinds (Ctrl-C pressed twice, during the
+    clean-up of the engine check) ends the process with the signal's default action, as a
+    crash would, instead of a traceback from a second KeyboardInterrupt."""
+    code = ("import os, signal, time\n"
+            "from runner.service.setup import stop_requested, stop_signals\n"
+            "with stop_signals():\n"
+            "    try:\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "        time.sleep(5)\n"
+            "    except KeyboardInterrupt:\n"
+            "        print('first', flush=True)\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "        time.sleep(5)\n"
+            "print('not reached')\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == -signal.SIGINT
+    assert done.stdout == "first\n" and "Traceback" not in done.stderr
 
 
 def killed_inside_atomic_write(path: Path) -> Path:

@@ -479,6 +479,10 @@ class Tournament:
         before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         for sig in before:
             loop.add_signal_handler(sig, self.on_signal, sig)
+        from runner.service.setup import stop_requested
+
+        if stop_requested() is not None:  # a stop signal whose KeyboardInterrupt was swallowed
+            self.on_signal(stop_requested())
         self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s)
         snapshot = self.snapshot
 
