@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -205,3 +206,73 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     assert conn.execute("SELECT COUNT(*) FROM processes").fetchone()[0] == 0
     conn.close()
+
+
+def test_stop_signals_and_damaged_views_then_resume_match_a_clean_run(tmp_path: Path) -> None:
+    """SIGTERM / SIGINT (with and without --finish-games) while games are played, and
+    between runs the views damaged as a crash or an operator leaves them: the PGN cut
+    short, the JSON snapshot deleted, the WAL deleted after the clean stop (everything must
+    be in the database file by then). Every stop is exit 130 and leaves no engine; the
+    event then ends as the uninterrupted one, with the extended PGN data of the games that
+    continued from their position."""
+    token = f"stops{os.getpid()}x{tmp_path.name[-12:]}"
+    extras = {"PgnComments": "extended", "PgnExtras": ["TCEC"]}
+
+    def config(name: str) -> Path:
+        path = write_config(tmp_path / name, token, concurrency=2)
+        data = yaml.safe_load(path.read_text())
+        data["SwissOptions"]["Rounds"] = 2
+        data["Engines"] = data["Engines"][:5]
+        data.update(extras)
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    clean = config("clean")
+    proc = start(clean, tmp_path / "clean.log")
+    assert proc.wait(timeout=300) == 0, (tmp_path / "clean.log").read_text()[-3000:]
+    state = tmp_path / "stopped" / "state"
+    stopped = config("stopped")
+    log = tmp_path / "stopped.log"
+    log.touch()
+    rng = random.Random(20261123)
+    plans = [(signal.SIGTERM, [], "pgn"), (signal.SIGINT, [], "snapshot"),
+             (signal.SIGTERM, ["--finish-games"], "wal"), (signal.SIGINT, [], "pgn"),
+             (signal.SIGTERM, [], "wal"), (signal.SIGINT, ["--finish-games"], "snapshot")]
+    for signum, extra, damage in plans:
+        offset = log.stat().st_size
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        with open(log, "ab") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(stopped), *extra],
+                                    cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+        assert wait_for(proc, lambda o=offset: "Started game " in log_since(log, o)), \
+            log.read_text()[-3000:]
+        time.sleep(rng.uniform(0.05, 0.3))  # mid-game: a game continues from its position
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == 130, log_since(log, offset)[-3000:]
+        time.sleep(0.2)
+        assert engines_alive(token) == []
+        if damage == "pgn" and (state / "games.pgn").exists() and (state / "games.pgn").stat().st_size:
+            os.truncate(state / "games.pgn", rng.randrange((state / "games.pgn").stat().st_size))
+        elif damage == "snapshot":
+            (state / "swiss.json").unlink()
+        elif damage == "wal":
+            (state / "swiss.sqlite3-wal").unlink(missing_ok=True)
+    proc = start(stopped, log)
+    assert proc.wait(timeout=240) == 0, log.read_text()[-3000:]
+    output = log.read_text()
+    assert "Traceback" not in output
+    assert "it continues from there (TCEC rule 7.c.v)" in output
+    assert db_games(state / "swiss.sqlite3") == db_games(tmp_path / "clean" / "state" / "swiss.sqlite3")
+
+    def pgn_data(path: Path) -> list[tuple]:
+        games = []
+        with open(path, encoding="utf-8") as handle:
+            while (game := chess.pgn.read_game(handle)) is not None:
+                comments = tuple(re.sub(r"\[%(clk|emt) [0-9:.]+\]|nps=\d+|\s*\d+(\.\d+)?s\b|,? ?game "
+                                        r"resumed after an interruption, clocks White \S+ Black \S+",
+                                        "", n.comment) for n in game.mainline())
+                games.append((game.headers["Round"], game.headers["Result"], comments))
+        return sorted(games)
+
+    assert pgn_data(state / "games.pgn") == pgn_data(tmp_path / "clean" / "state" / "games.pgn")
+    assert not list(state.glob("*.bak")) and not list(state.glob(".*.tmp"))

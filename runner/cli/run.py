@@ -14,13 +14,31 @@ from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
 from runner.service.lock import event_lock as _event_lock
 from runner.service.lock import runner_alive
-from runner.service.setup import engine_problems, event_needs_games, lost_database_problem
+from runner.service.setup import (
+    engine_problems,
+    event_needs_games,
+    lost_database_problem,
+    stop_signals,
+)
 from runner.service.tournament import PlayGame, Tournament
 from runner.store.database import Store, StoreError, damaged_state
 
 
 def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | None = None) -> int:
-    """`swiss-runner run CONFIG`: run or resume the event; exit code per runner.cli."""
+    """`swiss-runner run CONFIG`: run or resume the event; exit code per runner.cli.
+
+    SIGINT or SIGTERM at any moment is a clean stop (exit 130): the loop stops the games
+    itself, and before it starts (the engine check) or after it ends it is a
+    KeyboardInterrupt here."""
+    with stop_signals():
+        try:
+            return _run(config, args, play_game)
+        except KeyboardInterrupt:
+            _err("interrupted; run the same command to resume")
+            return EXIT_INTERRUPTED
+
+
+def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -> int:
     chess_log = logging.getLogger("chess.engine")
     if chess_log.level == logging.NOTSET:
         # python-chess warns about every line it does not parse (xboard engines' "tellics

@@ -112,8 +112,9 @@ def enrich_comments(spec: GameSpec, start_board: chess.Board, moves: Sequence[st
                     comments: Sequence[str], move_data: Sequence[Any]) -> list[str]:
     """The PGN comments with the extended data (and/or TCEC fields) of each engine move.
 
-    ``move_data``: MovePlayed events (or dicts) by ply; plies without data (book moves, the
-    moves before a resume) keep their comment.
+    ``move_data``: MovePlayed events (or dicts) by ply; plies without data keep their comment
+    (book moves; the moves before a resume, whose comments the loop enriched from the move
+    log before handing them to the backend).
     """
     extended = spec.pgn_comments == "extended"
     tcec = "TCEC" in spec.pgn_extras

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from runner.books.openings import BookError
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes
@@ -97,6 +102,52 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         say(f"{replay} game(s) interrupted by the previous run will be played again "
             "with the same opening and colours")
     return book, None
+
+
+_stop_requested: int | None = None  # the signal that asked this run to stop (stop_signals)
+
+
+def stop_requested() -> int | None:
+    """The SIGINT/SIGTERM that asked the run to stop outside the tournament loop, if any."""
+    return _stop_requested
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM as one KeyboardInterrupt for the whole of ``run``.
+
+    The tournament loop handles both signals itself (a clean stop); before it starts (the
+    engine check, which takes seconds with engines that load a network, opening the event,
+    rebuilding the PGN) and after it ends, SIGTERM (``systemctl stop``) would otherwise kill
+    the runner on the spot, and SIGINT raise wherever it lands. Here the first signal raises
+    a KeyboardInterrupt, which ``run`` turns into a clean exit 130, and is remembered
+    (:func:`stop_requested`): where Python swallows the exception (a ``__del__``, a
+    callback) the loop still stops when it starts. A second signal while that stop unwinds
+    ends the runner at once with the signal's default action, as a crash would (nothing
+    recorded is lost; a second KeyboardInterrupt in the clean-up would only end in a
+    traceback). Only in the main thread (where Python runs signal handlers).
+    """
+    global _stop_requested
+    _stop_requested = None
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        global _stop_requested
+        if _stop_requested is None:
+            _stop_requested = signum
+            raise KeyboardInterrupt
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _stop_requested = None
 
 
 PREFLIGHT_TIMEOUT_S = 30.0

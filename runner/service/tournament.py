@@ -34,7 +34,13 @@ from runner.service.sinks import (
     err,
 )
 from runner.service.state import StateCache, check_snapshot, standings_text, write_snapshot
-from runner.store.database import Store, StoredGame, StoredRound, StoreError
+from runner.store.database import (
+    Store,
+    StoredGame,
+    StoredRound,
+    StoreError,
+    remove_stale_temp_files,
+)
 from runner.store.movelog import MoveLog
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
@@ -79,6 +85,8 @@ class Tournament:
         self.book, code = open_event(self.config, self.store, self.say, self.total_games)
         if code is not None:
             return code
+        for path in (self.config.pgn_out, self.config.swiss.state_path):
+            remove_stale_temp_files(path)  # a kill inside their atomic rewrite left these
         self.pgn.sync()
         if check_snapshot(self.config.swiss.state_path):
             self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or cut "
@@ -239,7 +247,7 @@ class Tournament:
             self.resources = GameResources(self.config, self.play_game is None
                                            and self.config.backend == "python-chess")
         while True:
-            decision = self.decide_interrupted(game) if attempt > 1 else None
+            decision = self.decide_interrupted(game, spec) if attempt > 1 else None
             extra: dict[str, Any] = {}
             if decision is not None and decision.action == "finish":
                 self.finish_from_log(spec, game, decision, attempt, emit)
@@ -277,10 +285,18 @@ class Tournament:
             return bool(getattr(self.play_game, "can_resume", False))
         return self.config.backend == "python-chess"
 
-    def decide_interrupted(self, game: StoredGame) -> Decision | None:
-        """TCEC rule 7.c for a game that was started before (None: nothing was logged)."""
+    def decide_interrupted(self, game: StoredGame, spec: GameSpec | None = None
+                           ) -> Decision | None:
+        """TCEC rule 7.c for a game that was started before (None: nothing was logged).
+
+        A game that continues from its position gets the comments of its logged moves as
+        the PGN writes them (``PgnComments: extended``, ``PgnExtras: [TCEC]``: clocks,
+        evaluations, rule counts), from the move log: the backend has the data of the moves
+        it plays itself only, and the PGN must be what an uninterrupted game gives.
+        """
         from runner.domain.adjudication import open_tablebase
         from runner.domain.interruption import decide
+        from runner.domain.pgnextended import enrich_comments
 
         moves = self.store.logged_moves(game.game_id)
         if not moves:
@@ -295,8 +311,14 @@ class Tournament:
                           interruption=interruption, adjudication=config.adjudication,
                           time_control=config.time_control, tablebase=tablebase)
         if decision.action == "resume":
-            assert decision.resume is not None
+            assert decision.resume is not None and decision.board is not None
             point = decision.resume
+            spec = spec or self.spec_for(game)
+            comments = enrich_comments(spec, decision.board.root(), point.moves,
+                                       point.comments, moves)
+            if tuple(comments) != point.comments:
+                point = replace(point, comments=tuple(comments))
+                decision = replace(decision, resume=point)
             self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at "
                      f"ply {point.ply}: it continues from there (TCEC rule 7.c.v), each clock "
                      f"+{point.compensation_ms / 1000:g}s")
@@ -454,8 +476,13 @@ class Tournament:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in before:
             loop.add_signal_handler(sig, self.on_signal, sig)
+        from runner.service.setup import stop_requested
+
+        if stop_requested() is not None:  # a stop signal whose KeyboardInterrupt was swallowed
+            self.on_signal(stop_requested())
         self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s)
         snapshot = self.snapshot
 
@@ -482,8 +509,10 @@ class Tournament:
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
             self._close_reader()
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig, handler in before.items():
                 loop.remove_signal_handler(sig)
+                if handler is not None:  # what run had (asyncio would leave SIGTERM's default)
+                    signal.signal(sig, handler)
 
     async def _run(self) -> int:
         s = self.config.swiss

@@ -172,6 +172,33 @@ def atomic_write(path: Path, data: str, *, durable: bool = True) -> None:
             os.close(dfd)
 
 
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Delete the temp files a run killed inside :func:`atomic_write` of ``path`` left
+    beside it (``.NAME.XXXXXXXX.tmp``, as mkstemp names them); the removed paths.
+
+    Only for a path this runner alone writes, while it holds the event lock: after days of
+    restarts a large PGN or JSON snapshot could otherwise leave many copies of itself."""
+    removed = []
+    prefix, suffix = f".{path.name}.", ".tmp"
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    for name in names:
+        middle = name[len(prefix):-len(suffix)]
+        if name.startswith(prefix) and name.endswith(suffix) and len(middle) == 8 and \
+                all(c in _MKSTEMP_CHARS for c in middle):
+            stale = path.parent / name
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(stale.lstat().st_mode):
+                    stale.unlink()
+                    removed.append(stale)
+    return removed
+
+
+_MKSTEMP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 def _pgn_block(pgn: str) -> str:
     return pgn.strip() + "\n\n"
 
@@ -801,13 +828,22 @@ def file_identity(path: Path) -> tuple[int, int] | None:
 
 
 def _is_prefix_of(path: Path, expected: bytes) -> bool:
-    """True when the file is missing, empty or a prefix of ``expected`` (what we write)."""
+    """True when the file is missing, empty or a prefix of ``expected`` (what we write).
+
+    A prefix followed by NUL bytes only counts too: a power cut during an append can leave
+    the file's new size on disk without its data, which then reads as zeros (our own file
+    cut short, not someone else's)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(len(expected) + 1)
+            if expected.startswith(data):
+                return True
+            head = data.rstrip(b"\0")
+            if len(head) == len(data) or not expected.startswith(head):
+                return False
+            return all(not block.strip(b"\0") for block in iter(lambda: handle.read(1 << 20), b""))
     except FileNotFoundError:
         return True
-    return expected.startswith(data)
 
 
 def _keep_aside(path: Path) -> Path:
