@@ -32,6 +32,7 @@ from pathlib import Path
 import chess.pgn
 import psutil
 import pytest
+import yaml
 from testkit import write_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -219,13 +220,12 @@ def test_stop_signals_and_damaged_views_then_resume_match_a_clean_run(tmp_path: 
     extras = {"PgnComments": "extended", "PgnExtras": ["TCEC"]}
 
     def config(name: str) -> Path:
-        path = write_config(tmp_path / name, token, concurrency=2)
+        path = crash_config(tmp_path / name, token, concurrency=2)
         data = yaml.safe_load(path.read_text())
         data["SwissOptions"]["Rounds"] = 2
         data["Engines"] = data["Engines"][:5]
         data.update(extras)
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        return path
+        return write_config(path.parent, data, path.name)
 
     clean = config("clean")
     proc = start(clean, tmp_path / "clean.log")

@@ -26,6 +26,7 @@ import chess.pgn
 import psutil
 import pytest
 import yaml
+from testkit import write_config
 
 from runner.cli.run import cli_run
 from runner.config import load_config
@@ -38,7 +39,7 @@ FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
 pytestmark = pytest.mark.engines  # real engine processes (the fake engines)
 
 
-def write_config(directory: Path, **more: Any) -> Path:
+def moments_config(directory: Path, **more: Any) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "book.pgn").write_text('[Event "o"]\n\n1. d4 Nf6 *\n\n')
     data = {
@@ -55,9 +56,7 @@ def write_config(directory: Path, **more: Any) -> Path:
                     for i, style in ((1, "greedy"), (2, "random"))],
         **more,
     }
-    path = directory / "event.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_config(directory, data)
 
 
 def args() -> argparse.Namespace:
@@ -103,12 +102,12 @@ def pgn_moves(path: Path) -> tuple[dict[str, str], list[tuple[str, str]]]:
 @pytest.mark.parametrize("extras", [{"PgnComments": "extended"}, {"PgnExtras": ["TCEC"]}])
 def test_a_game_continued_from_its_position_keeps_the_pgn_data_of_its_first_moves(
         tmp_path: Path, extras: dict[str, Any]) -> None:
-    clean = load_config(write_config(tmp_path / "clean", **extras))
+    clean = load_config(moments_config(tmp_path / "clean", **extras))
     assert cli_run(clean, args()) == EXIT_OK
     headers, reference = pgn_moves(clean.pgn_out)
     assert len(reference) > 14
 
-    cut = load_config(write_config(tmp_path / "cut", **extras))
+    cut = load_config(moments_config(tmp_path / "cut", **extras))
     assert cli_run(cut, args(), play_game=CutAfter(12)) == EXIT_FAIL
     conn = sqlite3.connect(cut.database)
     assert conn.execute("SELECT MAX(ply) FROM moves").fetchone()[0] == 12
@@ -144,11 +143,11 @@ def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
     network). SIGTERM (systemctl stop) or Ctrl-C then must stop it as at any other moment:
     exit 130 with the message, no traceback, no engine left."""
     token = f"startup-{signum}-{tmp_path.name[-8:]}"
-    path = write_config(tmp_path / "event")
+    path = moments_config(tmp_path / "event")
     data = yaml.safe_load(path.read_text())
     data["Engines"][1] = {"Name": "Slow", "Command": sys.executable, "Nodes": 1,
                           "Args": [str(FAULTY), "--handshake-delay", "3", token]}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    write_config(path.parent, data, path.name)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(path)], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -226,7 +225,7 @@ def killed_inside_atomic_write(path: Path) -> Path:
 
 def test_temp_files_of_a_run_killed_while_rewriting_the_pgn_or_snapshot_are_removed(
         tmp_path: Path) -> None:
-    config = load_config(write_config(tmp_path / "event"))
+    config = load_config(moments_config(tmp_path / "event"))
     assert cli_run(config, args()) == EXIT_OK
     pgn, snapshot = config.pgn_out.read_bytes(), config.swiss.state_path.read_bytes()
     left = [killed_inside_atomic_write(config.pgn_out),
@@ -247,7 +246,7 @@ def test_a_pgn_whose_end_a_power_cut_turned_into_zeros_is_rebuilt_without_a_back
     """A power cut while the PGN was appended to can leave its new size on disk without the
     data (the end reads as NUL bytes). That is our own file cut short: rebuilt from the
     database, not kept aside as "games that are not this event's"."""
-    config = load_config(write_config(tmp_path / "event"))
+    config = load_config(moments_config(tmp_path / "event"))
     assert cli_run(config, args()) == EXIT_OK
     pgn = config.pgn_out.read_bytes()
     config.pgn_out.write_bytes(pgn[:len(pgn) // 2] + b"\0" * (len(pgn) - len(pgn) // 2))
