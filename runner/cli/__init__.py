@@ -14,8 +14,19 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner import __version__
-from runner.cli.common import load
-from runner.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_OK
+from runner.cli.common import err, load, one_line_logs
+from runner.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CODES_HELP,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    BadInput,
+    SwissRunnerError,
+)
+
+# Set to show the traceback of an unexpected error (for a bug report) instead of one line.
+TRACEBACK_ENV = "SWISS_RUNNER_TRACEBACK"
 
 
 def _with_config(module: str, function: str) -> Callable[[argparse.Namespace], int]:
@@ -137,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_line_logs()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
@@ -145,6 +157,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # /dev/null so the interpreter's final flush does not complain again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except KeyboardInterrupt:
+        err("interrupted")
+        return EXIT_INTERRUPTED
+    except SwissRunnerError as exc:  # a command that let one of ours through
+        err(str(exc))
+        return EXIT_BAD_INPUT if isinstance(exc, BadInput) else EXIT_FAIL
+    except (Exception, RecursionError) as exc:
+        # The last resort: a user never gets a Python traceback. Whatever a command
+        # recorded before this point is committed (every game in its own transaction).
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        err(f"{args.command}: unexpected error: {type(exc).__name__}: {exc or '(no message)'}"
+            f"; this is a bug in swiss-runner: please report it with the command "
+            f"(set {TRACEBACK_ENV}=1 to see where it happened)")
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":

@@ -37,7 +37,10 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     status = EXIT_OK
     if args.probe:
+        from runner.cli.common import quiet_engine_logs
         from runner.play.engines import probe_engines
+
+        quiet_engine_logs()
 
         for engine, result in zip(config.engines, probe_engines(config.engines, args.timeout),
                                   strict=True):
