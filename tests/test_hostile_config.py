@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+from runner.cli import main
+from runner.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_UCI = REPO / "tests" / "fakes" / "fake_uci.py"
@@ -73,3 +77,57 @@ def test_an_engine_printing_garbage_does_not_flood_validate_probe(tmp_path: Path
     assert "FAIL G:" in probe.stdout
     assert "Traceback" not in probe.stderr
     assert len(probe.stderr) < 2000, probe.stderr[:500]
+
+
+# ------------------------------------------------------------- ratings: options and PGN
+
+TWO_GAMES = ('[White "A"]\n[Black "B"]\n[Result "1-0"]\n\n1. e4 e5 2. Kxe8 1-0\n\n'
+             '[White "B"]\n[Black "A"]\n[Result "1/2-1/2"]\n\n1. d4 d5 1/2-1/2\n\n')
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--simulations", "999999999999", "--simulations: got 999999999999, expected a number of "
+                                      "simulations from 0 to 100000"),
+    ("--elo", "inf", "--elo: got inf, expected a rating from -10000 to 10000"),
+    ("--elo", "nan", "--elo: got nan, expected a rating"),
+    ("--white-advantage", "nan", "--white-advantage: got 'nan', expected 'fit' or a finite number"),
+    ("--white-advantage", "1e308", "--white-advantage: got 1e+308, expected 'fit' or a fixed "
+                                   "advantage in Elo"),
+    ("--seed", str(2**64), f"--seed: got {2**64}, expected an integer from 0 to 2**63-1"),
+])
+def test_ratings_options_have_the_bounds_of_the_config(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       option: str, value: str, expected: str) -> None:
+    """``--simulations 999999999999`` asked numpy for 14.6 TiB (a MemoryError traceback);
+    ``--elo inf`` and ``--white-advantage nan`` printed a report of nonsense with exit 0."""
+    pgn = tmp_path / "games.pgn"
+    pgn.write_text(TWO_GAMES)
+    assert main(["ratings", "--pgn", str(pgn), option, value]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {pgn}: {expected}" + err[len(f"error: {pgn}: {expected}"):]
+    assert "Traceback" not in err
+
+
+def test_ratings_config_average_is_bounded(tmp_path: Path) -> None:
+    cfg = config(tmp_path, Ratings={"Average": 1.0e300})
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert info.value.problems == [f"{cfg}:18: Ratings.Average: got 1e+300, expected a finite "
+                                   "number from -10_000 to 10_000 (Elo)"]
+
+
+def test_ratings_pgn_that_is_no_file_and_unreadable_moves(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory or a device was 'PGN file not found'; python-chess printed a line per
+    bad move (with the repr of its Game object) instead of one note."""
+    assert main(["ratings", "--pgn", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"error: {tmp_path}: not a regular file (a directory, device "
+                                       "or pipe); expected a PGN file\n")
+    assert main(["ratings", "--pgn", "/dev/null"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    pgn = tmp_path / "games.pgn"
+    pgn.write_text(TWO_GAMES)
+    assert main(["ratings", "--pgn", str(pgn)]) == 0
+    out = cli("ratings", "--pgn", str(pgn))
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert (f"note: {pgn}: 1 game(s) with moves python-chess could not read (illegal or not "
+            "SAN): rated by their Result tag") in out.stdout

@@ -381,6 +381,9 @@ MAX_PLIES = 10_000
 MAX_CP = 100_000
 MAX_MARGIN_MS = 3_600_000
 MAX_CONCURRENCY = 256
+# Ratings (the config's block and the `ratings` command's options share them)
+MAX_SIMULATIONS = 100_000
+MAX_WHITE_ADVANTAGE = 1000  # Elo, exclusive
 
 
 def _plain_word(value: Any) -> bool:
@@ -633,17 +636,19 @@ def _ratings(c: _Checker, raw: Any, engines: tuple[EngineConfig, ...]) -> Rating
     if "Elo" in d and "Anchor" not in d:
         c.problem(f"{k}.Elo", "Elo is the anchor's rating: set Anchor too, or use Average: "
                               "<rating> for the pool average")
-    elo = c.get(d, k, "Elo" if "Anchor" in d else "Average", "float", 0.0)
+    elo = c.number(d, k, "Elo" if "Anchor" in d else "Average", "float", 0.0, -MAX_RATING,
+                   MAX_RATING, "Elo")
     return RatingsConfig(
         anchor=anchor,
         elo=float(elo),
-        white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage", lambda v: abs(v) < 1000,
+        white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage",
+                                       lambda v: abs(v) < MAX_WHITE_ADVANTAGE,
                                        "a fixed advantage in Elo (-1000..1000)"),
         draw_rate=_fit_or_number(c, d, k, "DrawRate", lambda v: 0 <= v < 100,
                                  "a fixed draw rate between equal engines, percent 0..100"),
-        simulations=c.get(d, k, "Simulations", "int", 1000, lambda v: 0 <= v <= 100_000,
+        simulations=c.get(d, k, "Simulations", "int", 1000, lambda v: 0 <= v <= MAX_SIMULATIONS,
                           "a number of simulations from 0 to 100000 (0 = no error margins)"),
-        seed=c.get(d, k, "Seed", "int", 0, lambda v: 0 <= v <= 2**63 - 1,
+        seed=c.get(d, k, "Seed", "int", 0, lambda v: 0 <= v <= MAX_SEED,
                    "an integer from 0 to 2**63-1"),
         confidence=float(c.get(d, k, "Confidence", "float", 95.0, lambda v: 0 < v < 100,
                                "a percentage between 0 and 100")),
