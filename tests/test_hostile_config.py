@@ -8,8 +8,10 @@ Every test here failed on the code before its fix.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,17 @@ def config(tmp_path: Path, **top: object) -> Path:
     path = tmp_path / "event.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def line_of(cfg: Path, key: str) -> int:
+    """The line of a key ("PgnOut", "EngineLogs.Dir") in a config written by :func:`config`."""
+    lines = cfg.read_text().splitlines()
+    top, _, sub = key.partition(".")
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith(f"{top}:"))
+    if sub:
+        line = next(i for i, text in enumerate(lines[line:], line + 1)
+                    if text.strip().startswith(f"{sub}:"))
+    return line
 
 
 def cli(*argv: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -111,7 +124,7 @@ def test_ratings_config_average_is_bounded(tmp_path: Path) -> None:
     cfg = config(tmp_path, Ratings={"Average": 1.0e300})
     with pytest.raises(ConfigError) as info:
         load_config(cfg)
-    assert info.value.problems == [f"{cfg}:18: Ratings.Average: got 1e+300, expected a finite "
+    assert info.value.problems == [f"{cfg}:{line_of(cfg, 'Ratings.Average')}: Ratings.Average: got 1e+300, expected a finite "
                                    "number from -10_000 to 10_000 (Elo)"]
 
 
@@ -131,3 +144,66 @@ def test_ratings_pgn_that_is_no_file_and_unreadable_moves(tmp_path: Path,
     assert out.returncode == 0 and out.stderr == "", out.stderr
     assert (f"note: {pgn}: 1 game(s) with moves python-chess could not read (illegal or not "
             "SAN): rated by their Result tag") in out.stdout
+
+
+# ------------------------------------------------------------- outputs this user cannot write
+
+
+@pytest.fixture
+def immutable() -> Iterator[Callable[[Path], None]]:
+    """Make directories read-only even for root (chattr +i); skip where that is impossible."""
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not available")
+    made: list[Path] = []
+
+    def make(folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+            pytest.skip("cannot make a directory immutable here")
+        made.append(folder)
+
+    yield make
+    for folder in made:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+@pytest.mark.parametrize(("key", "value", "role"), [
+    ("PgnOut", "ro/games.pgn", "the PGN of the games"),
+    ("EpdOut", "ro/final.epd", "the final positions (EPD)"),
+    ("EngineLogs", {"Dir": "ro/logs", "Keep": "all"}, "the directory of the engine logs"),
+    ("Database", "ro/deeper/event.sqlite3", "the state database"),
+])
+def test_an_output_in_a_read_only_directory_is_refused_before_the_event(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], immutable: Callable[[Path], None],
+        key: str, value: object, role: str) -> None:
+    """A PgnOut (EpdOut, engine logs) in a directory the runner cannot write: the whole
+    event was played, each game's PGN failing, and run exited 0 with no PGN at all."""
+    cfg = config(tmp_path, **{key: value})
+    immutable(tmp_path / "ro")
+    name = "EngineLogs.Dir" if key == "EngineLogs" else key
+    for command in ("validate", "run"):
+        assert main([command, str(cfg)]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {cfg}:{line_of(cfg, name)}: {name}: " in err, err
+        assert (f"{role} cannot be written: the directory {tmp_path / 'ro'} is not writable by "
+                "this user (or on a read-only file system); expected a place this user can "
+                "write to") in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["event.yaml", "ro"]
+    assert main(["status", str(cfg)]) == 1  # reading needs no write access
+
+
+def test_a_recorded_event_whose_pgn_directory_became_read_only_is_not_touched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        immutable: Callable[[Path], None]) -> None:
+    """run refuses at once, naming PgnOut; the database and the PGN keep every byte."""
+    cfg = config(tmp_path, PgnOut="out/games.pgn",
+                 SwissOptions={"Rounds": 2, "GamesPerMatch": 1, "StatePath": "state/s.json"})
+    assert main(["run", "--quiet", str(cfg)]) == 0
+    database = tmp_path / "state" / "s.sqlite3"
+    before = {p: p.read_bytes() for p in (database, tmp_path / "out" / "games.pgn")}
+    immutable(tmp_path / "out")
+    capsys.readouterr()
+    assert main(["run", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"PgnOut: {tmp_path / 'out' / 'games.pgn'}: the PGN of the games cannot be written" in err
+    assert {p: p.read_bytes() for p in before} == before

@@ -29,15 +29,16 @@ from runner.errors import (
 TRACEBACK_ENV = "SWISS_RUNNER_TRACEBACK"
 
 
-def _with_config(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+def _with_config(module: str, function: str,
+                 writes: bool = False) -> Callable[[argparse.Namespace], int]:
     """A subcommand that loads and validates ``args.config``, then calls module.function(config, args).
 
     The module is imported only when the command runs, so ``--help`` never depends on the
-    rest of the package.
+    rest of the package. ``writes``: the outputs must be writable (run, validate).
     """
 
     def command(args: argparse.Namespace) -> int:
-        config = load(args.config)
+        config = load(args.config, writes=writes)
         if config is None:
             return EXIT_BAD_INPUT
         return int(getattr(importlib.import_module(module), function)(config, args))
@@ -52,8 +53,8 @@ def _without_config(module: str, function: str) -> Callable[[argparse.Namespace]
     return command
 
 
-cmd_validate = _with_config("runner.cli.validate", "cli_validate")
-cmd_run = _with_config("runner.cli.run", "cli_run")
+cmd_validate = _with_config("runner.cli.validate", "cli_validate", writes=True)
+cmd_run = _with_config("runner.cli.run", "cli_run", writes=True)
 cmd_status = _with_config("runner.cli.status", "cli_status")
 cmd_standings = _with_config("runner.cli.standings", "cli_standings")
 cmd_play = _with_config("runner.cli.play", "cli_play")

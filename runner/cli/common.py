@@ -16,10 +16,11 @@ def err(message: str) -> None:
     print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
 
 
-def load(path: str) -> Config | None:
-    """The validated config, or None after printing every problem (the caller exits 2)."""
+def load(path: str, *, writes: bool = False) -> Config | None:
+    """The validated config, or None after printing every problem (the caller exits 2);
+    ``writes``: the command writes the event's outputs (they must be writable)."""
     try:
-        return load_config(path)
+        return load_config(path, writes=writes)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)

@@ -689,8 +689,12 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                          overdue_s=float(overdue if overdue is not None else 60.0))
 
 
-def load_config(path: str | os.PathLike[str]) -> Config:
-    """Load and validate a config file; raise ConfigError listing every problem found."""
+def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config:
+    """Load and validate a config file; raise ConfigError listing every problem found.
+
+    ``writes``: the caller will write the outputs (`run`, and `validate` that checks for
+    it): they must be writable by this user too. `status`, `standings` and the dashboard
+    only read, in a read-only directory as well."""
     path = Path(path)
     shown = _shown(str(path))
     if "\0" in str(path):
@@ -776,6 +780,8 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     )
     config = apply_operations(c, top, config, base)
     _check_distinct_outputs(c, config)
+    if writes and not c.problems:
+        _check_writable_outputs(c, config)
     if c.problems:
         raise ConfigError(c.problems)
     return config
@@ -874,6 +880,42 @@ def _check_distinct_outputs(c: _Checker, config: Config) -> None:
         if problem:
             reported.add(key)
             c.problem(key, f"{path}: {role} cannot be written there: {problem}")
+
+
+def _check_writable_outputs(c: _Checker, config: Config) -> None:
+    """Every output can be created or written by this user: a PGN, EPD or engine-log
+    directory that is read-only would otherwise be found game after game while the event
+    plays on without them (and a read-only state directory only once the run has started).
+    Side files that do not exist need only their directory."""
+    outputs = [(key, role, path, key != "SwissOptions.StatePath")
+               for key, role, path in _output_files(config)]
+    if config.engine_logs is not None:
+        outputs.append(("EngineLogs.Dir", "the directory of the engine logs",
+                        config.engine_logs.dir, True))
+    reported: set[str] = set()
+    for key, role, path, file_too in outputs:
+        if key in reported:
+            continue
+        problem = _unwritable(path, file_too)
+        if problem:
+            reported.add(key)
+            c.problem(key, f"{path}: {role} cannot be written: {problem}; expected a place "
+                      "this user can write to")
+
+
+def _unwritable(path: Path, file_too: bool) -> str | None:
+    """Why this process cannot create (or, ``file_too``, write) ``path``, or None."""
+    if file_too and os.path.lexists(path) and not os.access(path, os.W_OK):
+        return "it is read-only for this user (or on a read-only file system)"
+    for parent in path.parents:
+        if os.path.isdir(parent):
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return (f"the directory {parent} is not writable by this user (or on a "
+                        "read-only file system)")
+            return None
+        if os.path.lexists(parent):
+            return None  # not a directory: _not_a_file reports it
+    return None
 
 
 def _not_a_file(path: Path) -> str | None:
