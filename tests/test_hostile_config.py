@@ -207,3 +207,77 @@ def test_a_recorded_event_whose_pgn_directory_became_read_only_is_not_touched(
     err = capsys.readouterr().err
     assert f"PgnOut: {tmp_path / 'out' / 'games.pgn'}: the PGN of the games cannot be written" in err
     assert {p: p.read_bytes() for p in before} == before
+
+
+# ------------------------------------------------------------- reading an event through a config
+
+
+def played(tmp_path: Path, **top: object) -> Path:
+    """A finished event of two fake engines (2 single rounds, 3 moves a game)."""
+    cfg = config(tmp_path, SwissOptions={"Rounds": 2, "GamesPerMatch": 1,
+                                         "StatePath": "state/s.json"}, **top)
+    assert main(["run", "--quiet", str(cfg)]) == 0
+    return cfg
+
+
+def recorded(tmp_path: Path) -> dict[str, bytes]:
+    """The record (the database) and its views (the PGN, the JSON snapshot), byte for byte;
+    SQLite's -wal/-shm files, which a reader may create, are not part of it."""
+    state = tmp_path / "state"
+    return {name: (state / name).read_bytes() for name in ("s.sqlite3", "games.pgn", "s.json")}
+
+
+@pytest.mark.parametrize(("change", "listed"), [
+    (lambda d: d["Engines"][1].update(Name="P3"), ["Engines: 'P2' was removed",
+                                                  "Engines: 'P3' was added"]),
+    (lambda d: d["SwissOptions"].update(Rounds=1), ["SwissOptions.Rounds: 2 -> 1"]),
+    (lambda d: d["Engines"][0].update(Depth=3), ["Engines.P1.depth: null -> 3"]),
+])
+def test_status_standings_ratings_refuse_a_config_of_another_event(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Callable[[dict], object],
+        listed: list[str]) -> None:
+    """status showed 'round 2 of 1' and 'Games: 2 of 1 finished' (exit 0) for a config whose
+    Rounds or engines were changed after the event started; run already refused it."""
+    cfg = played(tmp_path)
+    before = recorded(tmp_path)
+    data = yaml.safe_load(cfg.read_text())
+    change(data)
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    capsys.readouterr()
+    for command in (["status"], ["status", "--json"], ["standings"], ["ratings"], ["run"]):
+        assert main([command[0], str(other), *command[1:]]) == 2, command
+        out, err = capsys.readouterr()
+        assert f"{other}: this config does not describe the event recorded in " in err, err
+        for line in listed:
+            assert f"  {line}\n" in err, (command, err)
+        assert out == "" or command[0] == "run"
+    assert recorded(tmp_path) == before
+    data = yaml.safe_load(cfg.read_text())
+    data["Concurrency"] = 2  # not part of the event: may change between runs
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    for command in ("status", "standings", "ratings"):
+        assert main([command, str(other)]) == 0, capsys.readouterr().err
+    assert recorded(tmp_path) == before
+
+
+@pytest.mark.parametrize("damage", ["DROP TABLE games", "UPDATE games SET round='x' WHERE game_id=1"])
+def test_ratings_of_a_damaged_state_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              damage: str) -> None:
+    """`ratings CONFIG` let sqlite3's and the rows' errors through as a traceback (status and
+    standings already reported a damaged state)."""
+    import sqlite3
+
+    cfg = played(tmp_path)
+    conn = sqlite3.connect(tmp_path / "state" / "s.sqlite3")
+    conn.execute(damage)
+    conn.commit()
+    conn.close()
+    before = recorded(tmp_path)
+    capsys.readouterr()
+    assert main(["ratings", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'state' / 's.sqlite3'}: the state database is "
+                          "damaged or not this event's ("), err
+    assert recorded(tmp_path) == before
+

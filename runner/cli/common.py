@@ -72,3 +72,46 @@ def quiet_engine_logs() -> None:
     chess_log = logging.getLogger("chess.engine")
     if chess_log.level == logging.NOTSET:
         chess_log.setLevel(logging.ERROR)
+
+
+def recorded_event_fingerprint(config: Config) -> dict | None:
+    """The fingerprint recorded in the event's database (read-only), None without one.
+    Store and sqlite3 errors propagate: the caller reports a damaged state as it does."""
+    from runner.store.database import Store
+
+    store = Store.open_readonly(config.database)
+    if store is None:
+        return None
+    try:
+        return store.fingerprint() if store.has_event() else None
+    finally:
+        store.close()
+
+
+def other_event(config: Config, recorded: dict | None) -> str | None:
+    """Why ``config`` does not describe the event recorded with ``recorded`` (the list of
+    what changed, as `run` refuses it), or None. A file this user cannot read (an engine
+    binary, the book: `status` by another user) counts as unchanged: `run` checks it."""
+    if not recorded:
+        return None
+    from runner.config.fingerprint import event_fingerprint, fingerprint_changes
+
+    current = event_fingerprint(config)
+    for name, engine in current.get("Engines", {}).items():
+        old = recorded.get("Engines", {}).get(name)
+        if isinstance(old, dict) and str(engine.get("binary_sha256")).startswith("unreadable"):
+            engine["binary_sha256"] = old.get("binary_sha256")
+    book, old_book = current.get("Openings"), recorded.get("Openings")
+    if isinstance(book, dict) and isinstance(old_book, dict) and str(
+            book.get("sha256")).startswith("unreadable"):
+        book["sha256"] = old_book.get("sha256")
+    changes = fingerprint_changes(recorded, current)
+    if not changes:
+        return None
+    return "\n".join([
+        f"{config.path}: this config does not describe the event recorded in "
+        f"{config.database} (an event cannot change once started, TCEC rule 8); its rounds, "
+        "games and engines would be shown against the wrong settings. Changed:",
+        *(f"  {change}" for change in changes),
+        "Restore the old settings, or point SwissOptions.StatePath (and Database) somewhere "
+        "else for another event."])

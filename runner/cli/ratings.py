@@ -13,13 +13,14 @@ import contextlib
 import logging
 import math
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.domain.endings import classify_end
-from runner.domain.text import printable
+from runner.domain.text import printable, printable_lines
 
 if TYPE_CHECKING:
     from runner.config import Config
@@ -262,6 +263,12 @@ def cli_ratings(args: argparse.Namespace) -> int:
                 return EXIT_NO_EVENT
             games, players = read
             notes = []
+            from runner.cli.common import other_event, recorded_event_fingerprint
+
+            changed = other_event(config, recorded_event_fingerprint(config))
+            if changed:
+                print(f"error: {printable_lines(changed)}", file=sys.stderr)
+                return EXIT_BAD_INPUT
         ratings = compute_ratings(games, options_from(config, args), players)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {source}: cannot read: {exc}", file=sys.stderr)
@@ -271,6 +278,13 @@ def cli_ratings(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (sqlite3.Error, KeyError, TypeError, IndexError, AttributeError) as exc:
+        if config is None:
+            raise  # not the state: a bug, reported by runner.cli.main
+        from runner.store.database import damaged_state
+
+        print(f"error: {printable_lines(damaged_state(config.database, exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     ratings.notes[:0] = notes
     print(render_ratings(ratings, args.format), end="")
