@@ -281,3 +281,70 @@ def test_ratings_of_a_damaged_state_is_exit_2(tmp_path: Path, capsys: pytest.Cap
                           "damaged or not this event's ("), err
     assert recorded(tmp_path) == before
 
+
+# ------------------------------------------------------------- smaller holes in the config
+
+
+@pytest.mark.parametrize("value", [0, False, "", []])
+def test_engine_options_of_the_wrong_type_are_not_taken_for_none(tmp_path: Path, value: object) -> None:
+    """``Options: 0`` (false, '', []) passed as "no options": only a mapping, or nothing."""
+    cfg = config(tmp_path, Engines=[{**fake("P1"), "Options": value}, fake("P2")])
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert len(info.value.problems) == 1
+    assert info.value.problems[0].startswith(f"{cfg}:")
+    assert info.value.problems[0].endswith(f": Engines[0].Options: got {value!r}, expected a "
+                                           "mapping of engine option names to values")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("\u0663", "[moves/]time[+increment] with time in seconds or m:ss, or 'inf'"),  # Arabic 3
+    ("40/\u0664\u0660", "[moves/]time[+increment]"),
+    ("0.0000001", "a time in whole milliseconds (at most 3 decimals)"),
+    ("60+0.0001", "an increment in whole milliseconds (at most 3 decimals)"),
+])
+def test_time_controls_in_other_digits_or_below_a_millisecond(tmp_path: Path, text: str,
+                                                                expected: str) -> None:
+    """Digits of other scripts were read as a time control ('٣' = 3 s); '0.0000001' was
+    accepted and shown (and written to the PGN) as '0', '60+0.0001' as '60+0'."""
+    cfg = config(tmp_path, TimeControl=text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    [problem] = info.value.problems
+    assert problem.startswith(f"{cfg}:{line_of(cfg, 'TimeControl')}: TimeControl: got {text!r}, "
+                              f"expected {expected}"), problem
+
+
+def test_a_control_character_in_the_yaml_is_named_with_its_line(tmp_path: Path) -> None:
+    """PyYAML's reader error had no line and a second line of its own ('in "<unicode
+    string>", position 8')."""
+    cfg = config(tmp_path)
+    cfg.write_text(cfg.read_text() + "Site: a\x07b\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert info.value.problems == [
+        f"{cfg}:{line_of(cfg, 'Site')}: not valid YAML: the control character U+0007; expected "
+        "printable text (is this really a config file?)"]
+
+
+@pytest.mark.parametrize("wait", ["nan", "inf", "-1", "soon"])
+def test_worker_wait_must_be_finite_seconds(capsys: pytest.CaptureFixture[str], wait: str) -> None:
+    """``worker --wait nan`` never gave up (every comparison with nan is false)."""
+    with pytest.raises(SystemExit) as info:
+        main(["worker", "tcp://127.0.0.1:1", "--wait", wait])
+    assert info.value.code == 2
+    assert (f"argument --wait: got {wait!r}, expected seconds >= 0 (0 = never give up)"
+            in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(("fen", "expected"), [
+    ("8/8/8/8/8/8/8/8 w - - 0 1", "expected a legal position (no white king, no black king, empty)"),
+    ("rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3",
+     "expected a position where the game is not over (checkmate)"),
+])
+def test_play_names_what_is_wrong_with_a_fen(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             fen: str, expected: str) -> None:
+    """play printed the repr of python-chess's status flags, and for a finished position
+    "opening '': the start position is already over" without naming --fen."""
+    assert main(["play", str(config(tmp_path)), "--white", "P1", "--black", "P2", "--fen", fen]) == 2
+    assert capsys.readouterr().err == f"error: --fen: got {fen!r}, {expected}\n"

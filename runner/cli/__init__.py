@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -62,6 +63,17 @@ cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
 cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
+
+
+def _seconds(text: str) -> float:
+    """``--wait``: finite seconds >= 0 ('nan' waited for ever, '-1' gave up at once)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected seconds >= 0 (0 = never give up)")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", action="append", metavar="NAME=COMMAND",
                    help="run the event's engine NAME with this command on this machine "
                         "(repeatable; default: the config's command)")
-    p.add_argument("--wait", type=float, default=0.0,
+    p.add_argument("--wait", type=_seconds, default=0.0,
                    help="give up after this many seconds without a scheduler (default 0: never)")
     p.set_defaults(func=cmd_worker)
 

@@ -442,8 +442,10 @@ def _engines(c: _Checker, raw: Any, base: Path) -> tuple[EngineConfig, ...]:
             args = []
         protocol = c.choice(data, key, "Protocol", ("uci", "xboard"), "uci")
         rating = c.number(data, key, "Rating", "float", None, -MAX_RATING, MAX_RATING, "Elo")
-        options = data.get("Options") or {}
-        if not isinstance(options, dict):
+        options = data.get("Options")
+        if options is None:
+            options = {}
+        elif not isinstance(options, dict):  # 0, false, '' and [] too: not "no options"
             c.bad(f"{key}.Options", options, "a mapping of engine option names to values")
             options = {}
         for oname, ovalue in list(options.items()):
@@ -689,6 +691,18 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                          overdue_s=float(overdue if overdue is not None else 60.0))
 
 
+def _code(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character)
+
+
+def _line_at(path: Path, position: int) -> int:
+    """The line of character ``position`` of the (already read, UTF-8) config file."""
+    try:
+        return _read_config_text(path)[:position].count("\n") + 1
+    except (OSError, ValueError, YamlLimit):
+        return 1
+
+
 def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config:
     """Load and validate a config file; raise ConfigError listing every problem found.
 
@@ -712,6 +726,11 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
         raise ConfigError([f"{path}: refused: {exc}"]) from None
     except RecursionError:
         raise ConfigError([f"{path}: refused: nested too deeply to be a config"]) from None
+    except yaml.reader.ReaderError as exc:  # a control character: a position, no mark
+        raise ConfigError([f"{path}:{_line_at(path, exc.position)}: not valid YAML: the "
+                           f"control character U+{_code(exc.character):04X}; expected printable "
+                           "text (is this really a config file?)"]
+                          ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
