@@ -348,3 +348,33 @@ def test_play_names_what_is_wrong_with_a_fen(tmp_path: Path, capsys: pytest.Capt
     "opening '': the start position is already over" without naming --fen."""
     assert main(["play", str(config(tmp_path)), "--white", "P1", "--black", "P2", "--fen", fen]) == 2
     assert capsys.readouterr().err == f"error: --fen: got {fen!r}, {expected}\n"
+
+
+# ------------------------------------------------------------- EnginesFile / engines-json
+
+
+def test_an_engines_file_that_is_a_pipe_does_not_hang_every_command(tmp_path: Path) -> None:
+    """``EnginesFile: /dev/zero`` or a FIFO: read_text waited for ever (or filled memory) in
+    every command that loads the config, status and standings included."""
+    fifo = tmp_path / "engines.json"
+    os.mkfifo(fifo)
+    cfg = config(tmp_path, EnginesFile="engines.json")
+    data = yaml.safe_load(cfg.read_text())
+    del data["Engines"]
+    cfg.write_text(yaml.safe_dump(data))
+    for argv in (["validate", str(cfg)], ["status", str(cfg)], ["engines-json", str(fifo)]):
+        done = cli(*argv, timeout=30)
+        assert done.returncode == 2, (argv, done.stderr)
+        assert (f"{fifo}: not a regular file (a directory, device or pipe); expected cutechess's "
+                "engines.json") in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_an_engines_file_nested_too_deeply_is_a_clear_error(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """json.loads raised RecursionError (a traceback) on ``[[[[...]]]]``."""
+    deep = tmp_path / "engines.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["engines-json", str(deep)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: {deep}: nested too deeply to be cutechess's engines.json\n")
