@@ -378,3 +378,44 @@ def test_an_engines_file_nested_too_deeply_is_a_clear_error(tmp_path: Path,
     assert main(["engines-json", str(deep)]) == 2
     assert capsys.readouterr().err.startswith(
         f"error: {deep}: nested too deeply to be cutechess's engines.json\n")
+
+
+# ------------------------------------------------------------- settings that silently did nothing
+
+
+def test_a_tablebase_folder_without_tables_is_refused(tmp_path: Path) -> None:
+    """``Paths: [/]`` or a typo'd folder was accepted and tablebase adjudication was silently
+    off for the whole event (python-chess finds no table and says nothing)."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "nested" / "6-men").mkdir(parents=True)
+    (tmp_path / "nested" / "6-men" / "KQvK.rtbw").write_bytes(b"")
+    cfg = config(tmp_path, Adjudication={"Tablebases": {"Paths": ["empty", "nested"]}})
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert [p.split(": ", 1)[1] for p in info.value.problems] == [
+        f"Adjudication.Tablebases.Paths[0]: got 'empty', expected a directory of Syzygy tables "
+        f"(no .rtbw file in {tmp_path / 'empty'})",
+        f"Adjudication.Tablebases.Paths[1]: got 'nested', expected a directory of Syzygy tables "
+        f"(no .rtbw file in {tmp_path / 'nested'})"]
+    cfg = config(tmp_path, Adjudication={"Tablebases": {"Paths": ["nested/6-men"]}})
+    assert load_config(cfg).adjudication.tablebases.paths == (tmp_path / "nested" / "6-men",)
+
+
+def test_a_tiebreak_listed_twice_is_refused(tmp_path: Path) -> None:
+    cfg = config(tmp_path, Tiebreaks=["Wins", "SonnebornBerger", "Wins"])
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    [problem] = info.value.problems
+    assert problem.endswith(": Tiebreaks[2]: got 'Wins', expected each tiebreak once (also "
+                            "Tiebreaks[0])")
+
+
+@pytest.mark.parametrize("address", ["tcp://", "tcp://host", "tcp://host:99999", "tls://:8786"])
+def test_a_scheduler_address_needs_a_host_and_a_port(tmp_path: Path, address: str) -> None:
+    """'tcp://' passed validation and failed only when run waited for a scheduler (600 s)."""
+    cfg = config(tmp_path, Cluster={"Scheduler": address})
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    [problem] = info.value.problems
+    assert problem.endswith(f": Cluster.Scheduler: got {address!r}, expected a scheduler address "
+                            "such as tcp://HOST:8786 (a host and a port from 1 to 65535)")

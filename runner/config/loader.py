@@ -583,6 +583,10 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
             path = tb_path
             if not path.is_dir():
                 c.bad(f"{k}.Paths[{i}]", entry, f"an existing directory of Syzygy tables (looked at {path})")
+            else:
+                problem = _syzygy_problem(path)
+                if problem:  # a typo'd folder silently turned tablebase adjudication off
+                    c.bad(f"{k}.Paths[{i}]", entry, f"a directory of Syzygy tables ({problem})")
             resolved.append(path)
         tb = TablebaseConfig(
             paths=tuple(resolved),
@@ -594,6 +598,18 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
     max_moves = c.get(d, p, "MaxMoves", "int", 0, lambda v: 0 <= v <= MAX_PLIES,
                       f"a non-negative integer (0 = off; at most {MAX_PLIES})")
     return AdjudicationConfig(tcec_draw=draw, tcec_win=win, tablebases=tb, max_moves=max_moves)
+
+
+def _syzygy_problem(folder: Path) -> str | None:
+    """Why ``folder`` holds no Syzygy WDL table (python-chess reads the folder itself, not
+    its subfolders), or None."""
+    try:
+        with os.scandir(folder) as entries:
+            if any(entry.name.lower().endswith(".rtbw") for entry in entries):
+                return None
+    except OSError as exc:
+        return f"cannot list {folder}: {exc.strerror or exc}"
+    return f"no .rtbw file in {folder}"
 
 
 def _interruption(c: _Checker, raw: Any) -> InterruptionConfig:
@@ -676,6 +692,16 @@ def _cutechess_path(c: _Checker, value: str, base: Path) -> str:
     return str(_resolve_path(base, value)) if os.sep in value else value
 
 
+def _host_and_port(address: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        return bool(parts.hostname) and parts.port is not None and 0 < parts.port < 65536
+    except ValueError:  # 'Port out of range', a bad IPv6 literal
+        return False
+
+
 def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
     if raw is None:
         return None
@@ -683,6 +709,9 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
     address = str(c.get(d, "Cluster", "Scheduler", "str", "") or "")
     if address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
         c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786")
+    elif address.startswith(("tcp://", "tls://")) and not _host_and_port(address):
+        c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786 (a "
+              "host and a port from 1 to 65535)")
     wait = c.get(d, "Cluster", "WaitS", "float", 600.0, lambda v: 0 <= v <= 86400,
                  "seconds from 0 to 86400")
     overdue = c.get(d, "Cluster", "OverdueS", "float", 60.0, lambda v: 1 <= v <= 86400,
@@ -763,7 +792,9 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
     engines = _engines(c, top_engines, base)
     tiebreaks = c.get(top, "", "Tiebreaks", "list", list(DEFAULT_TIEBREAKS))
     for i, tb in enumerate(tiebreaks):
-        if tb not in TIEBREAKS:
+        if tb in tiebreaks[:i]:
+            c.bad(f"Tiebreaks[{i}]", tb, f"each tiebreak once (also Tiebreaks[{tiebreaks.index(tb)}])")
+        elif tb not in TIEBREAKS:
             hint = difflib.get_close_matches(str(tb), TIEBREAKS, n=1)
             c.bad(f"Tiebreaks[{i}]", tb, " | ".join(TIEBREAKS) + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     state_dir = swiss.state_path.parent
