@@ -419,3 +419,27 @@ def test_a_scheduler_address_needs_a_host_and_a_port(tmp_path: Path, address: st
     [problem] = info.value.problems
     assert problem.endswith(f": Cluster.Scheduler: got {address!r}, expected a scheduler address "
                             "such as tcp://HOST:8786 (a host and a port from 1 to 65535)")
+
+
+def test_validate_reports_what_run_would_refuse_in_the_recorded_event(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """validate said OK for a config whose event's database records other engines (run then
+    refused it), and for a database that is not an SQLite file."""
+    cfg = played(tmp_path)
+    data = yaml.safe_load(cfg.read_text())
+    data["Engines"][1]["Name"] = "P3"
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    before = recorded(tmp_path)
+    capsys.readouterr()
+    assert main(["validate", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {other}: this config does not describe the event recorded in " in err
+    assert "  Engines: 'P2' was removed\n  Engines: 'P3' was added\n" in err
+    assert main(["validate", str(cfg)]) == 0
+    assert recorded(tmp_path) == before
+    database = tmp_path / "state" / "s.sqlite3"
+    database.write_bytes(b"not a database at all")
+    assert main(["validate", str(cfg)]) == 2
+    assert f"error: {database}: not an SQLite database" in capsys.readouterr().err
+    assert database.read_bytes() == b"not a database at all"

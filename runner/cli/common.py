@@ -110,8 +110,9 @@ def other_event(config: Config, recorded: dict | None) -> str | None:
         return None
     return "\n".join([
         f"{config.path}: this config does not describe the event recorded in "
-        f"{config.database} (an event cannot change once started, TCEC rule 8); its rounds, "
-        "games and engines would be shown against the wrong settings. Changed:",
+        f"{config.database} (an event cannot change once started, TCEC rule 8: `run` "
+        "refuses it, and its rounds, games and engines would be shown against the wrong "
+        "settings). Changed:",
         *(f"  {change}" for change in changes),
         "Restore the old settings, or point SwissOptions.StatePath (and Database) somewhere "
         "else for another event."])
