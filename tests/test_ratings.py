@@ -21,6 +21,7 @@ from testkit import write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
+from runner.config.fingerprint import event_fingerprint
 from runner.domain.endings import GameEnd
 from runner.domain.models import EventResults, GameRecord, PlayedGame, RoundResult
 from runner.domain.ratings import (
@@ -379,7 +380,7 @@ def test_cli_config_event_state(tmp_path, capsys):
     assert config.ratings.anchor == "A" and config.ratings.elo == 2000
     store = Store.open(config.database)
     try:
-        store.init_event({"test": 1}, ["A", "B", "C"], [], event=config.event, games_per_match=2, rounds=1)
+        store.init_event(event_fingerprint(config), ["A", "B", "C"], [], event=config.event, games_per_match=2, rounds=1)
         store.add_round(1, (("A", "B"),), "C", (), (), [
             {"game_id": i + 1, "game_in_round": i + 1, "pair_index": 0, "leg": i + 1, "white": w,
              "black": b, "match_index": 0, "opening": None} for i, (w, b) in enumerate((("A", "B"), ("B", "A")))])

@@ -15,6 +15,7 @@ from testkit import write_config
 
 from runner.cli import main
 from runner.config import load_config
+from runner.config.fingerprint import event_fingerprint
 from runner.domain.models import DRAW, GameRecord
 from runner.domain.rmobility import game_rmobility, rmobility_points
 from runner.store.database import Store
@@ -72,7 +73,7 @@ def test_standings_of_real_games_through_the_store(tmp_path, capsys):
 
     store = Store.open(config.database)
     try:
-        store.init_event({"test": 1}, [e.name for e in config.engines], [], event=config.event,
+        store.init_event(event_fingerprint(config), [e.name for e in config.engines], [], event=config.event,
                          games_per_match=1, rounds=1)
         pairs = (("SF-A", "SF-B"), ("SF-C", "SF-D"))
         store.add_round(1, pairs, None, (), (), [

@@ -9,24 +9,37 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 
 from runner import __version__
-from runner.cli.common import load
-from runner.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_OK
+from runner.cli.common import err, load, one_line_logs
+from runner.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CODES_HELP,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    BadInput,
+    SwissRunnerError,
+)
+
+# Set to show the traceback of an unexpected error (for a bug report) instead of one line.
+TRACEBACK_ENV = "SWISS_RUNNER_TRACEBACK"
 
 
-def _with_config(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+def _with_config(module: str, function: str,
+                 writes: bool = False) -> Callable[[argparse.Namespace], int]:
     """A subcommand that loads and validates ``args.config``, then calls module.function(config, args).
 
     The module is imported only when the command runs, so ``--help`` never depends on the
-    rest of the package.
+    rest of the package. ``writes``: the outputs must be writable (run, validate).
     """
 
     def command(args: argparse.Namespace) -> int:
-        config = load(args.config)
+        config = load(args.config, writes=writes)
         if config is None:
             return EXIT_BAD_INPUT
         return int(getattr(importlib.import_module(module), function)(config, args))
@@ -41,8 +54,8 @@ def _without_config(module: str, function: str) -> Callable[[argparse.Namespace]
     return command
 
 
-cmd_validate = _with_config("runner.cli.validate", "cli_validate")
-cmd_run = _with_config("runner.cli.run", "cli_run")
+cmd_validate = _with_config("runner.cli.validate", "cli_validate", writes=True)
+cmd_run = _with_config("runner.cli.run", "cli_run", writes=True)
 cmd_status = _with_config("runner.cli.status", "cli_status")
 cmd_standings = _with_config("runner.cli.standings", "cli_standings")
 cmd_play = _with_config("runner.cli.play", "cli_play")
@@ -50,6 +63,17 @@ cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
 cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
+
+
+def _seconds(text: str) -> float:
+    """``--wait``: finite seconds >= 0 ('nan' waited for ever, '-1' gave up at once)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected seconds >= 0 (0 = never give up)")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", action="append", metavar="NAME=COMMAND",
                    help="run the event's engine NAME with this command on this machine "
                         "(repeatable; default: the config's command)")
-    p.add_argument("--wait", type=float, default=0.0,
+    p.add_argument("--wait", type=_seconds, default=0.0,
                    help="give up after this many seconds without a scheduler (default 0: never)")
     p.set_defaults(func=cmd_worker)
 
@@ -137,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_line_logs()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
@@ -145,6 +170,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # /dev/null so the interpreter's final flush does not complain again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except KeyboardInterrupt:
+        err("interrupted")
+        return EXIT_INTERRUPTED
+    except SwissRunnerError as exc:  # a command that let one of ours through
+        err(str(exc))
+        return EXIT_BAD_INPUT if isinstance(exc, BadInput) else EXIT_FAIL
+    except (Exception, RecursionError) as exc:
+        # The last resort: a user never gets a Python traceback. Whatever a command
+        # recorded before this point is committed (every game in its own transaction).
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        err(f"{args.command}: unexpected error: {type(exc).__name__}: {exc or '(no message)'}"
+            f"; this is a bug in swiss-runner: please report it with the command "
+            f"(set {TRACEBACK_ENV}=1 to see where it happened)")
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":

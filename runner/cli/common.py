@@ -1,23 +1,118 @@
-"""What every command shares: loading the config with its problems printed, error lines."""
+"""What every command shares: loading the config with its problems printed, error lines,
+and what libraries log (one escaped line, never a traceback)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from runner.config import Config, ConfigError, load_config
-from runner.domain.text import printable_lines
+from runner.domain.text import printable, printable_lines
+
+MAX_LOG_CHARS = 300  # an engine printing binary garbage must not flood the terminal
 
 
 def err(message: str) -> None:
     print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
 
 
-def load(path: str) -> Config | None:
-    """The validated config, or None after printing every problem (the caller exits 2)."""
+def load(path: str, *, writes: bool = False) -> Config | None:
+    """The validated config, or None after printing every problem (the caller exits 2);
+    ``writes``: the command writes the event's outputs (they must be writable)."""
     try:
-        return load_config(path)
+        return load_config(path, writes=writes)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         print(f"{path}: {len(exc.problems)} problem(s); nothing was run or written", file=sys.stderr)
         return None
+
+
+class OneLineHandler(logging.Handler):
+    """Records of libraries (python-chess about an engine's odd output, ...) as one
+    ``warning: LOGGER: message`` line on stderr: control characters escaped, cut short, and
+    an exception attached to the record named in a few words instead of its traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = str(record.getMessage())
+        except Exception:  # a library's bad format string must not stop the command
+            text = str(record.msg)
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        text = printable(text)
+        if len(text) > MAX_LOG_CHARS:
+            text = text[:MAX_LOG_CHARS] + "..."
+        try:
+            sys.stderr.write(f"warning: {record.name}: {text}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        """Never the default: it prints a traceback."""
+
+
+def one_line_logs() -> None:
+    """Use :class:`OneLineHandler` for records no handler takes (``logging.lastResort``
+    prints a library's ``LOGGER.exception`` with its traceback). A logging set-up of the
+    caller's own (pytest, an embedding program) is left as it is."""
+    if not isinstance(logging.lastResort, OneLineHandler):
+        logging.lastResort = OneLineHandler()
+
+
+def quiet_engine_logs() -> None:
+    """python-chess warns about every engine line it does not parse (xboard engines'
+    "tellics whisper", an engine printing binary garbage): harmless for us, the command
+    reports what stops an engine itself. Keep its errors only."""
+    chess_log = logging.getLogger("chess.engine")
+    if chess_log.level == logging.NOTSET:
+        chess_log.setLevel(logging.ERROR)
+
+
+def recorded_event_fingerprint(config: Config) -> dict | None:
+    """The fingerprint recorded in the event's database (read-only), None without one.
+    Store and sqlite3 errors propagate: the caller reports a damaged state as it does."""
+    from runner.store.database import Store
+
+    store = Store.open_readonly(config.database)
+    if store is None:
+        return None
+    try:
+        return store.fingerprint() if store.has_event() else None
+    finally:
+        store.close()
+
+
+def other_event(config: Config, recorded: dict | None) -> str | None:
+    """Why ``config`` does not describe the event recorded with ``recorded`` (the list of
+    what changed, as `run` refuses it), or None. A file this user cannot read (an engine
+    binary, the book: `status` by another user) counts as unchanged: `run` checks it."""
+    if not recorded:
+        return None
+    from runner.config.fingerprint import event_fingerprint, fingerprint_changes
+
+    current = event_fingerprint(config)
+    for name, engine in current.get("Engines", {}).items():
+        old = recorded.get("Engines", {}).get(name)
+        if isinstance(old, dict) and str(engine.get("binary_sha256")).startswith("unreadable"):
+            engine["binary_sha256"] = old.get("binary_sha256")
+    book, old_book = current.get("Openings"), recorded.get("Openings")
+    if isinstance(book, dict) and isinstance(old_book, dict) and str(
+            book.get("sha256")).startswith("unreadable"):
+        book["sha256"] = old_book.get("sha256")
+    changes = fingerprint_changes(recorded, current)
+    if not changes:
+        return None
+    return "\n".join([
+        f"{config.path}: this config does not describe the event recorded in "
+        f"{config.database} (an event cannot change once started, TCEC rule 8: `run` "
+        "refuses it, and its rounds, games and engines would be shown against the wrong "
+        "settings). Changed:",
+        *(f"  {change}" for change in changes),
+        "Restore the old settings, or point SwissOptions.StatePath (and Database) somewhere "
+        "else for another event."])

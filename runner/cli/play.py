@@ -21,8 +21,15 @@ def _opening_from_args(args: argparse.Namespace) -> Opening | None:
             board = chess.Board(args.fen)
         except ValueError as exc:
             raise ValueError(f"--fen: got {args.fen!r}, expected a valid FEN ({exc})") from None
-        if board.status() != chess.STATUS_VALID:
-            raise ValueError(f"--fen: got {args.fen!r}, expected a legal position ({board.status()!r})")
+        status = board.status()
+        if status != chess.STATUS_VALID:
+            why = ", ".join(flag.name.lower().replace("_", " ") for flag in chess.Status
+                            if flag and flag.name and flag in status)
+            raise ValueError(f"--fen: got {args.fen!r}, expected a legal position ({why})")
+        outcome = board.outcome(claim_draw=False)
+        if outcome is not None:
+            raise ValueError(f"--fen: got {args.fen!r}, expected a position where the game is "
+                             f"not over ({outcome.termination.name.lower().replace('_', ' ')})")
         return Opening(index=-1, name="", fen=board.fen())
     if getattr(args, "moves", None):
         board = chess.Board()

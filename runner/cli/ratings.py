@@ -9,12 +9,18 @@ every command's options from this module, for ``run`` as much as for ``ratings``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import math
 import re
+import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.domain.endings import classify_end
+from runner.domain.text import printable, printable_lines
 
 if TYPE_CHECKING:
     from runner.config import Config
@@ -56,15 +62,47 @@ def _fit_or_number(text: str | None, name: str) -> tuple[bool, float | None]:
     if text.strip().lower() == "fit":
         return True, None
     try:
-        return True, float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"--{name}: got {text!r}, expected 'fit' or a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"--{name}: got {text!r}, expected 'fit' or a finite number")
+    return True, value
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The command-line options within the bounds the config's ``Ratings`` block has
+    (``--simulations 10**12`` asked numpy for terabytes; ``--elo inf`` printed nonsense)."""
+    from runner.config.loader import (
+        MAX_RATING,
+        MAX_SEED,
+        MAX_SIMULATIONS,
+        MAX_WHITE_ADVANTAGE,
+    )
+
+    checks = [
+        ("elo", lambda v: math.isfinite(v) and abs(v) <= MAX_RATING,
+         f"a rating from -{MAX_RATING} to {MAX_RATING}"),
+        ("simulations", lambda v: 0 <= v <= MAX_SIMULATIONS,
+         f"a number of simulations from 0 to {MAX_SIMULATIONS} (0 = no error margins)"),
+        ("seed", lambda v: 0 <= v <= MAX_SEED, "an integer from 0 to 2**63-1"),
+        ("confidence", lambda v: 0 < v < 100, "a percentage between 0 and 100"),
+    ]
+    for name, ok, expected in checks:
+        value = getattr(args, name, None)
+        if value is not None and not ok(value):
+            raise ValueError(f"--{name}: got {value!r}, expected {expected}")
+    _, wa = _fit_or_number(getattr(args, "white_advantage", None), "white-advantage")
+    if wa is not None and not abs(wa) < MAX_WHITE_ADVANTAGE:
+        raise ValueError(f"--white-advantage: got {wa!r}, expected 'fit' or a fixed advantage "
+                         f"in Elo (-{MAX_WHITE_ADVANTAGE}..{MAX_WHITE_ADVANTAGE})")
 
 
 def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptions:
     """The config's ``Ratings`` block, overridden by command-line options."""
     from runner.domain.ratings import RatingOptions
 
+    _check_options(args)
     r = config.ratings if config is not None else None
     anchor = args.anchor if getattr(args, "anchor", None) else (r.anchor if r else None)
     elo = args.elo if getattr(args, "elo", None) is not None else (r.elo if r else 0.0)
@@ -116,7 +154,8 @@ def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
 
     games: list[Game] = []
     skipped: dict[str, int] = {}
-    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+    unreadable_moves = 0
+    with _quiet("chess.pgn"), open(path, encoding="utf-8-sig", errors="replace") as handle:
         index = 0
         while True:
             game = chess.pgn.read_game(handle)
@@ -132,6 +171,7 @@ def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
             if white in ("", "?") or black in ("", "?") or white == black:
                 skipped["without two named players"] = skipped.get("without two named players", 0) + 1
                 continue
+            unreadable_moves += bool(game.errors)
             last = game.end()
             reason = _reason(last.comment) if last.comment else None
             if reason is None and game.comment:
@@ -147,7 +187,22 @@ def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
                               end=classify_end(result, termination, details, reason),
                               extra=TIEBREAK_PAIR_TAG in h, game=order))
     notes = [f"{path}: {n} game(s) left out: {why}" for why, n in skipped.items()]
+    if unreadable_moves:
+        notes.append(f"{path}: {unreadable_moves} game(s) with moves python-chess could not "
+                     "read (illegal or not SAN): rated by their Result tag")
     return games, notes
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """No line per bad move from python-chess's PGN reader: read_pgn adds one note."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
@@ -183,8 +238,11 @@ def cli_ratings(args: argparse.Namespace) -> int:
         if args.pgn:
             path = Path(args.pgn)
             if not path.is_file():
-                print(f"error: {path}: PGN file not found", file=sys.stderr)
+                why = ("not a regular file (a directory, device or pipe); expected a PGN file"
+                       if path.exists() else "PGN file not found")
+                print(f"error: {printable(path)}: {why}", file=sys.stderr)
                 return EXIT_BAD_INPUT
+            _check_options(args)  # before reading a big file
             games, notes = read_pgn(path)
             players: list[str] = []
             if not games:
@@ -205,6 +263,12 @@ def cli_ratings(args: argparse.Namespace) -> int:
                 return EXIT_NO_EVENT
             games, players = read
             notes = []
+            from runner.cli.common import other_event, recorded_event_fingerprint
+
+            changed = other_event(config, recorded_event_fingerprint(config))
+            if changed:
+                print(f"error: {printable_lines(changed)}", file=sys.stderr)
+                return EXIT_BAD_INPUT
         ratings = compute_ratings(games, options_from(config, args), players)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {source}: cannot read: {exc}", file=sys.stderr)
@@ -214,6 +278,13 @@ def cli_ratings(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (sqlite3.Error, KeyError, TypeError, IndexError, AttributeError) as exc:
+        if config is None:
+            raise  # not the state: a bug, reported by runner.cli.main
+        from runner.store.database import damaged_state
+
+        print(f"error: {printable_lines(damaged_state(config.database, exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     ratings.notes[:0] = notes
     print(render_ratings(ratings, args.format), end="")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sqlite3
 
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
+from runner.cli.common import quiet_engine_logs
 from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
 from runner.service.lock import event_lock as _event_lock
@@ -39,11 +39,7 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
 
 
 def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -> int:
-    chess_log = logging.getLogger("chess.engine")
-    if chess_log.level == logging.NOTSET:
-        # python-chess warns about every line it does not parse (xboard engines' "tellics
-        # whisper", "post on", ...): harmless, and it would drown the progress output.
-        chess_log.setLevel(logging.ERROR)
+    quiet_engine_logs()  # python-chess's warnings would drown the progress output
     if config.backend == "cutechess" and play_game is None:
         from runner.play.cutechess import check_binary
 

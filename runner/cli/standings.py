@@ -6,6 +6,7 @@ import argparse
 import sqlite3
 import sys
 
+from runner.cli.common import other_event, recorded_event_fingerprint
 from runner.config import Config
 from runner.domain.standings import compute_standings, event_ratings, render_standings
 from runner.domain.text import printable_lines
@@ -26,6 +27,10 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
                   f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
                   file=sys.stderr)
             return EXIT_FAIL  # as `status`: the command ran, there is just no event yet
+        changed = other_event(config, recorded_event_fingerprint(config))
+        if changed:
+            print(f"error: {printable_lines(changed)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         rows = compute_standings(results, config.tiebreaks)
         ratings = event_ratings(results, config)
     except errors as exc:

@@ -8,6 +8,7 @@ import sqlite3
 import sys
 
 from runner.cli.common import err as _err
+from runner.cli.common import other_event
 from runner.config import Config
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
@@ -31,6 +32,10 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
               "empty); start it with `swiss-runner run`", flush=True)
         return EXIT_FAIL
     try:
+        changed = other_event(config, store.fingerprint())
+        if changed:
+            _err(changed)
+            return EXIT_BAD_INPUT
         json_out = getattr(args, "json", False)
         data = build_state(config, store, standings=json_out)
         from runner.cli.status_ops import eta, failed_game_logs, status_lines

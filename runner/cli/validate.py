@@ -25,6 +25,7 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         problems += check_book(config.openings, config.swiss.random_seed,
                                matches=event_matches(config),
                                unique_per_match_only=config.swiss.unique_per_match_only)
+    problems += _recorded_event_problems(config)
     if config.backend == "cutechess":
         from runner.play.cutechess import check_binary
 
@@ -37,7 +38,10 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     status = EXIT_OK
     if args.probe:
+        from runner.cli.common import quiet_engine_logs
         from runner.play.engines import ignored_limit_text, probe_engines
+
+        quiet_engine_logs()
 
         for engine, result in zip(config.engines, probe_engines(config.engines, args.timeout),
                                   strict=True):
@@ -79,3 +83,20 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
           f"round(s) x {config.swiss.games_per_match} game(s) per match = {games} games, "
           f"time control {config.time_control} ({config.time_control.human()})")
     return status
+
+
+def _recorded_event_problems(config: Config) -> list[str]:
+    """What `run` would refuse in the event already recorded in the config's database: a
+    config that no longer describes it, a database that is damaged or not an event's."""
+    import sqlite3
+
+    from runner.cli.common import other_event, recorded_event_fingerprint
+    from runner.store.database import StoreError, damaged_state
+
+    try:
+        changed = other_event(config, recorded_event_fingerprint(config))
+    except StoreError as exc:
+        return [str(exc)]
+    except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
+        return [damaged_state(config.database, exc)]
+    return [changed] if changed else []

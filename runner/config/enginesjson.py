@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -128,19 +129,45 @@ def _entry(where: str, item: Any, base: Path, problems: list[str]) -> dict[str, 
     return engine
 
 
+# cutechess writes a few hundred bytes per engine: this is thousands of engines
+MAX_ENGINES_JSON_BYTES = 4 * 1024 * 1024
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: a regular file of at most MAX_ENGINES_JSON_BYTES, UTF-8. /dev/zero
+    or a FIFO named as the engines file hung every command that loads the config."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not wait for a writer
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise EnginesFileError([f"{path}: not a regular file (a directory, device or pipe); "
+                                    "expected cutechess's engines.json"])
+        os.set_blocking(fd, True)
+        data = handle.read(MAX_ENGINES_JSON_BYTES + 1)
+    if len(data) > MAX_ENGINES_JSON_BYTES:
+        raise EnginesFileError([f"{path}: larger than {MAX_ENGINES_JSON_BYTES // 1024 // 1024} MiB; "
+                                "expected cutechess's engines.json"])
+    return data.decode("utf-8")
+
+
 def read_engines_json(path: Path) -> list[dict[str, Any]]:
     """The engines of a cutechess engines.json, in the YAML config's form (file order)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
     except FileNotFoundError:
         raise EnginesFileError([f"{path}: engines file not found"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnginesFileError([f"{path}: cannot read the engines file: {exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise EnginesFileError([f"{path}: not UTF-8 text (byte {exc.start}); expected "
+                                "cutechess's engines.json"]) from None
+    except OSError as exc:
+        raise EnginesFileError([f"{path}: cannot read the engines file: "
+                                f"{exc.strerror or exc}"]) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise EnginesFileError([f"{path}:{exc.lineno}: not valid JSON: {exc.msg} "
                                 f"(column {exc.colno})"]) from None
+    except RecursionError:
+        raise EnginesFileError([f"{path}: nested too deeply to be cutechess's engines.json"]) from None
     if not isinstance(data, list):
         raise EnginesFileError([f"{path}: got a JSON {type(data).__name__}, expected a list of "
                                 "engine objects as cutechess writes engines.json"])

@@ -377,6 +377,9 @@ MAX_PLIES = 10_000
 MAX_CP = 100_000
 MAX_MARGIN_MS = 3_600_000
 MAX_CONCURRENCY = 256
+# Ratings (the config's block and the `ratings` command's options share them)
+MAX_SIMULATIONS = 100_000
+MAX_WHITE_ADVANTAGE = 1000  # Elo, exclusive
 
 
 def _plain_word(value: Any) -> bool:
@@ -435,8 +438,10 @@ def _engines(c: _Checker, raw: Any, base: Path) -> tuple[EngineConfig, ...]:
             args = []
         protocol = c.choice(data, key, "Protocol", ("uci", "xboard"), "uci")
         rating = c.number(data, key, "Rating", "float", None, -MAX_RATING, MAX_RATING, "Elo")
-        options = data.get("Options") or {}
-        if not isinstance(options, dict):
+        options = data.get("Options")
+        if options is None:
+            options = {}
+        elif not isinstance(options, dict):  # 0, false, '' and [] too: not "no options"
             c.bad(f"{key}.Options", options, "a mapping of engine option names to values")
             options = {}
         for oname, ovalue in list(options.items()):
@@ -574,6 +579,10 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
             path = tb_path
             if not path.is_dir():
                 c.bad(f"{k}.Paths[{i}]", entry, f"an existing directory of Syzygy tables (looked at {path})")
+            else:
+                problem = _syzygy_problem(path)
+                if problem:  # a typo'd folder silently turned tablebase adjudication off
+                    c.bad(f"{k}.Paths[{i}]", entry, f"a directory of Syzygy tables ({problem})")
             resolved.append(path)
         tb = TablebaseConfig(
             paths=tuple(resolved),
@@ -585,6 +594,18 @@ def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
     max_moves = c.get(d, p, "MaxMoves", "int", 0, lambda v: 0 <= v <= MAX_PLIES,
                       f"a non-negative integer (0 = off; at most {MAX_PLIES})")
     return AdjudicationConfig(tcec_draw=draw, tcec_win=win, tablebases=tb, max_moves=max_moves)
+
+
+def _syzygy_problem(folder: Path) -> str | None:
+    """Why ``folder`` holds no Syzygy WDL table (python-chess reads the folder itself, not
+    its subfolders), or None."""
+    try:
+        with os.scandir(folder) as entries:
+            if any(entry.name.lower().endswith(".rtbw") for entry in entries):
+                return None
+    except OSError as exc:
+        return f"cannot list {folder}: {exc.strerror or exc}"
+    return f"no .rtbw file in {folder}"
 
 
 def _interruption(c: _Checker, raw: Any) -> InterruptionConfig:
@@ -629,17 +650,19 @@ def _ratings(c: _Checker, raw: Any, engines: tuple[EngineConfig, ...]) -> Rating
     if "Elo" in d and "Anchor" not in d:
         c.problem(f"{k}.Elo", "Elo is the anchor's rating: set Anchor too, or use Average: "
                               "<rating> for the pool average")
-    elo = c.get(d, k, "Elo" if "Anchor" in d else "Average", "float", 0.0)
+    elo = c.number(d, k, "Elo" if "Anchor" in d else "Average", "float", 0.0, -MAX_RATING,
+                   MAX_RATING, "Elo")
     return RatingsConfig(
         anchor=anchor,
         elo=float(elo),
-        white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage", lambda v: abs(v) < 1000,
+        white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage",
+                                       lambda v: abs(v) < MAX_WHITE_ADVANTAGE,
                                        "a fixed advantage in Elo (-1000..1000)"),
         draw_rate=_fit_or_number(c, d, k, "DrawRate", lambda v: 0 <= v < 100,
                                  "a fixed draw rate between equal engines, percent 0..100"),
-        simulations=c.get(d, k, "Simulations", "int", 1000, lambda v: 0 <= v <= 100_000,
+        simulations=c.get(d, k, "Simulations", "int", 1000, lambda v: 0 <= v <= MAX_SIMULATIONS,
                           "a number of simulations from 0 to 100000 (0 = no error margins)"),
-        seed=c.get(d, k, "Seed", "int", 0, lambda v: 0 <= v <= 2**63 - 1,
+        seed=c.get(d, k, "Seed", "int", 0, lambda v: 0 <= v <= MAX_SEED,
                    "an integer from 0 to 2**63-1"),
         confidence=float(c.get(d, k, "Confidence", "float", 95.0, lambda v: 0 < v < 100,
                                "a percentage between 0 and 100")),
@@ -665,6 +688,16 @@ def _cutechess_path(c: _Checker, value: str, base: Path) -> str:
     return str(resolve_path(base, value)) if os.sep in value else value
 
 
+def _host_and_port(address: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        return bool(parts.hostname) and parts.port is not None and 0 < parts.port < 65536
+    except ValueError:  # 'Port out of range', a bad IPv6 literal
+        return False
+
+
 def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
     if raw is None:
         return None
@@ -672,6 +705,9 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
     address = str(c.get(d, "Cluster", "Scheduler", "str", "") or "")
     if address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
         c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786")
+    elif address.startswith(("tcp://", "tls://")) and not _host_and_port(address):
+        c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786 (a "
+              "host and a port from 1 to 65535)")
     wait = c.get(d, "Cluster", "WaitS", "float", 600.0, lambda v: 0 <= v <= 86400,
                  "seconds from 0 to 86400")
     overdue = c.get(d, "Cluster", "OverdueS", "float", 60.0, lambda v: 1 <= v <= 86400,
@@ -680,8 +716,24 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                          overdue_s=float(overdue if overdue is not None else 60.0))
 
 
-def load_config(path: str | os.PathLike[str]) -> Config:
-    """Load and validate a config file; raise ConfigError listing every problem found."""
+def _code(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character)
+
+
+def _line_at(path: Path, position: int) -> int:
+    """The line of character ``position`` of the (already read, UTF-8) config file."""
+    try:
+        return _read_config_text(path)[:position].count("\n") + 1
+    except (OSError, ValueError, YamlLimit):
+        return 1
+
+
+def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config:
+    """Load and validate a config file; raise ConfigError listing every problem found.
+
+    ``writes``: the caller will write the outputs (`run`, and `validate` that checks for
+    it): they must be writable by this user too. `status`, `standings` and the dashboard
+    only read, in a read-only directory as well."""
     path = Path(path)
     shown = _shown(str(path))
     if "\0" in str(path):
@@ -699,6 +751,11 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError([f"{path}: refused: {exc}"]) from None
     except RecursionError:
         raise ConfigError([f"{path}: refused: nested too deeply to be a config"]) from None
+    except yaml.reader.ReaderError as exc:  # a control character: a position, no mark
+        raise ConfigError([f"{path}:{_line_at(path, exc.position)}: not valid YAML: the "
+                           f"control character U+{_code(exc.character):04X}; expected printable "
+                           "text (is this really a config file?)"]
+                          ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -731,7 +788,9 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     engines = _engines(c, top_engines, base)
     tiebreaks = c.get(top, "", "Tiebreaks", "list", list(DEFAULT_TIEBREAKS))
     for i, tb in enumerate(tiebreaks):
-        if tb not in TIEBREAKS:
+        if tb in tiebreaks[:i]:
+            c.bad(f"Tiebreaks[{i}]", tb, f"each tiebreak once (also Tiebreaks[{tiebreaks.index(tb)}])")
+        elif tb not in TIEBREAKS:
             hint = difflib.get_close_matches(str(tb), TIEBREAKS, n=1)
             c.bad(f"Tiebreaks[{i}]", tb, " | ".join(TIEBREAKS) + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     state_dir = swiss.state_path.parent
@@ -767,6 +826,8 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     )
     config = apply_operations(c, top, config, base)
     _check_distinct_outputs(c, config)
+    if writes and not c.problems:
+        _check_writable_outputs(c, config)
     if c.problems:
         raise ConfigError(c.problems)
     return config
@@ -865,6 +926,42 @@ def _check_distinct_outputs(c: _Checker, config: Config) -> None:
         if problem:
             reported.add(key)
             c.problem(key, f"{path}: {role} cannot be written there: {problem}")
+
+
+def _check_writable_outputs(c: _Checker, config: Config) -> None:
+    """Every output can be created or written by this user: a PGN, EPD or engine-log
+    directory that is read-only would otherwise be found game after game while the event
+    plays on without them (and a read-only state directory only once the run has started).
+    Side files that do not exist need only their directory."""
+    outputs = [(key, role, path, key != "SwissOptions.StatePath")
+               for key, role, path in _output_files(config)]
+    if config.engine_logs is not None:
+        outputs.append(("EngineLogs.Dir", "the directory of the engine logs",
+                        config.engine_logs.dir, True))
+    reported: set[str] = set()
+    for key, role, path, file_too in outputs:
+        if key in reported:
+            continue
+        problem = _unwritable(path, file_too)
+        if problem:
+            reported.add(key)
+            c.problem(key, f"{path}: {role} cannot be written: {problem}; expected a place "
+                      "this user can write to")
+
+
+def _unwritable(path: Path, file_too: bool) -> str | None:
+    """Why this process cannot create (or, ``file_too``, write) ``path``, or None."""
+    if file_too and os.path.lexists(path) and not os.access(path, os.W_OK):
+        return "it is read-only for this user (or on a read-only file system)"
+    for parent in path.parents:
+        if os.path.isdir(parent):
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return (f"the directory {parent} is not writable by this user (or on a "
+                        "read-only file system)")
+            return None
+        if os.path.lexists(parent):
+            return None  # not a directory: _not_a_file reports it
+    return None
 
 
 def _not_a_file(path: Path) -> str | None:

@@ -19,8 +19,9 @@ _NUM = r"\d+(?:\.\d+)?"
 MAX_BASE_S = 7 * 24 * 3600  # one week per period
 MAX_INCREMENT_S = 3600.0
 MAX_MOVES = 1000
-_TC_RE = re.compile(
-    rf"^(?:(?P<moves>\d+)/)?(?P<time>{_NUM}|\d+:\d{{1,2}}(?::\d{{1,2}})?(?:\.\d+)?|inf)(?:\+(?P<inc>{_NUM}))?$"
+_TC_RE = re.compile(  # ASCII: \d would take any script's digits ('٣' read as 3 s)
+    rf"^(?:(?P<moves>\d+)/)?(?P<time>{_NUM}|\d+:\d{{1,2}}(?::\d{{1,2}})?(?:\.\d+)?|inf)(?:\+(?P<inc>{_NUM}))?$",
+    re.ASCII,
 )
 
 
@@ -107,6 +108,10 @@ def parse_time_control(text: object) -> TimeControl:
     increment = float(match["inc"] or 0)
     if not increment <= MAX_INCREMENT_S:
         raise ValueError(f"an increment of at most {MAX_INCREMENT_S:g} s")
+    for what, value in (("a time", base), ("an increment", increment)):
+        if abs(value * 1000 - round(value * 1000)) > 1e-6:  # '0.0000001' was shown as '0'
+            raise ValueError(f"{what} in whole milliseconds (at most 3 decimals), as clocks "
+                             "and the PGN TimeControl tag count them")
     return TimeControl(base=base, increment=increment, moves=moves)
 
 

@@ -19,6 +19,8 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --log FILE              append every command received to FILE
   --ignore-nodes          search a ``go nodes N`` (without depth/movetime/clocks) until
                           ``stop``, as Debian's toga2 does
+  --bad-option            declare an option whose ``min`` is not a number (python-chess logs
+                          the parse error with its traceback)
 """
 
 import argparse
@@ -64,6 +66,7 @@ def main() -> None:
     ap.add_argument("--mate", type=int, default=None)
     ap.add_argument("--log", default=None, help="append every command received to this file")
     ap.add_argument("--ignore-nodes", action="store_true")
+    ap.add_argument("--bad-option", action="store_true")
     opts = ap.parse_args()
     if opts.crash_at_start:
         sys.exit(1)
@@ -87,6 +90,8 @@ def main() -> None:
             send("id name FakeUci")
             send("id author tests")
             send("option name Hash type spin default 16 min 1 max 1024")
+            if opts.bad_option:
+                send("option name Contempt type spin default 0 min x max 100")
             send("uciok")
         elif cmd == "isready":
             send("readyok")
