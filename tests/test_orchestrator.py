@@ -21,7 +21,7 @@ import chess
 import chess.pgn
 import pytest
 import yaml
-from testkit import backend, event_games, loop_config, run_args, write_config
+from testkit import backend, event_games, loop_config, run_args, unwritable, write_config
 
 from runner.cli import main
 from runner.cli.run import cli_run
@@ -312,15 +312,16 @@ def test_status_during_a_run_and_a_second_runner_is_refused(
 
 def test_unwritable_state_directory_is_a_clear_bad_input(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from testkit import unwritable
-
     path = loop_config(tmp_path)
     state = tmp_path / "state"
     state.mkdir()
     with unwritable(state):
         assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{state}: the state directory is not writable" in err
+    # refused with the config's own words before anything is opened: file, line, key, why
+    assert f"{path}:6: SwissOptions.StatePath: {state / 'swiss.json'}: the JSON snapshot " in err
+    assert f"the directory {state} is not writable by this user" in err
+    assert "nothing was run or written" in err and "Traceback" not in err
     assert list(state.iterdir()) == []
 
 
