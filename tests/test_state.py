@@ -133,6 +133,34 @@ def test_live_game_of_an_empty_log_and_of_a_whole_log() -> None:
     assert whole["last"]["white"]["nodes"] == moves[-2].nodes
 
 
+def test_a_clock_ticks_from_the_game_start_until_the_first_move_of_the_attempt() -> None:
+    """Before the first move the side to move's clock ticked for nobody (at_ms null); after a
+    resume it ticked from the last move before the interruption, hours too early."""
+    moves, _ = _play(random.Random(5), 9, 12, T0)
+    logged = [event_to_json(m) for m in moves]
+    last_at = logged[-1]["at_ms"]
+    fresh = {"start_fen": chess.STARTING_FEN, "white_clock_ms": 60_000, "black_clock_ms": 60_000,
+             "attempt": 1, "at_ms": last_at - 5_000}
+    clocks = live_game(fresh, [])["clocks"]
+    assert clocks == {"white_ms": 60_000, "black_ms": 60_000, "at_ms": last_at - 5_000,
+                      "turn": "white"}
+    # moves of this attempt: the last one's clocks and time
+    after = live_game(fresh, logged)["clocks"]
+    assert (after["white_ms"], after["black_ms"], after["at_ms"]) == (
+        logged[-1]["white_clock_ms"], logged[-1]["black_clock_ms"], last_at)
+    # resumed an hour later from ply 12 with the clocks restored: they tick from the restart
+    resumed = {**fresh, "attempt": 2, "resumed_from_ply": 12, "at_ms": last_at + 3_600_000,
+               "white_clock_ms": 41_000, "black_clock_ms": 39_500}
+    clocks = live_game(resumed, logged)["clocks"]
+    assert (clocks["white_ms"], clocks["black_ms"], clocks["at_ms"]) == (41_000, 39_500,
+                                                                         last_at + 3_600_000)
+    assert live_game(resumed, logged)["ply"] == 12
+    # events written before GameStarted had at_ms: as before
+    old = {k: v for k, v in fresh.items() if k != "at_ms"}
+    assert live_game(old, [])["clocks"]["at_ms"] is None
+    assert live_game(old, logged)["clocks"]["at_ms"] == last_at
+
+
 def test_a_round_just_paired_does_not_change_the_ranking() -> None:
     """state.ranked() keeps a ranking for the same games: a round paired with nothing played
     in it (and no bye) must rank the engines exactly as before."""

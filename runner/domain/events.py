@@ -60,6 +60,7 @@ class GameStarted:
     attempt: int = 1  # how many times this game has been started (in this event)
     spec: dict[str, Any] | None = None  # the GameSpec as JSON (spec_to_json)
     worker: str = ""  # where the game is played ("" = this machine)
+    at_ms: int = 0  # wall time it was sent (Unix epoch ms): the first clock ticks from here
     kind: str = field(default="started", init=False)
 
 

@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -686,7 +687,7 @@ async def play_game(
             start_fen=start_board.fen(), book_plies=len(spec.opening.moves) if spec.opening else 0,
             white_clock_ms=None if tc.infinite else int(tc.base * 1000),  # type: ignore[operator]
             black_clock_ms=None if tc.infinite else int(tc.base * 1000),  # type: ignore[operator]
-            attempt=attempt, spec=spec_to_json(spec)))
+            attempt=attempt, spec=spec_to_json(spec), at_ms=int(time.time() * 1000)))
     live = LiveMoves(spec, start_board, emit, attempt) if emit is not None else None
     records = await play_match([spec], on_process=on_process, cutechess_path=cutechess_path,
                                on_line=live.line if live is not None else None)

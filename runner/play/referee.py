@@ -489,6 +489,7 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         return str(proc.protocol.id.get("name", "")) if proc is not None else ""
 
     white_ms, black_ms = _clock_ms(clocks[chess.WHITE]), _clock_ms(clocks[chess.BLACK])
+    now_ms = int(time.time() * 1000)
     emit(GameStarted(
         game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
         white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
@@ -496,11 +497,10 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
-        attempt=attempt, spec=spec_to_json(spec), worker=worker))
+        attempt=attempt, spec=spec_to_json(spec), worker=worker, at_ms=now_ms))
     if resume is not None:
         return
     board = start_board.copy(stack=False)
-    now_ms = int(time.time() * 1000)
     for ply, (uci, san) in enumerate(zip(book, book_sans, strict=True), 1):
         board.push(chess.Move.from_uci(uci))
         emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=fen(board),

@@ -111,12 +111,13 @@ class LiveGame:
         started, final = self.started, self.final
         ply = final["ply"] if final else 0
         fen = final["fen"] if final else self.start_fen
-        if final:
+        start_at = started.get("at_ms") or 0
+        if final and (final.get("at_ms") or 0) >= start_at:  # a move of this attempt
             clocks = {"white_ms": final.get("white_clock_ms"),
                       "black_ms": final.get("black_clock_ms"), "at_ms": final.get("at_ms")}
-        else:
+        else:  # no move yet, or only moves logged before a resume: the clocks it started with
             clocks = {"white_ms": started.get("white_clock_ms"),
-                      "black_ms": started.get("black_clock_ms"), "at_ms": None}
+                      "black_ms": started.get("black_clock_ms"), "at_ms": start_at or None}
         clocks["turn"] = None if fen is None else ("white" if fen.split()[1] == "w" else "black")
         last = {side: None if move is None else {k: move.get(k) for k in _SEARCH_KEYS}
                 for side, move in self.last.items()}
