@@ -440,3 +440,30 @@ def test_validate_reports_what_run_would_refuse_in_the_recorded_event(
     assert main(["validate", str(cfg)]) == 2
     assert f"error: {database}: not an SQLite database" in capsys.readouterr().err
     assert database.read_bytes() == b"not a database at all"
+
+
+def test_errors_python_cannot_raise_are_one_line_and_a_closed_loop_says_nothing(tmp_path: Path) -> None:
+    """An engine transport collected after its event loop closed (a run stopped by a signal)
+    printed 'Exception ignored in BaseSubprocessTransport.__del__' and a traceback."""
+    script = tmp_path / "unraisable.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from runner.cli.common import quiet_unraisable\n"
+        "quiet_unraisable()\n"
+        "class Transport:\n"
+        "    def __del__(self):\n"
+        "        raise RuntimeError('Event loop is closed')\n"
+        "class Other:\n"
+        "    def __del__(self):\n"
+        "        raise ValueError('bad\\nthing')\n"
+        "Transport(); Other()\n"
+        "print('done')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout == "done\n"
+    assert "Traceback" not in out.stderr and "Event loop is closed" not in out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("warning: ")
+    assert "ValueError: bad" in out.stderr
+    shown = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "SWISS_RUNNER_TRACEBACK": "1"})
+    assert "Traceback" in shown.stderr and "ValueError" in shown.stderr

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner import __version__
-from runner.cli.common import err, load, one_line_logs
+from runner.cli.common import err, load, one_line_logs, quiet_unraisable
 from runner.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     one_line_logs()
+    quiet_unraisable()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

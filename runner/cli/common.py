@@ -4,7 +4,9 @@ and what libraries log (one escaped line, never a traceback)."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from typing import Any
 
 from runner.config import Config, ConfigError, load_config
 from runner.domain.text import printable, printable_lines
@@ -63,6 +65,25 @@ def one_line_logs() -> None:
     caller's own (pytest, an embedding program) is left as it is."""
     if not isinstance(logging.lastResort, OneLineHandler):
         logging.lastResort = OneLineHandler()
+
+
+def quiet_unraisable() -> None:
+    """What Python cannot raise (an error in a ``__del__``, at exit) as one line, not the
+    interpreter's traceback. An engine's asyncio transport collected after its event loop
+    closed (a run stopped by a signal) says nothing at all: the runner has killed that
+    engine's process group itself. ``SWISS_RUNNER_TRACEBACK=1`` shows them as Python does."""
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+            return
+        if os.environ.get("SWISS_RUNNER_TRACEBACK"):
+            sys.__unraisablehook__(unraisable)
+            return
+        what = printable(f"{unraisable.err_msg or 'Exception ignored in'}: "
+                         f"{type(exc).__name__}: {exc}")[:300]
+        print(f"warning: {what}", file=sys.stderr)
+
+    sys.unraisablehook = hook
 
 
 def quiet_engine_logs() -> None:
