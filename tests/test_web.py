@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 import chess
 import pytest
 from testkit import write_config
-from web_event import add_moves, generate_event, start_live_game, web_config
+from web_event import add_moves, generate_event, start_next_scheduled, web_config
 from web_support import need, serve
 
 try:
@@ -238,8 +238,7 @@ def test_concurrent_refreshes_build_a_change_once(tmp_path: Path) -> None:
         builds = hub.builds
         store = Store.open(config.database)
         try:
-            game = next(g for g in store.games() if g.status == "scheduled")
-            start_live_game(store, game.game_id, game.white, game.black, 4)
+            start_next_scheduled(store, 4)
         finally:
             store.close()
         # the watcher's loop and a page asking at once: the second finds it done
@@ -292,8 +291,7 @@ def test_watcher_reads_only_the_moves_when_only_moves_come_in(tmp_path: Path) ->
                 assert live["ply"] == ply + 1 and live["san"][-1] == san
                 assert hub.view.state["in_progress"][0]["ply"] == ply + 1
                 # a new game starting is not "only moves": everything is read again
-                other = next(g for g in store.games() if g.status == "scheduled")
-                start_live_game(store, other.game_id, other.white, other.black, 4)
+                start_next_scheduled(store, 4)
                 assert await hub.refresh() is True
                 assert hub.builds == builds + 1
                 assert len(hub.view.state["in_progress"]) == 2

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import chess
 import pytest
-from web_event import generate_event, start_live_game, web_config
+from web_event import generate_event, start_next_scheduled, web_config
 from web_support import need, serve
 
 try:
@@ -227,8 +227,7 @@ def test_a_game_in_progress_without_a_position_still_has_a_board(event) -> None:
     runner): its board is the start position, not a broken image."""
     store = Store.open(event.database)
     try:
-        game = next(g for g in store.games() if g.status == "scheduled")
-        start_live_game(store, game.game_id, game.white, game.black, 0)
+        game = start_next_scheduled(store, 0)
     finally:
         store.close()
     _sql(event, "UPDATE games SET started_event=NULL WHERE game_id=?", game.game_id)

@@ -157,6 +157,13 @@ def start_live_game(store: Store, game_id: int, white: str, black: str, plies: i
     return moves
 
 
+def start_next_scheduled(store: Store, plies: int) -> Any:
+    """Start the event's first scheduled game with ``plies`` moves (start_live_game); the game."""
+    game = next(g for g in store.games() if g.status == "scheduled")
+    start_live_game(store, game.game_id, game.white, game.black, plies)
+    return game
+
+
 def add_moves(store: Store, moves: list[MovePlayed]) -> None:
     with store.transaction() as c:
         c.executemany(INSERT_MOVES, [move_row(m) for m in moves])
