@@ -591,7 +591,7 @@ def test_a_deleted_lock_file_does_not_let_a_second_runner_in(tmp_path: Path,
     assert cli_run(config, run_args(), play_game=backend(hook=second)) == 0
     out, err = capsys.readouterr()
     assert seen == {"alive": True, "run": 2, "status": 0}, (seen, err)
-    assert "lock on the database itself" in err and "Runner: running" in out
+    assert "recorded in the database; its lock file" in err and "Runner: running" in out
     from testkit import event_games
 
     games = event_games(config.database)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
@@ -22,6 +23,10 @@ from runner.service.setup import (
 )
 from runner.service.tournament import PlayGame, Tournament
 from runner.store.database import Store, StoreError, damaged_state
+
+if TYPE_CHECKING:
+    from runner.cluster.client import ClusterBackend
+    from runner.service.lock import EventLock
 
 
 def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | None = None) -> int:
@@ -78,32 +83,15 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
                  "nothing was written (`swiss-runner validate --probe` checks the engines)")
             return EXIT_BAD_INPUT
     try:
-        store = Store.open(config.database)
-    except StoreError as exc:
-        _err(str(exc))
-        return EXIT_BAD_INPUT
-    try:
-        with _event_lock(config.database):
-            tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
-                                    quiet=getattr(args, "quiet", False), play_game=play_game)
-            if cluster is not None:
-                from runner.service.state import WORKERS_META
-
-                cluster.say = tournament.say
-                cluster.on_workers = lambda rows: store.set_meta(WORKERS_META, json.dumps(rows))
+        # the lock first, on the lock file only: nothing opens the database outside SQLite
+        # while this run's connection is open (that would drop SQLite's locks)
+        with _event_lock(config.database) as lock:
+            store = Store.open(config.database)
             try:
-                code = tournament.prepare()
-            except BookError as exc:
-                _err(str(exc))
-                return EXIT_BAD_INPUT
-            except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as exc:
-                if isinstance(exc, sqlite3.OperationalError) and "no such" not in str(exc):
-                    raise  # disk full, I/O: reported below
-                _err(damaged_state(config.database, exc))
-                return EXIT_BAD_INPUT
-            if code is not None:
-                return code
-            return asyncio.run(tournament.run())
+                lock.check(store)
+                return _play(config, args, play_game, cluster, store, lock)
+            finally:
+                store.close()  # before the lock is released
     except StoreError as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT
@@ -117,5 +105,29 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
     except KeyboardInterrupt:
         _err("interrupted; run the same command to resume")
         return EXIT_INTERRUPTED
-    finally:
-        store.close()
+
+
+def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
+          cluster: ClusterBackend | None, store: Store, lock: EventLock) -> int:
+    """Prepare the tournament on the opened store, claim the event and run it."""
+    tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
+                            quiet=getattr(args, "quiet", False), play_game=play_game)
+    if cluster is not None:
+        from runner.service.state import WORKERS_META
+
+        cluster.say = tournament.say
+        cluster.on_workers = lambda rows: store.set_meta(WORKERS_META, json.dumps(rows))
+    try:
+        code = tournament.prepare()
+    except BookError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "no such" not in str(exc):
+            raise  # disk full, I/O: reported by the caller
+        _err(damaged_state(config.database, exc))
+        return EXIT_BAD_INPUT
+    if code is not None:
+        return code
+    lock.claim(store)
+    return asyncio.run(tournament.run())

@@ -1,21 +1,40 @@
-"""One runner per event: an exclusive lock beside the database and on the database file
-itself, and a way to ask whether a runner holds it (for `status` and the dashboard, never
-blocking the runner).
+"""One runner per event, and a way to ask whether a runner is driving it (for `status` and
+the dashboard, never blocking the runner).
 
-The lock file names the runner's pid; deleting it during a run must not let a second runner
-in, so the runner also holds an ``flock`` on the database file (which SQLite never uses: its
-own locks are fcntl byte-range locks, independent of flock on Linux)."""
+Two marks, neither of which opens the database outside SQLite (POSIX drops every fcntl
+lock a process holds on a file when any descriptor of that file is closed, and SQLite's
+locks are fcntl locks: a runner that opened and closed its own database file would let the
+next connection to close anywhere delete its live WAL):
+
+* an ``flock`` on the lock file beside the database (``<database>.lock``, naming the pid),
+  taken before the store is opened and held for the whole run; a lock file deleted or
+  replaced between its opening and its locking is opened again;
+* the runner's own record in the database (meta ``runner``: pid, process start time, host,
+  a token of the run), written in the transaction that claims the event. A lock file deleted during a run lets a
+  second runner lock a new one, but not past this record while its process lives.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import socket
+import sqlite3
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from runner.store.database import StoreError
+import psutil
+
+from runner.store.database import Store, StoreError
+from runner.store.forensics import connect_readonly
+
+RUNNER_META = "runner"
+_TIME_SLACK = 0.05  # seconds between psutil's create_time readings of one process
 
 
 def lock_path(database: Path) -> Path:
@@ -33,42 +52,130 @@ def _flock_exclusive(fd: int) -> bool:
     return False
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+
+class EventLock:
+    """The event's lock, held: :meth:`check` the opened store for another live runner, and
+    :meth:`claim` it (record this run) once the run is known to go ahead."""
+
+    def __init__(self, database: Path):
+        self.database = database
+        self.token = uuid.uuid4().hex
+
+    def check(self, store: Store) -> None:
+        """Refuse (StoreError) when another live runner is recorded in the database: its
+        lock file was deleted or replaced. Writes nothing (a refused run changes nothing)."""
+        other = _live(store.meta(RUNNER_META))
+        if other and other.get("run") != self.token:
+            raise StoreError(_other_runner_message(store.path, other))
+
+    def claim(self, store: Store) -> None:
+        """Record this runner in the database, checked again in the same transaction."""
+        with store.transaction():
+            self.check(store)
+            store.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                               (RUNNER_META, json.dumps(self._record())))
+
+    def _record(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "created": psutil.Process().create_time(),
+                "host": socket.gethostname(), "run": self.token}
+
+
+_runs_here: set[str] = set()  # the tokens of the runs this process is driving now
+
+
 @contextlib.contextmanager
-def _database_lock(database: Path) -> Iterator[None]:
-    """flock the database file for the whole run (nothing happens if it does not exist)."""
+def event_lock(database: Path) -> Iterator[EventLock]:
+    """Exclusive lock so two runners never drive the same event at once: taken before the
+    store is opened (then :meth:`EventLock.check` it, and :meth:`EventLock.claim` it before
+    the event is played), on the lock file only."""
+    path = lock_path(database)
     try:
-        fd = os.open(database, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        yield
-        return
-    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{path.parent}: cannot create the state directory: {exc.strerror}") from None
+    for _ in range(100):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            if not os.access(path.parent, os.W_OK | os.X_OK):
+                raise StoreError(f"{path.parent}: the state directory is not writable (the "
+                                 f"runner needs to create {path.name} and {database.name} "
+                                 "there)") from None
+            raise StoreError(f"{path}: cannot create the event's lock file: {exc.strerror}") from None
         if not _flock_exclusive(fd):
-            raise StoreError(f"{database}: another swiss-runner is running this event (it holds "
-                             f"a lock on the database itself; its lock file {lock_path(database)} "
-                             "was deleted or replaced); use `swiss-runner status` to watch it")
-        yield
+            owner = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise StoreError(f"{database}: another swiss-runner (pid {owner}) is running this "
+                             "event; use `swiss-runner status` to watch it")
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # deleted or replaced before we locked it: lock the file now there
+    else:
+        raise StoreError(f"{path}: the lock file keeps being replaced; is another program "
+                         "deleting it?")
+    try:
+        other = _recorded(database)
+        if other:
+            raise StoreError(_other_runner_message(database, other))
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        lock = EventLock(database)
+        _runs_here.add(lock.token)
+        try:
+            yield lock
+        finally:
+            _runs_here.discard(lock.token)
     finally:
         os.close(fd)  # releases the flock
 
 
-@contextlib.contextmanager
-def event_lock(database: Path) -> Iterator[None]:
-    """Exclusive lock so two runners never drive the same event at once."""
-    handle = open(lock_path(database), "a+")  # noqa: SIM115 - held for the whole run
+def _live(text: str | None) -> dict[str, Any] | None:
+    """The recorded runner when it is alive on this host, else None."""
     try:
-        if not _flock_exclusive(handle.fileno()):
-            handle.seek(0)
-            owner = handle.read().strip() or "?"
-            raise StoreError(f"{database}: another swiss-runner (pid {owner}) is running this "
-                             "event; use `swiss-runner status` to watch it") from None
-        with _database_lock(database):
-            handle.seek(0)
-            handle.truncate()
-            handle.write(str(os.getpid()))
-            handle.flush()
-            yield
+        record = json.loads(text or "")
+        pid, created, host = int(record["pid"]), float(record["created"]), record["host"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if host != socket.gethostname():
+        return None  # cannot tell: the lock file alone guards runners on several hosts
+    if pid == os.getpid():  # this process: alive while that run is
+        return record if record.get("run") in _runs_here else None
+    try:
+        alive = abs(psutil.Process(pid).create_time() - created) <= _TIME_SLACK
+    except psutil.Error:
+        return None
+    return record if alive else None
+
+
+def _other_runner_message(database: Path, record: dict[str, Any]) -> str:
+    return (f"{database}: another swiss-runner (pid {record['pid']}) is running this event "
+            f"(it is recorded in the database; its lock file {lock_path(database)} was deleted "
+            "or replaced); use `swiss-runner status` to watch it")
+
+
+def _recorded(database: Path) -> dict[str, Any] | None:
+    """The live runner recorded in the database (read-only; None: none or cannot tell)."""
+    if not database.exists():
+        return None
+    try:
+        conn = connect_readonly(database)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (RUNNER_META,)).fetchone()
+    except sqlite3.Error:
+        return None
     finally:
-        handle.close()
+        conn.close()
+    return _live(row[0]) if row else None
 
 
 def _held(path: Path) -> bool | None:
@@ -93,28 +200,12 @@ def _held(path: Path) -> bool | None:
 def runner_alive(database: Path) -> bool | None:
     """Is a runner driving this event right now? (None: cannot tell.) Never blocks it.
 
-    The lock file answers; the database's own lock answers when the lock file was deleted.
+    The lock file answers; the runner's record in the database answers when the lock file
+    was deleted or replaced.
     """
     held = _held(lock_path(database))
     if held:
         return True
-    on_database = _flocked(database)  # never opened here: closing it would drop SQLite's locks
-    return True if on_database else (held if held is None else on_database)
-
-
-def _flocked(path: Path) -> bool | None:
-    """Does any process hold an flock on ``path``? Read from /proc/locks (Linux), so the
-    file is not opened (None: cannot tell)."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return None
-    wanted = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
-    try:
-        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
-            return any(len(f := line.split()) > 5 and f[1] == "FLOCK" and f[5] == wanted
-                       for line in handle)
-    except OSError:
-        return None
+    if _recorded(database):
+        return True
+    return held

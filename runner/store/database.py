@@ -11,8 +11,10 @@ Layout (all beside ``SwissOptions.StatePath`` unless configured otherwise):
   whenever it does not hold exactly the recorded games (cut short by a crash or a power cut,
   deleted, or moved to a new path).
 
-The schema version lives in ``PRAGMA user_version``; a database from a newer version, or a
-file that is not a swiss-runner database, is refused and never modified.
+The store is split by concern: ``schema`` (tables, upgrades, identity checks, StoreError),
+``forensics`` (what an existing file is, before and beside SQLite), ``files`` (atomic writes
+beside the database), ``pgnfile`` (the PGN view) and ``movelog`` (the per-move log); this
+module is the :class:`Store` itself and re-exports what callers import from here.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,195 +33,27 @@ from typing import Any
 
 from runner.config.schema import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
-from runner.errors import BadInput
+from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
+from runner.store.forensics import connect, connect_readonly, examine
 from runner.store.movelog import INSERT_MOVES, MoveRow
+from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
+from runner.store.schema import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    StoreError,
+    check_identity,
+    check_integrity,
+)
 
-SCHEMA_VERSION = 3  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256
-APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE players (seed INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-CREATE TABLE opening_order (position INTEGER PRIMARY KEY, book_index INTEGER NOT NULL);
-CREATE TABLE rounds (
-    number INTEGER PRIMARY KEY,
-    pairs TEXT NOT NULL,            -- JSON [[first, second], ...]
-    bye TEXT,
-    dropped TEXT NOT NULL,          -- JSON rounds newly removed from the encounter history
-    excluded TEXT NOT NULL,         -- JSON all removed rounds after this round
-    extra INTEGER NOT NULL DEFAULT 0,
-    state TEXT NOT NULL DEFAULT 'playing',   -- playing | complete
-    created TEXT NOT NULL
-);
-CREATE TABLE games (
-    game_id INTEGER PRIMARY KEY,
-    round INTEGER NOT NULL REFERENCES rounds(number),
-    game_in_round INTEGER NOT NULL,
-    pair_index INTEGER NOT NULL,
-    leg INTEGER NOT NULL,
-    white TEXT NOT NULL,
-    black TEXT NOT NULL,
-    match_index INTEGER NOT NULL,
-    opening_index INTEGER,
-    opening TEXT,                   -- JSON {index, name, fen, moves}
-    extra INTEGER NOT NULL DEFAULT 0,
-    status TEXT NOT NULL DEFAULT 'scheduled',   -- scheduled | running | finished
-    started TEXT,
-    finish_seq INTEGER UNIQUE,      -- order in which games finished (PGN order)
-    result TEXT, reason TEXT, termination TEXT, termination_details TEXT, rmobility TEXT,
-    moves TEXT, start_fen TEXT, pgn TEXT,
-    start_time TEXT, end_time TEXT, duration_s REAL,
-    attempt INTEGER NOT NULL DEFAULT 0,   -- times the game was started
-    started_event TEXT,             -- JSON GameStarted of the current attempt
-    record_sha256 TEXT,             -- checksum of the finished game's record (_record_digest)
-    UNIQUE (round, game_in_round)
-);
-CREATE TABLE moves (                -- the per-move log: JSON MovePlayed per ply
-    game_id INTEGER NOT NULL,
-    ply INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (game_id, ply)
-) WITHOUT ROWID;
-CREATE TABLE processes (
-    pid INTEGER NOT NULL, create_time REAL NOT NULL, game_id INTEGER,
-    PRIMARY KEY (pid, create_time)
-);
-"""
-
-
-# Upgrades of an existing event's database, applied by `run` (one transaction each).
-_MIGRATIONS = {
-    2: [
-        "ALTER TABLE games ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE games ADD COLUMN started_event TEXT",
-        "CREATE TABLE moves (game_id INTEGER NOT NULL, ply INTEGER NOT NULL, "
-        "attempt INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (game_id, ply)) WITHOUT ROWID",
-    ],
-    3: [  # games recorded before have no checksum; they are checked for NUL bytes instead
-        "ALTER TABLE games ADD COLUMN record_sha256 TEXT",
-    ],
-}
-
-
-class StoreError(BadInput):
-    """The state cannot be used; the message says which file and why (nothing was changed)."""
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
+           "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "file_identity",
+           "load_results", "remove_stale_temp_files"]
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-# --------------------------------------------------------------------------- fingerprint
-
-
-
-
-
-
-
-
-
-
-
-
-# --------------------------------------------------------------------------- files
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would race other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o022
-
-
-def atomic_write(path: Path, data: str, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
-
-    On any error the old file is untouched and the temp file removed; the error propagates.
-    Without ``durable`` nothing is synced to disk: readers still see the old content or the
-    new one, never a mix, but a power cut may leave the file empty or as it was (for a
-    view that is rebuilt from the database, such as the JSON snapshot).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600: use the umask like open() does
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if not durable:
-        return
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-
-
-def remove_stale_temp_files(path: Path) -> list[Path]:
-    """Delete the temp files a run killed inside :func:`atomic_write` of ``path`` left
-    beside it (``.NAME.XXXXXXXX.tmp``, as mkstemp names them); the removed paths.
-
-    Only for a path this runner alone writes, while it holds the event lock: after days of
-    restarts a large PGN or JSON snapshot could otherwise leave many copies of itself."""
-    removed = []
-    prefix, suffix = f".{path.name}.", ".tmp"
-    try:
-        names = os.listdir(path.parent)
-    except OSError:
-        return removed
-    for name in names:
-        middle = name[len(prefix):-len(suffix)]
-        if name.startswith(prefix) and name.endswith(suffix) and len(middle) == 8 and \
-                all(c in _MKSTEMP_CHARS for c in middle):
-            stale = path.parent / name
-            with contextlib.suppress(OSError):
-                if stat.S_ISREG(stale.lstat().st_mode):
-                    stale.unlink()
-                    removed.append(stale)
-    return removed
-
-
-_MKSTEMP_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def _pgn_block(pgn: str) -> str:
-    return pgn.strip() + "\n\n"
-
-
-def append_pgn(path: Path, pgn: str) -> None:
-    """Append one game's block. Not synced to disk: the PGN is a view of the database, and
-    a file a power cut left short or torn is rebuilt from it (:meth:`Store.pgn_matches`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(_pgn_block(pgn))
-
-
-def count_pgn_games(path: Path) -> int | None:
-    """Games in a PGN file written by us (None when it looks cut short or unreadable)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not text:
-        return 0
-    if not text.endswith("\n\n"):
-        return None
-    return sum(1 for line in text.splitlines() if line.startswith("[Event "))
 
 
 # --------------------------------------------------------------------------- the store
@@ -327,9 +159,9 @@ class Store:
         if path.exists():
             if not os.access(path, os.R_OK | os.W_OK):
                 raise StoreError(f"{path}: the state database is not readable and writable")
-            fresh = _examine(path, integrity=True, recover=True) == "empty"
+            fresh = examine(path, integrity=True, recover=True) == "empty"
         try:
-            conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+            conn = connect(path, path, isolation_level=None, timeout=30.0)
         except sqlite3.Error as exc:
             raise StoreError(f"{path}: cannot open the state database: {exc}") from None
         store = cls(conn, path, readonly=False)
@@ -361,10 +193,10 @@ class Store:
         path = Path(os.path.normpath(path))
         if not path.exists():
             return None
-        if _examine(path, integrity=False, recover=False) == "empty":
+        if examine(path, integrity=False, recover=False) == "empty":
             return None
         try:
-            conn = _connect_readonly(path, threads=threads)
+            conn = connect_readonly(path, threads=threads)
             store = cls(conn, path, readonly=True)
             store._check_existing(quick=False)
         except sqlite3.DatabaseError as exc:
@@ -378,7 +210,7 @@ class Store:
             if self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
                 self.conn.execute("ROLLBACK")
                 return False
-            for statement in _SCHEMA.split(";"):
+            for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self.conn.execute(statement)
             self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -400,14 +232,14 @@ class Store:
         while version < SCHEMA_VERSION:
             version += 1
             with self.transaction() as c:
-                for statement in _MIGRATIONS[version]:
+                for statement in MIGRATIONS[version]:
                     c.execute(statement)
                 c.execute(f"PRAGMA user_version={version}")
 
     def _check_existing(self, quick: bool = True) -> None:
-        _check_identity(self.conn, self.path)
+        check_identity(self.conn, self.path)
         if quick:
-            _check_integrity(self.conn, self.path)
+            check_integrity(self.conn, self.path)
 
     def close(self) -> None:
         self.conn.close()
@@ -621,10 +453,10 @@ class Store:
                 " termination_details=?, rmobility=?, moves=?, start_fen=?, pgn=?, start_time=?,"
                 " end_time=?, duration_s=?, record_sha256=? WHERE game_id=?",
                 (seq, record.result, record.reason, record.termination, record.termination_details,
-                 record.rmobility, " ".join(record.moves), record.start_fen, _pgn_block(record.pgn),
+                 record.rmobility, " ".join(record.moves), record.start_fen, pgn_block(record.pgn),
                  record.start_time, record.end_time, record.duration_s,
                  _record_digest(game_id, row[2], row[3], record.result, record.rmobility,
-                                " ".join(record.moves), _pgn_block(record.pgn)), game_id))
+                                " ".join(record.moves), pgn_block(record.pgn)), game_id))
             c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
             if moves:
                 c.executemany(INSERT_MOVES, moves)
@@ -724,76 +556,16 @@ class Store:
             for rd in self.rounds())
         return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds)
 
-    def snapshot(self, standings: Any = None) -> dict[str, Any]:
-        """The dashboard JSON: current round, pairings with results, standings, opening order."""
-        games_by_round: dict[int, list[dict[str, Any]]] = {}
-        for r in self.conn.execute(
-                "SELECT game_id, round, game_in_round, pair_index, leg, white, black, "
-                "opening_index, status, result, reason, rmobility FROM games ORDER BY game_id"):
-            games_by_round.setdefault(r[1], []).append({
-                "game_id": r[0], "game_in_round": r[2], "pair_index": r[3], "leg": r[4],
-                "white": r[5], "black": r[6], "opening_index": r[7], "status": r[8],
-                "result": r[9], "reason": r[10], "rmobility": r[11]})
-        rounds = []
-        current = 0
-        for rd in self.rounds():
-            current = rd.number
-            pairs = []
-            games = games_by_round.get(rd.number, [])
-            for i, (first, second) in enumerate(rd.pairs):
-                pairs.append({"first": first, "second": second,
-                              "games": [g for g in games if g["pair_index"] == i]})
-            rounds.append({"number": rd.number, "extra": rd.extra, "state": rd.state,
-                           "bye": rd.bye, "dropped_history_rounds": list(rd.dropped),
-                           "pairs": pairs})
-        counts = self.counts()
-        return {
-            "event": self.meta("event"), "created": self.meta("created"), "updated": _now(),
-            "rounds_total": int(self.meta("rounds") or 0), "current_round": current,
-            "games_finished": counts.get("finished", 0),
-            "games_in_progress": counts.get("running", 0),
-            "games_scheduled": sum(counts.values()),
-            "seeds": self.seeds(), "opening_order": self.opening_order(),
-            "opening_index": self.next_match_index(),
-            "rounds": rounds, "standings": standings,
-        }
-
     def rebuild_pgn(self, path: Path) -> Path | None:
-        """Rewrite ``path`` with exactly the recorded games.
-
-        A file we did not write is never destroyed: when ``path`` holds text that is not the
-        start of the recorded games' PGN (another event's games, an unrelated file), it is
-        kept as ``<name>.<UTC time>.bak`` beside it and that path is returned (else None).
-        A file that is a prefix of ours (cut short by a crash) is simply completed.
-        """
-        expected = "".join(self.finished_pgns()).encode("utf-8")
-        backup = None
-        if not _is_prefix_of(path, expected):
-            backup = _keep_aside(path)
-        atomic_write(path, expected.decode("utf-8"))
-        return backup
+        """Rewrite ``path`` with exactly the recorded games (see runner.store.pgnfile)."""
+        return rebuild_pgn(path, self.finished_pgns())
 
     def pgn_matches(self, path: Path) -> bool:
-        """True when the PGN file holds exactly the recorded games, byte for byte.
-
-        Each recorded game is appended as its stored block, so the file must be all blocks
-        together: a crash between commit and append, or mid-append, leaves it shorter, and
-        an edit (even one that keeps the size) changes its content hash.
-        """
-        expected = hashlib.sha256("".join(self.finished_pgns()).encode("utf-8"))
+        """True when the PGN file holds exactly the recorded games, byte for byte."""
         size = self.conn.execute(
             "SELECT COALESCE(SUM(LENGTH(CAST(pgn AS BLOB))), 0) FROM games "
             "WHERE status='finished'").fetchone()[0]
-        try:
-            if not stat.S_ISREG(path.stat().st_mode) or path.stat().st_size != size:
-                return False
-        except FileNotFoundError:
-            return size == 0
-        actual = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                actual.update(block)
-        return actual.digest() == expected.digest()
+        return pgn_matches(path, self.finished_pgns(), size)
 
 
 def _record_digest(game_id: int, white: str, black: str, result: str | None,
@@ -815,185 +587,6 @@ def _record_intact(row: Sequence[Any]) -> bool:
         return _record_digest(game_id, white, black, result, rmobility, moves, pgn) == row[9]
     except (TypeError, ValueError):  # a value of another type than stored
         return False
-
-
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of a file, None when it does not exist: the same path holding another
-    file (deleted and created again, replaced by a rename) has another identity."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino)
-
-
-def _is_prefix_of(path: Path, expected: bytes) -> bool:
-    """True when the file is missing, empty or a prefix of ``expected`` (what we write).
-
-    A prefix followed by NUL bytes only counts too: a power cut during an append can leave
-    the file's new size on disk without its data, which then reads as zeros (our own file
-    cut short, not someone else's)."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(len(expected) + 1)
-            if expected.startswith(data):
-                return True
-            head = data.rstrip(b"\0")
-            if len(head) == len(data) or not expected.startswith(head):
-                return False
-            return all(not block.strip(b"\0") for block in iter(lambda: handle.read(1 << 20), b""))
-    except FileNotFoundError:
-        return True
-
-
-def _keep_aside(path: Path) -> Path:
-    """Hard-link ``path`` to an unused ``<name>.<UTC time>.bak`` (rename where links fail)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    for n in range(1000):
-        backup = path.with_name(f"{path.name}.{stamp}{f'-{n}' if n else ''}.bak")
-        try:
-            os.link(path, backup)  # the original stays in place until it is replaced
-        except FileExistsError:
-            continue
-        except OSError:
-            if backup.exists():
-                continue
-            os.rename(path, backup)
-        return backup
-    raise FileExistsError(f"{path}: no free backup name")
-
-
-def _check_header(path: Path) -> None:
-    """Refuse files that are clearly not SQLite before SQLite gets a chance to touch them."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(100)
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the state database: {exc.strerror}") from None
-    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
-        raise StoreError(f"{path}: not an SQLite database (truncated or overwritten: "
-                         f"{len(head)} byte header); it was left untouched: restore it from a "
-                         "backup or move it away to start a new event")
-
-
-def _connect_readonly(path: Path, *, threads: bool = False) -> sqlite3.Connection:
-    """A connection that writes nothing. In a directory this user cannot write (read-only
-    mount, another user's event) SQLite cannot create the WAL's shared-memory file; the
-    database is then read as an immutable file (what the last checkpoint holds, which is
-    everything once the runner has stopped)."""
-    uri = path.resolve().as_uri()
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=10.0,
-                           check_same_thread=not threads)
-    if os.access(path.parent, os.W_OK):
-        return conn  # SQLite can create what it needs (errors surface at the first query)
-    try:
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        code = getattr(exc, "sqlite_errorcode", 0) or 0
-        if code == sqlite3.SQLITE_READONLY_ROLLBACK or \
-                code & 0xFF not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
-            raise
-    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
-                           timeout=10.0, check_same_thread=not threads)
-
-
-def _check_identity(conn: sqlite3.Connection, path: Path) -> None:
-    app = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if app != APPLICATION_ID:
-        raise StoreError(f"{path}: not a swiss-runner state database (application_id "
-                         f"{app:#x}); it was left untouched")
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"{path}: written by a newer swiss-runner (schema {version}, "
-                         f"this one knows {SCHEMA_VERSION}); upgrade swiss-runner")
-
-
-def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
-    problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-    if problems != ["ok"]:
-        raise StoreError(f"{path}: the state database is damaged "
-                         f"({'; '.join(problems[:3])}); it was left untouched: restore "
-                         "it from a backup or move it away to start a new event")
-
-
-def _examine(path: Path, *, integrity: bool, recover: bool) -> str:
-    """What an existing database file is, read-only: "ours" or "empty"; else StoreError.
-
-    "empty" is what a first start leaves when it dies before committing the schema: a
-    0-byte file (killed right after the file was created) or an SQLite file with no table,
-    application_id 0 and user_version 0 (killed during or after the switch to WAL). Nothing
-    of value is in such a file, so it is taken as a new database. Everything else that is
-    not ours is refused and left as it was.
-
-    A kill during the switch to WAL also leaves a hot rollback journal, which a read-only
-    connection cannot roll back. With ``recover`` (``run``) it is rolled back first, as any
-    SQLite client opening the file would do (that restores the file's last committed
-    state); without (``status``), the header tells whether the file can hold an event.
-    """
-    try:
-        empty_file = path.stat().st_size == 0
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the state database: {exc.strerror}") from None
-    journal = path.with_name(path.name + "-journal")
-    hot_journal = journal.exists() and journal.stat().st_size > 0
-    if not empty_file and not hot_journal:  # with a journal, the file may be torn: ask SQLite
-        _check_header(path)
-    damaged = (f"{path}: the state database is damaged ({{}}); it was left untouched: restore "
-               "it from a backup or move it away to start a new event")
-    for attempt in range(2):
-        try:
-            conn = _connect_readonly(path)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot open the state database: {exc}") from None
-        try:
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
-            if app == 0 and version == 0 and tables == 0:
-                return "empty"
-            _check_identity(conn, path)
-            if integrity:
-                _check_integrity(conn, path)
-            return "ours"
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_READONLY_ROLLBACK or attempt:
-                raise StoreError(damaged.format(exc)) from None
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(damaged.format(exc)) from None
-        finally:
-            conn.close()
-        # a hot rollback journal beside the file
-        if not recover:
-            if _journal_initial_pages(journal) == 0:
-                return "empty"  # the journal says: nothing was ever committed to the file
-            raise StoreError(f"{path}: a crash left a rollback journal beside the database; "
-                             "`swiss-runner run` recovers it")
-        try:
-            writer = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-            try:
-                writer.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # rolls back
-            finally:
-                writer.close()
-        except sqlite3.Error as exc:
-            raise StoreError(damaged.format(exc)) from None
-    raise AssertionError("unreachable")
-
-
-_JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")
-
-
-def _journal_initial_pages(journal: Path) -> int | None:
-    """Size in pages of the database before the journal's transaction (None: unreadable)."""
-    try:
-        with open(journal, "rb") as handle:
-            head = handle.read(20)
-    except OSError:
-        return None
-    if len(head) < 20 or not head.startswith(_JOURNAL_MAGIC):
-        return None
-    return int.from_bytes(head[16:20], "big")
 
 
 def load_results(config: Config) -> EventResults | None:

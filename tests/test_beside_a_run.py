@@ -1,0 +1,89 @@
+"""Issue 28: nothing an operator does beside a running event can hurt it. A real runner
+(a separate process, real engines) plays a game while other commands and tools open the
+event's database and close it again: its WAL must keep its inode (nobody deleted it under
+the runner), and the runner ends the event with exit 0, nothing recovered or damaged."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from testkit import REPO, write_config
+
+STOCKFISH = Path("/usr/games/stockfish")
+
+
+def _event(tmp_path: Path, time_control: str = "12+0") -> Path:
+    """One game between two real engines, long enough to act beside it."""
+    engine = {"Command": str(STOCKFISH), "Protocol": "uci", "Options": {"Hash": 16, "Threads": 1}}
+    return write_config(tmp_path, {
+        "Event": "Beside a run",
+        "SwissOptions": {"GamesPerMatch": 1, "Rounds": 1, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "TimeControl": time_control, "Concurrency": 1, "PgnOut": "state/games.pgn",
+        "Adjudication": {"MaxMoves": 400},
+        "Engines": [{"Name": "One", **engine}, {"Name": "Two", **engine}],
+    })
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _running_game(database: Path) -> bool:
+    try:
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT COUNT(*) FROM games WHERE status='running'").fetchone()[0] > 0
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(not STOCKFISH.exists(), reason="stockfish is not installed")
+def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Path) -> None:
+    config = _event(tmp_path)
+    database = tmp_path / "state" / "swiss.sqlite3"
+    wal = database.with_name(database.name + "-wal")
+    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (wal.exists() and _running_game(database)):  # the game started
+            assert runner.poll() is None and time.monotonic() < deadline, runner.communicate()
+            time.sleep(0.1)
+        inode = os.stat(wal).st_ino
+        outputs = {}
+        second = _cli("run", str(config))
+        outputs["run"] = second
+        assert second.returncode == 2 and "another swiss-runner" in second.stderr, second
+        conn = sqlite3.connect(database)  # a read-write connection (a backup script, a shell)
+        assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 1
+        conn.close()
+        for args in (["status"], ["status", "--json"], ["standings"], ["ratings"], ["validate"]):
+            result = _cli(args[0], str(config), *args[1:])
+            outputs[" ".join(args)] = result
+            assert result.returncode == 0, (args, result.stdout, result.stderr)
+        assert os.stat(wal).st_ino == inode, "the runner's WAL was deleted under it"
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        status = conn.execute("SELECT status FROM games").fetchone()[0]
+        conn.close()
+        assert status == "running", "the game ended before every tool was tried: lengthen it"
+        out, _ = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 0, out
+    for text in [out, *(r.stdout + r.stderr for r in outputs.values())]:
+        assert "recovered" not in text and "damaged" not in text, text
+    assert not list(database.parent.glob("*.recovered"))
