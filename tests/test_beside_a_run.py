@@ -66,6 +66,10 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
         second = _cli("run", str(config))
         outputs["run"] = second
         assert second.returncode == 2 and "another swiss-runner" in second.stderr, second
+        database.with_name(database.name + ".lock").unlink()  # the runner's record refuses
+        third = _cli("run", str(config))
+        outputs["run without the lock file"] = third
+        assert third.returncode == 2 and "recorded in the database" in third.stderr, third
         conn = sqlite3.connect(database)  # a read-write connection (a backup script, a shell)
         assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 1
         conn.close()
@@ -73,6 +77,7 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
             result = _cli(args[0], str(config), *args[1:])
             outputs[" ".join(args)] = result
             assert result.returncode == 0, (args, result.stdout, result.stderr)
+        assert "Runner: running" in outputs["status"].stdout  # its lock file is gone
         assert os.stat(wal).st_ino == inode, "the runner's WAL was deleted under it"
         conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
         status = conn.execute("SELECT status FROM games").fetchone()[0]

@@ -518,7 +518,7 @@ def test_a_pgn_edited_in_place_with_the_same_size_is_rebuilt(tmp_path: Path,
     assert list(tmp_path.glob("state/games.pgn.*.bak"))  # the edited file was kept aside
 
 
-@pytest.mark.parametrize("how", ["zero", "schemaless", "deleted"])
+@pytest.mark.parametrize("how", ["zero", "schemaless", "deleted", "no event", "emptied"])
 def test_a_lost_database_next_to_the_events_outputs_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
     import sqlite3
@@ -531,6 +531,14 @@ def test_a_lost_database_next_to_the_events_outputs_is_refused(
         config.database.write_bytes(b"")
     elif how == "schemaless":
         sqlite3.connect(config.database).execute("PRAGMA journal_mode=WAL").fetchone()
+    elif how == "no event":  # a swiss-runner database holding no event (issue 28)
+        from runner.store.database import Store
+
+        Store.open(config.database).close()
+    elif how == "emptied":  # an SQLite file of two pages and no table: the header cannot tell
+        conn = sqlite3.connect(config.database)
+        conn.executescript("CREATE TABLE t (x); DROP TABLE t;")
+        conn.close()
     before = tree(tmp_path)
     assert main(["run", str(config.path)]) == 2
     err = capsys.readouterr().err

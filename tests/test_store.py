@@ -414,3 +414,56 @@ def test_fingerprint_lists_exactly_what_changed(tmp_path: Path) -> None:
     ]
     renamed = event_fingerprint(load_config(fingerprint_config(tmp_path, **{"Engines.1.Name": "C"})))
     assert fingerprint_changes(base, renamed) == ["Engines: 'B' was removed", "Engines: 'C' was added"]
+
+
+# --------------------------------------------------------------------------- SQLite's locks
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from runner.store.database import Store
+store = Store.open(Path(sys.argv[1]))
+store.set_meta("x", "1")
+reader = Store.open_readonly(store.path)  # as the runner's snapshot thread does
+reader.close()
+print("ready", flush=True)
+sys.stdin.read()
+store.close()
+"""
+
+
+def test_a_reader_beside_the_writer_in_its_process_leaves_the_writers_locks(tmp_path: Path) -> None:
+    """Store.open_readonly in the process of a Store.open (the runner's snapshot thread) reads
+    nothing outside SQLite: closing such a descriptor dropped the writer's fcntl locks, and
+    the next connection to close in another process deleted the live WAL (issue 28)."""
+    db = tmp_path / "s.sqlite3"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(db)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        wal = db.with_name(db.name + "-wal")
+        inode = os.stat(wal).st_ino
+        other = sqlite3.connect(db)  # read-write, as a shell or a backup script
+        assert other.execute("SELECT value FROM meta WHERE key='x'").fetchone() == ("1",)
+        other.close()  # it is not the last connection: the WAL stays
+        assert os.stat(wal).st_ino == inode
+    finally:
+        assert writer.stdin is not None
+        writer.stdin.close()
+        assert writer.wait(timeout=30) == 0
+
+
+def test_nothing_reads_a_file_this_process_has_open_in_sqlite(tmp_path: Path) -> None:
+    from runner.store.forensics import opened_here, read_header
+
+    db = tmp_path / "s.sqlite3"
+    store = Store.open(db)
+    assert opened_here(db) and read_header(db) is None
+    reader = Store.open_readonly(db)
+    assert reader is not None
+    store.close()
+    assert opened_here(db)  # the reader is still open
+    reader.close()
+    assert not opened_here(db) and read_header(db).startswith(b"SQLite format 3\x00")

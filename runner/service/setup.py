@@ -17,7 +17,7 @@ from runner.config.fingerprint import event_fingerprint, fingerprint_changes
 from runner.config.schema import Config
 from runner.domain.models import Opening
 from runner.errors import EXIT_BAD_INPUT
-from runner.store.database import Store
+from runner.store.database import Store, event_recorded
 
 Say = Callable[..., None]
 
@@ -201,10 +201,11 @@ def event_needs_games(config: Config) -> bool:
 def lost_database_problem(config: Config) -> str | None:
     """Why starting a new event here would replace a recorded one, or None.
 
-    A database that is missing, 0 bytes or without a schema is normally a new event (or
-    a first start that died before its schema was committed). But when the JSON snapshot
-    beside it says games of this database were finished, or the PGN holds games of this
-    event, the database was lost or truncated: starting over would bury the event.
+    A database that is missing, 0 bytes, without a schema or without an event is normally
+    a new event (or a first start that died before its event was committed). But when the
+    JSON snapshot beside it says games of this database were finished, or the PGN holds
+    games of this event, the database was lost, truncated or replaced: starting over would
+    bury the event (and overwrite the snapshot).
     """
     import json
 
@@ -215,8 +216,7 @@ def lost_database_problem(config: Config) -> str | None:
         size = None
     except OSError:
         return None  # Store.open reports it
-    if size and not _schemaless(db):
-        return None  # a database with an event (or damaged: Store.open says which)
+    empty = not size or _schemaless(db)  # told without SQLite
     state = f"{'missing' if size is None else 'empty (no event recorded in it)'}"
     finished = 0
     try:
@@ -225,30 +225,35 @@ def lost_database_problem(config: Config) -> str | None:
             finished = int(snap.get("games_finished") or 0)
     except (OSError, ValueError, TypeError):
         pass
+    pgn = size is not None and not finished and _pgn_holds_event(config)
+    if not (finished or pgn):
+        return None
+    if not empty and event_recorded(db) is not False:
+        return None  # a database with an event (or damaged: Store.open says which)
     if finished:
         return (f"{db}: the state database is {state}, but the JSON snapshot "
                 f"{config.swiss.state_path} says {finished} game(s) of this event were recorded "
-                "in it: the database was deleted or truncated. Restore it from a backup to "
-                "resume; to start a new event instead, move the snapshot and the PGN away first.")
-    if size is not None and _pgn_holds_event(config):
-        return (f"{db}: the state database is {state}, but {config.pgn_out} holds games of "
-                f"the event {config.event!r}: the database was truncated. Restore it from a "
-                "backup to resume; to start a new event, move the PGN away first.")
-    return None
+                "in it: the database was deleted, truncated or replaced. Restore it from a "
+                "backup to resume; to start a new event instead, move the snapshot and the PGN "
+                "away first.")
+    return (f"{db}: the state database is {state}, but {config.pgn_out} holds games of "
+            f"the event {config.event!r}: the database was truncated or replaced. Restore it "
+            "from a backup to resume; to start a new event, move the PGN away first.")
 
 
 def _schemaless(db: Path) -> bool:
     """An SQLite file with no table, as a first start leaves it, read from its header alone
     (opening it with SQLite would create its side files)."""
+    from runner.store.forensics import read_header
+
     wal = db.with_name(db.name + "-wal")
     try:
         if wal.exists() and wal.stat().st_size:
             return False  # the WAL may hold the schema: Store.open looks
-        with open(db, "rb") as handle:
-            head = handle.read(100)
     except OSError:
         return False
-    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+    head = read_header(db)  # None when SQLite has it open here (it is read through SQLite)
+    if head is None or len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
         return False
     pages, user_version, application_id = (int.from_bytes(head[i:i + 4], "big") for i in (28, 60, 68))
     return pages <= 1 and user_version == 0 and application_id == 0

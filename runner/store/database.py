@@ -48,7 +48,7 @@ from runner.store.schema import (
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
-           "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "file_identity",
+           "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
            "load_results", "remove_stale_temp_files"]
 
 
@@ -587,6 +587,34 @@ def _record_intact(row: Sequence[Any]) -> bool:
         return _record_digest(game_id, white, black, result, rmobility, moves, pgn) == row[9]
     except (TypeError, ValueError):  # a value of another type than stored
         return False
+
+
+def event_recorded(path: Path) -> bool | None:
+    """Does the database file hold an event? Read-only, and with no WAL beside it read as an
+    immutable file, so that not even the WAL's side files are created (None: cannot tell:
+    damaged, not ours or unreadable; Store.open says which)."""
+    if not path.exists():
+        return False
+    try:
+        if path.with_name(path.name + "-wal").exists():  # a runner may be writing it: share
+            store = Store.open_readonly(path)
+            if store is None:
+                return False
+            try:
+                return store.has_event()
+            finally:
+                store.close()
+        conn = connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", path, uri=True,
+                       isolation_level=None)
+        try:
+            if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
+                return False
+            check_identity(conn, path)
+            return conn.execute("SELECT 1 FROM meta WHERE key='fingerprint'").fetchone() is not None
+        finally:
+            conn.close()
+    except (sqlite3.Error, StoreError):
+        return None
 
 
 def load_results(config: Config) -> EventResults | None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from runner.domain.events import EVENT_VERSION, MovePlayed
+from runner.store.forensics import connect
 
 MoveRow = tuple[int, int, int, str]  # game_id, ply, attempt, JSON of the MovePlayed
 
@@ -71,8 +72,8 @@ class MoveLog:
         self.written = 0
 
     def start(self) -> MoveLog:
-        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
-                                     check_same_thread=False)
+        self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
+                             check_same_thread=False)
         self._conn.execute("PRAGMA synchronous=FULL")
         self._thread.start()
         return self

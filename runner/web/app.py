@@ -37,6 +37,7 @@ from runner.config import Config
 from runner.domain.standings import SHORT
 from runner.service.lock import runner_alive
 from runner.store.database import StoreError, file_identity
+from runner.store.forensics import connect
 from runner.web import model
 
 HERE = Path(__file__).resolve().parent
@@ -94,8 +95,8 @@ class Hub:
             try:
                 if self._conn is None:
                     uri = f"{self.config.database.resolve().as_uri()}?mode=ro"
-                    self._conn = sqlite3.connect(uri, uri=True, isolation_level=None,
-                                                 timeout=1.0)
+                    self._conn = connect(uri, self.config.database, uri=True,
+                                         isolation_level=None, timeout=1.0)
                 version = self._conn.execute("PRAGMA data_version").fetchone()[0]
             except sqlite3.Error as exc:
                 # tried again at every poll; read again only when that changes (a damaged
