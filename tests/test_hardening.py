@@ -606,6 +606,38 @@ def test_a_deleted_lock_file_does_not_let_a_second_runner_in(tmp_path: Path,
     assert all(g[6] == "finished" for g in games) and len(games) == 4
 
 
+def test_a_lock_file_replaced_before_it_is_locked_is_not_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between opening the lock file and locking it, another program replaced it: the run
+    locks the file now at the path, or a runner taking that one would run beside it."""
+    from runner.service import lock
+
+    database = tmp_path / "state" / "s.sqlite3"
+    real = lock._flock_exclusive
+    calls = []
+
+    def replaced_first(fd: int) -> bool:
+        calls.append(fd)
+        if len(calls) == 1:
+            path = lock.lock_path(database)
+            path.unlink()
+            path.write_text("")
+        return real(fd)
+
+    monkeypatch.setattr(lock, "_flock_exclusive", replaced_first)
+    with lock.event_lock(database) as held:
+        assert len(calls) == 2  # the replaced file was dropped and the new one locked
+        assert lock._held(lock.lock_path(database)) is True  # the file at the path is locked
+        assert lock.lock_path(database).read_text() == str(os.getpid())
+        assert held.claimed is False
+    assert lock.lock_path(database).exists()  # not created by this run: left as it was
+    lock.lock_path(database).unlink()
+    monkeypatch.setattr(lock, "_flock_exclusive", real)
+    with lock.event_lock(database):
+        assert lock.lock_path(database).exists()
+    assert not lock.lock_path(database).exists()  # created, never claimed: a refused run
+
+
 # --------------------------------------------------------------------------- 7. read-only
 
 

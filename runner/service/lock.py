@@ -68,6 +68,7 @@ class EventLock:
     def __init__(self, database: Path):
         self.database = database
         self.token = uuid.uuid4().hex
+        self.claimed = False
 
     def check(self, store: Store) -> None:
         """Refuse (StoreError) when another live runner is recorded in the database: its
@@ -82,6 +83,7 @@ class EventLock:
             self.check(store)
             store.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                (RUNNER_META, json.dumps(self._record())))
+        self.claimed = True
 
     def _record(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "created": psutil.Process().create_time(),
@@ -101,9 +103,40 @@ def event_lock(database: Path) -> Iterator[EventLock]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"{path.parent}: cannot create the state directory: {exc.strerror}") from None
-    for _ in range(100):
+    fd, created = _lock_file(path, database)
+    lock = EventLock(database)
+    try:
+        other = _recorded(database)
+        if other:
+            raise StoreError(_other_runner_message(database, other))
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        _runs_here.add(lock.token)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            yield lock
+        finally:
+            _runs_here.discard(lock.token)
+    finally:
+        if created and not lock.claimed and _same_file(fd, path):
+            with contextlib.suppress(OSError):  # a refused run leaves no lock file of its own
+                path.unlink()
+        os.close(fd)  # releases the flock
+
+
+def _lock_file(path: Path, database: Path) -> tuple[int, bool]:
+    """The lock file, open and flocked (StoreError when another runner holds it), and
+    whether it was created here. A file deleted or replaced between its opening and its
+    locking is not the lock any more: the one now at ``path`` is opened instead."""
+    for _ in range(100):
+        created = True
+        try:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            except FileExistsError:
+                created = False
+                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue  # deleted between the two opens
         except OSError as exc:
             if not os.access(path.parent, os.W_OK | os.X_OK):
                 raise StoreError(f"{path.parent}: the state directory is not writable (the "
@@ -116,25 +149,10 @@ def event_lock(database: Path) -> Iterator[EventLock]:
             raise StoreError(f"{database}: another swiss-runner (pid {owner}) is running this "
                              "event; use `swiss-runner status` to watch it")
         if _same_file(fd, path):
-            break
+            return fd, created
         os.close(fd)  # deleted or replaced before we locked it: lock the file now there
-    else:
-        raise StoreError(f"{path}: the lock file keeps being replaced; is another program "
-                         "deleting it?")
-    try:
-        other = _recorded(database)
-        if other:
-            raise StoreError(_other_runner_message(database, other))
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
-        lock = EventLock(database)
-        _runs_here.add(lock.token)
-        try:
-            yield lock
-        finally:
-            _runs_here.discard(lock.token)
-    finally:
-        os.close(fd)  # releases the flock
+    raise StoreError(f"{path}: the lock file keeps being replaced; is another program "
+                     "deleting it?")
 
 
 def _live(text: str | None) -> dict[str, Any] | None:
