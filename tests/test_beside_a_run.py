@@ -10,16 +10,19 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from testkit import REPO, write_config
+from web_support import serve
 
 STOCKFISH = Path("/usr/games/stockfish")
 
 
-def _event(tmp_path: Path, time_control: str = "12+0") -> Path:
-    """One game between two real engines, long enough to act beside it."""
+def _event(tmp_path: Path, time_control: str = "20+0") -> Path:
+    """One game between two real engines, long enough to act beside it (on a loaded host
+    too: two equal engines with no increment play until their clocks run low)."""
     engine = {"Command": str(STOCKFISH), "Protocol": "uci", "Options": {"Hash": 16, "Threads": 1}}
     return write_config(tmp_path, {
         "Event": "Beside a run",
@@ -78,6 +81,10 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
             outputs[" ".join(args)] = result
             assert result.returncode == 0, (args, result.stdout, result.stderr)
         assert "Runner: running" in outputs["status"].stdout  # its lock file is gone
+        with serve(config) as served:  # the dashboard, opened and stopped
+            for page in ("", "api/state", "standings", "game-1"):
+                with urllib.request.urlopen(served.url + page, timeout=30) as response:
+                    assert response.status == 200
         assert os.stat(wal).st_ino == inode, "the runner's WAL was deleted under it"
         conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
         status = conn.execute("SELECT status FROM games").fetchone()[0]
