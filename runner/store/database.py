@@ -34,7 +34,7 @@ from typing import Any
 from runner.config.schema import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
 from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
-from runner.store.forensics import connect, connect_readonly, examine
+from runner.store.forensics import FileWatch, connect, connect_readonly, examine, save_copy
 from runner.store.movelog import INSERT_MOVES, MoveRow
 from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
 from runner.store.schema import (
@@ -489,44 +489,20 @@ class Store:
 
     def remember_files(self) -> None:
         """Note which files the database and its WAL are, to notice them being replaced."""
-        self._identity = {p: file_identity(p) for p in (self.path, self.path.with_name(self.path.name + "-wal"))}
+        self._watch = FileWatch(self.path)
 
     def files_problem(self, save: bool = True) -> str | None:
-        """Why the database this run writes is no longer the file at its path, or None.
-
-        Deleting or replacing the database or its WAL under a live run makes every later
-        commit go to a file nobody will read again; the run must stop at once.
-        """
-        known = getattr(self, "_identity", None)
-        if known is None:
+        """Why the database this run writes is no longer the file at its path, or None (see
+        runner.store.forensics.FileWatch); with ``save``, what this connection still sees is
+        copied beside it and the message says where."""
+        watch = getattr(self, "_watch", None)
+        if watch is None:
             self.remember_files()
             return None
-        for path, before in known.items():
-            now = file_identity(path)
-            if before is None:
-                known[path] = now  # the WAL appears with the first write
-            elif now != before:
-                what = "was deleted" if now is None else "was replaced by another file"
-                return (f"{path} {what} while this run was using it: the games recorded from now "
-                        "on would be lost, so the run stops here. "
-                        + (self._save_copy() if save else ""))
-        return None
-
-    def _save_copy(self) -> str:
-        """Copy what this connection still sees (the old file, through its open descriptors)
-        beside the path, so the recorded games can be restored."""
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        target = self.path.with_name(f"{self.path.name}.{stamp}.recovered")
-        try:
-            copy = sqlite3.connect(target)
-            try:
-                self.conn.backup(copy)
-            finally:
-                copy.close()
-        except (sqlite3.Error, OSError) as exc:
-            return f"Saving a copy of the recorded games failed ({exc}); restore {self.path} from a backup."
-        return (f"Everything this run recorded was saved to {target}: move it to {self.path} "
-                "(with nothing else running) and run the same command again to resume.")
+        problem = watch.problem()
+        if problem is None:
+            return None
+        return problem + (save_copy(self.conn, self.path) if save else "")
 
     def counts(self) -> dict[str, int]:
         rows = self.conn.execute("SELECT status, COUNT(*) FROM games GROUP BY status").fetchall()

@@ -1,6 +1,7 @@
 """Reading a database file before and beside SQLite: what an existing file is (ours, the
 empty file of a first start, or something to refuse), its header, a hot rollback journal,
-and read-only connections.
+read-only connections, and, during a run, whether the database is still the file at its
+path (and a copy of what the run recorded when it is not).
 
 POSIX drops every fcntl lock a process holds on a file when the process closes any
 descriptor of that file, and SQLite's locks are fcntl locks: reading the database with
@@ -16,6 +17,7 @@ import collections
 import os
 import sqlite3
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +191,44 @@ def _journal_initial_pages(journal: Path) -> int | None:
     if len(head) < 20 or not head.startswith(_JOURNAL_MAGIC):
         return None
     return int.from_bytes(head[16:20], "big")
+
+
+# --------------------------------------------------------------------------- during a run
+
+
+class FileWatch:
+    """Which files the database and its WAL are, to notice them being deleted or replaced
+    under a live run: every later commit would go to a file nobody will read again, so the
+    run must stop at once."""
+
+    def __init__(self, path: Path):
+        self.known = {p: file_identity(p) for p in (path, path.with_name(path.name + "-wal"))}
+
+    def problem(self) -> str | None:
+        """Why the database this run writes is no longer the file at its path, or None."""
+        for path, before in self.known.items():
+            now = file_identity(path)
+            if before is None:
+                self.known[path] = now  # the WAL appears with the first write
+            elif now != before:
+                what = "was deleted" if now is None else "was replaced by another file"
+                return (f"{path} {what} while this run was using it: the games recorded from now "
+                        "on would be lost, so the run stops here. ")
+        return None
+
+
+def save_copy(conn: sqlite3.Connection, path: Path) -> str:
+    """Copy what ``conn`` still sees (the old file, through its open descriptors) beside
+    ``path``, so the recorded games can be restored; the sentence that says where."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.{stamp}.recovered")
+    try:
+        copy = sqlite3.connect(target)
+        try:
+            conn.backup(copy)
+        finally:
+            copy.close()
+    except (sqlite3.Error, OSError) as exc:
+        return f"Saving a copy of the recorded games failed ({exc}); restore {path} from a backup."
+    return (f"Everything this run recorded was saved to {target}: move it to {path} "
+            "(with nothing else running) and run the same command again to resume.")
