@@ -467,3 +467,17 @@ def test_nothing_reads_a_file_this_process_has_open_in_sqlite(tmp_path: Path) ->
     assert opened_here(db)  # the reader is still open
     reader.close()
     assert not opened_here(db) and read_header(db).startswith(b"SQLite format 3\x00")
+
+
+def test_a_connection_left_to_the_garbage_collector_is_not_counted_for_ever(tmp_path: Path) -> None:
+    import gc
+
+    from runner.store.forensics import opened_here
+
+    db = tmp_path / "s.sqlite3"
+    Store.open(db).close()
+    reader = Store.open_readonly(db)
+    assert reader is not None and opened_here(db)
+    del reader
+    gc.collect()
+    assert not opened_here(db)

@@ -17,6 +17,7 @@ import collections
 import os
 import sqlite3
 import threading
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,21 +29,34 @@ _open_here: collections.Counter[tuple[int, int]] = collections.Counter()
 _guard = threading.Lock()
 
 
-class _Counted(sqlite3.Connection):
-    """A connection counted in ``_open_here`` until it is closed."""
+class _Count:
+    """One connection's place in ``_open_here``, given back once (closed or collected)."""
 
-    identity: tuple[int, int] | None = None
+    def __init__(self, identity: tuple[int, int]):
+        self.identity: tuple[int, int] | None = identity
+        with _guard:
+            _open_here[identity] += 1
+
+    def release(self) -> None:
+        with _guard:
+            identity, self.identity = self.identity, None
+            if identity is not None:
+                _open_here[identity] -= 1
+                if _open_here[identity] <= 0:
+                    del _open_here[identity]
+
+
+class _Counted(sqlite3.Connection):
+    """A connection counted in ``_open_here`` until it is closed (or garbage collected)."""
+
+    count: _Count | None = None
 
     def close(self) -> None:
         try:
             super().close()
         finally:
-            with _guard:
-                identity, self.identity = self.identity, None
-                if identity is not None:
-                    _open_here[identity] -= 1
-                    if _open_here[identity] <= 0:
-                        del _open_here[identity]
+            if self.count is not None:
+                self.count.release()
 
 
 def connect(target: str | Path, path: Path, **kwargs: Any) -> sqlite3.Connection:
@@ -51,9 +65,8 @@ def connect(target: str | Path, path: Path, **kwargs: Any) -> sqlite3.Connection
     conn = sqlite3.connect(target, factory=_Counted, **kwargs)
     identity = file_identity(path)
     if identity is not None:
-        with _guard:
-            conn.identity = identity
-            _open_here[identity] += 1
+        conn.count = _Count(identity)
+        weakref.finalize(conn, conn.count.release)
     return conn
 
 
