@@ -108,7 +108,7 @@ def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptio
     elo = args.elo if getattr(args, "elo", None) is not None else (r.elo if r else 0.0)
     given, wa = _fit_or_number(getattr(args, "white_advantage", None), "white-advantage")
     if not given:
-        wa = r.white_advantage if r else None
+        wa = r.white_advantage if r else 0.0  # as Ordo: no white advantage unless asked
     given, dr = _fit_or_number(getattr(args, "draw_rate", None), "draw-rate")
     if not given:
         dr = r.draw_rate if r else None

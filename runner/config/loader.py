@@ -628,8 +628,10 @@ def _interruption(c: _Checker, raw: Any) -> InterruptionConfig:
 
 
 def _fit_or_number(c: _Checker, d: dict[str, Any], key: str, name: str,
-                   check: Callable[[Any], bool], expected: str) -> float | None:
-    value = d.get(name, "fit")
+                   check: Callable[[Any], bool], expected: str,
+                   default: float | None = None) -> float | None:
+    """None for 'fit' (the default unless ``default`` is a number)."""
+    value = d.get(name, "fit" if default is None else default)
     if value == "fit":
         return None
     return c.get(d, key, name, "float", None, check, f"'fit' or {expected}")
@@ -657,7 +659,7 @@ def _ratings(c: _Checker, raw: Any, engines: tuple[EngineConfig, ...]) -> Rating
         elo=float(elo),
         white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage",
                                        lambda v: abs(v) < MAX_WHITE_ADVANTAGE,
-                                       "a fixed advantage in Elo (-1000..1000)"),
+                                       "a fixed advantage in Elo (-1000..1000)", default=0.0),
         draw_rate=_fit_or_number(c, d, k, "DrawRate", lambda v: 0 <= v < 100,
                                  "a fixed draw rate between equal engines, percent 0..100"),
         simulations=c.get(d, k, "Simulations", "int", 1000, lambda v: 0 <= v <= MAX_SIMULATIONS,

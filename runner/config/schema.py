@@ -105,7 +105,7 @@ class RatingsConfig:
 
     anchor: str | None = None  # None: the pool average is ``elo``
     elo: float = 0.0  # rating of the anchor, or of the pool average
-    white_advantage: float | None = None  # None: fitted; else fixed Elo
+    white_advantage: float | None = 0.0  # None: fitted; else fixed Elo (0: Ordo's default)
     draw_rate: float | None = None  # None: fitted; else fixed percent
     simulations: int = 1000
     seed: int = 0
