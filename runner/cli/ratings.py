@@ -227,6 +227,7 @@ def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
 def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
     from runner.domain.ratings import compute_ratings, render_ratings
+    from runner.errors import view
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):
@@ -269,7 +270,9 @@ def cli_ratings(args: argparse.Namespace) -> int:
             if changed:
                 print(f"error: {printable_lines(changed)}", file=sys.stderr)
                 return EXIT_BAD_INPUT
-        ratings = compute_ratings(games, options_from(config, args), players)
+        options = options_from(config, args)
+        with view("the ratings", keep=(ValueError,)):  # a bad result or anchor: bad input
+            ratings = compute_ratings(games, options, players)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {source}: cannot read: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
