@@ -179,6 +179,32 @@ def test_what_an_engine_started_dies_with_it_even_after_it_quit_and_was_reaped()
         kill_all(with_token(token))
 
 
+@pytest.mark.parametrize("stop", ["cancel", "KeyboardInterrupt"])
+def test_an_engine_is_killed_when_its_close_is_stopped_while_it_quits(stop):
+    """A cancellation (a stop signal aborting the games) or a KeyboardInterrupt in the quit
+    window left the engine running: the kill came after the quit, and never ran."""
+    seen: list[tuple[int, float]] = []
+
+    async def main() -> None:
+        proc = await start_engine(EngineConfig("F", sys.executable, (str(FAKE), "--slow-quit", "60")))
+        seen.append((proc.pid, proc.create_time))
+        closing = asyncio.ensure_future(proc.close(quit_timeout=30))
+        await asyncio.sleep(0.3)  # in the quit window: the engine sleeps before it exits
+        assert not gone(proc.pid, proc.create_time)
+        if stop == "KeyboardInterrupt":
+            raise KeyboardInterrupt  # asyncio.run cancels the close that is under way
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+
+    if stop == "KeyboardInterrupt":
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(main())
+    else:
+        asyncio.run(main())
+    wait_until(lambda: gone(*seen[0]), "the engine outlived its close", timeout=5)
+
+
 # --------------------------------------------------------------------------- node/depth limits
 
 

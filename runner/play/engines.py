@@ -343,11 +343,14 @@ class EngineProcess:
             kill_owned(self.pid, self.token, handle=None, reaped=True, since_pid=self.pid)
 
     async def close(self, quit_timeout: float = 1.0) -> None:
-        """Ask the engine to quit, then kill its whole process group whatever happened."""
-        if self.alive:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.protocol.quit(), quit_timeout)
-        self._kill_all()
+        """Ask the engine to quit, then kill its whole process group whatever happened
+        (a cancellation or a stop signal while it quits included)."""
+        try:
+            if self.alive:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.protocol.quit(), quit_timeout)
+        finally:
+            self._kill_all()
 
     def kill(self) -> None:
         """Synchronous hard kill (hung engine, cancelled task)."""

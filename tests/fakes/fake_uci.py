@@ -19,6 +19,7 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --log FILE              append every command received to FILE
   --ignore-nodes          search a ``go nodes N`` (without depth/movetime/clocks) until
                           ``stop``, as Debian's toga2 does
+  --slow-quit S           sleep S seconds on ``quit`` before exiting (a big hash to free)
   --bad-option            declare an option whose ``min`` is not a number (python-chess logs
                           the parse error with its traceback)
 """
@@ -54,6 +55,7 @@ def parse_position(tokens: list[str]) -> chess.Board:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash-at-start", action="store_true")
+    ap.add_argument("--slow-quit", type=float, default=0.0)
     ap.add_argument("--handshake-delay", type=float, default=0.0)
     ap.add_argument("--newgame-delay", type=float, default=0.0)
     ap.add_argument("--crash-on-go", type=int, default=0)
@@ -126,6 +128,7 @@ def main() -> None:
             send("bestmove " + until_stop)
             until_stop = None
         elif cmd == "quit":
+            time.sleep(opts.slow_quit)
             break
 
 
