@@ -258,6 +258,39 @@ def test_validate_and_run_refuse_an_engine_whose_moves_would_never_end(tmp_path,
     assert "ok   Deaf:" in out and "warning: Deaf: Engines[0]: the engine does not stop" in out
 
 
+def test_validate_and_run_refuse_an_engine_that_dies_of_its_options_or_prints_junk(
+        tmp_path, capsys) -> None:
+    """An engine that completes uci/uciok and exits when its configured Hash is set was
+    found only in its first games; one that prints junk instead of uciok was refused without
+    a word of what it printed."""
+    from runner.cli import main
+
+    config = write_config(tmp_path, {
+        "Event": "hostile", "TimeControl": "2+0.05", "StartupTimeoutS": 2,
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
+        "Engines": [
+            {"Name": "Stockfish", "Command": "stockfish", "Options": {"Hash": 16}},
+            {"Name": "HashKiller", "Command": sys.executable,
+             "Args": [str(FAKE), "--die-on-setoption", "Hash"], "Options": {"Hash": 64}},
+            {"Name": "Junk", "Command": sys.executable, "Args": [str(FAKE), "--junk-handshake"]},
+            {"Name": "Fine", "Command": sys.executable, "Args": [str(FAKE)], "Options": {"Hash": 64}},
+        ]})
+    assert main(["validate", "--probe", str(config)]) == 1
+    out = capsys.readouterr().out
+    assert "ok   Stockfish:" in out and "ok   Fine:" in out
+    assert "FAIL HashKiller: " in out and "it exited once its Options were set (Hash=64)" in out
+    assert "id name" not in out  # its handshake is not what it said wrong
+    junk = next(line for line in out.splitlines() if line.startswith("FAIL Junk: "))
+    assert ("no uci handshake within 2 s; it printed: Welcome to NotAnEngine 1.0 -- type help "
+            "| unknown command: uci xxx") in junk
+    assert "x" * 400 not in junk and "xxx..." in junk  # cut short
+    assert main(["run", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert f"{config}: Engines[1] 'HashKiller': cannot play: " in err and "(Hash=64)" in err
+    assert f"{config}: Engines[2] 'Junk': cannot play: " in err and "NotAnEngine" in err
+    assert not (tmp_path / "state").exists()  # nothing written, no game played
+
+
 @pytest.mark.engines
 def test_probe_of_real_engines_node_limits(monkeypatch) -> None:
     from runner.play import engines

@@ -20,6 +20,8 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --ignore-nodes          search a ``go nodes N`` (without depth/movetime/clocks) until
                           ``stop``, as Debian's toga2 does
   --slow-quit S           sleep S seconds on ``quit`` before exiting (a big hash to free)
+  --die-on-setoption NAME exit(3) when the option NAME is set (a value it cannot take)
+  --junk-handshake        answer ``uci`` with junk lines and never ``uciok`` (not an engine)
   --bad-option            declare an option whose ``min`` is not a number (python-chess logs
                           the parse error with its traceback)
 """
@@ -56,6 +58,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash-at-start", action="store_true")
     ap.add_argument("--slow-quit", type=float, default=0.0)
+    ap.add_argument("--die-on-setoption", default=None)
+    ap.add_argument("--junk-handshake", action="store_true")
     ap.add_argument("--handshake-delay", type=float, default=0.0)
     ap.add_argument("--newgame-delay", type=float, default=0.0)
     ap.add_argument("--crash-on-go", type=int, default=0)
@@ -87,7 +91,10 @@ def main() -> None:
                 log.write(raw)
         if opts.garbage:
             send(f"\x07 ??? garbage {gos} ###")
-        if cmd == "uci":
+        if cmd == "uci" and opts.junk_handshake:
+            send("Welcome to NotAnEngine 1.0 -- type help")
+            send("unknown command: uci " + "x" * 400)
+        elif cmd == "uci":
             time.sleep(opts.handshake_delay)
             send("id name FakeUci")
             send("id author tests")
@@ -95,6 +102,8 @@ def main() -> None:
             if opts.bad_option:
                 send("option name Contempt type spin default 0 min x max 100")
             send("uciok")
+        elif cmd == "setoption" and opts.die_on_setoption and opts.die_on_setoption in tokens:
+            sys.exit(3)
         elif cmd == "isready":
             send("readyok")
         elif cmd == "ucinewgame":
