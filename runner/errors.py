@@ -54,6 +54,12 @@ class ConfigError(BadInput):
         self.problems = problems
 
 
+class RecordInvalid(ValueError):
+    """A value of the record that the rules cannot take (a result that is none, a game of an
+    engine that is not seeded): a damaged record, which a view that meets it reports as such
+    (never as a bug of its own)."""
+
+
 class ViewError(SwissRunnerError):
     """A view of the event could not be made (a bug in it); the record is intact."""
 
@@ -73,7 +79,7 @@ def view(what: str, keep: tuple[type[Exception], ...] = ()) -> Iterator[None]:
     ``keep`` ones (a caller's bad-input errors)."""
     try:
         yield
-    except (sqlite3.Error, SwissRunnerError, OSError, MemoryError, *keep):
+    except (sqlite3.Error, SwissRunnerError, OSError, MemoryError, RecordInvalid, *keep):
         raise
     except Exception as exc:  # noqa: BLE001 - anything else is the view's own bug
         raise ViewError(what, exc) from exc

@@ -227,7 +227,7 @@ def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
 def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
     from runner.domain.ratings import compute_ratings, render_ratings
-    from runner.errors import view
+    from runner.errors import RecordInvalid, view
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):
@@ -277,6 +277,11 @@ def cli_ratings(args: argparse.Namespace) -> int:
         print(f"error: {source}: cannot read: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ValueError as exc:
+        if isinstance(exc, RecordInvalid) and config is not None:  # a damaged row
+            from runner.store.database import damaged_state
+
+            print(f"error: {printable_lines(damaged_state(config.database, exc))}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         print(f"error: {source}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except StoreError as exc:

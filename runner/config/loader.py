@@ -340,7 +340,8 @@ _TOP = {
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
     "Ratings": False, "Cluster": False,
 }
-_CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
+_CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
+            "MaxLostAttempts": False}
 _RATINGS = {
     "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
     "Simulations": False, "Seed": False, "Confidence": False,
@@ -714,8 +715,14 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                  "seconds from 0 to 86400")
     overdue = c.get(d, "Cluster", "OverdueS", "float", 60.0, lambda v: 1 <= v <= 86400,
                     "seconds from 1 to 86400")
+    retry = c.get(d, "Cluster", "RetryRefusedS", "float", 600.0, lambda v: 1 <= v <= 86400 * 7,
+                  "seconds from 1 to 604800")
+    lost = c.get(d, "Cluster", "MaxLostAttempts", "int", 3, lambda v: 1 <= v <= 1000,
+                 "a number of attempts from 1 to 1000")
     return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0),
-                         overdue_s=float(overdue if overdue is not None else 60.0))
+                         overdue_s=float(overdue if overdue is not None else 60.0),
+                         retry_refused_s=float(retry if retry is not None else 600.0),
+                         max_lost_attempts=int(lost if lost is not None else 3))
 
 
 def _code(character: int | str) -> int:

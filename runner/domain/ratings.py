@@ -35,6 +35,7 @@ from scipy import optimize, sparse, special
 from scipy.sparse.csgraph import connected_components
 
 from runner.domain.endings import LABELS, GameEnd
+from runner.errors import RecordInvalid
 
 JSON_FORMAT = "swiss-runner-ratings"
 JSON_VERSION = 1
@@ -545,11 +546,14 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     games = list(games)
     names: list[str] = list(dict.fromkeys([*players, *(n for g in games for n in (g.white, g.black))]))
     for g in games:
+        if not isinstance(g.round, int) or not isinstance(g.game, int):
+            raise RecordInvalid(f"game {g.white} - {g.black}: round {g.round!r}, game "
+                                f"{g.game!r}: not numbers")
         if g.result not in _POINTS:
-            raise ValueError(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
                              f"is not 1-0, 0-1 or 1/2-1/2")
         if g.white == g.black:
-            raise ValueError(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
     if options.anchor is not None and options.anchor not in names:
         raise ValueError(f"anchor {options.anchor!r} played no game (engines: {', '.join(names)})")
     index = {name: i for i, name in enumerate(names)}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
-from runner.errors import BadInput, StopEvent, ViewError
+from runner.errors import RecordInvalid, StopEvent, ViewError
 from runner.store.database import Store, append_pgn
 from runner.store.movelog import MoveLog
 
@@ -43,7 +43,7 @@ class ViewErrors:
         if key in self.seen:
             return
         self.seen.add(key)
-        bug = ("" if isinstance(cause, OSError | sqlite3.Error)
+        bug = ("" if isinstance(cause, OSError | sqlite3.Error | RecordInvalid)
                else "this is a bug in swiss-runner (please report it), not damage: ")
         err(f"{what} failed: {type(cause).__name__}: {cause}; {bug}the record in {self.record} "
             "is intact, the event goes on and this view is tried again at its next update "
@@ -53,14 +53,15 @@ class ViewErrors:
     def guard(self, what: str, store_errors: bool = False) -> Iterator[None]:
         """Run a view's update; report (not raise) its error. The store's own errors
         (RecordError: a game could not be committed) still stop the event, and with
-        ``store_errors`` so do the errors of reading the database (damage, at start-up)."""
+        ``store_errors`` so does everything but a :class:`ViewError` (at start-up: errors
+        of reading the record, reported by the caller as damage)."""
         try:
             yield
         except (StopEvent, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
             raise
         except Exception as exc:  # noqa: BLE001 - a view never costs the event
-            if store_errors and isinstance(exc, sqlite3.Error | BadInput):
-                raise
+            if store_errors and not isinstance(exc, ViewError):
+                raise  # at start-up: reading the record (its damage is reported as such)
             self.report(what, exc)
 
 

@@ -19,6 +19,7 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --log FILE              append every command received to FILE
   --ignore-nodes          search a ``go nodes N`` (without depth/movetime/clocks) until
                           ``stop``, as Debian's toga2 does
+  --kill-parent-on-go N   SIGKILL its parent process (a cluster worker) on the Nth ``go``
   --slow-quit S           sleep S seconds on ``quit`` before exiting (a big hash to free)
   --die-on-setoption NAME exit(3) when the option NAME is set (a value it cannot take)
   --junk-handshake        answer ``uci`` with junk lines and never ``uciok`` (not an engine)
@@ -28,6 +29,7 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -60,6 +62,7 @@ def main() -> None:
     ap.add_argument("--slow-quit", type=float, default=0.0)
     ap.add_argument("--die-on-setoption", default=None)
     ap.add_argument("--junk-handshake", action="store_true")
+    ap.add_argument("--kill-parent-on-go", type=int, default=0)
     ap.add_argument("--handshake-delay", type=float, default=0.0)
     ap.add_argument("--newgame-delay", type=float, default=0.0)
     ap.add_argument("--crash-on-go", type=int, default=0)
@@ -113,6 +116,8 @@ def main() -> None:
             board = parse_position(tokens)
         elif cmd == "go":
             gos += 1
+            if gos == opts.kill_parent_on_go:
+                os.kill(os.getppid(), signal.SIGKILL)
             if gos == opts.crash_on_go:
                 os._exit(1)
             if gos == opts.hang_on_go:
