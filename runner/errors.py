@@ -7,12 +7,20 @@ Exceptions are grouped by what happens next, not by where they arise:
   command exits with :data:`EXIT_BAD_INPUT` and a message naming the file and the problem.
 * :class:`ReplayGame`: one game could not be finished here (aborted by a signal, its worker
   lost); it is played again (from its logged position where possible) and the event goes on.
+* :class:`ViewError`: a view of the event (the JSON snapshot, the standings, the ratings, the
+  PGN file) could not be made: a bug in that view, never damage of the record. The runner
+  reports it once and tries again at the view's next update; a read-only command exits with
+  :data:`EXIT_FAIL` and says that the record is intact.
 * :class:`StopEvent`: the event cannot go on now (a finished game could not be committed,
   a game cannot be set up at all); everything recorded is intact, the run exits with
   :data:`EXIT_FAIL`, and the same command resumes once the cause is fixed.
 """
 
 from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
 
 EXIT_OK = 0  # success
 EXIT_FAIL = 1  # the command ran but the answer is "no": audit mismatch, probe failed, event stopped
@@ -44,3 +52,34 @@ class ConfigError(BadInput):
     def __init__(self, problems: list[str]):
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class RecordInvalid(ValueError):
+    """A value of the record that the rules cannot take (a result that is none, a game of an
+    engine that is not seeded): a damaged record, which a view that meets it reports as such
+    (never as a bug of its own)."""
+
+
+class ViewError(SwissRunnerError):
+    """A view of the event could not be made (a bug in it); the record is intact."""
+
+    def __init__(self, what: str, cause: BaseException):
+        super().__init__(f"{what} could not be made ({type(cause).__name__}: {cause}); this is "
+                         "a bug in swiss-runner (please report it), not damage: every recorded "
+                         "game is intact")
+        self.what = what
+        self.cause = cause
+
+
+@contextlib.contextmanager
+def view(what: str, keep: tuple[type[Exception], ...] = ()) -> Iterator[None]:
+    """Make ``what`` (a view computed from the record): an error of the computation is a
+    :class:`ViewError`; errors of reading the store (SQLite, the user's input, the disk)
+    pass through as they are, since only those can mean a damaged record, and so do the
+    ``keep`` ones (a caller's bad-input errors)."""
+    try:
+        yield
+    except (sqlite3.Error, SwissRunnerError, OSError, MemoryError, RecordInvalid, *keep):
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else is the view's own bug
+        raise ViewError(what, exc) from exc

@@ -10,7 +10,12 @@ for _games in ("/usr/games", "/usr/local/games"):
     if os.path.isdir(_games) and _games not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + _games
 
+import gc  # noqa: E402
+import logging  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -51,3 +56,36 @@ def tcec_events() -> Path:
     if not (path / "swiss-test-2.pgn").is_file():
         pytest.fail(f"SWISS_RUNNER_TCEC_EVENTS={folder}: no swiss-test-2.pgn there")
     return path
+
+
+@pytest.fixture(autouse=True)
+def no_lost_exceptions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail a test after which an asyncio task's or future's exception was never retrieved,
+    or Python had to ignore an exception (``Exception ignored in ...``: a ``__del__``, a
+    callback at exit): each is an error nobody handled. ``swiss-runner``'s own hook (one
+    warning line) is left out here, so that a test run in-process reports them too."""
+    lost: list[str] = []
+
+    class Lost(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if "exception was never retrieved" in text:
+                exc = record.exc_info[1] if record.exc_info else None
+                lost.append(f"{text}: {type(exc).__name__}: {exc}" if exc else text)
+
+    def unraisable(u: Any) -> None:
+        lost.append(f"{u.err_msg or 'Exception ignored in'}: {u.object!r}: "
+                    f"{u.exc_type.__name__}: {u.exc_value}")
+
+    handler = Lost(logging.ERROR)
+    asyncio_log = logging.getLogger("asyncio")
+    asyncio_log.addHandler(handler)
+    monkeypatch.setattr(sys, "unraisablehook", unraisable)
+    monkeypatch.setattr("runner.cli.quiet_unraisable", lambda: None)
+    try:
+        yield
+        gc.collect()  # a task or transport this test left behind reports itself now
+    finally:
+        asyncio_log.removeHandler(handler)
+    if lost:
+        pytest.fail("errors nobody handled:\n" + "\n".join(lost[:10]), pytrace=False)

@@ -20,9 +20,12 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import chess.pgn
 import psutil
@@ -156,7 +159,8 @@ def no_engines_left(pids: set[int]) -> None:
 
 def cluster_config(directory: Path, address: str, *, real: bool, rounds: int,
                  delay_ms: int = 30, wrapper: Path | None = None, tc: str = "60+1",
-                 overdue_s: float = 60) -> Path:
+                 overdue_s: float = 60, cluster: dict[str, Any] | None = None,
+                 replace: dict[str, dict[str, Any]] | None = None) -> Path:
     if real:
         stockfish, ethereal = shutil.which("stockfish"), shutil.which("ethereal-chess")
         if not stockfish or not ethereal:
@@ -172,6 +176,7 @@ def cluster_config(directory: Path, address: str, *, real: bool, rounds: int,
         if wrapper is not None:  # through a script that fails where BROKEN_ENGINE is set
             engines = [{**e, "Command": str(wrapper), "Args": [sys.executable, *e["Args"]]}
                        for e in engines]
+    engines = [(replace or {}).get(e["Name"], e) for e in engines]
     path = write_config(directory, {
         "Event": "cluster test", "TimeControl": tc, "Concurrency": 2,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
@@ -179,7 +184,7 @@ def cluster_config(directory: Path, address: str, *, real: bool, rounds: int,
         "Adjudication": {"MaxMoves": 40},
         # interrupted games continue from their position, never shortcut by 7.c.ii-iv
         "Interruption": {"Mode": "resume", "Adjudicate": False},
-        "Cluster": {"Scheduler": address, "WaitS": 60, "OverdueS": overdue_s},
+        "Cluster": {"Scheduler": address, "WaitS": 60, "OverdueS": overdue_s, **(cluster or {})},
         "Engines": engines,
     })
     (directory / "seeds.txt").write_text("".join(e["Name"] + "\n" for e in engines))
@@ -397,6 +402,56 @@ def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Pa
         assert g.headers["Worker"] == "w2"
         assert "forfeit" not in g.headers.get("Termination", "")
     no_engines_left(cluster.pids)
+
+
+FIXED = Path(tempfile.gettempdir()) / f"swiss-runner-engine-fixed-{uuid.uuid4().hex}"
+
+
+@pytest.mark.worker_env(w1={"BROKEN_UNTIL": str(FIXED)})
+def test_a_refusal_is_retried_after_cluster_retryrefuseds(cluster: Cluster, tmp_path: Path) -> None:
+    """w1 cannot start the engines until the operator fixes it: its refusal lasted for the
+    whole event; now w1 is asked again after RetryRefusedS, probes again, and plays."""
+    wrapper = tmp_path / "engine.sh"
+    wrapper.write_text('#!/bin/sh\n[ -n "$BROKEN_UNTIL" ] && [ ! -e "$BROKEN_UNTIL" ] && exit 3\n'
+                       'exec "$@"\n')
+    wrapper.chmod(0o755)
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=3, delay_ms=30,
+                            wrapper=wrapper, cluster={"RetryRefusedS": 2})
+    runner = cluster.run(config)
+    try:
+        wait_until(lambda: "Worker w1 refused game" in cluster.log("runner"), "w1 refuses", 120,
+                   runner)
+        FIXED.touch()  # the operator installs the engine on w1
+        assert runner.wait(300) == 0, cluster.log("runner")
+    finally:
+        FIXED.unlink(missing_ok=True)
+    out = cluster.log("runner")
+    assert "it gets no games of D" in out and "for 2 s (then it is asked again)" in out, out
+    assert "Worker w1 may play D" in out and "it probes it again" in out, out
+    games = check_complete(tmp_path, 12)
+    assert any(g.headers["Worker"] == "w1" for g in games), [g.headers["Worker"] for g in games]
+    no_engines_left(cluster.pids)
+
+
+def test_a_game_that_ends_its_worker_again_and_again_stops_the_event(cluster: Cluster,
+                                                                     tmp_path: Path) -> None:
+    """An engine that kills the machine it plays on (here: its worker process) took down
+    one worker after another, its game replayed for ever: after Cluster.MaxLostAttempts the
+    event stops (exit 1) naming the game, the workers and why; the record is intact."""
+    killer = {"Name": "D4", "Command": sys.executable,
+              "Args": [str(REPO / "tests" / "fakes" / "fake_uci.py"), "--kill-parent-on-go", "3"]}
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1, delay_ms=30,
+                            cluster={"MaxLostAttempts": 2}, replace={"D4": killer})
+    runner = cluster.run(config)
+    assert runner.wait(300) == 1, cluster.log("runner")
+    out = cluster.log("runner")
+    stop = next((line for line in out.splitlines() if "lost its worker in 2 attempts" in line), "")
+    assert "(Cluster.MaxLostAttempts = 2), on w1, w2: attempt 1: w" in stop, out
+    assert "D4" in stop and "The event stops here" in stop and "run the same command again" in stop
+    assert cluster.procs["w1"].poll() is not None and cluster.procs["w2"].poll() is not None
+    status = subprocess.run([sys.executable, "-m", "runner", "status", str(config)], cwd=REPO,
+                            env=ENV, capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and "damaged" not in status.stderr, status.stderr
 
 
 def test_worker_cut_off_mid_game(cluster: Cluster, tmp_path: Path) -> None:

@@ -179,6 +179,32 @@ def test_what_an_engine_started_dies_with_it_even_after_it_quit_and_was_reaped()
         kill_all(with_token(token))
 
 
+@pytest.mark.parametrize("stop", ["cancel", "KeyboardInterrupt"])
+def test_an_engine_is_killed_when_its_close_is_stopped_while_it_quits(stop):
+    """A cancellation (a stop signal aborting the games) or a KeyboardInterrupt in the quit
+    window left the engine running: the kill came after the quit, and never ran."""
+    seen: list[tuple[int, float]] = []
+
+    async def main() -> None:
+        proc = await start_engine(EngineConfig("F", sys.executable, (str(FAKE), "--slow-quit", "60")))
+        seen.append((proc.pid, proc.create_time))
+        closing = asyncio.ensure_future(proc.close(quit_timeout=30))
+        await asyncio.sleep(0.3)  # in the quit window: the engine sleeps before it exits
+        assert not gone(proc.pid, proc.create_time)
+        if stop == "KeyboardInterrupt":
+            raise KeyboardInterrupt  # asyncio.run cancels the close that is under way
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+
+    if stop == "KeyboardInterrupt":
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(main())
+    else:
+        asyncio.run(main())
+    wait_until(lambda: gone(*seen[0]), "the engine outlived its close", timeout=5)
+
+
 # --------------------------------------------------------------------------- node/depth limits
 
 
@@ -230,6 +256,39 @@ def test_validate_and_run_refuse_an_engine_whose_moves_would_never_end(tmp_path,
     assert main(["validate", "--probe", str(timed)]) == 0
     out = capsys.readouterr().out
     assert "ok   Deaf:" in out and "warning: Deaf: Engines[0]: the engine does not stop" in out
+
+
+def test_validate_and_run_refuse_an_engine_that_dies_of_its_options_or_prints_junk(
+        tmp_path, capsys) -> None:
+    """An engine that completes uci/uciok and exits when its configured Hash is set was
+    found only in its first games; one that prints junk instead of uciok was refused without
+    a word of what it printed."""
+    from runner.cli import main
+
+    config = write_config(tmp_path, {
+        "Event": "hostile", "TimeControl": "2+0.05", "StartupTimeoutS": 2,
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
+        "Engines": [
+            {"Name": "Stockfish", "Command": "stockfish", "Options": {"Hash": 16}},
+            {"Name": "HashKiller", "Command": sys.executable,
+             "Args": [str(FAKE), "--die-on-setoption", "Hash"], "Options": {"Hash": 64}},
+            {"Name": "Junk", "Command": sys.executable, "Args": [str(FAKE), "--junk-handshake"]},
+            {"Name": "Fine", "Command": sys.executable, "Args": [str(FAKE)], "Options": {"Hash": 64}},
+        ]})
+    assert main(["validate", "--probe", str(config)]) == 1
+    out = capsys.readouterr().out
+    assert "ok   Stockfish:" in out and "ok   Fine:" in out
+    assert "FAIL HashKiller: " in out and "it exited once its Options were set (Hash=64)" in out
+    assert "id name" not in out  # its handshake is not what it said wrong
+    junk = next(line for line in out.splitlines() if line.startswith("FAIL Junk: "))
+    assert ("no uci handshake within 2 s; it printed: Welcome to NotAnEngine 1.0 -- type help "
+            "| unknown command: uci xxx") in junk
+    assert "x" * 400 not in junk and "xxx..." in junk  # cut short
+    assert main(["run", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert f"{config}: Engines[1] 'HashKiller': cannot play: " in err and "(Hash=64)" in err
+    assert f"{config}: Engines[2] 'Junk': cannot play: " in err and "NotAnEngine" in err
+    assert not (tmp_path / "state").exists()  # nothing written, no game played
 
 
 @pytest.mark.engines

@@ -31,13 +31,14 @@ from runner.domain.ratings import (
     expected_score,
     ratings_json,
     render_ratings,
+    summary_line,
     wdl_probabilities,
 )
 from runner.domain.standings import compute_standings, event_ratings, render_standings
 from runner.store.database import Store
 
 BETA = math.log(0.76 / 0.24) / 202
-NO_SIMS = RatingOptions(simulations=0)
+NO_SIMS = RatingOptions(white_advantage=None, simulations=0)
 
 
 def games_of(*specs: tuple[str, str, str, int]) -> list[Game]:
@@ -131,8 +132,8 @@ def test_fitted_white_advantage_of_equal_engines():
 
 def test_anchor_fixes_one_engine_and_keeps_differences():
     games, _ = synthetic_event(8, 6, 5)
-    pool = compute_ratings(games, RatingOptions(simulations=0, elo=2500))
-    anchored = compute_ratings(games, RatingOptions(simulations=0, anchor="E03", elo=3000))
+    pool = compute_ratings(games, RatingOptions(white_advantage=None, simulations=0, elo=2500))
+    anchored = compute_ratings(games, RatingOptions(white_advantage=None, simulations=0, anchor="E03", elo=3000))
     assert anchored.player("E03").rating == pytest.approx(3000)
     assert np.mean([p.rating for p in pool.players]) == pytest.approx(2500)
     shift = anchored.player("E03").rating - pool.player("E03").rating
@@ -155,7 +156,7 @@ def test_draw_model_between_equals_and_sums_to_one():
 
 def test_synthetic_event_recovers_the_true_ratings():
     games, true = synthetic_event(12, 40, 21, spread=200)
-    r = compute_ratings(games, RatingOptions(simulations=200))
+    r = compute_ratings(games, RatingOptions(white_advantage=None, simulations=200))
     offset = np.mean(list(true.values()))
     inside = sum(abs(p.rating - (true[p.name] - offset)) <= p.error for p in r.players)
     assert inside >= 10  # 95% margins: about 11.4 of 12 expected inside
@@ -168,9 +169,9 @@ def test_synthetic_event_recovers_the_true_ratings():
 
 def test_simulations_are_reproducible_with_a_seed():
     games, _ = synthetic_event(10, 5, 9)
-    a = compute_ratings(games, RatingOptions(simulations=100, seed=4))
-    b = compute_ratings(games, RatingOptions(simulations=100, seed=4))
-    c = compute_ratings(games, RatingOptions(simulations=100, seed=5))
+    a = compute_ratings(games, RatingOptions(white_advantage=None, simulations=100, seed=4))
+    b = compute_ratings(games, RatingOptions(white_advantage=None, simulations=100, seed=4))
+    c = compute_ratings(games, RatingOptions(white_advantage=None, simulations=100, seed=5))
     assert [p.error for p in a.players] == [p.error for p in b.players]
     assert [p.error for p in a.players] != [p.error for p in c.players]
     assert all(p.error > 0 for p in a.players)
@@ -179,8 +180,8 @@ def test_simulations_are_reproducible_with_a_seed():
 def test_margin_shrinks_with_more_games_and_los_is_ordered():
     short, _ = synthetic_event(8, 4, 2)
     long, _ = synthetic_event(8, 40, 2)
-    e_short = np.mean([p.error for p in compute_ratings(short, RatingOptions(simulations=200)).players])
-    r_long = compute_ratings(long, RatingOptions(simulations=200))
+    e_short = np.mean([p.error for p in compute_ratings(short, RatingOptions(white_advantage=None, simulations=200)).players])
+    r_long = compute_ratings(long, RatingOptions(white_advantage=None, simulations=200))
     assert np.mean([p.error for p in r_long.players]) < e_short / 2
     for p in r_long.players[:-1]:
         assert 50 <= p.los <= 100
@@ -189,7 +190,7 @@ def test_margin_shrinks_with_more_games_and_los_is_ordered():
 
 def test_anchor_has_no_error_of_its_own():
     games, _ = synthetic_event(8, 6, 5)
-    r = compute_ratings(games, RatingOptions(simulations=100, anchor="E01"))
+    r = compute_ratings(games, RatingOptions(white_advantage=None, simulations=100, anchor="E01"))
     assert r.player("E01").error == pytest.approx(0.0, abs=1e-9)
     assert all(p.error > 0 for p in r.players if p.name != "E01")
 
@@ -221,12 +222,44 @@ def test_disconnected_groups_are_rated_apart_with_a_note():
     assert {r.player(n).group for n in r.groups[1]} == {2}
 
 
-def test_anchor_that_cannot_be_rated_is_an_error():
+@pytest.mark.parametrize("games, players, why", [
+    ([("A", "B", "1-0", 2), ("B", "C", "1/2-1/2", 2), ("C", "A", "0-1", 1)], (), "all wins"),
+    ([("B", "A", "1-0", 2), ("B", "C", "1/2-1/2", 2), ("C", "A", "1-0", 1)], (), "all losses"),
+    ([("B", "C", "1/2-1/2", 2), ("C", "B", "1-0", 1)], ("A", "B", "C"), "no games"),
+])
+def test_anchor_that_cannot_be_rated_falls_back_to_the_pool_average(games, players, why):
+    """An anchor that wins (or loses) every game so far, or had only a bye: the ratings are
+    placed on the pool average, and the report says so (it stopped every snapshot once)."""
+    games = games_of(*games)
+    options = RatingOptions(simulations=30, anchor="A", elo=3000)
+    r = compute_ratings(games, options, players=players)
+    assert r.anchor_unrated == why and r.player("A").rating is None
+    rated = [p.rating for p in r.players if p.rating is not None]
+    assert np.mean(rated) == pytest.approx(3000, abs=1e-6)
+    assert r.notes[0].startswith(f"the anchor A cannot be rated yet ({why}): the ratings are "
+                                 "placed on a pool average of 3000")
+    assert f"pool average 3000 (the anchor A cannot be rated yet: {why})" in summary_line(r)
+    doc = ratings_json(r)
+    assert (doc["model"]["anchor"], doc["model"]["anchored"], doc["model"]["anchor_unrated"]) == ("A", False, why)
+    assert all(p.error is not None for p in r.players if p.rating is not None)
+
+
+def test_anchor_that_is_no_engine_is_an_error():
     games = games_of(("A", "B", "1-0", 2), ("B", "C", "1/2-1/2", 2), ("C", "A", "0-1", 1))
-    with pytest.raises(ValueError, match="anchor 'A' cannot be rated \\(all wins\\)"):
-        compute_ratings(games, RatingOptions(simulations=0, anchor="A"))
     with pytest.raises(ValueError, match="anchor 'Z' played no game"):
         compute_ratings(games, RatingOptions(simulations=0, anchor="Z"))
+    assert ratings_json(compute_ratings(games, RatingOptions(simulations=0)))["model"]["anchored"] is False
+
+
+def test_white_advantage_is_zero_unless_fitted_as_in_ordo():
+    """Ordo's default is no white advantage (-W fits it): 18 games of a demo gave
+    'white advantage 1599.5 +/- 2792.5 (fitted)' when it was fitted by default."""
+    games = games_of(("A", "B", "1-0", 3), ("B", "A", "1-0", 3), ("A", "B", "1/2-1/2", 1))
+    assert RatingOptions().white_advantage == 0
+    fixed = compute_ratings(games, RatingOptions(simulations=20))
+    assert fixed.white_advantage == 0 and "white advantage 0.0 (fixed)" in summary_line(fixed)
+    fitted = compute_ratings(games, RatingOptions(simulations=20, white_advantage=None))
+    assert fitted.white_advantage > 100 and "(fitted)" in summary_line(fitted)
 
 
 def test_bad_games_are_errors():
@@ -287,7 +320,7 @@ def test_byes_never_enter_and_extra_games_do():
 
 def test_json_document():
     games, _ = synthetic_event(6, 4, 1)
-    doc = ratings_json(compute_ratings(games, RatingOptions(simulations=50)))
+    doc = ratings_json(compute_ratings(games, RatingOptions(white_advantage=None, simulations=50)))
     assert doc["format"] == "swiss-runner-ratings" and doc["version"] == 1
     assert list(doc) == ["format", "version", "model", "games", "players", "groups", "notes", "ends"]
     assert doc["model"]["white_advantage_fitted"] is True and doc["model"]["scale"] == 202
@@ -299,7 +332,7 @@ def test_json_document():
 
 def test_text_markdown_csv():
     games, _ = synthetic_event(6, 4, 1)
-    r = compute_ratings(games, RatingOptions(simulations=50))
+    r = compute_ratings(games, RatingOptions(white_advantage=None, simulations=50))
     text = render_ratings(r, "text")
     assert text.startswith("Ratings from 24 games: pool average 0, white advantage")
     assert "Pairs +=-" in text and "How games ended" in text
@@ -471,7 +504,7 @@ def test_agrees_with_ordo(tmp_path, event):
              "42x462": lambda: synthetic_event(42, 11, 7)[0], "perfect-loser": with_perfect_loser}[event]()
     pgn = write_pgn(tmp_path / "e.pgn", games)
     ordo = run_ordo(pgn, tmp_path, *(["-G"] if event == "perfect-loser" else []))
-    ours = compute_ratings(games, RatingOptions(simulations=1000))
+    ours = compute_ratings(games, RatingOptions(white_advantage=None, simulations=1000))
     rated = [p for p in ours.players if p.rating is not None]
     assert len(rated) == len(ordo)  # Ordo leaves the engine with all losses out (-G)
     for p in rated:
@@ -487,7 +520,7 @@ def test_disconnected_groups_agree_with_ordo_within_each_group(tmp_path):
     games = disconnected()
     # (no simulations: Ordo redraws every simulated event 100 times when groups are disconnected)
     ordo = run_ordo(write_pgn(tmp_path / "e.pgn", games), tmp_path, "-G", sims=0)
-    ours = compute_ratings(games, RatingOptions(simulations=0))
+    ours = compute_ratings(games, RatingOptions(white_advantage=None, simulations=0))
     assert len(ours.groups) == 2
     for group in ours.groups:
         rated = [n for n in group if ours.player(n).rating is not None and n in ordo]

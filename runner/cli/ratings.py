@@ -108,7 +108,7 @@ def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptio
     elo = args.elo if getattr(args, "elo", None) is not None else (r.elo if r else 0.0)
     given, wa = _fit_or_number(getattr(args, "white_advantage", None), "white-advantage")
     if not given:
-        wa = r.white_advantage if r else None
+        wa = r.white_advantage if r else 0.0  # as Ordo: no white advantage unless asked
     given, dr = _fit_or_number(getattr(args, "draw_rate", None), "draw-rate")
     if not given:
         dr = r.draw_rate if r else None
@@ -227,6 +227,7 @@ def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
 def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
     from runner.domain.ratings import compute_ratings, render_ratings
+    from runner.errors import RecordInvalid, view
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):
@@ -269,11 +270,18 @@ def cli_ratings(args: argparse.Namespace) -> int:
             if changed:
                 print(f"error: {printable_lines(changed)}", file=sys.stderr)
                 return EXIT_BAD_INPUT
-        ratings = compute_ratings(games, options_from(config, args), players)
+        options = options_from(config, args)
+        with view("the ratings", keep=(ValueError,)):  # a bad result or anchor: bad input
+            ratings = compute_ratings(games, options, players)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {source}: cannot read: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ValueError as exc:
+        if isinstance(exc, RecordInvalid) and config is not None:  # a damaged row
+            from runner.store.database import damaged_state
+
+            print(f"error: {printable_lines(damaged_state(config.database, exc))}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         print(f"error: {source}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except StoreError as exc:

@@ -72,7 +72,9 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
             return EXIT_BAD_INPUT
         cc = config.cluster
         cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
-                                 overdue_s=cc.overdue_s if cc else 60.0)
+                                 overdue_s=cc.overdue_s if cc else 60.0,
+                                 **({"retry_refused_s": cc.retry_refused_s,
+                                     "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
         play_game = cluster
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):
         problems = engine_problems(config)

@@ -10,7 +10,7 @@ from runner.cli.common import other_event, recorded_event_fingerprint
 from runner.config import Config
 from runner.domain.standings import compute_standings, event_ratings, render_standings
 from runner.domain.text import printable_lines
-from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, view
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:
@@ -31,8 +31,10 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
         if changed:
             print(f"error: {printable_lines(changed)}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        rows = compute_standings(results, config.tiebreaks)
-        ratings = event_ratings(results, config)
+        with view("the standings"):  # the record was read: an error here is not damage
+            rows = compute_standings(results, config.tiebreaks)
+        with view("the ratings"):
+            ratings = event_ratings(results, config)
     except errors as exc:
         print(f"error: {printable_lines(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -20,7 +20,13 @@ go wrong, and what this module does about it:
   scheduler (and a worker) is back; the backend waits up to ``Cluster.WaitS``, says so, and
   makes a new Client when the old one gave up reconnecting.
 - **A worker cannot run an engine** (its probe failed): the task refuses before the game
-  starts; that worker gets no more games of that engine, and the console says why.
+  starts; that worker gets no games of that engine for ``Cluster.RetryRefusedS``, then it
+  is asked again (and probes the engine again: the operator may have fixed it), and the
+  console says why.
+- **A game that ends its worker again and again** (an engine that brings the machine down):
+  after ``Cluster.MaxLostAttempts`` attempts lost with their worker the event stops with a
+  message naming the game, the workers and why (:class:`GameEndsWorkers`; TCEC pauses the
+  event), instead of taking down one worker after another for ever.
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ class ClusterUnavailable(StopEvent):
     """No scheduler (or no worker able to play) within Cluster.WaitS."""
 
 
+class GameEndsWorkers(StopEvent):
+    """One game lost its worker Cluster.MaxLostAttempts times: the event stops (paused)."""
+
+
 @dataclass
 class _Attempt:
     token: str
@@ -85,10 +95,15 @@ class ClusterBackend:
     can_resume = True  # games continue from a position (the referee plays them)
 
     def __init__(self, address: str, *, wait_s: float = 600.0, overdue_s: float = 60.0,
+                 retry_refused_s: float = 600.0, max_lost_attempts: int = 3,
                  say: Callable[..., None] | None = None):
         self.address = address
         self.wait_s = wait_s
         self.overdue_s = overdue_s
+        self.retry_refused_s = retry_refused_s
+        self.max_lost_attempts = max_lost_attempts
+        self.refused_at: dict[tuple[str, str], float] = {}  # (worker, engine) -> monotonic
+        self.lost_attempts: dict[int, list[str]] = {}  # game id -> why each attempt was lost
         self.say: Callable[..., None] = say or (lambda text, **_: print(text, flush=True))
         self.epoch = f"{os.getpid()}-{time.time_ns()}"
         self.client: Any = None
@@ -247,6 +262,7 @@ class ClusterBackend:
         attempt.heard = time.monotonic()
         if kind == "refused":
             self.refused.setdefault(worker, {})[str(msg.get("engine"))] = str(msg.get("reason"))
+            self.refused_at[(worker, str(msg.get("engine")))] = time.monotonic()
             self.workers[worker]["refused"] = dict(self.refused[worker])
             self._seen_all()
             return
@@ -285,14 +301,18 @@ class ClusterBackend:
         while True:
             workers = await self._allowed(spec)
             client = await self._client()
-            state = self.attempts[token] = _Attempt(token, spec.game_id, emit)
+            state = self.attempts[token] = _Attempt(token, spec.game_id, emit,
+                                                    budget_s=self._startup_budget(spec))
             self._submits += 1
             future = client.submit(play_task, self.epoch, token, spec_json, resume_json,
-                                   attempt, key=f"swiss-runner-game-{self.epoch}-{token}-"
+                                   attempt, self.retry_refused_s, key=f"swiss-runner-game-{self.epoch}-{token}-"
                                    f"{self._submits}", resources={RESOURCE: 1}, retries=0,
                                    pure=False, workers=workers, allow_other_workers=False)
             try:
                 result = await self._outcome(future, state)
+            except ReplayGame as exc:
+                self._count_lost(spec, state, exc)
+                raise
             finally:
                 self.attempts.pop(token, None)
                 if not future.done():
@@ -301,12 +321,41 @@ class ClusterBackend:
             if "refused" in result:
                 self.say(f"Worker {state.owner_name} refused game {spec.game_id}: engine "
                          f"{result['refused']}: {result['reason']}; it gets no games of "
-                         f"{result['refused']}", always=True)
+                         f"{result['refused']} for {self.retry_refused_s:g} s (then it is "
+                         "asked again)", always=True)
                 continue
             if not state.finished.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(state.finished.wait(), FINISH_WAIT_S)
             return record_from_json(result["record"])
+
+    def _startup_budget(self, spec: GameSpec) -> float:
+        """From the claim to GameStarted: each engine's probe and start, within its
+        StartupTimeoutS (the probe's own default when it has none), and the usual slack."""
+        from runner.cluster.task import PROBE_TIMEOUT_S
+
+        startup = sum(2 * (e.startup_timeout_s or PROBE_TIMEOUT_S) for e in (spec.white, spec.black))
+        return max(STARTUP_BUDGET_S, startup + self.overdue_s)
+
+    def _count_lost(self, spec: GameSpec, state: _Attempt, exc: ReplayGame) -> None:
+        """Count an attempt lost with its worker; stop the event at Cluster.MaxLostAttempts
+        (a lost scheduler is no fault of the game and does not count)."""
+        if state.owner is None or getattr(exc, "scheduler_lost", False):
+            return
+        lost = self.lost_attempts.setdefault(spec.game_id, [])
+        lost.append(f"{state.owner_name or state.owner}: {exc}")
+        if len(lost) < self.max_lost_attempts:
+            return
+        names = sorted({why.split(":", 1)[0] for why in lost})
+        raise GameEndsWorkers(
+            f"game {spec.game_id} ({spec.white.name} vs {spec.black.name}) lost its worker in "
+            f"{len(lost)} attempts in a row (Cluster.MaxLostAttempts = {self.max_lost_attempts}), "
+            f"on {', '.join(names)}: " + " | ".join(f"attempt {i}: {why}" for i, why in
+                                                    enumerate(lost, 1))
+            + ". The event stops here (as TCEC pauses an event whose game brings its machines "
+            "down): check those workers and the two engines, then run the same command again; "
+            "every recorded game is intact and this game continues from its last logged "
+            "position") from exc
 
     def _budget(self, event: MovePlayed | GameStarted) -> float:
         """How long the next move may take before the worker counts as cut off: the
@@ -354,12 +403,32 @@ class ClusterBackend:
         if isinstance(outcome, BaseException):
             where = f" on worker {state.owner_name}" if state.owner_name else ""
             if "scheduler-connection-lost" in str(outcome):
-                raise ReplayGame(f"the Dask scheduler was lost at ply {state.ply}{where}; the "
-                                 "game continues from its last logged position when it is back")
+                lost = ReplayGame(f"the Dask scheduler was lost at ply {state.ply}{where}; the "
+                                  "game continues from its last logged position when it is back")
+                lost.scheduler_lost = True  # type: ignore[attr-defined]
+                raise lost
             raise ReplayGame(f"the task failed{where} at ply {state.ply} "
                              f"({type(outcome).__name__}: {outcome}); the game continues from "
                              "its last logged position")
         return outcome
+
+    def _forgive_refusals(self) -> None:
+        """Refusals older than Cluster.RetryRefusedS are dropped: the worker is asked again
+        (it probes the engine again; the operator may have fixed it meanwhile)."""
+        now = time.monotonic()
+        for (worker, engine), when in list(self.refused_at.items()):
+            if now - when < self.retry_refused_s:
+                continue
+            del self.refused_at[(worker, engine)]
+            refused = self.refused.get(worker, {})
+            refused.pop(engine, None)
+            if not refused:
+                self.refused.pop(worker, None)
+            if worker in self.workers:
+                self.workers[worker]["refused"] = dict(refused)
+            self.say(f"Worker {self.names.get(worker, worker)} may play {engine} again (it "
+                     f"refused it {now - when:.0f} s ago): it probes it again", always=True)
+            self._seen_all()
 
     async def _allowed(self, spec: GameSpec) -> list[str] | None:
         """Workers that have not refused either engine (None: any worker); waits while there
@@ -368,6 +437,7 @@ class ClusterBackend:
         deadline = time.monotonic() + self.wait_s
         said = ""
         while True:
+            self._forgive_refusals()
             await self._client()
             workers = await self._workers()
             if workers and not self.refused:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import threading
+import time
 from typing import Any
 
 from distributed import WorkerPlugin, get_worker
@@ -31,7 +32,7 @@ from runner.domain.events import (
 )
 
 POLL_S = 0.25  # how often a game checks that the runner still wants it
-PROBE_TIMEOUT_S = 20.0
+PROBE_TIMEOUT_S = 20.0  # an engine without StartupTimeoutS
 
 
 class EngineProbes(WorkerPlugin):
@@ -41,7 +42,8 @@ class EngineProbes(WorkerPlugin):
     name = PLUGIN
 
     def __init__(self, engines: dict[str, str] | None = None) -> None:
-        self.results: dict[tuple[str, tuple[str, ...], str], str] = {}
+        # (command, args, protocol, startup timeout) -> (why not, or "", monotonic time)
+        self.results: dict[tuple[Any, ...], tuple[str, float]] = {}
         self.lock = threading.Lock()
         # per-worker engine commands: engine name in the event -> command on this machine
         self.engines = dict(engines or {})
@@ -56,16 +58,19 @@ class EngineProbes(WorkerPlugin):
     def setup(self, worker: Any) -> None:  # noqa: D401 - WorkerPlugin hook
         self.results = {}
 
-    def problem(self, engine: Any) -> str:
-        """"" when the engine starts and completes its handshake here, else why not."""
-        from runner.play.engines import probe_engine
+    def problem(self, engine: Any, retry_s: float = float("inf")) -> str:
+        """"" when the engine starts, completes its handshake and takes its Options here
+        (within its StartupTimeoutS), else why not. A failure is probed again after
+        ``retry_s`` seconds (the runner asks again after Cluster.RetryRefusedS)."""
+        from runner.play.engines import probe_engines
 
-        key = (engine.command, tuple(engine.args), engine.protocol)
+        key = (engine.command, tuple(engine.args), engine.protocol, engine.startup_timeout_s)
         with self.lock:
-            if key not in self.results:
-                result = probe_engine(engine, timeout=PROBE_TIMEOUT_S)
-                self.results[key] = result.error
-            return self.results[key]
+            known = self.results.get(key)
+            if known is None or (known[0] and time.monotonic() - known[1] >= retry_s):
+                result = probe_engines([engine], None, default=PROBE_TIMEOUT_S)[0]
+                known = self.results[key] = (result.error, time.monotonic())
+            return known[0]
 
 
 class Abandoned(Exception):
@@ -90,7 +95,8 @@ def _wanted(worker: Any, key: Any) -> bool:
 
 
 def play_task(epoch: str, token: str, spec_json: dict[str, Any],
-              resume_json: dict[str, Any] | None, attempt: int) -> dict[str, Any]:
+              resume_json: dict[str, Any] | None, attempt: int,
+              retry_refused_s: float = float("inf")) -> dict[str, Any]:
     """Play one game here and stream its events; returns ``{"record": ...}`` or
     ``{"refused": engine, "reason": ...}`` (the runner has the events already)."""
     worker = get_worker()
@@ -106,7 +112,7 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
     spec = probes.local(spec_from_json(spec_json))
     resume = resume_from_json(resume_json) if resume_json is not None else None
     for engine in (spec.white, spec.black):
-        problem = probes.problem(engine)
+        problem = probes.problem(engine, retry_refused_s)
         if problem:
             send("refused", engine=engine.name, reason=problem)
             return {"refused": engine.name, "reason": problem}

@@ -340,7 +340,8 @@ _TOP = {
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
     "Ratings": False, "Cluster": False,
 }
-_CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
+_CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
+            "MaxLostAttempts": False}
 _RATINGS = {
     "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
     "Simulations": False, "Seed": False, "Confidence": False,
@@ -628,8 +629,10 @@ def _interruption(c: _Checker, raw: Any) -> InterruptionConfig:
 
 
 def _fit_or_number(c: _Checker, d: dict[str, Any], key: str, name: str,
-                   check: Callable[[Any], bool], expected: str) -> float | None:
-    value = d.get(name, "fit")
+                   check: Callable[[Any], bool], expected: str,
+                   default: float | None = None) -> float | None:
+    """None for 'fit' (the default unless ``default`` is a number)."""
+    value = d.get(name, "fit" if default is None else default)
     if value == "fit":
         return None
     return c.get(d, key, name, "float", None, check, f"'fit' or {expected}")
@@ -657,7 +660,7 @@ def _ratings(c: _Checker, raw: Any, engines: tuple[EngineConfig, ...]) -> Rating
         elo=float(elo),
         white_advantage=_fit_or_number(c, d, k, "WhiteAdvantage",
                                        lambda v: abs(v) < MAX_WHITE_ADVANTAGE,
-                                       "a fixed advantage in Elo (-1000..1000)"),
+                                       "a fixed advantage in Elo (-1000..1000)", default=0.0),
         draw_rate=_fit_or_number(c, d, k, "DrawRate", lambda v: 0 <= v < 100,
                                  "a fixed draw rate between equal engines, percent 0..100"),
         simulations=c.get(d, k, "Simulations", "int", 1000, lambda v: 0 <= v <= MAX_SIMULATIONS,
@@ -712,8 +715,14 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                  "seconds from 0 to 86400")
     overdue = c.get(d, "Cluster", "OverdueS", "float", 60.0, lambda v: 1 <= v <= 86400,
                     "seconds from 1 to 86400")
+    retry = c.get(d, "Cluster", "RetryRefusedS", "float", 600.0, lambda v: 1 <= v <= 86400 * 7,
+                  "seconds from 1 to 604800")
+    lost = c.get(d, "Cluster", "MaxLostAttempts", "int", 3, lambda v: 1 <= v <= 1000,
+                 "a number of attempts from 1 to 1000")
     return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0),
-                         overdue_s=float(overdue if overdue is not None else 60.0))
+                         overdue_s=float(overdue if overdue is not None else 60.0),
+                         retry_refused_s=float(retry if retry is not None else 600.0),
+                         max_lost_attempts=int(lost if lost is not None else 3))
 
 
 def _code(character: int | str) -> int:

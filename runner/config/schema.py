@@ -105,7 +105,7 @@ class RatingsConfig:
 
     anchor: str | None = None  # None: the pool average is ``elo``
     elo: float = 0.0  # rating of the anchor, or of the pool average
-    white_advantage: float | None = None  # None: fitted; else fixed Elo
+    white_advantage: float | None = 0.0  # None: fitted; else fixed Elo (0: Ordo's default)
     draw_rate: float | None = None  # None: fitted; else fixed percent
     simulations: int = 1000
     seed: int = 0
@@ -139,6 +139,8 @@ class ClusterConfig:
     scheduler: str  # tcp://HOST:PORT or tls://HOST:PORT
     wait_s: float = 600.0  # how long the runner waits for a lost scheduler before it stops
     overdue_s: float = 60.0  # a worker silent this long past the mover's clock is cut off
+    retry_refused_s: float = 600.0  # a worker that refused an engine is asked again after this
+    max_lost_attempts: int = 3  # a game that loses its worker this often stops the event
 
 
 @dataclass(frozen=True)

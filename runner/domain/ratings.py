@@ -27,7 +27,7 @@ import io
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from scipy import optimize, sparse, special
 from scipy.sparse.csgraph import connected_components
 
 from runner.domain.endings import LABELS, GameEnd
+from runner.errors import RecordInvalid
 
 JSON_FORMAT = "swiss-runner-ratings"
 JSON_VERSION = 1
@@ -66,7 +67,7 @@ class Game:
 class RatingOptions:
     anchor: str | None = None  # None: the pool average is ``elo``
     elo: float = 0.0  # rating of the anchor, or of the pool average
-    white_advantage: float | None = None  # None: fitted (Ordo -W); else fixed, in Elo (-w)
+    white_advantage: float | None = 0.0  # None: fitted (Ordo -W); else fixed, in Elo (-w; Ordo's default 0)
     draw_rate: float | None = None  # None: fitted (Ordo -D); else fixed fraction 0..1 (-d)
     simulations: int = 1000  # 0: no error margins
     seed: int = 0
@@ -183,6 +184,9 @@ class Ratings:
     notes: list[str]  # human-readable problems (unrated players, groups)
     ends: dict[GameEnd, dict[str, int]]  # class -> {"1-0": n, "1/2-1/2": n, "0-1": n}
     simulations_redrawn: int = 0
+    # why the anchor cannot be rated ("all wins", "all losses", "no games", "not connected"):
+    # the ratings are then placed on a pool average of ``options.elo`` instead
+    anchor_unrated: str | None = None
 
     def player(self, name: str) -> PlayerStats:
         for p in self.players:
@@ -533,18 +537,23 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
                     players: Sequence[str] = ()) -> Ratings:
     """Ratings and statistics of every engine in ``games`` (and in ``players``, if given).
 
-    Raises ValueError on a bad result, an engine playing itself, or an anchor that is not a
-    rated engine.
+    Raises ValueError on a bad result, an engine playing itself, or an anchor that is not an
+    engine of the event. An anchor that cannot be rated yet (all wins, all losses, no games,
+    not connected) is no error: the ratings are placed on a pool average of ``options.elo``
+    and ``anchor_unrated`` (and a note) says why.
     """
     options = options or RatingOptions()
     games = list(games)
     names: list[str] = list(dict.fromkeys([*players, *(n for g in games for n in (g.white, g.black))]))
     for g in games:
+        if not isinstance(g.round, int) or not isinstance(g.game, int):
+            raise RecordInvalid(f"game {g.white} - {g.black}: round {g.round!r}, game "
+                                f"{g.game!r}: not numbers")
         if g.result not in _POINTS:
-            raise ValueError(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
                              f"is not 1-0, 0-1 or 1/2-1/2")
         if g.white == g.black:
-            raise ValueError(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
     if options.anchor is not None and options.anchor not in names:
         raise ValueError(f"anchor {options.anchor!r} played no game (engines: {', '.join(names)})")
     index = {name: i for i, name in enumerate(names)}
@@ -555,11 +564,9 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     beta = options.beta
     fit = _fit_once(design, score, beta, options.white_advantage, options.draw_rate)
     labels, wadv, draw_rate = fit["labels"], fit["wadv"], fit["draw_rate"]
-    if options.anchor is not None and labels[index[options.anchor]] < 0:
-        why = "all wins" if fit["winners"][index[options.anchor]] else "all losses"
-        raise ValueError(f"anchor {options.anchor!r} cannot be rated ({why}): choose another "
-                         f"anchor or the pool average")
-    centred = _center(fit["ratings"], labels, options, names)
+    anchor_unrated = _anchor_unrated(options.anchor, index, fit)
+    placed = replace(options, anchor=None) if anchor_unrated else options
+    centred = _center(fit["ratings"], labels, placed, names)
     # perfect scores: Ordo's estimate against the placed ratings
     est = _estimates_for(design, score, labels, centred, wadv, beta, draw_rate)
     truth = np.where(np.isnan(centred), est, centred)
@@ -576,7 +583,7 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
                                          fit["ngroups"] + int(np.sum(fit["winners"] | fit["losers"]
                                                                      | fit["isolated"])),
                                          options.simulations, options.seed)
-        sims = _recenter(sims, sim_active, labels, fit, options, index)
+        sims = _recenter(sims, sim_active, labels, fit, placed, index)
         played = fit["has_games"]
         with warnings.catch_warnings():  # a player with no finite simulation: NaN, no warning
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -626,8 +633,12 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
             st.error = float(errors[i])
         _performance(st, name, games, truth, index, beta)
     groups = [[names[i] for i in np.flatnonzero(labels == g)] for g in range(fit["ngroups"])]
+    if anchor_unrated:
+        notes.insert(0, f"the anchor {options.anchor} cannot be rated yet ({anchor_unrated}): "
+                        f"the ratings are placed on a pool average of {_fmt(options.elo)} "
+                        f"instead, until it can be")
     if len(groups) > 1:
-        where = options.anchor and f"the group of {options.anchor} on its rating, the others on an average of {_fmt(options.elo)}"
+        where = placed.anchor and f"the group of {options.anchor} on its rating, the others on an average of {_fmt(options.elo)}"
         notes.append(
             f"{len(groups)} groups of engines are not connected by games both ways (no wins or "
             f"draws in one direction between them), so ratings compare only within a group: "
@@ -650,7 +661,20 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
         row[g.result] += 1
     return Ratings(players=ranked, options=options, white_advantage=wadv,
                    white_advantage_error=wadv_error, draw_rate=draw_rate, games=len(games),
-                   groups=groups, notes=notes, ends=ends, simulations_redrawn=redrawn)
+                   groups=groups, notes=notes, ends=ends, simulations_redrawn=redrawn,
+                   anchor_unrated=anchor_unrated)
+
+
+def _anchor_unrated(anchor: str | None, index: dict[str, int], fit: dict[str, Any]) -> str | None:
+    """Why ``anchor`` has no rating in ``fit`` (None: it has one, or there is no anchor)."""
+    if anchor is None or fit["labels"][index[anchor]] >= 0:
+        return None
+    i = index[anchor]
+    if fit["winners"][i]:
+        return "all wins"
+    if fit["losers"][i]:
+        return "all losses"
+    return "not connected" if fit["isolated"][i] else "no games"
 
 
 def _recenter(sims: np.ndarray, active: np.ndarray, labels: np.ndarray, fit: dict[str, Any],
@@ -728,6 +752,8 @@ def ratings_json(ratings: Ratings) -> dict[str, Any]:
         "version": JSON_VERSION,
         "model": {
             "scale": o.scale, "anchor": o.anchor, "elo": o.elo,
+            "anchored": o.anchor is not None and ratings.anchor_unrated is None,
+            "anchor_unrated": ratings.anchor_unrated,
             "white_advantage": _r(ratings.white_advantage, 2),
             "white_advantage_error": _r(ratings.white_advantage_error, 2),
             "white_advantage_fitted": o.white_advantage is None,
@@ -803,6 +829,9 @@ def _md_table(header: list[str], body: list[list[str]]) -> str:
 def summary_line(ratings: Ratings) -> str:
     o = ratings.options
     where = f"anchor {o.anchor} = {_fmt(o.elo)}" if o.anchor else f"pool average {_fmt(o.elo)}"
+    if o.anchor and ratings.anchor_unrated:
+        where = (f"pool average {_fmt(o.elo)} (the anchor {o.anchor} cannot be rated yet: "
+                 f"{ratings.anchor_unrated})")
     wa = f"white advantage {ratings.white_advantage:.1f}"
     if ratings.white_advantage_error is not None:
         wa += f" +/- {ratings.white_advantage_error:.1f}"

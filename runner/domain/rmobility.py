@@ -24,6 +24,7 @@ from fractions import Fraction
 import chess
 
 from runner.domain.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN
+from runner.errors import RecordInvalid
 
 HALF = Fraction(1, 2)
 # Tag of a drawn game in which no position was reached since the start (no moves at all):
@@ -63,7 +64,7 @@ def game_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> 
     if result == BLACK_WIN:
         return format_tag(0, False)
     if result not in RESULTS:
-        raise ValueError(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
+        raise RecordInvalid(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
     try:
         board = chess.Board(start_fen) if start_fen else chess.Board()
     except ValueError as exc:
@@ -108,7 +109,7 @@ def rmobility_points(tag: str | None, result: str) -> tuple[Fraction, Fraction]:
     if result == BLACK_WIN:
         return Fraction(0), Fraction(1)
     if result != DRAW:
-        raise ValueError(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
+        raise RecordInvalid(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
     if tag is None or tag.strip() == NO_POSITION_TAG:
         return HALF, HALF
     halves, white_achieved = parse_tag(tag)

@@ -31,6 +31,7 @@ from runner.config.schema import TIEBREAKS
 from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
 from runner.domain.text import markdown_cell, printable
+from runner.errors import RecordInvalid
 
 if TYPE_CHECKING:
     from runner.config.schema import Config
@@ -130,12 +131,12 @@ _POINTS = {h: Fraction(h, 2) for h in (0, 1, 2)}
 def _collect(results: EventResults) -> dict[str, _Player]:
     players = {name: _Player(name, i + 1) for i, name in enumerate(results.seeds)}
     if len(players) != len(results.seeds):
-        raise ValueError(f"duplicate engine name in the seeds: {list(results.seeds)}")
+        raise RecordInvalid(f"duplicate engine name in the seeds: {list(results.seeds)}")
     bye_halves = int(2 * bye_points(results.games_per_match))  # whole points
     for rnd in sorted(results.rounds, key=lambda r: r.number):
         if rnd.bye is not None:
             if rnd.bye not in players:
-                raise ValueError(f"round {rnd.number}: bye for {rnd.bye!r}, which is not a seeded engine")
+                raise RecordInvalid(f"round {rnd.number}: bye for {rnd.bye!r}, which is not a seeded engine")
             p = players[rnd.bye]
             p.byes += 1
             p.bye_rounds.append(rnd.number)
@@ -159,11 +160,11 @@ def _add_game(players: dict[str, _Player], g: PlayedGame) -> None:
     where = f"game {g.round}.{g.game_in_round} ({g.white} - {g.black})"
     for name in (g.white, g.black):
         if name not in players:
-            raise ValueError(f"{where}: {name!r} is not a seeded engine")
+            raise RecordInvalid(f"{where}: {name!r} is not a seeded engine")
     if g.white == g.black:
-        raise ValueError(f"{where}: an engine cannot play itself")
+        raise RecordInvalid(f"{where}: an engine cannot play itself")
     if g.result not in RESULTS:
-        raise ValueError(f"{where}: bad result {g.result!r}, expected one of {', '.join(RESULTS)}")
+        raise RecordInvalid(f"{where}: bad result {g.result!r}, expected one of {', '.join(RESULTS)}")
     wh, bh = _HALVES[g.result]
     rw, rb = rmobility_points(g.rmobility, g.result)
     for name, opp, color, halves, rm in ((g.white, g.black, "w", wh, rw), (g.black, g.white, "b", bh, rb)):

@@ -343,11 +343,14 @@ class EngineProcess:
             kill_owned(self.pid, self.token, handle=None, reaped=True, since_pid=self.pid)
 
     async def close(self, quit_timeout: float = 1.0) -> None:
-        """Ask the engine to quit, then kill its whole process group whatever happened."""
-        if self.alive:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.protocol.quit(), quit_timeout)
-        self._kill_all()
+        """Ask the engine to quit, then kill its whole process group whatever happened
+        (a cancellation or a stop signal while it quits included)."""
+        try:
+            if self.alive:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.protocol.quit(), quit_timeout)
+        finally:
+            self._kill_all()
 
     def kill(self) -> None:
         """Synchronous hard kill (hung engine, cancelled task)."""
@@ -358,9 +361,26 @@ class EngineProcess:
 class EngineStartError(Exception):
     """The engine could not be started or did not finish its handshake."""
 
-    def __init__(self, message: str, *, stalled: bool = False):
+    def __init__(self, message: str, *, stalled: bool = False, printed: str = ""):
         super().__init__(message)
         self.stalled = stalled  # True: no handshake within the timeout; False: crashed/missing
+        self.printed = printed  # "; it printed: ..." (what it said instead of the handshake)
+
+
+_HANDSHAKE_LINES = ("id ", "option ", "uciok", "readyok", "feature ", "pong")
+
+
+def _printed(protocol: Any, limit: int = 300) -> str:
+    """"; it printed: LINE | LINE" (its first lines that were no move or search line, cut
+    short and made printable), or "" when it printed none."""
+    from runner.domain.text import printable
+
+    lines = [line for line in protocol.__dict__.get("other_lines") or []
+             if not line.startswith(_HANDSHAKE_LINES)]
+    if not lines:
+        return ""
+    text = printable(" | ".join(lines[:5]))
+    return "; it printed: " + (text if len(text) <= limit else text[:limit] + "...")
 
 
 #: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
@@ -429,13 +449,16 @@ async def start_engine(
     cpus: Sequence[int] | None = None,
     io_log: Callable[[str, str], None] | None = None,
     stderr: Any = None,
+    confirm: bool = False,
 ) -> EngineProcess:
     """Start ``engine``, finish the UCI/XBoard handshake and apply its configured Options.
 
     Options the engine does not have are skipped with a warning (``validate --probe``
     reports them as errors before an event). ``cpus``: pin the engine (every thread, its
     children too) to these cores. ``io_log``: called with every line sent (``">"``) and
-    received (``"<"``), from the first line on.
+    received (``"<"``), from the first line on. ``confirm``: then ask whether it is ready
+    (isready/ping), so that an engine that dies of an option's value is found here (the
+    engine check before an event) and not in its first game.
     """
     command = [engine.command, *engine.args]
     cls: Any = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
@@ -476,19 +499,27 @@ async def start_engine(
                 options[real] = value
         if options:
             await asyncio.wait_for(protocol.configure(options), timeout)
+        if confirm:
+            try:
+                await asyncio.wait_for(protocol.ping(), timeout)
+            except chess.engine.EngineTerminatedError as exc:
+                set_ = ", ".join(f"{k}={v}" for k, v in options.items())
+                raise chess.engine.EngineTerminatedError(
+                    f"it exited once its Options were set ({set_}): {exc}" if options
+                    else str(exc)) from None
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
             from runner.play.affinity import pin_tree
 
             pin_tree(pid, cpus)
     except TimeoutError:
         proc.kill()
-        raise EngineStartError(f"{engine.name}: no {engine.protocol} handshake within {timeout:g} s",
-                               stalled=True) from None
+        said = _printed(protocol)
+        raise EngineStartError(f"{engine.name}: no {engine.protocol} handshake within "
+                               f"{timeout:g} s{said}", stalled=True, printed=said) from None
     except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError) as exc:
         proc.kill()
-        said = "; it printed: " + " | ".join(protocol.__dict__.get("other_lines", [])[:5]) \
-            if protocol.__dict__.get("other_lines") else ""
-        raise EngineStartError(f"{engine.name}: {exc}{said}") from None
+        said = _printed(protocol)
+        raise EngineStartError(f"{engine.name}: {exc}{said}", printed=said) from None
     except BaseException:
         proc.kill()
         raise
@@ -687,13 +718,13 @@ async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
     with tempfile.TemporaryFile() as errors:
         try:
-            proc = await start_engine(engine, timeout=timeout, stderr=errors)
+            proc = await start_engine(engine, timeout=timeout, stderr=errors, confirm=True)
         except EngineStartError as exc:
             errors.seek(0)
             output = errors.read(4096).decode("utf-8", "replace").strip()
             if exc.stalled:
-                return ProbeResult(error=f"no {engine.protocol} handshake within {timeout:g} s",
-                                   output=output)
+                return ProbeResult(error=f"no {engine.protocol} handshake within {timeout:g} s"
+                                         f"{exc.printed}", output=output)
             return ProbeResult(error=f"cannot start {engine.command!r}: {exc}", output=output)
         try:
             return ProbeResult(id_name=proc.protocol.id.get("name", "?"),

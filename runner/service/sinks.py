@@ -9,21 +9,60 @@ sinks are views that report their own failures and never lose a game (compare fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
-from runner.errors import StopEvent
+from runner.errors import RecordInvalid, StopEvent, ViewError
 from runner.store.database import Store, append_pgn
 from runner.store.movelog import MoveLog
 
 
 def err(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+class ViewErrors:
+    """Reports the errors of the views: each distinct one once (a view that fails at every
+    game would otherwise print the same lines all event long), saying what failed and that
+    the record is intact. The view is tried again at its next update; it never ends the run."""
+
+    def __init__(self, record: Path | str):
+        self.record = record
+        self.seen: set[tuple[str, str, str]] = set()
+
+    def report(self, what: str, exc: BaseException) -> None:
+        cause = exc.cause if isinstance(exc, ViewError) else exc
+        key = (what, type(cause).__name__, str(cause))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        bug = ("" if isinstance(cause, OSError | sqlite3.Error | RecordInvalid)
+               else "this is a bug in swiss-runner (please report it), not damage: ")
+        err(f"{what} failed: {type(cause).__name__}: {cause}; {bug}the record in {self.record} "
+            "is intact, the event goes on and this view is tried again at its next update "
+            "(reported once)")
+
+    @contextlib.contextmanager
+    def guard(self, what: str, store_errors: bool = False) -> Iterator[None]:
+        """Run a view's update; report (not raise) its error. The store's own errors
+        (RecordError: a game could not be committed) still stop the event, and with
+        ``store_errors`` so does everything but a :class:`ViewError` (at start-up: errors
+        of reading the record, reported by the caller as damage)."""
+        try:
+            yield
+        except (StopEvent, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a view never costs the event
+            if store_errors and not isinstance(exc, ViewError):
+                raise  # at start-up: reading the record (its damage is reported as such)
+            self.report(what, exc)
 
 
 class Sink(Protocol):
@@ -147,9 +186,11 @@ class SnapshotSink:
     settle = 0.1
     moves = False
 
-    def __init__(self, write: Callable[[], bool | None], interval: float):
+    def __init__(self, write: Callable[[], bool | None], interval: float,
+                 errors: ViewErrors | None = None):
         self.write = write
         self.interval = interval
+        self.errors = errors or ViewErrors("the database")
         self.failed = False  # the last write failed: written again, at the latest at the end
         self._task: asyncio.Task[None] | None = None
         self._again = False
@@ -187,7 +228,7 @@ class SnapshotSink:
         while True:
             self._again = False
             self._last = time.monotonic()
-            self.failed = await asyncio.to_thread(self.write) is False
+            self.failed = await self._write()
             if self.failed and not self._again and self._timer is None:  # disk full? try later
                 self._timer = asyncio.get_running_loop().call_later(self.interval, self._fire)
             if not self._again:
@@ -204,22 +245,29 @@ class SnapshotSink:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            self.failed = await asyncio.to_thread(self.write) is False
+            self.failed = await self._write()
+
+    async def _write(self) -> bool:
+        """One write in a thread; True when it failed (an error of the view is reported,
+        once, and never leaves the task with an exception nobody retrieves)."""
+        try:
+            return await asyncio.to_thread(self.write) is False
+        except Exception as exc:  # noqa: BLE001 - a view never costs the event
+            self.errors.report("the JSON snapshot (StatePath)", exc)
+            return True
 
 
 class EventRouter:
     """Hands each event to the store first, then to the views."""
 
-    def __init__(self, store: StoreSink, views: Sequence[Sink]):
+    def __init__(self, store: StoreSink, views: Sequence[Sink], errors: ViewErrors | None = None):
         self.store = store
         self.views = list(views)
+        self.errors = errors or ViewErrors(store.store.path)
         self.move_views = [v for v in self.views if getattr(v, "moves", True)]
 
     def publish(self, event: GameEvent) -> None:
         self.store.handle(event)  # RecordError propagates: the event must stop
         for view in self.move_views if isinstance(event, MovePlayed) else self.views:
-            try:
+            with self.errors.guard(type(view).__name__):
                 view.handle(event)
-            except Exception as exc:  # noqa: BLE001 - a view never costs a recorded game
-                err(f"{type(view).__name__}: {type(exc).__name__}: {exc} (game "
-                    f"{event.game_id}; the record in the database is intact)")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
 from runner.domain.models import EventResults
+from runner.errors import ViewError, view
 from runner.service.lock import runner_alive
 from runner.store.database import Store, atomic_write
 
@@ -68,15 +69,16 @@ def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
     results = store.event_results()
     if results is None:
         return None
-    rows = ranked(results, config.tiebreaks)
-    return [{"place": r.place, "place_label": r.place_label, "engine": r.name, "seed": r.seed,
-             "score": float(r.score), "games": r.games, "wins": r.wins, "draws": r.draws,
-             "losses": r.losses, "byes": r.byes,
-             "tiebreaks": {k: None if r.tiebreaks.get(k) is None else float(r.tiebreaks[k])
-                           for k in config.tiebreaks},
-             "extra_games": r.extra_games,
-             "extra_score": None if r.extra_score is None else float(r.extra_score)}
-            for r in rows]
+    with view("the standings"):
+        rows = ranked(results, config.tiebreaks)
+        return [{"place": r.place, "place_label": r.place_label, "engine": r.name, "seed": r.seed,
+                 "score": float(r.score), "games": r.games, "wins": r.wins, "draws": r.draws,
+                 "losses": r.losses, "byes": r.byes,
+                 "tiebreaks": {k: None if r.tiebreaks.get(k) is None else float(r.tiebreaks[k])
+                               for k in config.tiebreaks},
+                 "extra_games": r.extra_games,
+                 "extra_score": None if r.extra_score is None else float(r.extra_score)}
+                for r in rows]
 
 
 class LiveGame:
@@ -153,9 +155,14 @@ class StateCache:
     ratings (when a round was completed), each game in progress (only the moves logged
     since the last snapshot are read), the decoded GameStarted events, and what never
     changes once the event exists (seeds, opening order, name, creation time). One cache
-    belongs to one event's database."""
+    belongs to one event's database.
 
-    def __init__(self) -> None:
+    ``on_view_error``: the standings or ratings could not be made (a bug in them): the
+    runner reports it and the document is written with the last ones that could (tried
+    again when they can have changed). Without it the error is raised."""
+
+    def __init__(self, on_view_error: Callable[[ViewError], None] | None = None) -> None:
+        self.on_view_error = on_view_error
         self.results_key: Any = None
         self.rows: list[dict[str, Any]] | None = None
         self.ratings_key: int | None = None
@@ -358,14 +365,16 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
     from runner.domain.ratings import Game, compute_ratings, ratings_json
     from runner.domain.standings import rating_options
 
-    games = [Game(g["white"], g["black"], g["result"], g["round"],
-                  end=classify_end(g["result"], g["termination"], reason=g["reason"]),
-                  extra=g["extra"], game=g["game_in_round"])
-             for g in finished]
-    options = rating_options(config)
-    if not margins:
-        options = replace(options, simulations=0)
-    return ratings_json(compute_ratings(games, options, store.seeds()))
+    seeds = store.seeds()
+    with view("the ratings"):
+        games = [Game(g["white"], g["black"], g["result"], g["round"],
+                      end=classify_end(g["result"], g["termination"], reason=g["reason"]),
+                      extra=g["extra"], game=g["game_in_round"])
+                 for g in finished]
+        options = rating_options(config)
+        if not margins:
+            options = replace(options, simulations=0)
+        return ratings_json(compute_ratings(games, options, seeds))
 
 
 def _results(config: Config, store: Store, finished: int, complete_rounds: int, paired: int,
@@ -374,10 +383,15 @@ def _results(config: Config, store: Store, finished: int, complete_rounds: int, 
     round was paired, the ratings when a round was completed (they need numpy/scipy: not
     while each game ends)."""
     key = (finished, paired)
-    if cache.results_key != key:
-        cache.rows, cache.results_key = standings_rows(config, store), key
-    if cache.ratings_key != complete_rounds:
-        cache.ratings, cache.ratings_key = ratings_doc(config, store), complete_rounds
+    try:
+        if cache.results_key != key:
+            cache.rows, cache.results_key = standings_rows(config, store), key
+        if cache.ratings_key != complete_rounds:
+            cache.ratings, cache.ratings_key = ratings_doc(config, store), complete_rounds
+    except ViewError as exc:
+        if cache.on_view_error is None:
+            raise
+        cache.on_view_error(exc)  # the last standings/ratings that could be made stay
     return cache.rows, cache.ratings
 
 
@@ -401,7 +415,8 @@ def standings_text(config: Config, store: Store) -> str | None:
     results = store.event_results()
     if results is None:
         return None
-    return render_standings(ranked(results, config.tiebreaks), results, "text")
+    with view("the standings table"):
+        return render_standings(ranked(results, config.tiebreaks), results, "text")
 
 
 def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,

@@ -31,6 +31,7 @@ from runner.service.sinks import (
     RecordError,
     SnapshotSink,
     StoreSink,
+    ViewErrors,
     err,
 )
 from runner.service.state import StateCache, check_snapshot, standings_text, write_snapshot
@@ -68,9 +69,13 @@ class Tournament:
     _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
+    view_errors: ViewErrors = field(init=False)
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
+        self.view_errors = ViewErrors(self.store.path)  # each view's error reported once
+        self._state_cache.on_view_error = lambda exc: self.view_errors.report(
+            f"{exc.what} in the JSON snapshot (StatePath)", exc)
 
     # ---- output --------------------------------------------------------------------------
 
@@ -87,11 +92,14 @@ class Tournament:
             return code
         for path in (self.config.pgn_out, self.config.swiss.state_path):
             remove_stale_temp_files(path)  # a kill inside their atomic rewrite left these
-        self.pgn.sync()
-        if check_snapshot(self.config.swiss.state_path):
-            self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or cut "
-                     f"short; rebuilt from {self.store.path}")
-        write_snapshot(self.config, self.store, self._state_cache)  # the run goes on from it
+        # the views: an error of one is reported and the event goes on (never "damaged")
+        with self.view_errors.guard(f"the PGN file {self.config.pgn_out}", store_errors=True):
+            self.pgn.sync()
+        with self.view_errors.guard("the JSON snapshot (StatePath)", store_errors=True):
+            if check_snapshot(self.config.swiss.state_path):
+                self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or "
+                         f"cut short; rebuilt from {self.store.path}")
+            write_snapshot(self.config, self.store, self._state_cache)  # the run goes on from it
         return None
 
     def total_games(self) -> int:
@@ -427,7 +435,12 @@ class Tournament:
         bye = f"; bye: {rd.bye}" if rd.bye else ""
         self.say(f"{label} {number} complete: {len(games)} games, white wins {counts['1-0']}, "
                  f"black wins {counts['0-1']}, draws {counts['1/2-1/2']}{bye}", always=True)
-        table = standings_text(self.config, self.store)
+        self.show_standings()
+
+    def show_standings(self) -> None:
+        table = None
+        with self.view_errors.guard("the standings table"):
+            table = standings_text(self.config, self.store)
         if table:
             self.say(table.rstrip("\n"), always=True)
 
@@ -483,7 +496,8 @@ class Tournament:
 
         if stop_requested() is not None:  # a stop signal whose KeyboardInterrupt was swallowed
             self.on_signal(stop_requested())
-        self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s)
+        self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s,
+                                     self.view_errors)
         snapshot = self.snapshot
 
         def moves_written() -> None:  # called on the move-log thread
@@ -498,7 +512,7 @@ class Tournament:
 
         views = run_views(self)  # console lines with progress/ETA, EPD file, live view
         self.router = EventRouter(StoreSink(self.store, self.movelog),
-                                  [*views.sinks(), self.pgn, snapshot])
+                                  [*views.sinks(), self.pgn, snapshot], self.view_errors)
         try:
             return await self._run()
         finally:
@@ -538,9 +552,7 @@ class Tournament:
                      f"recorded; run the same command to resume", always=True)
             return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
         self.say("Event complete. Final standings:", always=True)
-        table = standings_text(self.config, self.store)
-        if table:
-            self.say(table.rstrip("\n"), always=True)
+        self.show_standings()
         return EXIT_OK
 
 

@@ -19,12 +19,17 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --log FILE              append every command received to FILE
   --ignore-nodes          search a ``go nodes N`` (without depth/movetime/clocks) until
                           ``stop``, as Debian's toga2 does
+  --kill-parent-on-go N   SIGKILL its parent process (a cluster worker) on the Nth ``go``
+  --slow-quit S           sleep S seconds on ``quit`` before exiting (a big hash to free)
+  --die-on-setoption NAME exit(3) when the option NAME is set (a value it cannot take)
+  --junk-handshake        answer ``uci`` with junk lines and never ``uciok`` (not an engine)
   --bad-option            declare an option whose ``min`` is not a number (python-chess logs
                           the parse error with its traceback)
 """
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -54,6 +59,10 @@ def parse_position(tokens: list[str]) -> chess.Board:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash-at-start", action="store_true")
+    ap.add_argument("--slow-quit", type=float, default=0.0)
+    ap.add_argument("--die-on-setoption", default=None)
+    ap.add_argument("--junk-handshake", action="store_true")
+    ap.add_argument("--kill-parent-on-go", type=int, default=0)
     ap.add_argument("--handshake-delay", type=float, default=0.0)
     ap.add_argument("--newgame-delay", type=float, default=0.0)
     ap.add_argument("--crash-on-go", type=int, default=0)
@@ -85,7 +94,10 @@ def main() -> None:
                 log.write(raw)
         if opts.garbage:
             send(f"\x07 ??? garbage {gos} ###")
-        if cmd == "uci":
+        if cmd == "uci" and opts.junk_handshake:
+            send("Welcome to NotAnEngine 1.0 -- type help")
+            send("unknown command: uci " + "x" * 400)
+        elif cmd == "uci":
             time.sleep(opts.handshake_delay)
             send("id name FakeUci")
             send("id author tests")
@@ -93,6 +105,8 @@ def main() -> None:
             if opts.bad_option:
                 send("option name Contempt type spin default 0 min x max 100")
             send("uciok")
+        elif cmd == "setoption" and opts.die_on_setoption and opts.die_on_setoption in tokens:
+            sys.exit(3)
         elif cmd == "isready":
             send("readyok")
         elif cmd == "ucinewgame":
@@ -102,6 +116,8 @@ def main() -> None:
             board = parse_position(tokens)
         elif cmd == "go":
             gos += 1
+            if gos == opts.kill_parent_on_go:
+                os.kill(os.getppid(), signal.SIGKILL)
             if gos == opts.crash_on_go:
                 os._exit(1)
             if gos == opts.hang_on_go:
@@ -126,6 +142,7 @@ def main() -> None:
             send("bestmove " + until_stop)
             until_stop = None
         elif cmd == "quit":
+            time.sleep(opts.slow_quit)
             break
 
 

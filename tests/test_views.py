@@ -1,0 +1,106 @@
+"""No view of an event (JSON snapshot, standings, ratings, PGN, console) can stop it, freeze
+it or make it look damaged (issue 28): an anchor that cannot be rated yet, and a view that
+raises, with real runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from testkit import FAKE_UCI, REPO, write_config
+
+from runner.cli import main
+
+pytestmark = pytest.mark.skipif(
+    not any((Path(d) / "stockfish").exists() for d in ("/usr/games", "/usr/bin")),
+    reason="stockfish (Debian package) not installed")
+
+
+def anchor_event(tmp_path: Path) -> Path:
+    """Stockfish, the anchor, against two fakes that play their first legal move: Stockfish
+    wins every game it plays (and has a bye in one round)."""
+    book = tmp_path / "book.pgn"
+    book.write_text("".join(f'[Event "o{i}"]\n\n1. {m} *\n\n' for i, m in enumerate(
+        ["e4 e5", "d4 d5", "c4 c5", "Nf3 Nf6", "e4 c5", "d4 Nf6"])))
+    weak = {"Command": sys.executable, "Args": [str(FAKE_UCI)], "Protocol": "uci"}
+    return write_config(tmp_path, {
+        "Event": "anchor wins all",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "TimeControl": "3+0.05",
+        "Concurrency": 1,
+        "PgnOut": "state/games.pgn",
+        "Openings": {"File": "book.pgn"},
+        "Adjudication": {"TcecWin": {"ScoreCp": 1000, "Plies": 4}, "MaxMoves": 60},
+        "Ratings": {"Anchor": "Stockfish", "Elo": 3500},
+        "Engines": [{"Name": "Stockfish", "Command": "stockfish", "Protocol": "uci",
+                     "Options": {"Hash": 16, "Threads": 1}},
+                    {"Name": "WeakA", **weak}, {"Name": "WeakB", **weak}],
+    })
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", *argv], cwd=REPO, text=True,
+                          capture_output=True, timeout=300)
+
+
+def test_an_anchor_that_wins_every_game_neither_stops_nor_freezes_the_event(tmp_path):
+    """It printed 'Task exception was never retrieved' at every snapshot, froze the JSON
+    state, ended with "unexpected error" (exit 1), and `run` again called the database
+    damaged (exit 2)."""
+    config = anchor_event(tmp_path)
+    run = cli("run", str(config))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""  # no warning, no traceback, no error
+    status = cli("status", str(config), "--json")
+    assert status.returncode == 0, status.stderr
+    live = json.loads(status.stdout)
+    snapshot = json.loads((tmp_path / "state" / "swiss.json").read_text())
+    assert snapshot["games_finished"] == live["games_finished"] == 6 and snapshot["complete"]
+    stockfish = next(r for r in snapshot["standings"] if r["engine"] == "Stockfish")
+    assert (stockfish["wins"], stockfish["games"]) == (4, 4)  # the event this test is about
+    model = snapshot["ratings"]["model"]
+    assert (model["anchor"], model["anchored"], model["anchor_unrated"]) == ("Stockfish", False, "all wins")
+    again = cli("run", str(config))
+    assert again.returncode == 0 and "damaged" not in again.stderr, again.stderr
+    assert cli("status", str(config)).returncode == 0
+    ratings = cli("ratings", str(config))
+    assert ratings.returncode == 0, ratings.stderr
+    assert "pool average 3500 (the anchor Stockfish cannot be rated yet: all wins)" in ratings.stdout
+    assert "note: the anchor Stockfish cannot be rated yet (all wins)" in ratings.stdout
+
+
+def test_a_view_that_raises_is_reported_once_and_the_event_goes_on(tmp_path, monkeypatch, capsys):
+    """A bug in the ratings and in the standings table: each reported once (what failed, the
+    record intact), the event played to its end (exit 0) with its final snapshot, and
+    `status` says it is a bug, not damage."""
+    import runner.domain.ratings as ratings
+    import runner.domain.standings as standings
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug in a view")
+
+    monkeypatch.setattr(ratings, "compute_ratings", broken)
+    monkeypatch.setattr(standings, "render_standings", broken)
+    config = anchor_event(tmp_path)
+    assert main(["run", str(config)]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line]
+    assert len(lines) == 2, err  # once each, although every round and snapshot failed again
+    assert any(line.startswith("error: the ratings in the JSON snapshot (StatePath) failed: "
+                               "ZeroDivisionError: a bug in a view; this is a bug") for line in lines)
+    assert any(line.startswith("error: the standings table failed: ZeroDivisionError") for line in lines)
+    assert all("is intact, the event goes on" in line for line in lines)
+    snapshot = json.loads((tmp_path / "state" / "swiss.json").read_text())
+    assert snapshot["games_finished"] == 6 and snapshot["complete"] and snapshot["ratings"] is None
+    assert main(["status", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert "the standings table could not be made (ZeroDivisionError: a bug in a view)" in err
+    assert "not damage" in err and "damaged" not in err
+    assert main(["status", str(config), "--json"]) == 1  # the ratings are in the document
+    assert "damaged" not in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main(["status", str(config)]) == 0
