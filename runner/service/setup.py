@@ -62,7 +62,8 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         order: list[int] = []
         if book and config.openings is not None:
             check_book_size(len(book), event_matches(config),
-                            s.unique_per_match_only, config.openings.file)
+                            s.unique_per_match_only,
+                            config.openings.file or "Openings.Positions")
             order = opening_order(len(book), config.openings.order, s.random_seed)
         store.init_event(fingerprint, seeds, order, event=config.event,
                          games_per_match=s.games_per_match, rounds=s.rounds,
@@ -78,7 +79,7 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
             if recorded is None:  # an event started before the lines were recorded
                 store.set_meta("book_fingerprint", book_lines)
             elif recorded != book_lines:
-                _err(f"{config.openings.file}: the opening book now gives other lines than "
+                _err(f"{config.openings.file or 'Openings.Positions'}: the opening book now gives other lines than "
                      f"when the event recorded in {store.path} started (lines {recorded}, now "
                      f"{book_lines}) although the file is the same: was python-chess or "
                      "swiss-runner upgraded? The remaining matches would not get the openings "

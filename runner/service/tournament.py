@@ -219,6 +219,7 @@ class Tournament:
             time_margin_ms=config.time_margin_ms,
             extra_pair=game.round - config.swiss.rounds if game.extra else 0,
             pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
+            variant=config.variant,
         )
 
     async def play_one(self, game: StoredGame) -> None:
