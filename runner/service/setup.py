@@ -16,6 +16,7 @@ from runner.books.openings import BookError
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes
 from runner.config.schema import Config
 from runner.domain.models import Opening
+from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
 from runner.store.database import Store
 
@@ -171,6 +172,9 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
         for option in result.unknown_options:
             problems.append(f"{where}: Options.{option}: the engine has no option {option!r} "
                             f"(command: {command})")
+        if result.no_chess960 and is_960(config.variant) and not result.error:
+            problems.append(f"{where}: cannot play this Variant: {config.variant} event: "
+                            f"{result.no_chess960} (command: {command})")
         if result.limit_ignored and config.time_control.infinite:
             problems.append(f"{where}: cannot play with TimeControl 'inf': "
                             f"{ignored_limit_text(engine, result.limit_ignored)}, so its "
