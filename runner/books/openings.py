@@ -102,7 +102,7 @@ def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening],
 
 def _position_problem(board: chess.Board, variant: str = "standard") -> str | None:
     """Why a start position cannot be played (in an event of ``variant``), or None."""
-    wrong = start_problem(board.fen(), variant)
+    wrong = start_problem(board, variant)
     if wrong:
         return wrong
     if not board.is_valid():
@@ -312,10 +312,10 @@ def _read_pgn(path: Path, text: str, plies: int,
             continue
         board = game.board()
         moves = list(game.mainline_moves())
-        if is_960(variant) and not board.chess960 and "FEN" in game.headers:
-            # a start FEN without the Variant tag: its castling rights read as Chess960 ones,
-            # its moves (castling in the standard form) converted to king-takes-rook
-            board = chess.Board(game.headers["FEN"], chess960=True)
+        if is_960(variant) and not board.chess960:
+            # no Variant tag: the start's castling rights read as Chess960 ones, the moves
+            # (castling in the standard form) converted to king-takes-rook
+            board = board_at(game.headers.get("FEN"), True)
             replay, read = board.copy(), []
             try:
                 for move in moves:
@@ -327,9 +327,9 @@ def _read_pgn(path: Path, text: str, plies: int,
                 continue
             moves = read
         fen = board.fen() if "FEN" in game.headers else None
-        if fen is None and is_960(variant):
-            problem("no FEN tag: a Chess960 game needs its start position")
-            continue
+        if fen is None and is_960(variant):  # Chess960 position 518 (the standard start)
+            board = chess.Board(chess960=True)
+            fen = board.fen()
         if fen is not None:
             bad_position = _position_problem(board, variant)
             if bad_position:

@@ -64,15 +64,16 @@ def board_at(start_fen: str | None, chess960: bool | None = None) -> chess.Board
     return board
 
 
-def start_problem(fen: str, variant: str) -> str | None:
-    """Why ``fen`` cannot start a game of ``variant`` (a back-rank start position), or None.
+def start_problem(start: str | chess.Board, variant: str) -> str | None:
+    """Why ``start`` (a FEN, or a board as read) cannot start a game of ``variant``, or None.
 
     Only the castling rights are checked against the variant: a 960 event accepts any
     legal position (a book may start after some moves); a standard event refuses castling
-    rights that only Chess960 has.
+    rights that only Chess960 has; a chess960 event refuses a DFRC start (back ranks differ).
     """
-    board = chess.Board(fen, chess960=True)
+    board = chess.Board(start, chess960=True) if isinstance(start, str) else start.copy(stack=False)
     if not is_960(variant) and board.has_chess960_castling_rights():
+        board.chess960 = True
         return (f"castling rights {board.castling_xfen()!r} exist only in Chess960: set "
                 "Variant: chess960 (or dfrc)")
     if variant == "chess960" and board.castling_rights:

@@ -239,7 +239,7 @@ def _start_board(opening: Opening | None, chess960: bool = False
         if natural_end(board) is not None:
             board.pop()
             break
-        kept.append(uci)
+        kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
     if not any(True for _ in board.legal_moves):
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")

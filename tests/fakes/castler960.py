@@ -2,7 +2,9 @@
 """Deterministic Chess960 UCI engine that castles on purpose (the 960 resume test).
 
 Usage: castler960.py CASTLE_PLY DELAY_MS SALT
-  Before ply CASTLE_PLY of the game it never moves a king or a rook (castling rights stay);
+  Before ply CASTLE_PLY of the game it never moves a king or a rook (castling rights stay),
+  never captures or checks when it can help it
+  and moves its other back-rank pieces first (clearing the way);
   from then on it castles whenever castling is legal (else a hashed choice). The move depends
   only on the position, so a resumed game is the game an uninterrupted run plays.
 It declares UCI_Chess960 and refuses to search (``bestmove 0000``) until it has received
@@ -25,8 +27,12 @@ def choose(board: chess.Board, castle_ply: int, salt: str) -> chess.Move:
         castles = [m for m in moves if board.is_castling(m)]
         if castles:
             return castles[0]
-    quiet = [m for m in moves if board.piece_type_at(m.from_square) not in (chess.KING, chess.ROOK)]
-    pool = quiet or moves
+    quiet = [m for m in moves if board.piece_type_at(m.from_square) not in (chess.KING, chess.ROOK)
+             and not board.is_capture(m) and not board.gives_check(m)]
+    home = chess.BB_RANK_1 if board.turn == chess.WHITE else chess.BB_RANK_8
+    developing = [m for m in quiet if chess.BB_SQUARES[m.from_square] & home
+                  and not chess.BB_SQUARES[m.to_square] & home]  # clear the way
+    pool = developing or quiet or moves
     digest = hashlib.sha256(f"{salt}|{board.fen()}".encode()).digest()
     return pool[int.from_bytes(digest[:4], "big") % len(pool)]
 
