@@ -36,6 +36,8 @@ from runner.domain.timecontrol import parse_time_control
 from runner.domain.variant import board_at, position_fen, start_problem
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, ConfigError
 from runner.play.cutechess import build_command, write_opening_file
+from runner.web.app import board_svg
+from runner.web.model import game_detail
 
 REPO = Path(__file__).resolve().parent.parent
 CASTLER = REPO / "tests" / "fakes" / "castler960.py"
@@ -291,13 +293,29 @@ def test_a_real_six_engine_chess960_swiss_runs_to_the_end(tmp_path: Path) -> Non
     path = config_text(tmp_path, "chess960", {"Positions": [0, 959, 100, 518, 700, 250]},
                        SIX, Concurrency=2, Adjudication={"MaxMoves": 60})
     games = check_event(path)
+    # the engines castled (king-takes-rook between runner and engines, O-O in the PGN)
+    assert any(node.san().startswith("O-O") for game in games for node in game.mainline())
     assert {g.headers["Opening"] for g in games} <= {f"Chess960 #{n}" for n in (0, 959, 100, 518, 700, 250)}
     standings = subprocess.run([sys.executable, "-m", "runner", "standings", str(path)],
                                capture_output=True, text=True, cwd=REPO, timeout=60)
     assert standings.returncode == 0 and "Stockfish" in standings.stdout
-    audit = subprocess.run([sys.executable, "-m", "runner", "audit", str(path)],
+    config = load_config(path)
+    conn = sqlite3.connect(config.database)
+    seeds = [name for (name,) in conn.execute("SELECT name FROM players ORDER BY seed")]
+    conn.close()
+    (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit", str(config.pgn_out),
+                            "--seeds", str(tmp_path / "seeds.txt")],
                            capture_output=True, text=True, cwd=REPO, timeout=60)
-    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert audit.returncode == 0, audit.stdout + audit.stderr  # the pairings replay exactly
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(not shutil.which("cutechess-cli"), reason="cutechess-cli is not installed")
+def test_a_real_chess960_swiss_runs_to_the_end_with_cutechess(tmp_path: Path) -> None:
+    path = config_text(tmp_path, "chess960", {"Positions": [0, 959, 100, 518]}, SIX[:4],
+                       Backend="cutechess", Adjudication={"MaxMoves": 60})
+    check_event(path)
 
 
 @pytest.mark.engines
@@ -393,6 +411,10 @@ def test_kill_9_in_a_960_game_that_can_still_castle_then_run_castles_after_the_r
     rights = chess.Board(logged[-1]["fen"], chess960=True).castling_rights
     assert rights & chess.BB_RANK_1 and rights & chess.BB_RANK_8  # both sides may castle
 
+    page = game_detail(config, 1)  # the dashboard's game page, from the move log
+    assert page is not None and page["start_fen"] == position_fen(192)
+    assert len(page["plies"]) == cut
+
     assert cli_run(config, run_args()) == EXIT_OK
     (game,) = games_of(config.pgn_out)
     assert game.headers["ResumedFromPly"] == str(cut)
@@ -413,3 +435,13 @@ def test_kill_9_in_a_960_game_that_can_still_castle_then_run_castles_after_the_r
             assert check.is_castling(move)
             assert check.piece_at(move.to_square) == chess.Piece(chess.ROOK, check.turn)
         check.push(move)
+    page = game_detail(config, 1)  # the finished game's page: the castling as a board shows it
+    assert page is not None
+    ply = page["plies"][CASTLE_PLY]
+    assert ply["san"] == sans[CASTLE_PLY] and ply["uci"] == stored[CASTLE_PLY]
+    after = chess.Board(ply["fen"], chess960=True)
+    king = after.king(chess.WHITE)  # ply 15 is White's: O-O king g1 rook f1, O-O-O c1 and d1
+    rook = {chess.G1: chess.F1, chess.C1: chess.D1}.get(king)  # type: ignore[arg-type]
+    assert rook is not None and after.piece_at(rook) == chess.Piece(chess.ROOK, chess.WHITE)
+    assert not after.castling_rights & chess.BB_RANK_1  # White's castling rights are gone
+    assert b"<svg" in board_svg(ply["fen"], ply["uci"], 200)

@@ -489,7 +489,10 @@ def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[
     game["opening_name"] = str(name) if name else None
     plies: list[dict[str, Any]] = []
     headers: list[tuple[str, str]] = []
-    start_fen = game["start_fen"] or chess.STARTING_FEN
+    # a game in progress has no recorded start_fen yet: its opening's FEN is where it began
+    book_fen = opening.get("fen") if isinstance(opening, dict) else None
+    start_fen = game["start_fen"] or (book_fen if isinstance(book_fen, str) else None) \
+        or chess.STARTING_FEN
     if game["status"] == "finished" and game["pgn"]:
         parsed = chess.pgn.read_game(io.StringIO(game["pgn"]))
         if parsed is not None:
