@@ -445,3 +445,16 @@ def test_kill_9_in_a_960_game_that_can_still_castle_then_run_castles_after_the_r
     assert rook is not None and after.piece_at(rook) == chess.Piece(chess.ROOK, chess.WHITE)
     assert not after.castling_rights & chess.BB_RANK_1  # White's castling rights are gone
     assert b"<svg" in board_svg(ply["fen"], ply["uci"], 200)
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(not all(shutil.which(e) for e in HAS_960), reason="Debian engines missing")
+def test_the_shipped_chess960_config_validates_and_its_engines_pass_the_probe() -> None:
+    path = REPO / "configs" / "chess960.yaml"
+    config = load_config(path)
+    assert config.variant == "chess960" and config.openings is not None
+    assert config.openings.file is None and config.openings.positions is None  # random
+    probe = subprocess.run([sys.executable, "-m", "runner", "validate", "--probe", str(path)],
+                           capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert probe.returncode == EXIT_OK, probe.stdout + probe.stderr
+    assert "FAIL" not in probe.stdout
