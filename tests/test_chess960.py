@@ -33,7 +33,7 @@ from runner.config.schema import OpeningsConfig
 from runner.domain.models import GameSpec, Opening
 from runner.domain.pgn import write_game
 from runner.domain.timecontrol import parse_time_control
-from runner.domain.variant import board_at, position_fen, start_problem
+from runner.domain.variant import board_at, position_fen, replay_960, start_problem
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, ConfigError
 from runner.play.cutechess import build_command, write_opening_file
 from runner.web.app import board_svg
@@ -458,3 +458,13 @@ def test_the_shipped_chess960_config_validates_and_its_engines_pass_the_probe() 
                            capture_output=True, text=True, cwd=REPO, timeout=120)
     assert probe.returncode == EXIT_OK, probe.stdout + probe.stderr
     assert "FAIL" not in probe.stdout
+
+
+def test_a_960_game_read_back_as_standard_is_replayed_with_king_takes_rook_castling() -> None:
+    board = chess.Board()  # position 518 read without its variant: castling as e1g1
+    for uci in ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "e1g1"):
+        board.push_uci(uci)
+    again = replay_960(board)
+    assert again.chess960 and again.fen() == board.fen()
+    assert [m.uci() for m in again.move_stack][-1] == "e1h1"
+    assert again.root().fen() == chess.STARTING_FEN

@@ -96,3 +96,14 @@ def _untouched(board: chess.Board) -> bool:
     """Every pawn on its start rank (a start position, not a book exit)."""
     return (board.pawns & board.occupied_co[chess.WHITE] == chess.BB_RANK_2
             and board.pawns & board.occupied_co[chess.BLACK] == chess.BB_RANK_7)
+
+
+def replay_960(board: chess.Board) -> chess.Board:
+    """``board``'s game (start and moves) on a Chess960 board: a 960 game read back without
+    knowing its variant from a start whose castling rights look standard (518 and its like)."""
+    start = board.root()
+    out = chess.Board(start.fen(), chess960=True)
+    for move in board.move_stack:
+        out.push(out.parse_uci(start.uci(move)))
+        start.push(move)
+    return out
