@@ -468,3 +468,45 @@ def test_a_960_game_read_back_as_standard_is_replayed_with_king_takes_rook_castl
     assert again.chess960 and again.fen() == board.fen()
     assert [m.uci() for m in again.move_stack][-1] == "e1h1"
     assert again.root().fen() == chess.STARTING_FEN
+
+
+@pytest.mark.engines
+def test_an_xboard_engine_plays_960_after_variant_fischerandom_and_castles_as_o_o(
+        tmp_path: Path) -> None:
+    import asyncio
+
+    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.play.referee import play_game
+
+    uci = EngineConfig(name="UCI", command=sys.executable, args=(str(CASTLER), "14", "0", "u"),
+                       depth=1)
+    xboard = EngineConfig(name="XB", command=sys.executable, protocol="xboard", depth=1,
+                          args=(str(REPO / "tests" / "fakes" / "xboard960.py"), "14", "x"))
+    for white, black in ((uci, xboard), (xboard, uci)):
+        spec = GameSpec(game_id=1, round=1, game_in_round=1, white=white, black=black,
+                        time_control=parse_time_control("inf"),
+                        adjudication=AdjudicationConfig(max_moves=12),
+                        opening=Opening(index=0, fen=position_fen(192)), variant="chess960")
+        record = asyncio.run(play_game(spec))
+        assert record.reason == "Draw by adjudication: maximal game length", record.reason
+        game = chess.pgn.read_game(io.StringIO(record.pgn))
+        assert game is not None
+        replay(game)
+        sans = [node.san() for node in game.mainline()]
+        assert sans[14].startswith("O-O") and sans[15].startswith("O-O")  # both sides castled
+
+
+def test_a_960_game_spec_keeps_its_variant_on_the_way_to_a_cluster_worker() -> None:
+    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.domain.events import spec_from_json, spec_to_json
+
+    engine_ = EngineConfig(name="A", command="/usr/games/stockfish")
+    spec = GameSpec(game_id=3, round=1, game_in_round=1, white=engine_, black=engine_,
+                    time_control=parse_time_control("1+0.1"), adjudication=AdjudicationConfig(),
+                    opening=Opening(index=0, fen=position_fen(7, 8)), variant="dfrc")
+    again = spec_from_json(json.loads(json.dumps(spec_to_json(spec))))
+    assert again.variant == "dfrc" and again == spec
+    plain = GameSpec(**{**vars(spec), "variant": "standard"})
+    data = spec_to_json(plain)
+    del data["variant"]  # a spec written before the key existed
+    assert spec_from_json(data).variant == "standard"
