@@ -66,7 +66,8 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
     openings, problems = _read_book(config, random_seed)
     if not problems and matches is not None:
         try:
-            check_book_size(len(openings), matches, unique_per_match_only, config.file)
+            check_book_size(len(openings), matches, unique_per_match_only,
+                            config.file or "Openings.Positions")
         except BookError as exc:
             problems = list(exc.problems)
     return problems
