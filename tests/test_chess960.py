@@ -87,7 +87,7 @@ def test_a_960_fen_is_read_as_960_where_standard_chess_would_lose_castling_right
     assert board_at(position_fen(0)).chess960
     assert not board_at(None).chess960 and not board_at(chess.STARTING_FEN).chess960
     assert board_at(None, True).chess960
-    assert "exist only in Chess960" in (start_problem(position_fen(0), "standard") or "")
+    assert "not valid in standard chess" in (start_problem(position_fen(0), "standard") or "")
     assert "dfrc" in (start_problem(position_fen(0, 959), "chess960") or "")
     assert start_problem(position_fen(0, 959), "dfrc") is None
 
@@ -187,7 +187,8 @@ def test_960_books_in_epd_and_pgn_with_and_without_moves(tmp_path: Path) -> None
     # the same file in a standard event: the castling rights are refused, naming the line
     with pytest.raises(BookError) as caught:
         load_book(OpeningsConfig(file=epd, format="epd"))
-    assert f"{epd}:1: castling rights 'KQkq' exist only in Chess960" in caught.value.problems[0]
+    assert f"{epd}:1: castling rights 'KQkq' are not valid in standard chess (they are in " \
+           "Chess960: set Variant: chess960" in caught.value.problems[0]
 
     start = chess.Board.from_chess960_pos(518)  # a 960 game from 518 castles king-takes-rook
     game = chess.pgn.Game()

@@ -74,8 +74,8 @@ def start_problem(start: str | chess.Board, variant: str) -> str | None:
     board = chess.Board(start, chess960=True) if isinstance(start, str) else start.copy(stack=False)
     if not is_960(variant) and board.has_chess960_castling_rights():
         board.chess960 = True
-        return (f"castling rights {board.castling_xfen()!r} exist only in Chess960: set "
-                "Variant: chess960 (or dfrc)")
+        return (f"castling rights {board.castling_xfen()!r} are not valid in standard chess "
+                "(they are in Chess960: set Variant: chess960 or dfrc if that is meant)")
     if variant == "chess960" and board.castling_rights:
         white = _back_rank(board, chess.WHITE)
         black = _back_rank(board, chess.BLACK)
