@@ -23,6 +23,7 @@ import chess.polyglot
 
 from runner.config.schema import Config, OpeningsConfig
 from runner.domain.models import Opening
+from runner.domain.variant import board_at, is_960, start_problem
 
 LOG = logging.getLogger("runner.books.openings")
 
@@ -65,13 +66,18 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
     openings, problems = _read_book(config, random_seed)
     if not problems and matches is not None:
         try:
-            check_book_size(len(openings), matches, unique_per_match_only, config.file)
+            check_book_size(len(openings), matches, unique_per_match_only,
+                            config.file or "Openings.Positions")
         except BookError as exc:
             problems = list(exc.problems)
     return problems
 
 
 def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening], list[str]]:
+    if config.file is None:  # Openings.Positions: numbered Chess960 starts
+        from runner.books.chess960 import positions_book
+
+        return positions_book(config, random_seed), []
     path = Path(config.file)
     if config.format == "polyglot":
         return _read_polyglot(path, config.plies, random_seed)
@@ -84,9 +90,9 @@ def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening],
         return [], [f"{path}:{line}: not UTF-8 text (byte {exc.start}): is this really a "
                     f"{config.format} book?"]
     if config.format == "epd":
-        openings, problems = _read_epd(path, text)
+        openings, problems = _read_epd(path, text, config.variant)
     elif config.format == "pgn":
-        openings, problems = _read_pgn(path, text, config.plies)
+        openings, problems = _read_pgn(path, text, config.plies, config.variant)
     else:
         return [], [f"{path}: unknown book format {config.format!r}, expected pgn | epd | polyglot"]
     if not openings and not problems:
@@ -95,8 +101,11 @@ def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening],
     return openings, problems
 
 
-def _position_problem(board: chess.Board) -> str | None:
-    """Why a start position cannot be played, or None."""
+def _position_problem(board: chess.Board, variant: str = "standard") -> str | None:
+    """Why a start position cannot be played (in an event of ``variant``), or None."""
+    wrong = start_problem(board, variant)
+    if wrong:
+        return wrong
     if not board.is_valid():
         flags = [name.lower().removeprefix("status_").replace("_", " ")
                  for name, flag in chess.Status.__members__.items()
@@ -125,7 +134,7 @@ def _counters_as_opcodes(line: str) -> str:
 
 
 
-def _read_epd(path: Path, text: str) -> tuple[list[Opening], list[str]]:
+def _read_epd(path: Path, text: str, variant: str = "standard") -> tuple[list[Opening], list[str]]:
     openings: list[Opening] = []
     problems: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -133,12 +142,13 @@ def _read_epd(path: Path, text: str) -> tuple[list[Opening], list[str]]:
         if not line or line.startswith("#"):
             continue
         try:
-            board, ops = chess.Board.from_epd(_counters_as_opcodes(line))
+            board, ops = chess.Board.from_epd(_counters_as_opcodes(line),
+                                              chess960=is_960(variant))
         except ValueError as exc:
             shown = line if len(line) <= 80 else line[:77] + "..."
             problems.append(f"{path}:{number}: invalid EPD {shown!r}: {exc}")
             continue
-        problem = _position_problem(board)
+        problem = _position_problem(board, variant)
         if problem:
             problems.append(f"{path}:{number}: {problem}: {board.epd()!r}")
             continue
@@ -228,7 +238,8 @@ def _game_name(headers: chess.pgn.Headers) -> str:
     return name
 
 
-def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[str]]:
+def _read_pgn(path: Path, text: str, plies: int,
+              variant: str = "standard") -> tuple[list[Opening], list[str]]:
     openings: list[Opening] = []
     problems: list[str] = []
     handle = io.StringIO(text)
@@ -294,18 +305,37 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
             else:
                 problem(str(error))
             continue
-        if game.headers.variant() is not chess.Board or game.headers.is_chess960():
+        if game.headers.variant() is not chess.Board or (game.headers.is_chess960()
+                                                         and not is_960(variant)):
             problem(f"variant {game.headers.get('Variant', 'chess960')!r} is not supported "
-                    f"(standard chess only)")
+                    + ("(Chess960 only)" if is_960(variant) else
+                       "(standard chess only; set Variant: chess960 for Chess960 games)"))
             continue
         board = game.board()
+        moves = list(game.mainline_moves())
+        if is_960(variant) and not board.chess960:
+            # no Variant tag: the start's castling rights read as Chess960 ones, the moves
+            # (castling in the standard form) converted to king-takes-rook
+            board = board_at(game.headers.get("FEN"), True)
+            replay, read = board.copy(), []
+            try:
+                for move in moves:
+                    read.append(replay.parse_uci(move.uci()) if move else move)
+                    replay.push(read[-1])
+            except ValueError:
+                problem(f"ply {len(read) + 1}: illegal move {move.uci()!r} in Chess960 "
+                        "(add the tag [Variant \"Chess960\"])", fen_line)
+                continue
+            moves = read
         fen = board.fen() if "FEN" in game.headers else None
+        if fen is None and is_960(variant):  # Chess960 position 518 (the standard start)
+            board = chess.Board(chess960=True)
+            fen = board.fen()
         if fen is not None:
-            bad_position = _position_problem(board)
+            bad_position = _position_problem(board, variant)
             if bad_position:
                 problem(f"FEN {game.headers['FEN']!r}: {bad_position}", fen_line)
                 continue
-        moves = list(game.mainline_moves())
         if plies:
             moves = moves[:plies]
         if not moves and fen is None:
@@ -325,7 +355,7 @@ def _read_pgn(path: Path, text: str, plies: int) -> tuple[list[Opening], list[st
         if not moves and fen is None:
             problem("no moves left once the move that ends the game is dropped")
             continue
-        san = game.board().variation_san(moves) if moves else ""
+        san = _start_of(board).variation_san(moves) if moves else ""
         openings.append(Opening(
             index=len(openings),
             name=name or san or f"{path.name} game {number}",
@@ -474,9 +504,15 @@ def book_fingerprint(book: Sequence[Opening]) -> str:
     return digest.hexdigest()[:16]
 
 
-def opening_start_board(opening: Opening) -> chess.Board:
-    """The position after the opening's book moves (useful for PGN and checks)."""
-    board = chess.Board(opening.fen) if opening.fen else chess.Board()
+def _start_of(board: chess.Board) -> chess.Board:
+    """The position ``board`` started from (its moves taken back)."""
+    return board.root()
+
+
+def opening_start_board(opening: Opening, chess960: bool | None = None) -> chess.Board:
+    """The position after the opening's book moves (useful for PGN and checks);
+    ``chess960`` None: Chess960 castling when the FEN's castling rights need it."""
+    board = board_at(opening.fen, chess960)
     for uci in opening.moves:
         board.push_uci(uci)
     return board

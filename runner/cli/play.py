@@ -11,14 +11,15 @@ import chess
 from runner.config import Config
 from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
+from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from runner.play.referee import RefereeError, play_game
 
 
-def _opening_from_args(args: argparse.Namespace) -> Opening | None:
+def _opening_from_args(args: argparse.Namespace, chess960: bool = False) -> Opening | None:
     if getattr(args, "fen", None):
         try:
-            board = chess.Board(args.fen)
+            board = chess.Board(args.fen, chess960=chess960)
         except ValueError as exc:
             raise ValueError(f"--fen: got {args.fen!r}, expected a valid FEN ({exc})") from None
         status = board.status()
@@ -32,7 +33,7 @@ def _opening_from_args(args: argparse.Namespace) -> Opening | None:
                              f"not over ({outcome.termination.name.lower().replace('_', ' ')})")
         return Opening(index=-1, name="", fen=board.fen())
     if getattr(args, "moves", None):
-        board = chess.Board()
+        board = chess.Board(chess960=chess960)
         ucis: list[str] = []
         for i, token in enumerate(args.moves.replace(",", " ").split(), 1):
             if token[0].isdigit() and token.rstrip(".").isdigit():
@@ -68,14 +69,15 @@ def cli_play(config: Config, args: argparse.Namespace) -> int:
             print(f"error: --tc: got {args.tc!r}, expected {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
-        opening = _opening_from_args(args)
+        opening = _opening_from_args(args, is_960(config.variant))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     spec = GameSpec(game_id=1, round=1, game_in_round=1, white=config.engine(args.white),
                     black=config.engine(args.black), time_control=tc,
                     adjudication=config.adjudication, opening=opening, event=config.event,
-                    site=config.site, time_margin_ms=config.time_margin_ms)
+                    site=config.site, time_margin_ms=config.time_margin_ms,
+                    variant=config.variant)
     try:
         record = asyncio.run(play_game(spec))
     except RefereeError as exc:

@@ -7,6 +7,7 @@ import sys
 
 from runner.config import Config, advice
 from runner.domain.text import printable
+from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 
 
@@ -52,6 +53,11 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
                 status = EXIT_FAIL
                 continue
             where = f"Engines[{config.engines.index(engine)}]"
+            if result.no_chess960 and is_960(config.variant):
+                print(f"FAIL {engine.name}: {where}: cannot play Variant: {config.variant}: "
+                      f"{result.no_chess960}")
+                status = EXIT_FAIL
+                continue
             said = ignored_limit_text(engine, result.limit_ignored) if result.limit_ignored else ""
             if said and config.time_control.infinite:  # nothing else ends its moves: games stall
                 print(f"FAIL {engine.name}: {where}: {said}; with TimeControl 'inf' its moves "

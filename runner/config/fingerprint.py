@@ -43,12 +43,19 @@ def event_fingerprint(config: Config) -> dict[str, Any]:
             "working_dir": e.working_dir,
         }
     openings = None
-    if config.openings is not None:
+    if config.openings is not None and config.openings.file is None:  # Openings.Positions
+        o = config.openings
+        openings = {"positions": "random" if o.positions is None else [
+            list(pair) if pair[1] is not None else pair[0] for pair in o.positions],
+            "order": o.order}
+    elif config.openings is not None:
         o = config.openings
         openings = {"sha256": _file_sha256(o.file), "format": o.format, "plies": o.plies,
                     "order": o.order}
     adj = config.adjudication
+    variant = {} if config.variant == "standard" else {"Variant": config.variant}
     return {
+        **variant,  # only in a 960 event: a standard event keeps the fingerprint it had
         "Engines": engines,
         "TimeControl": str(config.time_control),
         "TimeMarginMs": config.time_margin_ms,

@@ -39,6 +39,7 @@ from runner.config.schema import (
     TcecWinRule,
 )
 from runner.domain.timecontrol import TimeControl, parse_time_control
+from runner.domain.variant import POSITIONS, VARIANTS, is_960
 from runner.errors import ConfigError
 
 # --------------------------------------------------------------------------- YAML + lines
@@ -338,7 +339,7 @@ _TOP = {
     # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
-    "Ratings": False, "Cluster": False,
+    "Ratings": False, "Cluster": False, "Variant": False,
 }
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
             "MaxLostAttempts": False}
@@ -359,7 +360,7 @@ _ENGINE = {
     "Options": False, "Nodes": False, "Depth": False, "MoveTime": False, "WorkingDir": False,
     "StartupTimeoutS": False,
 }
-_OPENINGS = {"File": True, "Format": False, "Plies": False, "Order": False}
+_OPENINGS = {"File": False, "Format": False, "Plies": False, "Order": False, "Positions": False}
 _ADJ = {"TcecDraw": False, "TcecWin": False, "Tablebases": False, "MaxMoves": False}
 _BOOK_SUFFIX = {".pgn": "pgn", ".epd": "epd", ".bin": "polyglot"}
 
@@ -509,20 +510,23 @@ def _swiss(c: _Checker, raw: Any, base: Path) -> SwissOptions:
     )
 
 
-def _openings(c: _Checker, raw: Any, base: Path, swiss: SwissOptions, swiss_raw: Any) -> OpeningsConfig | None:
+def _openings(c: _Checker, raw: Any, base: Path, swiss: SwissOptions, swiss_raw: Any,
+              variant: str = "standard") -> OpeningsConfig | None:
     if raw is None:
+        if is_960(variant):  # a 960 event without an Openings block: random numbered starts
+            order = "random" if swiss.random_openings else "sequential"
+            return OpeningsConfig(file=None, format="positions", order=order, variant=variant)
         return None
     d = c.mapping("Openings", raw, _OPENINGS)
+    if "Positions" in d:
+        return _positions(c, d, swiss, swiss_raw, variant)
+    if "File" not in d:
+        c.problem("Openings.File", "missing required key (or Positions, for a Chess960 event)")
     file = c.get(d, "Openings", "File", "str")
     fmt = c.choice(d, "Openings", "Format", ("pgn", "epd", "polyglot"), "")
     plies = c.get(d, "Openings", "Plies", "int", 0, lambda v: 0 <= v <= MAX_PLIES,
                   f"a non-negative integer (0 = whole line; at most {MAX_PLIES})")
-    order = c.choice(d, "Openings", "Order", ("sequential", "random"), "")
-    explicit_random = isinstance(swiss_raw, dict) and "RandomOpenings" in swiss_raw
-    if order and explicit_random and (order == "random") != swiss.random_openings:
-        c.problem("Openings.Order", f"got {order!r}, but SwissOptions.RandomOpenings is "
-                  f"{swiss.random_openings}; they mean the same thing: make them agree or drop one")
-    order = order or ("random" if swiss.random_openings else "sequential")
+    order = _order(c, d, swiss, swiss_raw)
     if file is None:
         return None
     resolved = c.file_path("Openings.File", file, base)
@@ -537,7 +541,55 @@ def _openings(c: _Checker, raw: Any, base: Path, swiss: SwissOptions, swiss_raw:
         c.bad("Openings.File", file, f"a readable opening book file (looked at {path})")
     elif fmt == "polyglot" and plies == 0:
         c.bad("Openings.Plies", plies, "a positive number of plies for a polyglot book")
-    return OpeningsConfig(file=path, format=fmt or "pgn", plies=plies, order=order)
+    return OpeningsConfig(file=path, format=fmt or "pgn", plies=plies, order=order,
+                          variant=variant)
+
+
+def _order(c: _Checker, d: dict[str, Any], swiss: SwissOptions, swiss_raw: Any) -> str:
+    """Openings.Order, which must agree with SwissOptions.RandomOpenings when both are set."""
+    order = c.choice(d, "Openings", "Order", ("sequential", "random"), "")
+    explicit_random = isinstance(swiss_raw, dict) and "RandomOpenings" in swiss_raw
+    if order and explicit_random and (order == "random") != swiss.random_openings:
+        c.problem("Openings.Order", f"got {order!r}, but SwissOptions.RandomOpenings is "
+                  f"{swiss.random_openings}; they mean the same thing: make them agree or drop one")
+    return order or ("random" if swiss.random_openings else "sequential")
+
+
+def _positions(c: _Checker, d: dict[str, Any], swiss: SwissOptions, swiss_raw: Any,
+               variant: str) -> OpeningsConfig | None:
+    """``Openings.Positions``: numbered Chess960 starts (a list, or ``random``)."""
+    order = _order(c, d, swiss, swiss_raw)
+    for other in ("File", "Format", "Plies"):
+        if other in d:
+            c.problem(f"Openings.{other}", "not with Openings.Positions: the start positions "
+                      "come either from Positions or from a File")
+    value = d["Positions"]
+    if not is_960(variant):
+        c.bad("Openings.Positions", value, "no Positions in a standard event: set "
+              "Variant: chess960 (or dfrc) to play numbered Chess960 start positions")
+        return None
+    if value == "random":
+        return OpeningsConfig(file=None, format="positions", order=order, variant=variant)
+    pair = "[White, Black] pairs of Chess960 numbers (0..959)" if variant == "dfrc" else \
+        "Chess960 numbers (0..959)"
+    if not isinstance(value, list) or not value:
+        c.bad("Openings.Positions", value, f"random, or a non-empty list of {pair}")
+        return None
+    positions: list[tuple[int, int | None]] = []
+    for i, item in enumerate(value):
+        numbers = item if variant == "dfrc" and isinstance(item, list) else [item]
+        if variant == "dfrc" and len(numbers) != 2 or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < POSITIONS
+                for n in numbers):
+            c.bad(f"Openings.Positions[{i}]", item,
+                  "a [White, Black] pair of Chess960 numbers (0..959)" if variant == "dfrc"
+                  else "a Chess960 position number (0..959)")
+            continue
+        positions.append((numbers[0], numbers[1] if variant == "dfrc" else None))
+    if len(positions) != len(value):
+        return None
+    return OpeningsConfig(file=None, format="positions", order=order, variant=variant,
+                          positions=tuple(positions))
 
 
 def _adjudication(c: _Checker, raw: Any, base: Path) -> AdjudicationConfig:
@@ -807,8 +859,10 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
                or state_dir / "games.pgn")
     default_db = swiss.state_path.with_suffix(".sqlite3")
     database = _output_path(c, "Database", c.get(top, "", "Database", "str", str(default_db)), base) or default_db
+    variant = c.choice(top, "", "Variant", VARIANTS, "standard")
     config = Config(
         path=path,
+        variant=variant,
         event=str(c.name(top, "", "Event", "swiss-runner event")),
         site=str(c.name(top, "", "Site", "?")),
         swiss=swiss,
@@ -825,7 +879,7 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
         cutechess_path=_cutechess_path(c, c.get(top, "", "CutechessPath", "str", "cutechess-cli"), base),
         pgn_out=pgn_out,
         database=database,
-        openings=_openings(c, top.get("Openings"), base, swiss, top.get("SwissOptions")),
+        openings=_openings(c, top.get("Openings"), base, swiss, top.get("SwissOptions"), variant),
         adjudication=_adjudication(c, top.get("Adjudication"), base),
         engines=engines,
         tiebreaks=tuple(tiebreaks),
@@ -860,7 +914,7 @@ def _output_files(config: Config) -> list[tuple[str, str, Path]]:
 def _input_files(config: Config) -> list[tuple[str, str, Path]]:
     """Every file or directory the event reads: (config key, what it is, path)."""
     inputs: list[tuple[str, str, Path]] = [("(config file)", "the config file itself", config.path)]
-    if config.openings is not None:
+    if config.openings is not None and config.openings.file is not None:
         inputs.append(("Openings.File", "the opening book", config.openings.file))
     base = config.path.resolve().parent
     for i, engine in enumerate(config.engines):
@@ -898,7 +952,8 @@ def _check_distinct_outputs(c: _Checker, config: Config) -> None:
     and the event's record or the user's files would be lost. Checked before anything is
     written."""
     files = _output_files(config)
-    book = [("Openings.File", "the opening book", config.openings.file)] if config.openings else []
+    book = [("Openings.File", "the opening book", config.openings.file)
+            ] if config.openings and config.openings.file is not None else []
     seen: dict[str, tuple[str, str]] = {}
     for key, role, path in files + book:
         real = os.path.realpath(path)  # the same file through a symlink is the same file

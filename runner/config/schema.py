@@ -64,10 +64,14 @@ class SwissOptions:
 
 @dataclass(frozen=True)
 class OpeningsConfig:
-    file: Path
-    format: str  # pgn | epd | polyglot
+    file: Path | None  # None: numbered Chess960 positions (``positions``)
+    format: str  # pgn | epd | polyglot | positions
     plies: int = 0  # 0 = whole line (pgn) / required > 0 for polyglot
     order: str = "random"  # sequential | random
+    variant: str = "standard"  # the event's Variant (runner.domain.variant)
+    # Openings.Positions: (White's number, Black's number or None = White's) per start;
+    # None with format "positions": ``Positions: random`` (drawn from the RandomSeed)
+    positions: tuple[tuple[int, int | None], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,7 @@ class Config:
     epd_out: Path | None = None
     engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
+    variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

@@ -41,6 +41,7 @@ from runner.domain.adjudication import (
 from runner.domain.events import ResumePoint
 from runner.domain.models import DRAW
 from runner.domain.timecontrol import TimeControl
+from runner.domain.variant import board_at
 
 INTERRUPTION = "server interruption"  # TerminationDetails, and the reason's suffix
 
@@ -74,7 +75,7 @@ def _white_cp(move: dict[str, Any], mover: chess.Color) -> int | None:
 
 
 def board_after(start_fen: str | None, moves: list[dict[str, Any]]) -> chess.Board:
-    board = chess.Board(start_fen) if start_fen else chess.Board()
+    board = board_at(start_fen)
     for move in moves:
         board.push_uci(move["uci"])
     return board

@@ -56,6 +56,7 @@ class GameSpec:
     extra_pair: int = 0  # n > 0: a game of the n-th extra tie-break pair, not a Swiss round
     pgn_comments: str = "cutechess"  # cutechess | extended (runner.domain.pgnextended)
     pgn_extras: tuple[str, ...] = ()  # ECO, Elo, TCEC
+    variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
 
     @property
     def round_label(self) -> str:

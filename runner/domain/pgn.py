@@ -93,7 +93,7 @@ class CutechessExporter(chess.pgn.StringExporter):
 
 def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[str],
                comments: Sequence[str], reason: str | None,
-               sans: Sequence[str] | None = None) -> str:
+               sans: Sequence[str] | None = None, chess960: bool = False) -> str:
     """The PGN text of one game, cutechess's layout.
 
     ``tags`` in any order (roster first and the rest sorted on output); ``FEN`` and
@@ -101,9 +101,15 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     UCI, one comment per move; ``reason`` is appended to the last comment (or is the
     game's only comment when no move was played). ``sans``: the moves' SAN when the caller
     already has it (the referee does); the game is then not replayed on a board.
+    ``chess960``: a Chess960 game (Variant tag, FEN always, castling king-takes-rook).
     """
     game = chess.pgn.Game()
-    if start_fen is not None and start_fen != chess.STARTING_FEN:
+    if chess960:  # Variant "Chess960", and the FEN even of position 518 (the standard start)
+        board = chess.Board(start_fen, chess960=True) if start_fen else chess.Board(chess960=True)
+        game.setup(board)
+        game.headers["FEN"] = board.fen()
+        game.headers["SetUp"] = "1"
+    elif start_fen is not None and start_fen != chess.STARTING_FEN:
         game.setup(start_fen)
     for key, value in tags.items():
         if key not in ("FEN", "SetUp"):  # those follow start_fen alone

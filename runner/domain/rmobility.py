@@ -24,6 +24,7 @@ from fractions import Fraction
 import chess
 
 from runner.domain.models import BLACK_WIN, DRAW, RESULTS, WHITE_WIN
+from runner.domain.variant import board_at
 from runner.errors import RecordInvalid
 
 HALF = Fraction(1, 2)
@@ -66,7 +67,7 @@ def game_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> 
     if result not in RESULTS:
         raise RecordInvalid(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
     try:
-        board = chess.Board(start_fen) if start_fen else chess.Board()
+        board = board_at(start_fen)
     except ValueError as exc:
         raise ValueError(f"bad start FEN {start_fen!r}: {exc}") from None
     best: tuple[int, bool] | None = None  # (halves, white achieved)

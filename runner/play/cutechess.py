@@ -41,6 +41,7 @@ from runner.domain.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, G
 from runner.domain.pgn import write_game
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
+from runner.domain.variant import board_at, is_960
 from runner.play.cutechess_live import LiveMoves, is_debug_line
 from runner.play.engines import child_argv, child_popen_args, kill_owned, new_owner_token
 
@@ -169,6 +170,8 @@ def build_command(
         each.append(f"timemargin={first.time_margin_ms}")
     if each:
         argv += ["-each", *each]
+    if is_960(first.variant):
+        argv += ["-variant", "fischerandom"]
     if opening_file is not None:
         path, fmt = opening_file
         argv += ["-openings", f"file={path}", f"format={fmt}", "order=sequential"]
@@ -197,15 +200,18 @@ def build_command(
     return argv
 
 
-def write_opening_file(opening: Opening | None, directory: Path) -> tuple[Path, str] | None:
+def write_opening_file(opening: Opening | None, directory: Path,
+                       chess960: bool = False) -> tuple[Path, str] | None:
     """Write ``opening`` as a one-game opening file; None for the standard start, no moves.
 
     A bare FEN with default move counters becomes an EPD line (cutechess's EPD reader keeps
-    only the first four FEN fields); anything else becomes a one-game PGN.
+    only the first four FEN fields); anything else becomes a one-game PGN. ``chess960``: a
+    Chess960 start, always handed over (even position 518), X-FEN castling as python-chess
+    writes it (cutechess reads X-FEN and Shredder-FEN with ``-variant fischerandom``).
     """
-    if opening is None or (opening.fen is None and not opening.moves):
+    if opening is None or (opening.fen is None and not opening.moves and not chess960):
         return None
-    board = chess.Board(opening.fen) if opening.fen else chess.Board()
+    board = board_at(opening.fen, chess960)
     fen_fields = board.fen().split()
     if not opening.moves and fen_fields[4:] == ["0", "1"]:
         path = directory / "opening.epd"
@@ -411,7 +417,7 @@ def tcec_draw_ply(start_fen: str | None, moves: Sequence[str], comments: Sequenc
     pieces (kings counted); a ply without a centipawn score (book, mate, none) or outside
     the gate resets the counter; ``plies`` consecutive plies with |eval| <= ``score_cp`` fire.
     """
-    board = chess.Board(start_fen) if start_fen else chess.Board()
+    board = board_at(start_fen)
     window = TcecDrawWindow(rule)
     for ply, (uci, comment) in enumerate(zip(moves, comments, strict=False), start=1):
         board.push_uci(uci)
@@ -456,7 +462,8 @@ def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: G
             tags[key] = value
     if spec.extra_pair:
         tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
-    return write_game(tags, record.start_fen, record.moves, record.comments, record.reason)
+    return write_game(tags, record.start_fen, record.moves, record.comments, record.reason,
+                      chess960=is_960(spec.variant))
 
 
 def finalize_record(record: GameRecord, spec: GameSpec,
@@ -620,7 +627,7 @@ async def play_match(
     workdir = Path(tempfile.mkdtemp(prefix="swiss-cutechess-"))
     keep = False
     try:
-        opening_file = write_opening_file(specs[0].opening, workdir)
+        opening_file = write_opening_file(specs[0].opening, workdir, is_960(specs[0].variant))
         pgn_path = workdir / "games.pgn"
         argv = build_command(specs, pgn_out=pgn_path, cutechess_path=binary,
                              opening_file=opening_file, debug=on_line is not None)
@@ -678,7 +685,7 @@ async def play_game(
     and time; the clocks are replayed from the times), which replaces the live ones ply by
     ply and adds the last move, then GameFinished (docs/cutechess.md).
     """
-    start_board = chess.Board(spec.opening.fen) if spec.opening and spec.opening.fen else chess.Board()
+    start_board = board_at(spec.opening.fen if spec.opening else None, is_960(spec.variant))
     tc = spec.time_control
     if emit is not None:
         emit(GameStarted(
@@ -710,7 +717,7 @@ def moves_from_record(spec: GameSpec, record: GameRecord, start_board: chess.Boa
     clocks = {chess.WHITE: Clock(spec.time_control), chess.BLACK: Clock(spec.time_control)}
     events = []
     for ply, (uci, comment) in enumerate(zip(record.moves, record.comments, strict=False), 1):
-        move = chess.Move.from_uci(uci)
+        move = board.parse_uci(uci)  # a 960 castling in either notation
         mover = board.turn
         san = board.san(move)
         board.push(move)

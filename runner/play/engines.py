@@ -674,6 +674,7 @@ class ProbeResult:
     error: str = ""
     output: str = ""  # what the engine wrote to stderr (the first lines)
     limit_ignored: str = ""  # the small node/depth search it did not end (see _limit_ignored)
+    no_chess960: str = ""  # why it cannot play Chess960 (runner.play.chess960), "" if it can
 
 
 #: The probe's check that a UCI engine stops at its node or depth limit: ``go nodes`` with at
@@ -716,6 +717,8 @@ async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
 
 
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
+    from runner.play.chess960 import chess960_problem
+
     with tempfile.TemporaryFile() as errors:
         try:
             proc = await start_engine(engine, timeout=timeout, stderr=errors, confirm=True)
@@ -730,7 +733,8 @@ async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
             return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
                                unknown_options=list(proc.skipped_options),
                                error=limit_problem(engine, proc.protocol) or "",
-                               limit_ignored=await _limit_ignored(proc, timeout))
+                               limit_ignored=await _limit_ignored(proc, timeout),
+                               no_chess960=chess960_problem(engine, proc.protocol) or "")
         finally:
             await proc.close()
 

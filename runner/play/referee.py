@@ -44,6 +44,8 @@ from runner.domain.pgn import write_game
 from runner.domain.pgnextended import enrich_comments, extra_tags
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
+from runner.domain.variant import board_at, is_960
+from runner.play.chess960 import chess960_fen, enable_chess960
 from runner.play.enginelog import LOG_TAG, GameLog
 from runner.play.engines import (
     EngineProcess,
@@ -182,7 +184,8 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
     if spec.extra_pair:
         tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
     tags.update(extra or {})
-    return write_game(tags, fen(start_board), moves, comments, end.reason, sans=sans)
+    return write_game(tags, fen(start_board), moves, comments, end.reason, sans=sans,
+                      chess960=start_board.chess960)
 
 
 # --------------------------------------------------------------------------- the game
@@ -211,14 +214,15 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
     return chess.engine.Limit(**kw)  # type: ignore[arg-type]
 
 
-def _start_board(opening: Opening | None
+def _start_board(opening: Opening | None, chess960: bool = False
                  ) -> tuple[chess.Board, chess.Board, list[str], list[str]]:
     """(start position, position after the book, book moves kept, their SAN).
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
+    ``chess960``: a Chess960 board (castling king-takes-rook), for a 960 event.
     """
     try:
-        start = chess.Board(opening.fen) if opening and opening.fen else chess.Board()
+        start = board_at(opening.fen if opening else None, chess960)
     except ValueError as exc:
         raise RefereeError(f"opening {opening.name or opening.index!r}: bad FEN: {exc}") from None
     board = start.copy()
@@ -235,7 +239,7 @@ def _start_board(opening: Opening | None
         if natural_end(board) is not None:
             board.pop()
             break
-        kept.append(uci)
+        kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
     if not any(True for _ in board.legal_moves):
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
@@ -349,7 +353,7 @@ async def play_game(
         if tc.infinite and engine.nodes is None and engine.depth is None and engine.movetime_ms is None:
             raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
                                "MoveTime for the engine, or the game never ends")
-    start_board, board, moves, sans = _start_board(spec.opening)
+    start_board, board, moves, sans = _start_board(spec.opening, is_960(spec.variant))
     comments = ["book"] * len(moves)
     started = datetime.now(UTC)
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
@@ -371,6 +375,8 @@ async def play_game(
         procs, end = await _start_both(spec, board, on_process, startup_timeout, cpus, engine_log)
         for proc in procs.values():
             problem = limit_problem(proc.config, proc.protocol)
+            if problem is None and is_960(spec.variant):
+                problem = enable_chess960(proc.config, proc.protocol)
             if problem:
                 raise RefereeError(problem)
             if getattr(proc.protocol, "no_setboard", False) and fen(start_board) != chess.STARTING_FEN:
@@ -426,7 +432,7 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     if worker:
         extra["Worker"] = worker
     start_text = fen(start_board)
-    start_fen = None if start_text == chess.STARTING_FEN else start_text
+    start_fen = None if start_text == chess.STARTING_FEN and not start_board.chess960 else start_text
     rmob = record_rmobility(start_fen, moves, end.result)
     pgn_comments = comments
     if spec.pgn_comments != "cutechess" or spec.pgn_extras:
@@ -615,7 +621,8 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
-    position = position_line(fen(board.root()))  # + " moves ..." (the whole game) per move
+    # + " moves ..." (the whole game) per move; Chess960 in Shredder-FEN, as python-chess sends it
+    position = position_line(chess960_fen(board.root()) if board.chess960 else fen(board.root()))
     sans = [] if sans is None else sans  # SAN of every move, for the PGN
     engaged: set[chess.Color] = set()  # engines that had ucinewgame
     if resume is not None:  # the TCEC rule counts as they stood at the interruption

@@ -8,10 +8,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-import chess
-
 from runner.config.schema import Config
 from runner.domain.events import GameEvent, GameFinished
+from runner.domain.variant import board_at
 from runner.service.progress import (
     LiveOut,
     LiveView,
@@ -23,9 +22,9 @@ from runner.service.sinks import Sink, err
 
 
 def final_fen(start_fen: str | None, moves: list[str]) -> str:
-    board = chess.Board(start_fen) if start_fen else chess.Board()
+    board = board_at(start_fen)
     for uci in moves:
-        board.push(chess.Move.from_uci(uci))
+        board.push_uci(uci)
     return board.fen()
 
 

@@ -16,6 +16,7 @@ from runner.books.openings import BookError
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes
 from runner.config.schema import Config
 from runner.domain.models import Opening
+from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
 from runner.store.database import Store, event_recorded
 
@@ -62,7 +63,8 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         order: list[int] = []
         if book and config.openings is not None:
             check_book_size(len(book), event_matches(config),
-                            s.unique_per_match_only, config.openings.file)
+                            s.unique_per_match_only,
+                            config.openings.file or "Openings.Positions")
             order = opening_order(len(book), config.openings.order, s.random_seed)
         store.init_event(fingerprint, seeds, order, event=config.event,
                          games_per_match=s.games_per_match, rounds=s.rounds,
@@ -78,7 +80,7 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
             if recorded is None:  # an event started before the lines were recorded
                 store.set_meta("book_fingerprint", book_lines)
             elif recorded != book_lines:
-                _err(f"{config.openings.file}: the opening book now gives other lines than "
+                _err(f"{config.openings.file or 'Openings.Positions'}: the opening book now gives other lines than "
                      f"when the event recorded in {store.path} started (lines {recorded}, now "
                      f"{book_lines}) although the file is the same: was python-chess or "
                      "swiss-runner upgraded? The remaining matches would not get the openings "
@@ -170,6 +172,9 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
         for option in result.unknown_options:
             problems.append(f"{where}: Options.{option}: the engine has no option {option!r} "
                             f"(command: {command})")
+        if result.no_chess960 and is_960(config.variant) and not result.error:
+            problems.append(f"{where}: cannot play this Variant: {config.variant} event: "
+                            f"{result.no_chess960} (command: {command})")
         if result.limit_ignored and config.time_control.infinite:
             problems.append(f"{where}: cannot play with TimeControl 'inf': "
                             f"{ignored_limit_text(engine, result.limit_ignored)}, so its "

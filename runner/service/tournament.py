@@ -23,6 +23,7 @@ from runner.config.schema import Config
 from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc
 from runner.domain.interruption import Decision
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
+from runner.domain.variant import is_960, replay_960
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
 from runner.service.setup import open_event
 from runner.service.sinks import (
@@ -227,6 +228,7 @@ class Tournament:
             time_margin_ms=config.time_margin_ms,
             extra_pair=game.round - config.swiss.rounds if game.extra else 0,
             pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
+            variant=config.variant,
         )
 
     async def play_one(self, game: StoredGame) -> None:
@@ -347,6 +349,8 @@ class Tournament:
         assert decision.board is not None and decision.end is not None
         started = self.store.started_event(game.game_id) or {}
         board = decision.board
+        if is_960(spec.variant) and not board.chess960:  # a 960 start that reads as standard
+            board = replay_960(board)
         start_board = board.root()
         moves = [m.uci() for m in board.move_stack]
         logged = self.store.logged_moves(game.game_id)

@@ -29,6 +29,7 @@ from runner.domain.events import parse_utc
 from runner.domain.models import white_score
 from runner.domain.pgn import unescape_tag
 from runner.domain.standings import compute_standings, standings_json
+from runner.domain.variant import board_at
 from runner.service.lock import lock_path, runner_alive
 from runner.service.state import build_state, live_game
 from runner.store.database import Store, StoreError
@@ -266,7 +267,7 @@ def live_extras(game: dict[str, Any], moves: list[dict[str, Any]]) -> dict[str, 
     series (White's point of view), the PVs in SAN and the first move number."""
     start_fen = game.get("start_fen") or chess.STARTING_FEN
     try:
-        start = chess.Board(start_fen)
+        start = board_at(start_fen)
     except ValueError:
         start = chess.Board()
     white_first = start.turn == chess.WHITE
@@ -297,8 +298,11 @@ def live_extras(game: dict[str, Any], moves: list[dict[str, Any]]) -> dict[str, 
 
 def _pv_san(fen: str, pv: list[str]) -> str | None:
     try:
-        board = chess.Board(fen)
-        return board.variation_san([chess.Move.from_uci(u) for u in pv[:24]])
+        board = board_at(fen)
+        line = board.copy(stack=False)
+        for uci in pv[:24]:  # parse_uci: a 960 castling in either notation
+            line.push(line.parse_uci(uci))
+        return board.variation_san(line.move_stack)
     except (ValueError, AssertionError, IndexError):
         return None
 
@@ -485,7 +489,10 @@ def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[
     game["opening_name"] = str(name) if name else None
     plies: list[dict[str, Any]] = []
     headers: list[tuple[str, str]] = []
-    start_fen = game["start_fen"] or chess.STARTING_FEN
+    # a game in progress has no recorded start_fen yet: its opening's FEN is where it began
+    book_fen = opening.get("fen") if isinstance(opening, dict) else None
+    start_fen = game["start_fen"] or (book_fen if isinstance(book_fen, str) else None) \
+        or chess.STARTING_FEN
     if game["status"] == "finished" and game["pgn"]:
         parsed = chess.pgn.read_game(io.StringIO(game["pgn"]))
         if parsed is not None:
@@ -496,11 +503,11 @@ def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[
                 plies.append(_ply(board, node.move, number, logged.get(number), node.comment))
                 board.push(node.move)
     else:
-        board = chess.Board(start_fen)
+        board = board_at(start_fen)
         for number in sorted(logged):
             m = logged[number]
             try:
-                move = chess.Move.from_uci(m["uci"])
+                move = board.parse_uci(m["uci"])
                 plies.append(_ply(board, move, number, m, m.get("comment") or ""))
                 board.push(move)
             except (ValueError, AssertionError):
