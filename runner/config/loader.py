@@ -337,7 +337,7 @@ _TOP = {
     "Engines": False, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
     # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
-    "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
+    "PgnExtras": False, "EpdOut": False, "EnginesFile": False, "LivePgn": False,
     "Ratings": False, "Cluster": False,
 }
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
@@ -845,6 +845,7 @@ def _output_files(config: Config) -> list[tuple[str, str, Path]]:
         ("Database", "the state database's lock file", db.with_name(db.name + ".lock")),
         ("PgnOut", "the PGN of the games", config.pgn_out),
         *([("EpdOut", "the final positions (EPD)", config.epd_out)] if config.epd_out else []),
+        *([("LivePgn", "the live PGN", config.live_pgn)] if config.live_pgn else []),
     ]
 
 

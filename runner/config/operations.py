@@ -1,5 +1,5 @@
 """The operator keys of a config: Affinity, EngineLogs, StartupTimeoutS, PgnComments,
-PgnExtras, EpdOut (docs/operators.md). Checked with the loader's checker, so every problem
+PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Checked with the loader's checker, so every problem
 names the file, line, key, bad value and what was expected; none of them changes the event
 (they may change between resumes and are not in the fingerprint).
 """
@@ -139,6 +139,8 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
     if epd_path is not None and epd_path in taken:
         c.bad("EpdOut", epd, f"a file of its own (it is {taken[epd_path]}: the positions would "
               "be written into it)")
+    live = c.get(top, "", "LivePgn", "str")  # checked with the other outputs by the loader
+    live_path = resolve_path(base, live) if live is not None else None
     engines_file = top.get("EnginesFile")
     return replace(
         config, engines=tuple(engines), engine_logs=logs,
@@ -146,7 +148,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
         affinity=_affinity(c, top.get("Affinity"), config.concurrency, tuple(engines),
                            config.backend),
         pgn_comments=comments, pgn_extras=tuple(e for e in extras if e in PGN_EXTRAS),
-        epd_out=epd_path,
+        epd_out=epd_path, live_pgn=live_path,
         engines_file=resolve_path(base, engines_file) if isinstance(engines_file, str) else None)
 
 

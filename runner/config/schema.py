@@ -185,6 +185,7 @@ class Config:
     pgn_comments: str = "cutechess"  # cutechess | extended
     pgn_extras: tuple[str, ...] = ()  # of PGN_EXTRAS
     epd_out: Path | None = None
+    live_pgn: Path | None = None  # LivePgn / run --live-pgn: the live PGN file (docs/broadcast.md)
     engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
 
