@@ -338,6 +338,7 @@ _TOP = {
     # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False, "LivePgn": False,
+    "Ponder": False,
     "Ratings": False, "Cluster": False,
 }
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
@@ -356,7 +357,7 @@ _SWISS = {
 _ENGINE = {
     "Name": True, "Command": True, "Args": False, "Protocol": False, "Rating": False,
     "Options": False, "Nodes": False, "Depth": False, "MoveTime": False, "WorkingDir": False,
-    "StartupTimeoutS": False,
+    "StartupTimeoutS": False, "Ponder": False,
 }
 _OPENINGS = {"File": True, "Format": False, "Plies": False, "Order": False}
 _ADJ = {"TcecDraw": False, "TcecWin": False, "Tablebases": False, "MaxMoves": False}

@@ -49,11 +49,20 @@ def _ranges(cores: list[int]) -> str:
 
 
 def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig, ...],
-              backend: str) -> AffinityConfig | None:
-    if value is None or value is False or value == "off":
-        return None
+              backend: str, given: bool = True) -> AffinityConfig | None:
     cores = available_cores()
     threads = max((engine_threads(e) for e in engines), default=1)
+    if any(e.ponder for e in engines):
+        # both engines of a game think at once: each needs cores of its own
+        threads *= 2
+        if not given and concurrency * threads > len(cores):
+            c.problem("Ponder", f"Concurrency {concurrency} x 2 engines x Threads "
+                      f"{threads // 2} = {concurrency * threads} cores, and this machine lets "
+                      f"the runner use {len(cores)} (cores {_ranges(cores)}): pondering "
+                      "engines would take each other's cores; lower Concurrency or Threads, "
+                      "or say 'Affinity: off' to ponder anyway")
+    if value is None or value is False or value == "off":
+        return None
     if backend != "python-chess":
         c.bad("Affinity", value, "no Affinity with Backend: cutechess (cores are pinned by the "
               "built-in referee, which starts the engines itself)")
@@ -110,13 +119,18 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
     engines_raw = top.get("Engines") if isinstance(top.get("Engines"), list) else []
     raw_by_name = {str(e.get("Name", "")).strip(): (i, e) for i, e in enumerate(engines_raw)
                    if isinstance(e, dict)}
+    ponder = c.get(top, "", "Ponder", "bool", False)
     engines = []
     for engine in config.engines:
         i, raw = raw_by_name.get(engine.name, (None, {}))
         own = c.get(raw, f"Engines[{i}]", "StartupTimeoutS", "float", None, _timeout_ok,
                     _TIMEOUT_EXPECTED) if i is not None else None
         timeout = own if own is not None else startup
-        engines.append(replace(engine, startup_timeout_s=float(timeout)) if timeout else engine)
+        engine = replace(engine, startup_timeout_s=float(timeout)) if timeout else engine
+        own_ponder = c.get(raw, f"Engines[{i}]", "Ponder", "bool") if i is not None else None
+        if own_ponder if own_ponder is not None else ponder:
+            engine = replace(engine, ponder=True)
+        engines.append(engine)
     logs = None
     if top.get("EngineLogs") is not None:
         d = c.mapping("EngineLogs", top["EngineLogs"], {"Dir": True, "Keep": False})
@@ -146,7 +160,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
         config, engines=tuple(engines), engine_logs=logs,
         startup_timeout_s=float(startup) if startup is not None else None,
         affinity=_affinity(c, top.get("Affinity"), config.concurrency, tuple(engines),
-                           config.backend),
+                           config.backend, "Affinity" in top),
         pgn_comments=comments, pgn_extras=tuple(e for e in extras if e in PGN_EXTRAS),
         epd_out=epd_path, live_pgn=live_path,
         engines_file=resolve_path(base, engines_file) if isinstance(engines_file, str) else None)

@@ -1,0 +1,153 @@
+"""Pondering (``Ponder: true``): the config and its core check, and a real event between two
+Stockfish processes that ponder, read back from the engine logs (every line to and from
+each engine, time-stamped by the runner)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import chess
+import chess.pgn
+import pytest
+from testkit import write_config
+
+from runner.cli import main
+from runner.config import load_config
+from runner.config.operations import available_cores
+from runner.config.schema import AdjudicationConfig, EngineConfig
+from runner.domain.models import GameSpec
+from runner.domain.timecontrol import parse_time_control
+from runner.play.referee import engine_cpus
+
+
+def _config(tmp_path: Path, **top: object) -> Path:
+    return write_config(tmp_path, {
+        "TimeControl": "5+0.1", "SwissOptions": {"Rounds": 1, "StatePath": "state/s.json"},
+        "Engines": [{"Name": "A", "Command": "stockfish", "Options": {"Hash": 16}},
+                    {"Name": "B", "Command": "stockfish", "Options": {"Hash": 16},
+                     "Ponder": False}],
+        **top})
+
+
+def test_ponder_config_and_cores(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    config = load_config(_config(tmp_path, Ponder=True, Affinity="off"))
+    assert [e.ponder for e in config.engines] == [True, False]  # the engine's own key wins
+    assert [e.ponder for e in load_config(_config(tmp_path)).engines] == [False, False]
+    cores = len(available_cores())
+    # each engine of a pondering game needs its own cores: Concurrency x 2 x Threads
+    heavy = {"Engines": [{"Name": n, "Command": "stockfish", "Options": {"Threads": cores}}
+                         for n in ("A", "B")]}
+    path = _config(tmp_path, Ponder=True, **heavy)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"Concurrency 1 x 2 engines x Threads {cores} = {2 * cores} cores" in err, err
+    assert "Affinity: off" in err
+    assert main(["validate", str(_config(tmp_path, Ponder=True, Affinity="off", **heavy))]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(_config(tmp_path, Ponder=True, Affinity="auto", **heavy))]) == 2
+    assert "Affinity" in capsys.readouterr().err
+    path = _config(tmp_path, Ponder="yes", Affinity="off")
+    assert main(["validate", str(path)]) == 2
+    assert "Ponder: got 'yes', expected true or false" in capsys.readouterr().err
+
+
+def test_each_engine_of_a_pondering_game_gets_its_own_cores() -> None:
+    a = EngineConfig("A", "/usr/games/stockfish", ponder=True)
+    b = EngineConfig("B", "/usr/games/stockfish")
+    spec = GameSpec(game_id=1, round=1, game_in_round=1, white=a, black=b,
+                    time_control=parse_time_control("5+0.1"), adjudication=AdjudicationConfig())
+    assert engine_cpus(spec, chess.WHITE, [0, 1, 2, 3]) == [0, 1]
+    assert engine_cpus(spec, chess.BLACK, [0, 1, 2, 3]) == [2, 3]
+    quiet = GameSpec(game_id=1, round=1, game_in_round=1, white=b, black=b,
+                     time_control=parse_time_control("5+0.1"), adjudication=AdjudicationConfig())
+    assert engine_cpus(quiet, chess.BLACK, [0, 1]) == [0, 1]  # no pondering: shared
+    assert engine_cpus(spec, chess.BLACK, None) is None
+
+
+LOG_LINE = re.compile(r"^\s*\+(\d+\.\d+) (\S+?)\((white|black)\) ([<>]) (.*)$")
+
+
+def _searches(log: Path) -> tuple[list[tuple[float, str, str, float]], int, int]:
+    """From an engine log: the moves each engine gave as its move of the game (time of the
+    bestmove, side, move, ms from its go or ponderhit), and the counts of ponderhit / stop
+    after go ponder."""
+    state: dict[str, dict[str, object]] = {}
+    played = []
+    hits = misses = 0
+    for line in log.read_text().splitlines():
+        m = LOG_LINE.match(line)
+        if not m:
+            continue
+        t, side, direction, text = float(m.group(1)), m.group(3), m.group(4), m.group(5)
+        s = state.setdefault(side, {"start": None, "pondering": False, "drop": False})
+        if direction == ">":
+            if text.startswith("go ponder"):
+                s.update(pondering=True, start=None)
+            elif text.startswith("go"):
+                s.update(pondering=False, start=t)
+            elif text == "ponderhit":
+                hits += 1
+                s.update(pondering=False, start=t)
+            elif text == "stop" and s["pondering"]:
+                misses += 1
+                s.update(pondering=False, drop=True)
+        elif text.startswith("bestmove"):
+            if s["drop"]:
+                s["drop"] = False
+                continue
+            assert s["start"] is not None, line
+            played.append((t, side, text.split()[1], t - s["start"]))
+            s["start"] = None
+    played.sort()
+    return played, hits, misses
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
+    if shutil.which("stockfish") is None:
+        pytest.skip("stockfish is not installed (scripts/install.sh installs it)")
+    path = write_config(tmp_path, {
+        "Event": "Ponder", "TimeControl": "4+0.1", "Ponder": True, "Affinity": "off",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
+        "Adjudication": {"MaxMoves": 40},
+        "EngineLogs": {"Dir": "logs", "Keep": "all"}, "PgnComments": "extended",
+        "Engines": [{"Name": n, "Command": "stockfish", "Options": {"Hash": 16, "Threads": 1}}
+                    for n in ("SF1", "SF2")]})
+    assert main(["run", str(path), "--quiet"]) == 0
+    config = load_config(path)
+    conn = sqlite3.connect(config.database)
+    try:
+        rows = conn.execute("SELECT game_id, moves, termination, reason FROM games "
+                            "ORDER BY game_id").fetchall()
+        logged = {gid: [json.loads(d) for (d,) in conn.execute(
+            "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (gid,))] for gid, *_ in rows}
+    finally:
+        conn.close()
+    total_hits = 0
+    for gid, moves, termination, reason in rows:
+        assert termination != "time forfeit" and "time" not in reason, reason
+        played, hits, misses = _searches(tmp_path / "logs" / f"game-{gid:05d}.log")
+        total_hits += hits
+        # the moves of the game are the engines' answers to go / ponderhit, in order; the
+        # answers to a stop after go ponder are not moves of the game
+        assert [uci for _, _, uci, _ in played] == moves.split()
+        assert [side for _, side, _, _ in played] == [
+            "white" if i % 2 == 0 else "black" for i in range(len(played))]
+        # each move charged what the engine took from its go / ponderhit to its bestmove,
+        # and the clocks are what that leaves (5 ms for the log's own writing and rounding)
+        remaining = {"white": 4000, "black": 4000}
+        for (_, side, _, took), move in zip(played, logged[gid], strict=True):
+            assert abs(move["time_ms"] - took) <= 5, (move, took)
+            remaining[side] += 100 - move["time_ms"]
+            assert abs(move[f"{side}_clock_ms"] - remaining[side]) <= 2, move
+            remaining[side] = move[f"{side}_clock_ms"]
+        assert hits + misses >= len(moves.split()) // 2  # every engine move after the first
+    assert total_hits >= 5
+    with open(config.pgn_out) as handle:
+        game = chess.pgn.read_game(handle)
+    assert game is not None and all(n.clock() is not None for n in game.mainline())
