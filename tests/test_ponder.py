@@ -4,24 +4,27 @@ each engine, time-stamped by the runner)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
-from testkit import write_config
+from testkit import fake, spec_for, write_config
 
 from runner.cli import main
 from runner.config import load_config
 from runner.config.operations import available_cores
 from runner.config.schema import AdjudicationConfig, EngineConfig
+from runner.domain.events import MovePlayed
 from runner.domain.models import GameSpec
 from runner.domain.timecontrol import parse_time_control
-from runner.play.referee import engine_cpus
+from runner.play.referee import engine_cpus, play_game
 
 
 def _config(tmp_path: Path, **top: object) -> Path:
@@ -131,7 +134,9 @@ def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
     total_hits = 0
     for gid, moves, termination, reason in rows:
         assert termination != "time forfeit" and "time" not in reason, reason
-        played, hits, misses = _searches(tmp_path / "logs" / f"game-{gid:05d}.log")
+        log = tmp_path / "logs" / f"game-{gid:05d}.log"
+        played, hits, misses = _searches(log)
+        assert log.read_text().count("> setoption name Ponder value true") == 2  # each, once
         total_hits += hits
         # the moves of the game are the engines' answers to go / ponderhit, in order; the
         # answers to a stop after go ponder are not moves of the game
@@ -151,3 +156,62 @@ def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
     with open(config.pgn_out) as handle:
         game = chess.pgn.read_game(handle)
     assert game is not None and all(n.clock() is not None for n in game.mainline())
+
+
+# --------------------------------------------------------------------------- fault injection
+
+
+def _first_legal(plies: int) -> list[str]:
+    board, out = chess.Board(), []
+    for _ in range(plies):
+        move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+        board.push(move)
+        out.append(move.uci())
+    return out
+
+
+def _ponderer(tmp_path: Path, mode: str, *flags: str) -> tuple[EngineConfig, Path]:
+    log = tmp_path / f"{mode}.log"
+    return replace(fake("P", "--ponder", mode, "--log", str(log), *flags), ponder=True), log
+
+
+def test_ponderhit_charges_only_the_time_after_it(tmp_path: Path) -> None:
+    """The ponderer thinks 0.3 s after each ponderhit; its opponent 0.5 s a move, all of it
+    pondered on: each move after the first is charged about 0.3 s, not 0.8 s."""
+    white, log = _ponderer(tmp_path, "right", "--think", "0.3")
+    black = fake("B", "--think", "0.5")
+    events: list = []
+    record = asyncio.run(play_game(spec_for(white, black, "20+0",
+                                            adjudication=AdjudicationConfig(max_moves=4)),
+                                   emit=events.append))
+    sent = log.read_text().splitlines()
+    assert sum(line == "ponderhit" for line in sent) >= 2 and "stop" not in sent[:-2]
+    assert sum(line.startswith("go ponder") for line in sent) >= 2
+    assert any(line == "setoption name Ponder value true" for line in sent) is False  # no option
+    white_times = [e.time_ms for e in events if isinstance(e, MovePlayed) and e.ply % 2 == 1]
+    assert len(white_times) >= 3 and record.termination != "time forfeit"
+    assert all(280 <= t < 450 for t in white_times), white_times
+    assert record.moves == _first_legal(len(record.moves))  # the fakes' moves, no other
+
+
+def test_ponder_miss_stops_and_plays_the_real_position(tmp_path: Path) -> None:
+    white, log = _ponderer(tmp_path, "wrong")
+    record = asyncio.run(play_game(spec_for(white, fake("B"), "20+0",
+                                            adjudication=AdjudicationConfig(max_moves=4))))
+    sent = log.read_text().splitlines()
+    assert "ponderhit" not in sent
+    stops = [i for i, line in enumerate(sent) if line == "stop"]
+    assert len(stops) >= 2
+    for i in stops[:-1]:  # after each stop: the real position, then go (not go ponder)
+        assert sent[i - 1].startswith("go ponder")
+        assert sent[i + 1].startswith("position") and sent[i + 2].startswith("go wtime")
+        assert sent[i + 1] != sent[i - 2]  # not the position it pondered on
+    assert record.termination == "adjudication"
+    assert record.moves == _first_legal(len(record.moves))  # no answer to a stop was played
+
+
+def test_an_engine_deaf_to_stop_stalls(tmp_path: Path) -> None:
+    white, _ = _ponderer(tmp_path, "deaf")
+    record = asyncio.run(play_game(spec_for(white, fake("B"), "20+0"), startup_timeout=1.0))
+    assert (record.result, record.termination) == ("0-1", "stalled connection")
+    assert record.reason == "White's connection stalls"
