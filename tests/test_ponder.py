@@ -5,17 +5,21 @@ each engine, time-stamped by the runner)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
 import sqlite3
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import chess
 import chess.pgn
+import psutil
 import pytest
 from testkit import fake, spec_for, write_config
+from web_support import start_runner
 
 from runner.cli import main
 from runner.config import load_config
@@ -114,14 +118,45 @@ def _searches(log: Path) -> tuple[list[tuple[float, str, str, float]], int, int]
 def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
     if shutil.which("stockfish") is None:
         pytest.skip("stockfish is not installed (scripts/install.sh installs it)")
+    pinned = len(available_cores()) >= 2  # each engine on a core of its own (Affinity: auto)
     path = write_config(tmp_path, {
-        "Event": "Ponder", "TimeControl": "4+0.1", "Ponder": True, "Affinity": "off",
+        "Event": "Ponder", "TimeControl": "4+0.1", "Ponder": True,
+        "Affinity": "auto" if pinned else "off",
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
         "Adjudication": {"MaxMoves": 40},
         "EngineLogs": {"Dir": "logs", "Keep": "all"}, "PgnComments": "extended",
         "Engines": [{"Name": n, "Command": "stockfish", "Options": {"Hash": 16, "Threads": 1}}
                     for n in ("SF1", "SF2")]})
-    assert main(["run", str(path), "--quiet"]) == 0
+    log = tmp_path / "run.log"
+    runner = start_runner(path, log)
+    cores: dict[int, set[frozenset[int]]] = {}  # engine pid -> the core sets seen
+    together: list[list[frozenset[int]]] = []  # both engines' cores at one moment
+    try:
+        while runner.poll() is None:
+            if "Started game" not in log.read_text():  # the engine check before: not pinned
+                time.sleep(0.1)
+                continue
+            with contextlib.suppress(psutil.Error):
+                engines = [p for p in psutil.Process(runner.pid).children(recursive=True)
+                           if p.name() == "stockfish"]
+                now = []
+                for proc in engines:
+                    mask = frozenset(proc.cpu_affinity())
+                    cores.setdefault(proc.pid, set()).add(mask)
+                    now.append(mask)
+                if len(now) == 2:
+                    together.append(now)
+            time.sleep(0.2)
+        assert runner.wait() == 0, log.read_text()[-3000:]
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    if pinned:
+        assert together, "never saw both engines running"
+        assert all(len(masks) == 1 for masks in cores.values()), cores  # never moved
+        for a, b in together:  # pinned to a core each, never the same one
+            assert len(a) == len(b) == 1 and a != b, (a, b)
     config = load_config(path)
     conn = sqlite3.connect(config.database)
     try:
