@@ -28,6 +28,7 @@ from runner.config.schema import AdjudicationConfig, EngineConfig
 from runner.domain.events import MovePlayed
 from runner.domain.models import GameSpec
 from runner.domain.timecontrol import parse_time_control
+from runner.play.enginelog import GameLog
 from runner.play.referee import engine_cpus, play_game
 
 
@@ -250,3 +251,22 @@ def test_an_engine_deaf_to_stop_stalls(tmp_path: Path) -> None:
     record = asyncio.run(play_game(spec_for(white, fake("B"), "20+0"), startup_timeout=1.0))
     assert (record.result, record.termination) == ("0-1", "stalled connection")
     assert record.reason == "White's connection stalls"
+
+
+@pytest.mark.engines
+def test_xboard_engine_is_told_hard(tmp_path: Path) -> None:
+    """An XBoard engine with Ponder gets ``hard`` (python-chess's pondering) and plays on."""
+    if shutil.which("phalanx") is None or shutil.which("stockfish") is None:
+        pytest.skip("phalanx and stockfish are needed (scripts/install.sh installs them)")
+    white = EngineConfig("Phalanx", shutil.which("phalanx") or "", protocol="xboard", ponder=True)
+    black = EngineConfig("SF", shutil.which("stockfish") or "", options={"Hash": 16})
+    log = GameLog(tmp_path / "game.log", "all")
+    record = asyncio.run(play_game(spec_for(white, black, "5+0.1",
+                                            adjudication=AdjudicationConfig(max_moves=12)),
+                                   engine_log=log))
+    text = (tmp_path / "game.log").read_text()
+    assert "Phalanx(white) > hard" in text and "Phalanx(white) > easy" not in text.split(
+        "Phalanx(white) > hard")[0]  # hard from its first move on
+    assert "SF(black) > hard" not in text and "go ponder" not in text  # SF does not ponder
+    assert record.termination in ("adjudication", "checkmate", "normal"), record.reason
+    assert len(record.moves) >= 10
