@@ -121,10 +121,10 @@ def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
         pytest.skip("stockfish is not installed (scripts/install.sh installs it)")
     pinned = len(available_cores()) >= 2  # each engine on a core of its own (Affinity: auto)
     path = write_config(tmp_path, {
-        "Event": "Ponder", "TimeControl": "4+0.1", "Ponder": True,
+        "Event": "Ponder", "TimeControl": "8+0.1", "Ponder": True,
         "Affinity": "auto" if pinned else "off",
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
-        "Adjudication": {"MaxMoves": 40},
+        "Adjudication": {"MaxMoves": 30},
         "EngineLogs": {"Dir": "logs", "Keep": "all"}, "PgnComments": "extended",
         "Engines": [{"Name": n, "Command": "stockfish", "Options": {"Hash": 16, "Threads": 1}}
                     for n in ("SF1", "SF2")]})
@@ -181,7 +181,7 @@ def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
             "white" if i % 2 == 0 else "black" for i in range(len(played))]
         # each move charged what the engine took from its go / ponderhit to its bestmove,
         # and the clocks are what that leaves (5 ms for the log's own writing and rounding)
-        remaining = {"white": 4000, "black": 4000}
+        remaining = {"white": 8000, "black": 8000}
         for (_, side, _, took), move in zip(played, logged[gid], strict=True):
             assert abs(move["time_ms"] - took) <= 5, (move, took)
             remaining[side] += 100 - move["time_ms"]
