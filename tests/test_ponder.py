@@ -58,6 +58,11 @@ def test_ponder_config_and_cores(tmp_path: Path, capsys) -> None:  # noqa: ANN00
     capsys.readouterr()
     assert main(["validate", str(_config(tmp_path, Ponder=True, Affinity="auto", **heavy))]) == 2
     assert "Affinity" in capsys.readouterr().err
+    if cores >= 2:  # a slot of 2 cores: one for each engine of the game
+        assert main(["validate", str(_config(tmp_path, Ponder=True, Affinity="auto"))]) == 0
+        out = capsys.readouterr().out
+        assert f"slot 1 -> cores {', '.join(map(str, available_cores()[:2]))} (engines that " \
+               "ponder: White on the first half, Black on the second)" in out, out
     path = _config(tmp_path, Ponder="yes", Affinity="off")
     assert main(["validate", str(path)]) == 2
     assert "Ponder: got 'yes', expected true or false" in capsys.readouterr().err
