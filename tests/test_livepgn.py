@@ -310,3 +310,30 @@ def test_real_event_live_pgn_polled_while_it_plays(tmp_path: Path) -> None:
     assert fetches >= 10 and checked_clocks >= 3, (fetches, checked_clocks)
     assert "live PGN" not in log.read_text()  # no failed write or build
     assert re.search(r"\[%clk \d:\d\d:\d\d\.\d\]", final)
+
+
+def test_if_modified_since_is_never_wrong_within_a_second() -> None:
+    """``Last-Modified`` has whole seconds: a text that replaced another within the same
+    second is never answered 304 to a client holding that second (it may hold the older)."""
+    from starlette.requests import Request
+
+    from runner.web.feeds import Feed
+
+    def ask(**headers: str) -> Request:
+        return Request({"type": "http", "method": "GET", "path": "/live.pgn",
+                        "headers": [(k.replace("_", "-").encode(), v.encode())
+                                    for k, v in headers.items()]})
+
+    second = 1_790_000_000
+    stamp = formatdate(second, usegmt=True)
+    settled = Feed(1, b"x", '"a"', second + 0.2, ambiguous=False)
+    assert settled.not_modified(ask(if_modified_since=stamp))
+    assert not settled.not_modified(ask(if_modified_since=formatdate(second - 1, usegmt=True)))
+    quick = Feed(2, b"y", '"b"', second + 0.7, ambiguous=True)  # replaced "a" in that second
+    assert not quick.not_modified(ask(if_modified_since=stamp))
+    assert quick.not_modified(ask(if_modified_since=formatdate(second + 1, usegmt=True)))
+    # If-None-Match decides alone when it is there (weak tags and lists compared too)
+    assert quick.not_modified(ask(if_none_match='W/"b"', if_modified_since="garbage"))
+    assert not quick.not_modified(ask(if_none_match='"a", "c"', if_modified_since=stamp))
+    assert quick.not_modified(ask(if_none_match='"a", "b"'))
+    assert not quick.not_modified(ask(if_modified_since="not a date"))
