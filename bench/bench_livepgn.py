@@ -1,6 +1,7 @@
 """Benchmark the live PGN feed: 100 pollers asking for /live.pgn every second.
 
     python bench/bench_livepgn.py [--pollers 100] [--seconds 20] [--move-s 0.5] [--dir DIR]
+    python bench/bench_livepgn.py --runner [--pollers 100]
 
 A generated 42-engine, 11-round event (10 rounds played; round 11 with 8 games in progress,
 tests/web_event.py) is served by a real `swiss-runner serve` subprocess. ``--pollers``
@@ -17,12 +18,17 @@ runner: it only commits to the database, which `serve` reads read-only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import json
 import os
 import random
 import shutil
+import sqlite3
+import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -34,7 +40,9 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
 
+import bench_web  # noqa: E402
 from web_event import add_moves, generate_event  # noqa: E402
 from web_support import serve  # noqa: E402
 
@@ -100,6 +108,62 @@ def poller(host: str, port: int, seconds: float, out: dict[str, list], lock: thr
         out["etags"].append(tags)
 
 
+POLLERS = textwrap.dedent("""
+    import http.client, sys, threading, time
+    host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    def poll():
+        conn, etag = http.client.HTTPConnection(host, port, timeout=10), None
+        while True:
+            t0 = time.monotonic()
+            conn.request("GET", "/live.pgn", headers={"If-None-Match": etag} if etag else {})
+            resp = conn.getresponse()
+            resp.read()
+            etag = resp.getheader("etag") or etag
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+    for _ in range(n):
+        threading.Thread(target=poll, daemon=True).start()
+    print("polling", flush=True)
+    while True:
+        time.sleep(60)
+""")
+
+
+def runner_cpu(work: Path, label: str, pollers: int, live_file: bool) -> dict[str, float]:
+    """Play the short event once; the runner's CPU seconds and the plies played."""
+    directory = work / label
+    config = bench_web.short_event(directory)
+    if live_file:
+        config.write_text(config.read_text() + "LivePgn: state/live.pgn\n")
+    usage = directory / "usage.json"
+    with contextlib.ExitStack() as stack:
+        if pollers:
+            served = stack.enter_context(serve(config))
+            host, port = bench_web.address(served)
+            helper = subprocess.Popen([sys.executable, "-c", POLLERS, host, str(port),
+                                       str(pollers)], stdout=subprocess.PIPE)
+            stack.callback(helper.wait)
+            stack.callback(helper.kill)
+            assert helper.stdout is not None
+            helper.stdout.readline()
+        proc = subprocess.run([sys.executable, "-c", bench_web.RUN_WRAPPER, str(usage),
+                               str(config)], cwd=REPO, env=bench_web.ENV, capture_output=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"run failed: {proc.stdout.decode()[-2000:]} {proc.stderr.decode()[-2000:]}")
+    cpu = json.loads(usage.read_text())
+    conn = sqlite3.connect(directory / "state" / "swiss.sqlite3")
+    plies = conn.execute("SELECT COUNT(*) FROM moves").fetchone()[0]
+    conn.close()
+    return {"cpu": cpu["user"] + cpu["system"], "plies": plies}
+
+
+def bench_runner(work: Path, pollers: int) -> None:
+    for label, n, live in (("alone", 0, False), (f"{pollers} pollers", pollers, False),
+                           ("LivePgn file", 0, True)):
+        r = runner_cpu(work, label.replace(" ", "-"), n, live)
+        print(f"runner, {label:<12}: {r['plies']} plies, CPU {r['cpu']:.2f} s = "
+              f"{r['cpu'] / r['plies'] * 1000:.2f} ms/ply (load {os.getloadavg()[0]:.1f})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pollers", type=int, default=100)
@@ -107,8 +171,17 @@ def main() -> int:
     parser.add_argument("--move-s", type=float, default=0.5,
                         help="a move logged every this many seconds (0: none)")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--runner", action="store_true",
+                        help="the runner's CPU per ply alone, with pollers, with LivePgn")
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-livepgn-"))
+    if args.runner:
+        try:
+            bench_runner(work, args.pollers)
+        finally:
+            if args.dir is None:
+                shutil.rmtree(work, ignore_errors=True)
+        return 0
     try:
         config = generate_event(work / "event", engines=42, rounds=11, running=8, plies=60)
         with serve(config.path) as served:
