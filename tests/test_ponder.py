@@ -63,6 +63,9 @@ def test_ponder_config_and_cores(tmp_path: Path, capsys) -> None:  # noqa: ANN00
         out = capsys.readouterr().out
         assert f"slot 1 -> cores {', '.join(map(str, available_cores()[:2]))} (engines that " \
                "ponder: White on the first half, Black on the second)" in out, out
+    assert main(["validate", str(_config(tmp_path, Ponder=True, Affinity=[[0]]))]) == 2
+    assert "Affinity[0]: got [0], expected at least 2 cores (2 pondering engines x Threads 1)" \
+        in capsys.readouterr().err
     path = _config(tmp_path, Ponder="yes", Affinity="off")
     assert main(["validate", str(path)]) == 2
     assert "Ponder: got 'yes', expected true or false" in capsys.readouterr().err

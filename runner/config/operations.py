@@ -1,7 +1,7 @@
-"""The operator keys of a config: Affinity, EngineLogs, StartupTimeoutS, PgnComments,
-PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Checked with the loader's checker, so every problem
-names the file, line, key, bad value and what was expected; none of them changes the event
-(they may change between resumes and are not in the fingerprint).
+"""The operator keys of a config: Affinity, Ponder, EngineLogs, StartupTimeoutS, PgnComments,
+PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Checked with the loader's
+checker, so every problem names the file, line, key, bad value and what was expected; none of
+them changes the event (they may change between resumes and are not in the fingerprint).
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig,
               backend: str, given: bool = True) -> AffinityConfig | None:
     cores = available_cores()
     threads = max((engine_threads(e) for e in engines), default=1)
+    per_game = f"Threads {threads}"
     if any(e.ponder for e in engines):
+        per_game = f"2 pondering engines x Threads {threads}"
         # both engines of a game think at once: each needs cores of its own
         threads *= 2
         if not given and concurrency * threads > len(cores):
@@ -70,7 +72,7 @@ def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig,
     if value == "auto":
         need = concurrency * threads
         if need > len(cores):
-            c.problem("Affinity", f"got 'auto', but Concurrency {concurrency} x Threads {threads} "
+            c.problem("Affinity", f"got 'auto', but Concurrency {concurrency} x {per_game} "
                       f"= {need} cores and this machine lets the runner use {len(cores)} "
                       f"(cores {_ranges(cores)}); lower Concurrency or Threads")
             return None
@@ -102,7 +104,7 @@ def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig,
                 ok = False
             owner.setdefault(x, i)
         if len(set(slot)) < threads:
-            c.bad(key, slot, f"at least {threads} cores (the engines' Threads)")
+            c.bad(key, slot, f"at least {threads} cores ({per_game})")
             ok = False
     if not ok:
         return None
