@@ -46,7 +46,8 @@ def _live_pgn(config: Config, given: str) -> Config | str:
     path = Path(given).resolve()
     taken = {config.pgn_out: "PgnOut", config.database: "Database",
              config.swiss.state_path: "SwissOptions.StatePath", config.epd_out: "EpdOut",
-             config.path: "the config file"}
+             config.path: "the config file",
+             config.openings.file if config.openings else None: "Openings.File"}
     for other, key in taken.items():
         if other is not None and os.path.realpath(other) == os.path.realpath(path):
             return (f"--live-pgn {given}: it is {key}; expected a file of its own (it is "
