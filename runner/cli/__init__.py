@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="play the games on Dask workers of this scheduler (tcp://HOST:PORT); "
                         "overrides Cluster.Scheduler")
+    p.add_argument("--live-pgn", metavar="FILE",
+                   help="rewrite FILE with the current round's games (live PGN for relays, "
+                        "docs/broadcast.md) at most every second; overrides LivePgn")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", help="show the progress of a tournament from its state")

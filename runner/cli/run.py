@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.books.openings import BookError
@@ -43,8 +46,31 @@ def cli_run(config: Config, args: argparse.Namespace, *, play_game: PlayGame | N
             return EXIT_INTERRUPTED
 
 
+def _live_pgn(config: Config, given: str) -> Config | str:
+    """``config`` with ``--live-pgn FILE``, or why FILE cannot be it."""
+    path = Path(given).resolve()
+    taken = {config.pgn_out: "PgnOut", config.database: "Database",
+             config.swiss.state_path: "SwissOptions.StatePath", config.epd_out: "EpdOut",
+             config.path: "the config file",
+             config.openings.file if config.openings else None: "Openings.File"}
+    for other, key in taken.items():
+        if other is not None and os.path.realpath(other) == os.path.realpath(path):
+            return (f"--live-pgn {given}: it is {key}; expected a file of its own (it is "
+                    "rewritten with the current round's games)")
+    if path.is_dir() or not path.parent.is_dir():
+        return (f"--live-pgn {given}: expected a file name in an existing directory "
+                f"({'it is a directory' if path.is_dir() else 'no directory ' + str(path.parent)})")
+    return replace(config, live_pgn=path)
+
+
 def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -> int:
     quiet_engine_logs()  # python-chess's warnings would drown the progress output
+    if getattr(args, "live_pgn", None):
+        live = _live_pgn(config, args.live_pgn)
+        if isinstance(live, str):
+            _err(live)
+            return EXIT_BAD_INPUT
+        config = live
     if config.backend == "cutechess" and play_game is None:
         from runner.play.cutechess import check_binary
 

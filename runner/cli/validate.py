@@ -80,7 +80,9 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
     if config.affinity is not None:
         plan = "; ".join(f"slot {i} -> cores {', '.join(map(str, cores))}"
                          for i, cores in enumerate(config.affinity.slots, 1))
-        print(f"Affinity ({config.affinity.mode}): {plan}")
+        pondering = " (engines that ponder: White on the first half, Black on the second)" \
+            if any(e.ponder for e in config.engines) else ""
+        print(f"Affinity ({config.affinity.mode}): {plan}{pondering}")
     for note in advice(config):
         print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds

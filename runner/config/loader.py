@@ -338,7 +338,8 @@ _TOP = {
     "Engines": False, "Tiebreaks": False, "SnapshotIntervalS": False, "Interruption": False,
     # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
-    "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
+    "PgnExtras": False, "EpdOut": False, "EnginesFile": False, "LivePgn": False,
+    "Ponder": False,
     "Ratings": False, "Cluster": False, "Variant": False,
 }
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
@@ -358,7 +359,7 @@ _SWISS = {
 _ENGINE = {
     "Name": True, "Command": True, "Args": False, "Protocol": False, "Rating": False,
     "Options": False, "Nodes": False, "Depth": False, "MoveTime": False, "WorkingDir": False,
-    "StartupTimeoutS": False,
+    "StartupTimeoutS": False, "Ponder": False,
 }
 _OPENINGS = {"File": False, "Format": False, "Plies": False, "Order": False, "Positions": False}
 _ADJ = {"TcecDraw": False, "TcecWin": False, "Tablebases": False, "MaxMoves": False}
@@ -908,6 +909,7 @@ def _output_files(config: Config) -> list[tuple[str, str, Path]]:
         ("Database", "the state database's lock file", db.with_name(db.name + ".lock")),
         ("PgnOut", "the PGN of the games", config.pgn_out),
         *([("EpdOut", "the final positions (EPD)", config.epd_out)] if config.epd_out else []),
+        *([("LivePgn", "the live PGN", config.live_pgn)] if config.live_pgn else []),
     ]
 
 

@@ -1,7 +1,7 @@
-"""The operator keys of a config: Affinity, EngineLogs, StartupTimeoutS, PgnComments,
-PgnExtras, EpdOut (docs/operators.md). Checked with the loader's checker, so every problem
-names the file, line, key, bad value and what was expected; none of them changes the event
-(they may change between resumes and are not in the fingerprint).
+"""The operator keys of a config: Affinity, Ponder, EngineLogs, StartupTimeoutS, PgnComments,
+PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Checked with the loader's
+checker, so every problem names the file, line, key, bad value and what was expected; none of
+them changes the event (they may change between resumes and are not in the fingerprint).
 """
 
 from __future__ import annotations
@@ -49,11 +49,22 @@ def _ranges(cores: list[int]) -> str:
 
 
 def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig, ...],
-              backend: str) -> AffinityConfig | None:
-    if value is None or value is False or value == "off":
-        return None
+              backend: str, given: bool = True) -> AffinityConfig | None:
     cores = available_cores()
     threads = max((engine_threads(e) for e in engines), default=1)
+    per_game = f"Threads {threads}"
+    if any(e.ponder for e in engines):
+        per_game = f"2 pondering engines x Threads {threads}"
+        # both engines of a game think at once: each needs cores of its own
+        threads *= 2
+        if not given and concurrency * threads > len(cores):
+            c.problem("Ponder", f"Concurrency {concurrency} x 2 engines x Threads "
+                      f"{threads // 2} = {concurrency * threads} cores, and this machine lets "
+                      f"the runner use {len(cores)} (cores {_ranges(cores)}): pondering "
+                      "engines would take each other's cores; lower Concurrency or Threads, "
+                      "or say 'Affinity: off' to ponder anyway")
+    if value is None or value is False or value == "off":
+        return None
     if backend != "python-chess":
         c.bad("Affinity", value, "no Affinity with Backend: cutechess (cores are pinned by the "
               "built-in referee, which starts the engines itself)")
@@ -61,7 +72,7 @@ def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig,
     if value == "auto":
         need = concurrency * threads
         if need > len(cores):
-            c.problem("Affinity", f"got 'auto', but Concurrency {concurrency} x Threads {threads} "
+            c.problem("Affinity", f"got 'auto', but Concurrency {concurrency} x {per_game} "
                       f"= {need} cores and this machine lets the runner use {len(cores)} "
                       f"(cores {_ranges(cores)}); lower Concurrency or Threads")
             return None
@@ -93,7 +104,7 @@ def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig,
                 ok = False
             owner.setdefault(x, i)
         if len(set(slot)) < threads:
-            c.bad(key, slot, f"at least {threads} cores (the engines' Threads)")
+            c.bad(key, slot, f"at least {threads} cores ({per_game})")
             ok = False
     if not ok:
         return None
@@ -110,13 +121,18 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
     engines_raw = top.get("Engines") if isinstance(top.get("Engines"), list) else []
     raw_by_name = {str(e.get("Name", "")).strip(): (i, e) for i, e in enumerate(engines_raw)
                    if isinstance(e, dict)}
+    ponder = c.get(top, "", "Ponder", "bool", False)
     engines = []
     for engine in config.engines:
         i, raw = raw_by_name.get(engine.name, (None, {}))
         own = c.get(raw, f"Engines[{i}]", "StartupTimeoutS", "float", None, _timeout_ok,
                     _TIMEOUT_EXPECTED) if i is not None else None
         timeout = own if own is not None else startup
-        engines.append(replace(engine, startup_timeout_s=float(timeout)) if timeout else engine)
+        engine = replace(engine, startup_timeout_s=float(timeout)) if timeout else engine
+        own_ponder = c.get(raw, f"Engines[{i}]", "Ponder", "bool") if i is not None else None
+        if own_ponder if own_ponder is not None else ponder:
+            engine = replace(engine, ponder=True)
+        engines.append(engine)
     logs = None
     if top.get("EngineLogs") is not None:
         d = c.mapping("EngineLogs", top["EngineLogs"], {"Dir": True, "Keep": False})
@@ -139,14 +155,16 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
     if epd_path is not None and epd_path in taken:
         c.bad("EpdOut", epd, f"a file of its own (it is {taken[epd_path]}: the positions would "
               "be written into it)")
+    live = c.get(top, "", "LivePgn", "str")  # checked with the other outputs by the loader
+    live_path = resolve_path(base, live) if live is not None else None
     engines_file = top.get("EnginesFile")
     return replace(
         config, engines=tuple(engines), engine_logs=logs,
         startup_timeout_s=float(startup) if startup is not None else None,
         affinity=_affinity(c, top.get("Affinity"), config.concurrency, tuple(engines),
-                           config.backend),
+                           config.backend, "Affinity" in top),
         pgn_comments=comments, pgn_extras=tuple(e for e in extras if e in PGN_EXTRAS),
-        epd_out=epd_path,
+        epd_out=epd_path, live_pgn=live_path,
         engines_file=resolve_path(base, engines_file) if isinstance(engines_file, str) else None)
 
 

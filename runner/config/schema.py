@@ -42,6 +42,7 @@ class EngineConfig:
     working_dir: str | None = None
     command_as_written: str = ""
     startup_timeout_s: float | None = None  # handshake/ready time-out; None = the referee's 30 s
+    ponder: bool = False  # Ponder: think on the opponent's time (docs/operators.md)
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)
@@ -191,6 +192,7 @@ class Config:
     pgn_comments: str = "cutechess"  # cutechess | extended
     pgn_extras: tuple[str, ...] = ()  # of PGN_EXTRAS
     epd_out: Path | None = None
+    live_pgn: Path | None = None  # LivePgn / run --live-pgn: the live PGN file (docs/broadcast.md)
     engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)

@@ -54,6 +54,9 @@ def _eval(move: Any, mover: chess.Color) -> str | None:
     return f"[%eval {text},{depth}]" if depth else f"[%eval {text}]"
 
 
+pgn_eval = _eval  # ``[%eval 0.35,16]`` of a move (White's point of view), None without a score
+
+
 def _san_pv(board: chess.Board, pv: Sequence[str]) -> str:
     pos = board.copy(stack=False)
     sans: list[str] = []
@@ -147,4 +150,4 @@ def extra_tags(spec: GameSpec, start_board: chess.Board, moves: Sequence[str]) -
     return tags
 
 
-__all__ = ["NO_RULE", "enrich_comments", "extended_comment", "extra_tags", "pgn_clock"]
+__all__ = ["NO_RULE", "enrich_comments", "extended_comment", "extra_tags", "pgn_clock", "pgn_eval"]

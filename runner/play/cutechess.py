@@ -128,6 +128,8 @@ def engine_args(engine: EngineConfig, *, per_engine_tc: str | None) -> list[str]
     if engine.depth is not None:
         words.append(f"depth={engine.depth}")
     words += [f"option.{k}={_option_value(v)}" for k, v in engine.options.items()]
+    if engine.ponder:
+        words.append("ponder")  # cutechess's own pondering (Ponder: true)
     return words
 
 

@@ -8,6 +8,7 @@ wording and format so that tournament people (and their tools) recognise them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -54,6 +55,14 @@ from runner.play.engines import (
     TimedXBoardProtocol,
     limit_problem,
     start_engine,
+)
+from runner.play.ponder import (
+    Pondering,
+    drop_pondering,
+    ponder_hit,
+    ponder_miss,
+    start_pondering,
+    stop_pondering,
 )
 from runner.play.uci import NotReady, UciMove, UciReply, go_line, position_line
 
@@ -267,7 +276,8 @@ async def _start_both(spec: GameSpec, board: chess.Board,
     already started is killed and the other start is cancelled (which kills its process).
     """
     tasks = {color: asyncio.ensure_future(start_engine(
-        engine, timeout=engine.startup_timeout_s or timeout, on_process=on_process, cpus=cpus,
+        engine, timeout=engine.startup_timeout_s or timeout, on_process=on_process,
+        cpus=engine_cpus(spec, color, cpus),
         io_log=engine_log.writer(f"{engine.name}({SIDE[color].lower()})") if engine_log else None))
         for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
     try:
@@ -307,6 +317,16 @@ async def _start_both(spec: GameSpec, board: chess.Board,
         assert isinstance(exc, EngineStartError)
         end = _stalled(board, color) if exc.stalled else _disconnected(color)
     return procs, end
+
+
+def engine_cpus(spec: GameSpec, color: chess.Color, cpus: Sequence[int] | None
+                ) -> Sequence[int] | None:
+    """The cores of one engine of a game pinned to ``cpus`` (Affinity): both engines share
+    them, but when one ponders both think at once and each gets its half of them."""
+    if not cpus or len(cpus) < 2 or not (spec.white.ponder or spec.black.ponder):
+        return cpus
+    half = len(cpus) // 2
+    return cpus[:half] if color == chess.WHITE else cpus[half:]
 
 
 Emit = Callable[[GameEvent], None]
@@ -561,7 +581,7 @@ class _NotReady(Exception):
 async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess.Board,
                      limit: chess.engine.Limit, game_id: int, timeout: float,
                      ready_timeout: float, *, position: str = "",
-                     new_game: bool = False) -> chess.engine.PlayResult:
+                     new_game: bool = False, ponder: bool = False) -> chess.engine.PlayResult:
     """One move, with its hard deadline ``timeout`` counted from sending ``go``.
 
     UCI engines get ``position`` (the game so far) and ``go`` through the lean UciMove
@@ -583,7 +603,7 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
             raise
     went = proto.expect_go()
     task: asyncio.Future[Any] = asyncio.ensure_future(
-        proto.play(board, limit, game=game_id, info=_INFO))
+        proto.play(board, limit, game=game_id, info=_INFO, ponder=ponder))  # hard / easy
     try:
         await asyncio.wait({task, went}, timeout=ready_timeout,
                            return_when=asyncio.FIRST_COMPLETED)
@@ -608,16 +628,34 @@ def _played(reply: chess.engine.PlayResult | UciReply) -> chess.engine.PlayResul
             move = chess.Move.from_uci(reply.move)
         except ValueError:
             raise chess.engine.EngineError(f"invalid bestmove {reply.move!r}") from None
-    return chess.engine.PlayResult(move, None, reply.info)  # type: ignore[arg-type]
+    ponder = None
+    if reply.ponder:
+        with contextlib.suppress(ValueError):
+            ponder = chess.Move.from_uci(reply.ponder)
+    return chess.engine.PlayResult(move, ponder, reply.info)  # type: ignore[arg-type]
 
 
-async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
-                     moves: list[str], comments: list[str], stall_timeout: float,
-                     grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
-                     clocks: dict[chess.Color, Clock], emit: Emit | None = None,
-                     attempt: int = 1, resume: ResumePoint | None = None,
-                     move_data: list[MovePlayed] | None = None,
-                     sans: list[str] | None = None) -> _End:
+async def _game_loop(*args: Any, **kwargs: Any) -> _End:
+    """The moves of the game (:func:`_play_moves`); the engines that still ponder when it
+    ends are stopped (or dropped with the game when it is cancelled or fails)."""
+    pondering: dict[chess.Color, Pondering] = {}
+    try:
+        end = await _play_moves(*args, pondering=pondering, **kwargs)
+    except BaseException:
+        drop_pondering(pondering)
+        raise
+    await stop_pondering(pondering)
+    return end
+
+
+async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
+                      moves: list[str], comments: list[str], stall_timeout: float,
+                      grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
+                      clocks: dict[chess.Color, Clock], emit: Emit | None = None,
+                      attempt: int = 1, resume: ResumePoint | None = None,
+                      move_data: list[MovePlayed] | None = None,
+                      sans: list[str] | None = None,
+                      pondering: dict[chess.Color, Pondering]) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
@@ -647,12 +685,19 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
         called = time.monotonic()
         new_game = color not in engaged
         engaged.add(color)
+        ponder = pondering.pop(color, None)
         try:
-            played = await _play_move(proto, board, limit, spec.game_id, timeout,
-                                      engine.startup_timeout_s or ready_timeout,
-                                      position=position + " moves " + " ".join(moves) if moves
-                                      else position, new_game=new_game)
-        except _NotReady:
+            if ponder is not None and moves and moves[-1] == ponder.expected:
+                played = _played(await ponder_hit(ponder, timeout))
+            else:
+                if ponder is not None:  # it pondered on another move: stopped, not on its clock
+                    await ponder_miss(ponder, engine.startup_timeout_s or ready_timeout)
+                played = await _play_move(proto, board, limit, spec.game_id, timeout,
+                                          engine.startup_timeout_s or ready_timeout,
+                                          position=position + " moves " + " ".join(moves)
+                                          if moves else position, new_game=new_game,
+                                          ponder=engine.ponder)
+        except (_NotReady, NotReady):
             proc.kill()
             return _stalled(board, color)
         except TimeoutError:
@@ -723,6 +768,12 @@ async def _game_loop(spec: GameSpec, board: chess.Board, procs: dict[chess.Color
             return end
         if verdict is not None:
             return _from_verdict(verdict)
+        if engine.ponder and isinstance(proto, TimedUciProtocol):
+            started = start_pondering(proto, board, played.ponder, position, moves,
+                                      _limit(spec, engine, clocks, color), color,
+                                      engine.startup_timeout_s or ready_timeout)
+            if started is not None:
+                pondering[color] = started
 
 
 __all__ = ["RefereeError", "build_pgn", "format_score", "format_seconds",

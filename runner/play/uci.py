@@ -34,6 +34,7 @@ class UciReply:
     move: str | None  # the bestmove token as sent (None: "bestmove" with nothing after it)
     info: dict[str, Any] = field(default_factory=dict)  # as python-chess's InfoDict
     pv_line: str | None = None
+    ponder: str | None = None  # the move it expects in reply ("bestmove X ponder Y")
 
 
 _INT_KEYS = ("depth", "seldepth", "nodes", "nps", "tbhits", "hashfull", "multipv")
@@ -125,8 +126,9 @@ class UciMove:
 
     def __init__(self, protocol: Any, position: str, go: str, new_game: bool,
                  turn: chess.Color, *, timeout: float | None = None,
-                 ready_timeout: float | None = None):
+                 ready_timeout: float | None = None, prelude: tuple[str, ...] = ()):
         self.protocol = protocol
+        self.prelude = prelude  # lines sent before the position (e.g. setoption ... Ponder)
         self.position = position
         self.go = go
         self.new_game = new_game
@@ -175,10 +177,31 @@ class UciMove:
         proto = self.protocol
         proto.move_received = None
         proto.last_move_text = None
-        self._send(self.position, self.go)
+        self._send(*self.prelude, self.position, self.go)
         proto.go_sent = time.monotonic()
         self.gone = True
         self._arm(self.timeout, TimeoutError)
+
+    # ------------------------------------------------------------------ pondering
+
+    def ponderhit(self, timeout: float | None) -> None:
+        """A ``go ponder`` search on the move the opponent did play: ``ponderhit``, and the
+        engine's clock (``go_sent``) and hard deadline ``timeout`` run from now on."""
+        proto = self.protocol
+        if self.result.done():  # it answered while pondering (against the protocol): no time
+            proto.go_sent = proto.move_received = time.monotonic()
+            return
+        proto.move_received = None
+        self._send("ponderhit")
+        proto.go_sent = time.monotonic()
+        self._arm(timeout, TimeoutError)
+
+    def stop(self, timeout: float | None) -> None:
+        """A ``go ponder`` search on a move the opponent did not play: ``stop``; its
+        ``bestmove`` (awaited within ``timeout``) is not a move of the game."""
+        if not self.result.done():
+            self._send("stop")
+            self._arm(timeout, NotReady)
 
     # ------------------------------------------------------------------ timers and ends
 
@@ -306,8 +329,9 @@ class UciMove:
         info = parse_info(self.score_line or self.bound_line, self.turn)
         if not self.result.done():
             self.end()
+            ponder = tokens[3] if len(tokens) > 3 and tokens[2] == "ponder" else None
             self.result.set_result(UciReply(tokens[1] if len(tokens) > 1 else None, info,
-                                            self.pv_line))
+                                            self.pv_line, ponder))
 
     def _line(self, raw: bytes) -> None:
         proto = self.protocol

@@ -25,6 +25,7 @@ from runner.domain.interruption import Decision
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
+from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
 from runner.service.sinks import (
     EventRouter,
@@ -91,7 +92,8 @@ class Tournament:
         self.book, code = open_event(self.config, self.store, self.say, self.total_games)
         if code is not None:
             return code
-        for path in (self.config.pgn_out, self.config.swiss.state_path):
+        for path in (self.config.pgn_out, self.config.swiss.state_path,
+                     *([self.config.live_pgn] if self.config.live_pgn else [])):
             remove_stale_temp_files(path)  # a kill inside their atomic rewrite left these
         # the views: an error of one is reported and the event goes on (never "damaged")
         with self.view_errors.guard(f"the PGN file {self.config.pgn_out}", store_errors=True):
@@ -503,9 +505,12 @@ class Tournament:
         self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s,
                                      self.view_errors)
         snapshot = self.snapshot
+        live = LivePgnSink(self.config, self.config.live_pgn) if self.config.live_pgn else None
 
         def moves_written() -> None:  # called on the move-log thread
             loop.call_soon_threadsafe(snapshot.request)
+            if live is not None:
+                loop.call_soon_threadsafe(live.request)
 
         def log_failed(exc: BaseException) -> None:
             err(f"{self.store.path}: cannot write the move log ({exc}); finished games are "
@@ -516,7 +521,10 @@ class Tournament:
 
         views = run_views(self)  # console lines with progress/ETA, EPD file, live view
         self.router = EventRouter(StoreSink(self.store, self.movelog),
-                                  [*views.sinks(), self.pgn, snapshot], self.view_errors)
+                                  [*views.sinks(), self.pgn, snapshot, *([live] if live else [])],
+                                  self.view_errors)
+        if live is not None:
+            live.request(now=True)  # the round so far, before its next game starts
         try:
             return await self._run()
         finally:
@@ -527,6 +535,9 @@ class Tournament:
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
             self._close_reader()
+            if live is not None:
+                await live.flush()
+                live.close()
             for sig, handler in before.items():
                 loop.remove_signal_handler(sig)
                 if handler is not None:  # what run had (asyncio would leave SIGTERM's default)

@@ -39,6 +39,7 @@ from runner.service.lock import runner_alive
 from runner.store.database import StoreError, file_identity
 from runner.store.forensics import connect
 from runner.web import model
+from runner.web.feeds import PgnFeeds
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "swiss_runner_token"
@@ -369,6 +370,7 @@ def board_svg(fen: str, last: str | None, size: int) -> bytes:
 def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25) -> Starlette:
     """The dashboard of one event (``config``); ``token``: required on every request."""
     hub = Hub(config, poll_s=poll_s)
+    feeds = PgnFeeds(config, lambda: hub.generation)  # built once per change (docs/broadcast.md)
     env = make_env()
 
     rendered: dict[tuple[str, bool], tuple[int, str]] = {}  # pages of the current view
@@ -430,14 +432,15 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         return _download(detail["pgn"], name)
 
     async def all_pgn(request: Request) -> Response:
-        try:
-            text = await asyncio.to_thread(model.event_pgn, config)
-        except StoreError as exc:
-            return Response(f"{exc}\n", status_code=503, media_type="text/plain")
-        if text is None:
-            return Response("no event recorded yet\n", status_code=404, media_type="text/plain")
         event = (hub.view.state or {}).get("event") or "event"
-        return _download(text, model.safe_filename(event) + ".pgn")
+        return await feeds.respond(request, "event", missing="no event recorded yet",
+                                   filename=model.safe_filename(event) + ".pgn")
+
+    async def live_pgn(request: Request) -> Response:
+        return await feeds.respond(request, "live")
+
+    async def round_pgn(request: Request) -> Response:
+        return await feeds.respond(request, f"round/{request.path_params['number']}")
 
     async def board(request: Request) -> Response:
         fen = request.query_params.get("fen") or chess.STARTING_FEN  # a game with no position yet
@@ -504,13 +507,15 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         Route("/", overview), Route("/standings", standings), Route("/rounds", rounds),
         Route("/chart", chart), Route("/games", games),
         Route("/game-{game_id:int}", game), Route("/game-{game_id:int}.pgn", game_pgn),
-        Route("/event.pgn", all_pgn), Route("/board.svg", board),
+        Route("/event.pgn", all_pgn), Route("/live.pgn", live_pgn),
+        Route("/round/{number:int}.pgn", round_pgn), Route("/board.svg", board),
         Route("/api/state", api_state), Route("/api/live", api_live),
         Route("/api/standings", api_standings), Route("/events", events),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hub = hub
+    app.state.feeds = feeds
     app.add_middleware(_GuardMiddleware, token=token)
     return app
 

@@ -25,6 +25,11 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --junk-handshake        answer ``uci`` with junk lines and never ``uciok`` (not an engine)
   --bad-option            declare an option whose ``min`` is not a number (python-chess logs
                           the parse error with its traceback)
+  --ponder MODE           answer ``bestmove M ponder P`` (P: the opponent's first legal move
+                          after M with ``right``, its last with ``wrong`` and ``deaf``); a ``go ponder``
+                          search answers only on ``ponderhit`` or ``stop`` (``deaf``: never
+                          on ``stop``)
+  --think S               sleep S seconds before every answer (after ``go`` or ``ponderhit``)
 """
 
 import argparse
@@ -56,6 +61,19 @@ def parse_position(tokens: list[str]) -> chess.Board:
     return board
 
 
+def _bestmove(board: chess.Board, move: chess.Move, ponder: str | None) -> str:
+    """``bestmove MOVE``, with ``ponder`` the opponent's first (or last) legal reply."""
+    if ponder is None:
+        return "bestmove " + move.uci()
+    after = board.copy()
+    after.push(move)
+    replies = sorted(after.legal_moves, key=lambda m: m.uci())
+    if not replies:
+        return "bestmove " + move.uci()
+    reply = replies[-1] if ponder in ("wrong", "deaf") else replies[0]
+    return f"bestmove {move.uci()} ponder {reply.uci()}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash-at-start", action="store_true")
@@ -76,6 +94,8 @@ def main() -> None:
     ap.add_argument("--log", default=None, help="append every command received to this file")
     ap.add_argument("--ignore-nodes", action="store_true")
     ap.add_argument("--bad-option", action="store_true")
+    ap.add_argument("--ponder", choices=("right", "wrong", "deaf"), default=None)
+    ap.add_argument("--think", type=float, default=0.0)
     opts = ap.parse_args()
     if opts.crash_at_start:
         sys.exit(1)
@@ -84,6 +104,7 @@ def main() -> None:
     board = chess.Board()
     gos = 0
     until_stop: str | None = None  # the move of a search that ends only on "stop"
+    pondering: str | None = None  # the move of a "go ponder" search (ponderhit or stop)
     for raw in sys.stdin:
         tokens = raw.split()
         if not tokens:
@@ -114,10 +135,22 @@ def main() -> None:
             gos = 0
         elif cmd == "position":
             board = parse_position(tokens)
+        elif cmd == "go" and "ponder" in tokens:
+            pondering = sorted(board.legal_moves, key=lambda m: m.uci())[0].uci()
+        elif cmd == "ponderhit" and pondering is not None:
+            time.sleep(opts.think)
+            send(f"info depth 2 score cp {opts.score} nodes 2 pv {pondering}")
+            send(_bestmove(board, chess.Move.from_uci(pondering), opts.ponder))
+            pondering = None
+        elif cmd == "stop" and pondering is not None:
+            if opts.ponder != "deaf":
+                send("bestmove " + pondering)
+            pondering = None
         elif cmd == "go":
             gos += 1
             if gos == opts.kill_parent_on_go:
                 os.kill(os.getppid(), signal.SIGKILL)
+            time.sleep(opts.think)
             if gos == opts.crash_on_go:
                 os._exit(1)
             if gos == opts.hang_on_go:
@@ -137,7 +170,7 @@ def main() -> None:
             if opts.garbage:
                 send("info garbage string with depth x")
                 send("bestmovez nonsense")
-            send("bestmove " + move.uci())
+            send(_bestmove(board, move, opts.ponder))
         elif cmd == "stop" and until_stop is not None:
             send("bestmove " + until_stop)
             until_stop = None

@@ -1,0 +1,67 @@
+"""``run --live-pgn FILE`` / ``LivePgn:``: the dashboard's ``/live.pgn`` as a file.
+
+A sink of the runner's event stream that rewrites the file (atomically: a reader sees the
+old text or the new one, never a mix) at every game start and end and at most every second
+while moves come in, when its text changed. The text is built from the database by the same
+code as the dashboard's (runner.service.livepgn), from a thread with its own read-only
+connection, never on the engines' event loop: the file and ``/live.pgn`` are the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from runner.config import Config
+from runner.service.livepgn import LivePgnBuilder, read_live
+from runner.service.sinks import SnapshotSink, err
+from runner.store.database import Store, StoreError, atomic_write
+
+
+class LivePgnSink(SnapshotSink):
+    """Rewrites ``path`` with the current round's live PGN; ``request()`` when moves were
+    committed (the move log's flush), game starts and ends by themselves."""
+
+    def __init__(self, config: Config, path: Path, interval: float = 1.0):
+        super().__init__(self._write, interval)
+        self.config = config
+        self.path = path
+        self.builder = LivePgnBuilder(config.event, config.site)
+        self.text: str | None = None  # what the file holds (None: not written yet)
+        self.writes = 0
+        self._reader: Store | None = None
+
+    def _write(self) -> bool:
+        """Build and write (in a worker thread); False when it failed (tried again later)."""
+        try:
+            if self._reader is None:
+                self._reader = Store.open_readonly(self.config.database, threads=True)
+                if self._reader is None:
+                    return True
+            text = read_live(self._reader, self.builder) or ""
+        except (StoreError, sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+            self.close()
+            err(f"{self.path}: cannot build the live PGN ({type(exc).__name__}: {exc}); the "
+                f"games are safe in {self.config.database}")
+            return False
+        if text == self.text:
+            return True
+        try:
+            atomic_write(self.path, text, durable=False)
+        except OSError as exc:
+            err(f"{self.path}: cannot write the live PGN ({exc.strerror or exc}); tried again "
+                "at the next move")
+            return False
+        self.text = text
+        self.writes += 1
+        return True
+
+    def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            with contextlib.suppress(sqlite3.Error):
+                reader.close()
+
+
+__all__ = ["LivePgnSink"]
