@@ -20,13 +20,13 @@ from web_support import serve
 STOCKFISH = Path("/usr/games/stockfish")
 
 
-def _event(tmp_path: Path, time_control: str = "20+0") -> Path:
-    """One game between two real engines, long enough to act beside it (on a loaded host
+def _event(tmp_path: Path, time_control: str = "12+0") -> Path:
+    """Two games between two real engines, long enough to act beside them (on a loaded host
     too: two equal engines with no increment play until their clocks run low)."""
     engine = {"Command": str(STOCKFISH), "Protocol": "uci", "Options": {"Hash": 16, "Threads": 1}}
     return write_config(tmp_path, {
         "Event": "Beside a run",
-        "SwissOptions": {"GamesPerMatch": 1, "Rounds": 1, "Seeding": "listed",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
         "TimeControl": time_control, "Concurrency": 1, "PgnOut": "state/games.pgn",
         "Adjudication": {"MaxMoves": 400},
@@ -74,7 +74,7 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
         outputs["run without the lock file"] = third
         assert third.returncode == 2 and "recorded in the database" in third.stderr, third
         conn = sqlite3.connect(database)  # a read-write connection (a backup script, a shell)
-        assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 1
+        assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 2
         conn.close()
         for args in (["status"], ["status", "--json"], ["standings"], ["ratings"], ["validate"]):
             result = _cli(args[0], str(config), *args[1:])
@@ -82,14 +82,12 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
             assert result.returncode == 0, (args, result.stdout, result.stderr)
         assert "Runner: running" in outputs["status"].stdout  # its lock file is gone
         with serve(config) as served:  # the dashboard, opened and stopped
-            for page in ("", "api/state", "standings", "game-1"):
+            for page in ("", "api/state", "standings", "game-1", "game-2"):
                 with urllib.request.urlopen(served.url + page, timeout=30) as response:
                     assert response.status == 200
         assert os.stat(wal).st_ino == inode, "the runner's WAL was deleted under it"
-        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
-        status = conn.execute("SELECT status FROM games").fetchone()[0]
-        conn.close()
-        assert status == "running", "the game ended before every tool was tried: lengthen it"
+        # the runner's connection was open all along (its WAL is what a close would delete)
+        assert runner.poll() is None, "the event ended before every tool was tried: lengthen it"
         out, _ = runner.communicate(timeout=120)
     finally:
         if runner.poll() is None:
@@ -99,3 +97,6 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
     for text in [out, *(r.stdout + r.stderr for r in outputs.values())]:
         assert "recovered" not in text and "damaged" not in text, text
     assert not list(database.parent.glob("*.recovered"))
+    conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+    assert conn.execute("SELECT status FROM games").fetchall() == [("finished",), ("finished",)]
+    conn.close()

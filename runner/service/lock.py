@@ -10,8 +10,10 @@ next connection to close anywhere delete its live WAL):
   taken before the store is opened and held for the whole run; a lock file deleted or
   replaced between its opening and its locking is opened again;
 * the runner's own record in the database (meta ``runner``: pid, process start time, host,
-  a token of the run), written in the transaction that claims the event. A lock file deleted during a run lets a
-  second runner lock a new one, but not past this record while its process lives.
+  a token of the run), written once the run goes ahead (a refused run writes nothing). A
+  lock file deleted during a run lets a second runner lock a new one, but not past this
+  record while the recorded process lives (checked before the second one opens the store
+  read-write, and again in the transaction that would record it).
 """
 
 from __future__ import annotations

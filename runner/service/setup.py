@@ -221,7 +221,8 @@ def lost_database_problem(config: Config) -> str | None:
         size = None
     except OSError:
         return None  # Store.open reports it
-    empty = not size or _schemaless(db)  # told without SQLite
+    if size and not _schemaless(db) and event_recorded(db) is not False:
+        return None  # a database with an event (or damaged: Store.open says which)
     state = f"{'missing' if size is None else 'empty (no event recorded in it)'}"
     finished = 0
     try:
@@ -233,8 +234,6 @@ def lost_database_problem(config: Config) -> str | None:
     pgn = size is not None and not finished and _pgn_holds_event(config)
     if not (finished or pgn):
         return None
-    if not empty and event_recorded(db) is not False:
-        return None  # a database with an event (or damaged: Store.open says which)
     if finished:
         return (f"{db}: the state database is {state}, but the JSON snapshot "
                 f"{config.swiss.state_path} says {finished} game(s) of this event were recorded "
