@@ -15,16 +15,17 @@ from pathlib import Path
 
 from runner.config import Config
 from runner.service.livepgn import LivePgnBuilder, read_live
-from runner.service.sinks import SnapshotSink, err
-from runner.store.database import Store, StoreError, atomic_write
+from runner.service.sinks import SnapshotSink, ViewErrors
+from runner.store.database import Store, atomic_write
 
 
 class LivePgnSink(SnapshotSink):
     """Rewrites ``path`` with the current round's live PGN; ``request()`` when moves were
     committed (the move log's flush), game starts and ends by themselves."""
 
-    def __init__(self, config: Config, path: Path, interval: float = 1.0):
-        super().__init__(self._write, interval)
+    def __init__(self, config: Config, path: Path, interval: float = 1.0,
+                 errors: ViewErrors | None = None):
+        super().__init__(self._write, interval, errors)
         self.config = config
         self.path = path
         self.builder = LivePgnBuilder(config.event, config.site)
@@ -40,18 +41,16 @@ class LivePgnSink(SnapshotSink):
                 if self._reader is None:
                     return True
             text = read_live(self._reader, self.builder) or ""
-        except (StoreError, sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a view never costs the event
             self.close()
-            err(f"{self.path}: cannot build the live PGN ({type(exc).__name__}: {exc}); the "
-                f"games are safe in {self.config.database}")
+            self.errors.report(f"the live PGN {self.path}", exc)
             return False
         if text == self.text:
             return True
         try:
             atomic_write(self.path, text, durable=False)
         except OSError as exc:
-            err(f"{self.path}: cannot write the live PGN ({exc.strerror or exc}); tried again "
-                "at the next move")
+            self.errors.report(f"writing the live PGN {self.path}", exc)
             return False
         self.text = text
         self.writes += 1

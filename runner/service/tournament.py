@@ -505,7 +505,7 @@ class Tournament:
         self.snapshot = SnapshotSink(self._snapshot_in_thread, self.config.snapshot_interval_s,
                                      self.view_errors)
         snapshot = self.snapshot
-        live = LivePgnSink(self.config, self.config.live_pgn) if self.config.live_pgn else None
+        live = LivePgnSink(self.config, self.config.live_pgn, errors=self.view_errors) if self.config.live_pgn else None
 
         def moves_written() -> None:  # called on the move-log thread
             loop.call_soon_threadsafe(snapshot.request)
