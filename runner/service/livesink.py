@@ -25,7 +25,7 @@ class LivePgnSink(SnapshotSink):
 
     def __init__(self, config: Config, path: Path, interval: float = 1.0,
                  errors: ViewErrors | None = None):
-        super().__init__(self._write, interval, errors)
+        super().__init__(self._rewrite, interval, errors)
         self.config = config
         self.path = path
         self.builder = LivePgnBuilder(config.event, config.site)
@@ -33,7 +33,7 @@ class LivePgnSink(SnapshotSink):
         self.writes = 0
         self._reader: Store | None = None
 
-    def _write(self) -> bool:
+    def _rewrite(self) -> bool:
         """Build and write (in a worker thread); False when it failed (tried again later)."""
         try:
             if self._reader is None:
