@@ -4,7 +4,8 @@
     python bench/bench_ratings.py 42 11 1000   # engines, double rounds, simulations
 
 Events are generated with a seeded RNG (random pairings, double rounds, results drawn from
-Ordo's model with a 60% draw rate between equals and 30 Elo white advantage).
+Ordo's model with a 60% draw rate between equals and 30 Elo white advantage), rated with
+the white advantage fitted (as `ordo -W`, the case the numbers in docs/performance.md are of).
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ def event(engines: int, rounds: int, seed: int = 1) -> list[Game]:
 def bench(engines: int, rounds: int, simulations: int) -> None:
     games = event(engines, rounds)
     start = time.perf_counter()
-    compute_ratings(games, RatingOptions(simulations=0))
+    compute_ratings(games, RatingOptions(simulations=0, white_advantage=None))
     fit = time.perf_counter() - start
     start = time.perf_counter()
-    r = compute_ratings(games, RatingOptions(simulations=simulations))
+    r = compute_ratings(games, RatingOptions(simulations=simulations, white_advantage=None))
     total = time.perf_counter() - start
     print(f"{engines} engines x {len(games)} games: fit {fit * 1000:.0f} ms, fit + {simulations} "
           f"simulations {total:.2f} s (redrawn {r.simulations_redrawn})")

@@ -58,13 +58,31 @@ def tcec_events() -> Path:
     return path
 
 
+# Every swiss-runner command the tests start (a runner, a worker, `status`...) notes there
+# the errors nobody handled (runner.cli.common.note_lost); no_lost_exceptions checks it.
+_LOST_FILE = Path(os.environ.setdefault(
+    "SWISS_RUNNER_LOST_ERRORS",
+    os.path.join(os.environ.get("TMPDIR", "/tmp"), f"swiss-runner-lost-{os.getpid()}.txt")))
+
+
+def _lost_in_commands(start: int) -> list[str]:
+    try:
+        with open(_LOST_FILE, encoding="utf-8", errors="replace") as handle:
+            handle.seek(start)
+            return [line.rstrip("\n") for line in handle]
+    except OSError:
+        return []
+
+
 @pytest.fixture(autouse=True)
 def no_lost_exceptions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail a test after which an asyncio task's or future's exception was never retrieved,
     or Python had to ignore an exception (``Exception ignored in ...``: a ``__del__``, a
     callback at exit): each is an error nobody handled. ``swiss-runner``'s own hook (one
-    warning line) is left out here, so that a test run in-process reports them too."""
+    warning line) is left out here, so that a test run in-process reports them too; the
+    commands a test runs as processes note theirs in $SWISS_RUNNER_LOST_ERRORS."""
     lost: list[str] = []
+    start = _LOST_FILE.stat().st_size if _LOST_FILE.exists() else 0
 
     class Lost(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -87,5 +105,6 @@ def no_lost_exceptions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         gc.collect()  # a task or transport this test left behind reports itself now
     finally:
         asyncio_log.removeHandler(handler)
+    lost += _lost_in_commands(start)
     if lost:
         pytest.fail("errors nobody handled:\n" + "\n".join(lost[:10]), pytrace=False)

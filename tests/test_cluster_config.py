@@ -71,6 +71,19 @@ def test_cluster_overdue(tmp_path: Path) -> None:
                        ).cluster.overdue_s == 60.0
 
 
+def test_cluster_refusals_and_lost_attempts(tmp_path: Path) -> None:
+    config = load_config(event_config(tmp_path, Cluster={
+        "Scheduler": "tcp://h:1", "RetryRefusedS": 30, "MaxLostAttempts": 5}))
+    assert config.cluster is not None
+    assert (config.cluster.retry_refused_s, config.cluster.max_lost_attempts) == (30.0, 5)
+    default = load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1"})).cluster
+    assert (default.retry_refused_s, default.max_lost_attempts) == (600.0, 3)
+    for key, bad in (("RetryRefusedS", 0), ("MaxLostAttempts", 0), ("MaxLostAttempts", 1.5)):
+        with pytest.raises(ConfigError) as info:
+            load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1", key: bad}))
+        assert f"Cluster.{key}" in str(info.value)
+
+
 def test_worker_engine_override() -> None:
     """`swiss-runner worker --engine NAME=COMMAND`: that engine's command on this worker."""
     pytest.importorskip("distributed")

@@ -473,6 +473,12 @@ def test_config_average_and_fixed_values(tmp_path):
         "{Average: 2500, WhiteAdvantage: 20, DrawRate: 55}"))
     rc = load_config(path).ratings
     assert (rc.anchor, rc.elo, rc.white_advantage, rc.draw_rate) == (None, 2500, 20, 55)
+    # as Ordo: no white advantage unless it is fitted; the draw rate is fitted
+    for block, expected in (("{Average: 2500}", 0.0), ("{WhiteAdvantage: fit}", None)):
+        path = write_config(tmp_path, CONFIG.format(state=tmp_path / "state").replace(
+            "{Anchor: A, Elo: 2000, Simulations: 50, Seed: 3}", block))
+        rc = load_config(path).ratings
+        assert (rc.white_advantage, rc.draw_rate) == (expected, None)
 
 
 # --------------------------------------------------------------------------- Ordo 1.2.6

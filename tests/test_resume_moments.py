@@ -175,10 +175,16 @@ def test_outside_the_loop_a_stop_signal_is_remembered_even_when_python_swallows_
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.05)  # the KeyboardInterrupt is raised here, and ignored by Python
 
-    with stop_signals():
-        assert stop_requested() is None
-        Finalised()  # collected at once
-        assert stop_requested() == signal.SIGTERM
+    swallowed: list[type[BaseException]] = []
+    hook, sys.unraisablehook = sys.unraisablehook, lambda u: swallowed.append(u.exc_type)
+    try:
+        with stop_signals():
+            assert stop_requested() is None
+            Finalised()  # collected at once
+            assert stop_requested() == signal.SIGTERM
+    finally:
+        sys.unraisablehook = hook
+    assert swallowed == [KeyboardInterrupt]  # the case this test is about: Python ignored it
     assert stop_requested() is None
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 

@@ -3,6 +3,7 @@ and what libraries log (one escaped line, never a traceback)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -30,6 +31,20 @@ def load(path: str, *, writes: bool = False) -> Config | None:
         return None
 
 
+LOST_ERRORS_ENV = "SWISS_RUNNER_LOST_ERRORS"
+
+
+def note_lost(text: str) -> None:
+    """An error nobody handled (an exception Python had to ignore, an asyncio exception never
+    retrieved): appended to the file named by $SWISS_RUNNER_LOST_ERRORS, when set (the test
+    suite sets it, and fails a test whose commands left one)."""
+    path = os.environ.get(LOST_ERRORS_ENV)
+    if not path:
+        return
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as handle:
+        handle.write(printable(f"{os.getpid()} {' '.join(sys.argv[:3])}: {text}")[:1000] + "\n")
+
+
 class OneLineHandler(logging.Handler):
     """Records of libraries (python-chess about an engine's odd output, ...) as one
     ``warning: LOGGER: message`` line on stderr: control characters escaped, cut short, and
@@ -46,6 +61,8 @@ class OneLineHandler(logging.Handler):
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             text += f" ({type(exc).__name__}: {exc})"
+        if record.name == "asyncio" and "never retrieved" in text:
+            note_lost(text)
         text = printable(text)
         if len(text) > MAX_LOG_CHARS:
             text = text[:MAX_LOG_CHARS] + "..."
@@ -76,6 +93,7 @@ def quiet_unraisable() -> None:
         exc = unraisable.exc_value
         if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
             return
+        note_lost(f"{unraisable.err_msg or 'Exception ignored in'}: {type(exc).__name__}: {exc}")
         if os.environ.get("SWISS_RUNNER_TRACEBACK"):
             sys.__unraisablehook__(unraisable)
             return

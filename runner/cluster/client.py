@@ -232,7 +232,12 @@ class ClusterBackend:
                     attempt.lose(f"worker {name} was lost at ply {attempt.ply}")
 
     async def _describe(self, address: str) -> None:
-        workers = await self._workers() or {}
+        """A joined worker's name and slots (a task nobody awaits: it never raises; the
+        table is updated at the next message of that worker anyway)."""
+        try:
+            workers = await self._workers() or {}
+        except Exception:  # noqa: BLE001 - the client closing meanwhile
+            return
         if address in workers:
             w = workers[address]
             self.names[address] = str(w.get("name", address))

@@ -83,6 +83,7 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
         await asyncio.wait({finished, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if stop.is_set():
+            finished.cancel()  # awaited by nobody from here on
             code = EXIT_INTERRUPTED
             with contextlib.suppress(Exception):
                 await worker.close(reason="swiss-runner worker stopped")

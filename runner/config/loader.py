@@ -685,8 +685,9 @@ def _fit_or_number(c: _Checker, d: dict[str, Any], key: str, name: str,
                    check: Callable[[Any], bool], expected: str,
                    default: float | None = None) -> float | None:
     """None for 'fit' (the default unless ``default`` is a number)."""
-    value = d.get(name, "fit" if default is None else default)
-    if value == "fit":
+    if name not in d:
+        return default
+    if d[name] == "fit":
         return None
     return c.get(d, key, name, "float", None, check, f"'fit' or {expected}")
 

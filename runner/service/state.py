@@ -8,10 +8,11 @@ documents every key; ``format``/``version`` change only with it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -383,16 +384,25 @@ def _results(config: Config, store: Store, finished: int, complete_rounds: int, 
     round was paired, the ratings when a round was completed (they need numpy/scipy: not
     while each game ends)."""
     key = (finished, paired)
-    try:
-        if cache.results_key != key:
+    if cache.results_key != key:
+        with _view_of_snapshot(cache):
             cache.rows, cache.results_key = standings_rows(config, store), key
-        if cache.ratings_key != complete_rounds:
+    if cache.ratings_key != complete_rounds:
+        with _view_of_snapshot(cache):
             cache.ratings, cache.ratings_key = ratings_doc(config, store), complete_rounds
+    return cache.rows, cache.ratings
+
+
+@contextlib.contextmanager
+def _view_of_snapshot(cache: StateCache) -> Iterator[None]:
+    """A part of the document that could not be made is handed to ``cache.on_view_error``
+    (the last one that could be made stays, and it is tried again at its next change)."""
+    try:
+        yield
     except ViewError as exc:
         if cache.on_view_error is None:
             raise
-        cache.on_view_error(exc)  # the last standings/ratings that could be made stay
-    return cache.rows, cache.ratings
+        cache.on_view_error(exc)
 
 
 _GAME_KEYS = ("game_id", "game_in_round", "pair_index", "leg", "white", "black",

@@ -30,6 +30,7 @@ from runner.domain.models import white_score
 from runner.domain.pgn import unescape_tag
 from runner.domain.standings import compute_standings, standings_json
 from runner.domain.variant import board_at
+from runner.errors import ViewError
 from runner.service.lock import lock_path, runner_alive
 from runner.service.state import build_state, live_game
 from runner.store.database import Store, StoreError
@@ -118,7 +119,7 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
 def error_view(config: Config, exc: BaseException) -> View:
     """The View of an event whose records cannot be made sense of (a malformed move log or
     GameStarted event, say): the pages say so and the watcher goes on watching."""
-    if isinstance(exc, StoreError):  # says which file and why already
+    if isinstance(exc, StoreError | ViewError):  # says which file (or view) and why already
         return finish(View(state=None, error=str(exc)))
     return finish(View(state=None, error=f"{config.database}: cannot read the event: "
                                          f"{type(exc).__name__}: {exc}"))
