@@ -188,10 +188,11 @@ def test_pondering_game_between_two_stockfish(tmp_path: Path) -> None:
         assert [side for _, side, _, _ in played] == [
             "white" if i % 2 == 0 else "black" for i in range(len(played))]
         # each move charged what the engine took from its go / ponderhit to its bestmove,
-        # and the clocks are what that leaves (5 ms for the log's own writing and rounding)
+        # and the clocks are what that leaves (20 ms for the log's own writing and rounding on
+        # a loaded host: a charged ponder search would be off by hundreds)
         remaining = {"white": 8000, "black": 8000}
         for (_, side, _, took), move in zip(played, logged[gid], strict=True):
-            assert abs(move["time_ms"] - took) <= 5, (move, took)
+            assert abs(move["time_ms"] - took) <= 20, (move, took)
             remaining[side] += 100 - move["time_ms"]
             assert abs(move[f"{side}_clock_ms"] - remaining[side]) <= 2, move
             remaining[side] = move[f"{side}_clock_ms"]
