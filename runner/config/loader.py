@@ -339,6 +339,7 @@ _TOP = {
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False,
     "Ratings": False, "Cluster": False,
+    "Restart": False,
 }
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False}
 _RATINGS = {
@@ -357,6 +358,7 @@ _ENGINE = {
     "Name": True, "Command": True, "Args": False, "Protocol": False, "Rating": False,
     "Options": False, "Nodes": False, "Depth": False, "MoveTime": False, "WorkingDir": False,
     "StartupTimeoutS": False,
+    "Restart": False,
 }
 _OPENINGS = {"File": True, "Format": False, "Plies": False, "Order": False}
 _ADJ = {"TcecDraw": False, "TcecWin": False, "Tablebases": False, "MaxMoves": False}

@@ -42,6 +42,7 @@ class EngineConfig:
     working_dir: str | None = None
     command_as_written: str = ""
     startup_timeout_s: float | None = None  # handshake/ready time-out; None = the referee's 30 s
+    restart: bool = True  # Restart: on (a fresh process every game) | off (kept: runner.play.keep)
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)
