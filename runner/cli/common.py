@@ -137,3 +137,17 @@ def other_event(config: Config, recorded: dict | None) -> str | None:
         *(f"  {change}" for change in changes),
         "Restore the old settings, or point SwissOptions.StatePath (and Database) somewhere "
         "else for another event."])
+
+
+def untested_python_chess(say: Any = None) -> int | None:
+    """EXIT_FAIL (after saying why) when the installed python-chess lacks what the built-in
+    referee reads of it (runner.play.uci.python_chess_problem); None when it is fine."""
+    from runner.errors import EXIT_FAIL
+    from runner.play.uci import python_chess_problem
+
+    problem = python_chess_problem()
+    if problem is None:
+        return None
+    (say or err)(problem)
+    return EXIT_FAIL
+

@@ -54,6 +54,11 @@ def _opening_from_args(args: argparse.Namespace) -> Opening | None:
 
 def cli_play(config: Config, args: argparse.Namespace) -> int:
     """``swiss-runner play``: one game between two engines of the config; print its PGN."""
+    from runner.cli.common import untested_python_chess
+
+    refused = untested_python_chess()  # the referee's timing relies on its internals
+    if refused is not None:
+        return refused
     names = [e.name for e in config.engines]
     for flag in ("white", "black"):
         if getattr(args, flag) not in names:

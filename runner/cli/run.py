@@ -9,7 +9,7 @@ import sqlite3
 
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
-from runner.cli.common import quiet_engine_logs
+from runner.cli.common import quiet_engine_logs, untested_python_chess
 from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
 from runner.service.lock import event_lock as _event_lock
@@ -69,6 +69,10 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
         cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
                                  overdue_s=cc.overdue_s if cc else 60.0)
         play_game = cluster
+    if play_game is None and config.backend == "python-chess":
+        refused = untested_python_chess()  # the referee's timing relies on its internals
+        if refused is not None:
+            return refused
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):
         problems = engine_problems(config)
         if problems:  # refuse before any state is created or touched

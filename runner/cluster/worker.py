@@ -30,6 +30,11 @@ def cli_worker(args: argparse.Namespace) -> int:
     except ImportError:
         say("the 'distributed' package is not installed: pip install 'swiss-runner[cluster]'")
         return EXIT_BAD_INPUT
+    from runner.cli.common import untested_python_chess
+
+    refused = untested_python_chess(say)  # the referee's timing relies on its internals
+    if refused is not None:
+        return refused
     if args.slots < 1:
         say("--slots must be at least 1")
         return EXIT_BAD_INPUT
