@@ -195,6 +195,7 @@ class UciMove:
         self.pending = b""  # a line not complete yet (read line by line)
         self.buf = bytearray()  # what the engine wrote since go (collected)
         self.scan = 0  # where to look for bestmove in buf next
+        self.read_at = 0.0  # when the data being fed was read (see feed)
         self.score_line: str | None = None
         self.bound_line: str | None = None
         self.pv_line: str | None = None
@@ -268,13 +269,16 @@ class UciMove:
 
     # ------------------------------------------------------------------ reading
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, read_at: float | None = None) -> bytes:
         """Take what the engine wrote; return what follows ``bestmove`` (b"" if nothing).
 
+        ``read_at``: the monotonic time the data was read (the caller stamps it before any
+        other work), the arrival time of a ``bestmove`` in it; None: now.
         Once ``go`` is out, what the engine writes is only collected (one search for
         ``bestmove`` per read) and its lines are read once the move has come; before
         ``go``, and with engine logs on, it is read line by line as it comes.
         """
+        self.read_at = time.monotonic() if read_at is None else read_at
         if self.result.done():  # answered (or failed) already: not ours any more
             rest, self.pending = self.pending + data, b""
             return rest
@@ -315,7 +319,7 @@ class UciMove:
             if tokens[0] == "bestmove":
                 break
             at = end  # "bestmovez ...": not ours to read
-        now = time.monotonic()
+        now = self.read_at
         self._searched(bytes(buf[:k]))
         rest = bytes(buf[end + 1:])
         self.buf = bytearray()
@@ -384,7 +388,7 @@ class UciMove:
                     self.pv_line = line
                     proto.last_pv_line = line
         elif raw.startswith(b"bestmove"):
-            now = time.monotonic()
+            now = self.read_at
             tokens = raw.decode("utf-8", errors="replace").split()
             if not self.gone or tokens[0] != "bestmove":
                 return  # not the answer to our go ("bestmovez ...", or before go)
