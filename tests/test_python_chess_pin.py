@@ -3,6 +3,7 @@ whose internals changed is refused at start with a clear error (runner.play.uci)
 
 from __future__ import annotations
 
+import asyncio
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from testkit import REPO, loop_config
 
 from runner.cli import main
 from runner.errors import EXIT_FAIL
+from runner.play import uci
 from runner.play.uci import TESTED_PYTHON_CHESS, python_chess_problem
 
 
@@ -22,6 +24,18 @@ def test_the_installed_python_chess_is_the_pinned_tested_one() -> None:
     assert f"chess=={TESTED_PYTHON_CHESS}" in deps
     assert chess.__version__ == TESTED_PYTHON_CHESS
     assert python_chess_problem() is None
+
+
+def test_the_check_also_runs_inside_a_running_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nested `run` (a runner started from a running loop) is checked as well."""
+    monkeypatch.setattr(uci, "_CHECKED", None)
+    monkeypatch.setattr(chess.engine.Protocol, "pipe_data_received", _lines_lost)
+
+    async def inside() -> str | None:
+        return python_chess_problem()
+
+    problem = asyncio.run(inside())
+    assert problem is not None and "pipe_data_received" in problem
 
 
 def _lines_lost(self: Any, fd: int, data: Any) -> None:
@@ -45,6 +59,7 @@ def test_changed_internals_are_refused_before_anything_is_written(
         attribute: str, make: Any, named: str) -> None:
     monkeypatch.setattr(chess.engine.Protocol, attribute,
                         make(getattr(chess.engine.Protocol, attribute)))
+    monkeypatch.setattr(uci, "_CHECKED", None)  # checked once per process: again here
     problem = python_chess_problem()
     assert problem is not None and named in problem
     assert f"python-chess {chess.__version__} is installed" in problem

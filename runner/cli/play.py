@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 import chess
@@ -54,9 +53,10 @@ def _opening_from_args(args: argparse.Namespace) -> Opening | None:
 
 def cli_play(config: Config, args: argparse.Namespace) -> int:
     """``swiss-runner play``: one game between two engines of the config; print its PGN."""
-    from runner.cli.common import untested_python_chess
+    from runner.cli.common import referee_refused
+    from runner.play import eventloop
 
-    refused = untested_python_chess()  # the referee's timing relies on its internals
+    refused = referee_refused()  # its loop, and the python-chess internals it reads
     if refused is not None:
         return refused
     names = [e.name for e in config.engines]
@@ -82,7 +82,7 @@ def cli_play(config: Config, args: argparse.Namespace) -> int:
                     adjudication=config.adjudication, opening=opening, event=config.event,
                     site=config.site, time_margin_ms=config.time_margin_ms)
     try:
-        record = asyncio.run(play_game(spec))
+        record = eventloop.run(play_game(spec))
     except RefereeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sqlite3
 
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
-from runner.cli.common import quiet_engine_logs, untested_python_chess
+from runner.cli.common import quiet_engine_logs, referee_refused
 from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
+from runner.play import eventloop
 from runner.service.lock import event_lock as _event_lock
 from runner.service.lock import runner_alive
 from runner.service.setup import (
@@ -70,7 +70,7 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
                                  overdue_s=cc.overdue_s if cc else 60.0)
         play_game = cluster
     if play_game is None and config.backend == "python-chess":
-        refused = untested_python_chess()  # the referee's timing relies on its internals
+        refused = referee_refused()  # its loop, and the python-chess internals it reads
         if refused is not None:
             return refused
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):
@@ -107,7 +107,7 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
                 return EXIT_BAD_INPUT
             if code is not None:
                 return code
-            return asyncio.run(tournament.run())
+            return eventloop.run(tournament.run())
     except StoreError as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT

@@ -151,7 +151,26 @@ def python_chess_problem() -> str | None:
             gone.append(f"Protocol() as before ({type(exc).__name__}: {exc})")
         return gone
 
-    gone = asyncio.run(missing())
+    global _CHECKED
+    if _CHECKED is not None:
+        return _CHECKED[0]
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        gone = asyncio.run(missing())
+    else:  # called inside a loop (a nested run): the throwaway loop runs in a thread of its own
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            gone = pool.submit(asyncio.run, missing()).result()
+    _CHECKED = (_internals_text(gone),)
+    return _CHECKED[0]
+
+
+_CHECKED: tuple[str | None] | None = None  # python_chess_problem's answer, once per process
+
+
+def _internals_text(gone: list[str]) -> str | None:
     if not gone:
         return None
     installed = getattr(chess, "__version__", "?")
