@@ -19,14 +19,21 @@ runner's, unless the engine's own log shows it took longer than its clock.
 
     python bench/bench_clock.py [--think 30] [--concurrency N] [--games 64] [--max-moves 8]
                                 [--restart on|off] [--loop asyncio|uvloop] [--tc 60+1]
+                                [--fastchess BINARY]
+
+``--fastchess BINARY`` (or FASTCHESS) plays the same games (same engines, time control,
+concurrency, game length; ``-each restart=``) with fastchess instead: the time charged is
+what its PGN says for each move (in ms), matched to the engines' logs on the moves played.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,7 +81,8 @@ while True:
         out.write(f"info depth 1 score cp 0 pv {{move.uci()}}\\nbestmove {{move.uci()}}\\n")
         out.flush()
         t1 = time.monotonic()
-        log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}")
+        played = " ".join(m.uci() for m in board.move_stack) or "-"
+        log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\t{{played}}\t{{move.uci()}}")
     elif line == "quit":
         break
 with open(os.path.join({logdir!r}, f"{{os.getpid()}}.log"), "w") as f:
@@ -91,6 +99,66 @@ def percentiles(values: list[float]) -> str:
             f"  mean {statistics.fmean(values) * 1000:7.3f} ms")
 
 
+def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
+                                      dict[tuple[str, str], float]]:
+    """The test engines' logs: per pid, (go read, bestmove written, clock left) per move;
+    and the time taken per (moves before, move played)."""
+    logs: dict[int, list[tuple[float, ...]]] = {}
+    taken: dict[tuple[str, str], float] = {}
+    for path in logdir.iterdir():
+        rows = logs[int(path.stem)] = []
+        for line in path.read_text().split("\n"):
+            if line:
+                times, before, move = line.split("\t")
+                rows.append(tuple(map(float, times.split())))
+                taken[(before, move)] = rows[-1][1] - rows[-1][0]
+    return logs, taken
+
+
+def fastchess(args: argparse.Namespace, binary: str, engine: Path, work: Path, engines_n: int,
+              rounds: int) -> None:
+    """The same games with fastchess: time charged from its PGN (ms: its comments'
+    resolution), time taken from the engines' logs, matched on the moves played."""
+    import chess.pgn
+
+    pgn = work / "fastchess.pgn"
+    argv = [binary]
+    for i in range(engines_n):
+        argv += ["-engine", f"name=S{i}", f"cmd={engine}"]
+    argv += ["-each", "proto=uci", f"tc={args.tc}", f"restart={args.restart}",
+             "-rounds", str(max(1, args.games // (engines_n * (engines_n - 1)))), "-games", "2",
+             "-repeat",
+             "-maxmoves", str(args.max_moves), "-concurrency", str(args.concurrency),
+             "-force-concurrency",
+             "-pgnout", f"file={pgn}"]
+    load = os.getloadavg()
+    t0 = time.monotonic()
+    code = subprocess.run(argv, cwd=work, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
+    wall = time.monotonic() - t0
+    _, taken = read_logs(work / "logs")
+    over: list[float] = []
+    forfeits = games = 0
+    with open(pgn, encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games += 1
+            forfeits += "time" in game.headers.get("Termination", "")
+            before: list[str] = []
+            for node in game.mainline():
+                move = node.move.uci()
+                seconds = re.search(r"([0-9.]+)s\b", node.comment)
+                took = taken.get((" ".join(before) or "-", move))
+                if seconds and took is not None:
+                    over.append(float(seconds.group(1)) - took)
+                before.append(move)
+    print(f"fastchess restart={args.restart}: exit {code}, {games} games, {len(over)} engine "
+          f"moves, Concurrency {args.concurrency}, think {args.think:g} ms, TC {args.tc}, "
+          f"MaxMoves {args.max_moves}, {wall:.1f} s; load before "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"  charged - taken  {percentiles(over)} (charged in ms, as its PGN has it)")
+    print(f"  time forfeits: {forfeits}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--think", type=float, default=30.0, help="ms per move (0: from the clock)")
@@ -101,6 +169,8 @@ def main() -> None:
     ap.add_argument("--restart", choices=("on", "off"), default="on")
     ap.add_argument("--loop", choices=("asyncio", "uvloop"), default=None,
                     help="SWISS_RUNNER_LOOP for the run (default: the runner's own choice)")
+    ap.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
+                    help="play the same games with this fastchess instead (FASTCHESS)")
     args = ap.parse_args()
     if args.loop:
         os.environ["SWISS_RUNNER_LOOP"] = args.loop
@@ -127,6 +197,9 @@ def main() -> None:
         engine.write_text(ENGINE.format(python=sys.executable, think=args.think,
                                         logdir=str(logdir)))
         engine.chmod(0o755)
+        if args.fastchess:
+            fastchess(args, args.fastchess, engine, work, engines_n, rounds)
+            return
         config = work / "event.yaml"
         config.write_text(yaml.safe_dump({
             "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
@@ -140,10 +213,7 @@ def main() -> None:
         t0 = time.monotonic()
         code = cli(["run", str(config), "--quiet"])
         wall = time.monotonic() - t0
-        logs: dict[int, list[tuple[float, float, float]]] = {}
-        for path in logdir.iterdir():
-            rows = [tuple(map(float, line.split())) for line in path.read_text().split("\n") if line]
-            logs[int(path.stem)] = rows  # type: ignore[assignment]
+        logs, _ = read_logs(logdir)
         conn = sqlite3.connect(work / "state.sqlite3")
         ends = conn.execute("SELECT reason, COUNT(*) FROM games GROUP BY reason").fetchall()
         forfeits = conn.execute("SELECT COUNT(*) FROM games WHERE termination='time forfeit'"
