@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
-from testkit import FAKE_UCI, event_games, write_config
+from testkit import DET_ENGINE, FAKE_UCI, REPO, event_games, write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -207,3 +210,55 @@ def test_the_pool_keeps_records_repins_evicts_and_closes() -> None:
         assert not late.alive and not pool.idle
 
     asyncio.run(scenario())
+
+
+def test_a_runner_killed_with_kept_engines_leaves_nothing_and_resumes(tmp_path: Path) -> None:
+    """SIGKILL the runner of a Restart: off event right after a game finished (its engines
+    kept, waiting): no engine survives it, the next start sweeps what was recorded and the
+    event completes with every game."""
+    token = f"keep{os.getpid()}x{tmp_path.name[-10:]}"
+    config = write_config(tmp_path, {
+        "Event": "kept", "TimeControl": "120+1", "Concurrency": 2, "Restart": "off",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "Adjudication": {"MaxMoves": 40},
+        "Engines": [{"Name": f"D{i}", "Command": sys.executable,
+                     "Args": [str(DET_ENGINE), "random", f"{token}-{i}", "5"], "Nodes": 1}
+                    for i in range(1, 5)]})
+    log = tmp_path / "run.log"
+
+    def start() -> subprocess.Popen[bytes]:
+        with open(log, "ab") as out:
+            return subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)],
+                                    cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                    env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    def ours() -> list[int]:
+        found = []
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            if any(token in part for part in proc.info["cmdline"] or ()) and \
+                    proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        return found
+
+    proc = start()
+    deadline = time.monotonic() + 120
+    while "Finished game " not in log.read_text() and proc.poll() is None:
+        assert time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.005)
+    assert proc.poll() is None, log.read_text()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    for _ in range(200):  # the kernel's parent-death signal reaches the engines
+        if not ours():
+            break
+        time.sleep(0.05)
+    assert not ours()
+    proc = start()
+    assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    output = log.read_text()
+    assert "Resuming event" in output and "Engine processes of the previous run:" in output
+    assert "Event complete" in output
+    played = games(tmp_path)
+    assert len(played) == 12 and not [r for r in played if r[3].endswith("disconnects")]
+    assert not ours()
