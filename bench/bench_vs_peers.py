@@ -14,6 +14,10 @@ sampled with psutil every 10 ms (the last sample is at most 10 ms before the exi
   package is byte-compiled first, as an installed one is.
 - cutechess-cli and fastchess: their process.
 
+``--restart on|off``: fresh engines every game (swiss-runner ``Restart: on``, cutechess-cli
+``restart=on``, fastchess ``restart=on``) or kept ones (``off``, the peers' defaults keep
+them too); default ``on``.
+
 ``--steady K`` also plays the first K lines alone with each tool and reports the CPU per
 ply of the games beyond them ((CPU(N) - CPU(K)) / (plies(N) - plies(K))): the cost per ply
 once a tool is running, without what it spends once per run (start-up, imports).
@@ -67,10 +71,13 @@ def engine_plies(pgn: Path) -> tuple[int, int]:
     return games, plies
 
 
+RESTART = "on"  # --restart
+
+
 def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
     config = work / "event.yaml"
     config.write_text(yaml.safe_dump({
-        "Event": "bench", "TimeControl": "inf", "Concurrency": 1,
+        "Event": "bench", "TimeControl": "inf", "Concurrency": 1, "Restart": RESTART,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": pairs, "Seeding": "listed",
                          "RandomOpenings": False, "StatePath": str(work / "state.json")},
         "Openings": {"File": str(book), "Format": "pgn", "Order": "sequential"},
@@ -109,7 +116,7 @@ def run_cutechess(binary: str, pairs: int, nodes: int, work: Path, book: Path) -
     argv = [binary]
     for name, cmd in ENGINES:
         argv += ["-engine", f"name={name}", f"cmd={cmd}"]
-    argv += ["-each", "proto=uci", "tc=inf", f"nodes={nodes}", "option.Hash=16",
+    argv += ["-each", "proto=uci", "tc=inf", f"nodes={nodes}", f"restart={RESTART}", "option.Hash=16",
              "option.Threads=1", "-openings", f"file={book}", "format=pgn", "order=sequential",
              "-repeat", "-games", "2", "-rounds", str(pairs), "-maxmoves", "150",
              "-concurrency", "1", "-pgnout", str(pgn)]
@@ -123,7 +130,7 @@ def run_fastchess(binary: str, pairs: int, nodes: int, work: Path, book: Path) -
     argv = [binary]
     for name, cmd in ENGINES:
         argv += ["-engine", f"name={name}", f"cmd={cmd}", f"nodes={nodes}"]
-    argv += ["-each", "proto=uci", "tc=inf", "option.Hash=16", "option.Threads=1",
+    argv += ["-each", "proto=uci", "tc=inf", f"restart={RESTART}", "option.Hash=16", "option.Threads=1",
              "-openings", f"file={book}", "format=pgn", "order=sequential",
              "-repeat", "-rounds", str(pairs), "-maxmoves", "150", "-concurrency", "1",
              "-pgnout", f"file={pgn}"]
@@ -152,7 +159,10 @@ def main() -> None:
     ap.add_argument("--steady", type=int, default=0, metavar="K",
                     help="also play K openings alone: CPU per ply beyond them (default: off)")
     ap.add_argument("--only", choices=("swiss-runner", "cutechess-cli", "fastchess"))
+    ap.add_argument("--restart", choices=("on", "off"), default="on")
     args = ap.parse_args()
+    global RESTART
+    RESTART = args.restart
     tools = {
         "swiss-runner": sys.executable,
         "cutechess-cli": os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli"),
@@ -170,7 +180,8 @@ def main() -> None:
             if args.steady and not isinstance(results[name], str):
                 steady[name] = play(name, tools[name], args.steady, args.nodes, base)
                 print(f"{name} ({args.steady} pairs): {steady[name]}", file=sys.stderr, flush=True)
-    print(f"{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1")
+    print(f"{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1, "
+          f"restart {args.restart}, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     head = f"{'tool':<14} {'games':>5} {'plies':>6} {'CPU s':>7} {'ms/ply':>7}"
     print(head + (f" {'steady ms/ply':>13}" if args.steady else ""))
     for name, value in results.items():

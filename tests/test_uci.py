@@ -150,3 +150,21 @@ def test_an_engine_that_exits_mid_search_ends_the_move():
         assert proto.searching is None
 
     asyncio.run(main())
+
+
+def test_the_move_time_is_the_read_time_stamped_by_the_caller():
+    """A bestmove is charged at the moment its data was read (TimedUciProtocol stamps it
+    first thing), not when the loop got round to parsing it: lines logged or parsed before it
+    in the same read add nothing."""
+    async def run(logged: bool) -> tuple[float | None, float]:
+        proto = _Protocol(asyncio.get_running_loop(), logged)
+        move = UciMove(proto, "position startpos", "go nodes 100", False, chess.WHITE)
+        answer = move.start()
+        read_at = proto.go_sent + 0.0123
+        move.feed(b"\n".join(LINES) + b"\nbestmove e2e4\n", read_at)
+        assert answer.done() and answer.result().move == "e2e4"
+        return proto.move_received, read_at
+
+    for logged in (False, True):
+        received, read_at = asyncio.run(run(logged))
+        assert received == read_at

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 import chess
@@ -55,6 +54,12 @@ def _opening_from_args(args: argparse.Namespace, chess960: bool = False) -> Open
 
 def cli_play(config: Config, args: argparse.Namespace) -> int:
     """``swiss-runner play``: one game between two engines of the config; print its PGN."""
+    from runner.cli.common import referee_refused
+    from runner.play import eventloop
+
+    refused = referee_refused()  # its loop, and the python-chess internals it reads
+    if refused is not None:
+        return refused
     names = [e.name for e in config.engines]
     for flag in ("white", "black"):
         if getattr(args, flag) not in names:
@@ -79,7 +84,7 @@ def cli_play(config: Config, args: argparse.Namespace) -> int:
                     site=config.site, time_margin_ms=config.time_margin_ms,
                     variant=config.variant)
     try:
-        record = asyncio.run(play_game(spec))
+        record = eventloop.run(play_game(spec))
     except RefereeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sqlite3
@@ -13,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
-from runner.cli.common import quiet_engine_logs
+from runner.cli.common import quiet_engine_logs, referee_refused
 from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
+from runner.play import eventloop
 from runner.service.lock import event_lock as _event_lock
 from runner.service.lock import runner_alive
 from runner.service.setup import (
@@ -102,6 +102,10 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
                                  **({"retry_refused_s": cc.retry_refused_s,
                                      "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
         play_game = cluster
+    if play_game is None and config.backend == "python-chess":
+        refused = referee_refused()  # its loop, and the python-chess internals it reads
+        if refused is not None:
+            return refused
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):
         problems = engine_problems(config)
         if problems:  # refuse before any state is created or touched
@@ -158,4 +162,4 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
     if code is not None:
         return code
     lock.claim(store)
-    return asyncio.run(tournament.run())
+    return eventloop.run(tournament.run())

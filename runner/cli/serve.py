@@ -64,6 +64,13 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         err(f"--port {port}: not a TCP port (0-65535)")
         return EXIT_BAD_INPUT
+    from runner.play.eventloop import LoopChoiceError, loop_choice
+
+    try:
+        loop_choice()
+    except LoopChoiceError as exc:
+        err(str(exc))
+        return EXIT_BAD_INPUT
     try:
         import uvicorn
 
@@ -94,7 +101,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
 
     server = Server(uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on",
+        app, log_level="warning", access_log=False, lifespan="on", loop=loop_choice(),
         timeout_graceful_shutdown=2, proxy_headers=False))
     # uvicorn handles SIGINT/SIGTERM while it runs (a clean shutdown), then passes the signal
     # on to the handler it found: SIGTERM then ends the command normally too

@@ -116,7 +116,9 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
         if problem:
             send("refused", engine=engine.name, reason=problem)
             return {"refused": engine.name, "reason": problem}
-    record = asyncio.run(_play(worker, key, spec, resume, attempt, name, send))
+    from runner.play import eventloop
+
+    record = eventloop.run(_play(worker, key, spec, resume, attempt, name, send))
     return {"record": record_to_json(record)}
 
 

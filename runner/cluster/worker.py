@@ -30,6 +30,11 @@ def cli_worker(args: argparse.Namespace) -> int:
     except ImportError:
         say("the 'distributed' package is not installed: pip install 'swiss-runner[cluster]'")
         return EXIT_BAD_INPUT
+    from runner.cli.common import referee_refused
+
+    refused = referee_refused(say)  # its loop, and the python-chess internals it reads
+    if refused is not None:
+        return refused
     if args.slots < 1:
         say("--slots must be at least 1")
         return EXIT_BAD_INPUT
@@ -41,7 +46,9 @@ def cli_worker(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         engines[engine] = command
     name = args.name or socket.gethostname()
-    return asyncio.run(serve(args.scheduler, slots=args.slots, name=name, wait_s=args.wait,
+    from runner.play import eventloop
+
+    return eventloop.run(serve(args.scheduler, slots=args.slots, name=name, wait_s=args.wait,
                              engines=engines))
 
 

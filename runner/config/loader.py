@@ -339,7 +339,7 @@ _TOP = {
     # operator keys, read by runner.config.operations (Engines or EnginesFile is required)
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False, "LivePgn": False,
-    "Ponder": False,
+    "Ponder": False, "Restart": False,
     "Ratings": False, "Cluster": False, "Variant": False,
 }
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
@@ -359,7 +359,7 @@ _SWISS = {
 _ENGINE = {
     "Name": True, "Command": True, "Args": False, "Protocol": False, "Rating": False,
     "Options": False, "Nodes": False, "Depth": False, "MoveTime": False, "WorkingDir": False,
-    "StartupTimeoutS": False, "Ponder": False,
+    "StartupTimeoutS": False, "Ponder": False, "Restart": False,
 }
 _OPENINGS = {"File": False, "Format": False, "Plies": False, "Order": False, "Positions": False}
 _ADJ = {"TcecDraw": False, "TcecWin": False, "Tablebases": False, "MaxMoves": False}

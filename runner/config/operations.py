@@ -115,6 +115,47 @@ def _timeout_ok(v: Any) -> bool:
     return 1 <= v <= 3600
 
 
+_RESTART_EXPECTED = "on | off (on: fresh engine processes every game; off: kept between games)"
+
+
+def _restart_value(c: Any, data: dict[str, Any], prefix: str) -> bool | None:
+    """``Restart`` of ``data`` as a bool (YAML reads on/off as booleans), None when absent."""
+    value = data.get("Restart")
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("on", "off"):
+        return value.strip().lower() == "on"
+    c.bad(f"{prefix}.Restart" if prefix else "Restart", value, _RESTART_EXPECTED)
+    return None
+
+
+def _restart(c: Any, top: dict[str, Any], raw_by_name: dict[str, tuple[int, Any]],
+             engines: list[EngineConfig], config: Config) -> list[EngineConfig]:
+    """``Restart`` (event default ``on``) and each engine's own, checked against the backend:
+    engines are kept only by the built-in referee on this machine (runner.play.keep)."""
+    default = _restart_value(c, top, "")
+    out = []
+    for engine in engines:
+        i, raw = raw_by_name.get(engine.name, (None, {}))
+        own = _restart_value(c, raw, f"Engines[{i}]") if i is not None else None
+        restart = own if own is not None else default if default is not None else True
+        if not restart:
+            key = f"Engines[{i}].Restart" if own is not None else "Restart"
+            if config.backend != "python-chess":
+                c.bad(key, "off", "on with Backend: cutechess (cutechess-cli is started for each "
+                      "game and starts its engines itself); Restart: off needs the built-in "
+                      "referee (Backend: python-chess)")
+                restart = True
+            elif config.cluster is not None:
+                c.bad(key, "off", "on with Cluster (each game is played by a task on a worker, "
+                      "which starts its own engines)")
+                restart = True
+        out.append(replace(engine, restart=False) if not restart else engine)
+    return out
+
+
 def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) -> Config:
     """``config`` with the operator keys of ``top`` read and checked (problems go to ``c``)."""
     startup = c.get(top, "", "StartupTimeoutS", "float", None, _timeout_ok, _TIMEOUT_EXPECTED)
@@ -133,6 +174,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
         if own_ponder if own_ponder is not None else ponder:
             engine = replace(engine, ponder=True)
         engines.append(engine)
+    engines = _restart(c, top, raw_by_name, engines, config)
     logs = None
     if top.get("EngineLogs") is not None:
         d = c.mapping("EngineLogs", top["EngineLogs"], {"Dir": True, "Keep": False})

@@ -43,6 +43,7 @@ class EngineConfig:
     command_as_written: str = ""
     startup_timeout_s: float | None = None  # handshake/ready time-out; None = the referee's 30 s
     ponder: bool = False  # Ponder: think on the opponent's time (docs/operators.md)
+    restart: bool = True  # Restart: on (a fresh process every game) | off (kept: runner.play.keep)
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)

@@ -285,11 +285,12 @@ class TimedUciProtocol(_Timed, chess.engine.UciProtocol):
     searching: Any = None
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        read_at = time.monotonic()  # a bestmove in it came now, whatever is done before
         move = self.searching
         if move is None or fd != 1 or isinstance(data, str):
             super().pipe_data_received(fd, data)
             return
-        rest = move.feed(data)
+        rest = move.feed(data, read_at)
         if rest:  # what the engine wrote after its bestmove
             super().pipe_data_received(fd, rest)
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from runner.play.engines import (
     limit_problem,
     start_engine,
 )
+from runner.play.keep import EnginePool
 from runner.play.ponder import (
     Pondering,
     drop_pondering,
@@ -268,18 +269,26 @@ def _kill_started(task: asyncio.Future[EngineProcess]) -> None:
 async def _start_both(spec: GameSpec, board: chess.Board,
                       on_process: Callable[[int, float], None] | None,
                       timeout: float, cpus: Sequence[int] | None = None,
-                      engine_log: GameLog | None = None,
+                      engine_log: GameLog | None = None, pool: EnginePool | None = None,
                       ) -> tuple[dict[chess.Color, EngineProcess], _End | None]:
-    """Start both engines at once; ``board`` is the position the game starts from.
+    """Start both engines at once (or take kept ones from ``pool``); ``board`` is the
+    position the game starts from.
 
     If this is cancelled (or fails) while one engine is still starting, the one that has
     already started is killed and the other start is cancelled (which kills its process).
     """
-    tasks = {color: asyncio.ensure_future(start_engine(
-        engine, timeout=engine.startup_timeout_s or timeout, on_process=on_process,
-        cpus=engine_cpus(spec, color, cpus),
-        io_log=engine_log.writer(f"{engine.name}({SIDE[color].lower()})") if engine_log else None))
-        for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
+    def start(color: chess.Color, engine: EngineConfig) -> Awaitable[EngineProcess]:
+        kwargs: dict[str, Any] = {
+            "timeout": engine.startup_timeout_s or timeout, "on_process": on_process,
+            "cpus": engine_cpus(spec, color, cpus),
+            "io_log": engine_log.writer(f"{engine.name}({SIDE[color].lower()})")
+            if engine_log else None}
+        if pool is None:
+            return start_engine(engine, **kwargs)
+        return pool.acquire(engine, note=engine_log.note if engine_log else None, **kwargs)
+
+    tasks = {color: asyncio.ensure_future(start(color, engine))
+             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
     try:
         await asyncio.wait(tasks.values())
     except BaseException:
@@ -345,6 +354,7 @@ async def play_game(
     cpus: Sequence[int] | None = None,
     engine_log: GameLog | None = None,
     worker: str = "",
+    engines: EnginePool | None = None,
 ) -> GameRecord:
     """Play one game; always return a GameRecord (crashes and timeouts are results).
 
@@ -366,7 +376,9 @@ async def play_game(
     log is named in the PGN's ``EngineLog`` tag. Each engine's own ``startup_timeout_s``
     (StartupTimeoutS) replaces ``startup_timeout`` for its handshake and first ``isready``.
     ``worker``: the name of the cluster worker playing the game (docs/cluster.md), given in
-    GameStarted and as the PGN tag ``Worker``; "" (this machine) adds no tag.
+    GameStarted and as the PGN tag ``Worker``; "" (this machine) adds no tag. ``engines``:
+    the run's pool of kept engines (``Restart: off``, runner.play.keep): engines are taken
+    from it and handed back to it when the game ends.
     """
     tc = spec.time_control
     for engine in (spec.white, spec.black):
@@ -392,7 +404,8 @@ async def play_game(
     procs: dict[chess.Color, EngineProcess] = {}
     move_data: list[MovePlayed] | None = [] if _wants_move_data(spec) else None
     try:
-        procs, end = await _start_both(spec, board, on_process, startup_timeout, cpus, engine_log)
+        procs, end = await _start_both(spec, board, on_process, startup_timeout, cpus, engine_log,
+                                       engines)
         for proc in procs.values():
             problem = limit_problem(proc.config, proc.protocol)
             if problem is None and is_960(spec.variant):
@@ -412,11 +425,17 @@ async def play_game(
     except BaseException:
         for proc in procs.values():
             proc.kill()
+            if engines is not None:
+                engines.forget(proc)
         if engine_log is not None:
             engine_log.discard()
         raise
     else:
-        await asyncio.gather(*(proc.close() for proc in procs.values()))
+        if engines is None:
+            await asyncio.gather(*(proc.close() for proc in procs.values()))
+        else:
+            await asyncio.gather(*(engines.release(proc, end.termination, cpus)
+                                   for proc in procs.values()))
     kept_log = engine_log.close(end.termination, end.reason) if engine_log is not None else None
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,

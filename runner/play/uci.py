@@ -4,8 +4,9 @@ python-chess starts the engine, does the ``uci`` handshake, sets the options and
 (runner.play.engines). Each move of a game is then one :class:`UciMove`, driven straight
 from the engine's output while python-chess's protocol is idle (no command of its own runs):
 
-- ``ucinewgame`` + ``isready`` once per game (the engines are fresh per game), not an
-  ``isready`` round trip before every move as ``Protocol.play`` does;
+- ``ucinewgame`` + ``isready`` once per game (for a fresh engine and for one kept from an
+  earlier game, ``Restart: off``), not an ``isready`` round trip before every move as
+  ``Protocol.play`` does;
 - the ``position`` line is built by the referee, which appends each move to it, instead of
   copying the board, replaying it and writing the root FEN for every move; it goes out
   with ``go`` in one write;
@@ -108,6 +109,78 @@ def position_line(start_fen: str) -> str:
     return f"position fen {start_fen}"
 
 
+#: The python-chess release the lean path below was written and tested against (pyproject.toml
+#: pins it): it reads what python-chess does not publish (:func:`python_chess_problem`).
+TESTED_PYTHON_CHESS = "1.11.2"
+
+
+def python_chess_problem() -> str | None:
+    """Why the installed python-chess cannot carry the lean UCI path (None: it can).
+
+    The path relies on what python-chess's ``Protocol`` does not publish: ``buffer[1]`` (the
+    partial stdout line, a bytearray), ``returncode`` (a future), ``transport`` (set by
+    ``connection_made``) and ``pipe_data_received`` handing each whole stdout line to
+    ``_line_received``, which runner.play.engines overrides to stamp and log every line. An
+    upgrade that changed any of them would break the timing of moves silently, so the
+    runner refuses to play instead (checked on a protocol object of a throwaway loop: ~1 ms).
+    """
+    async def missing() -> list[str]:
+        lines: list[str] = []
+
+        class Probe(chess.engine.UciProtocol):
+            def _line_received(self, line: str) -> None:
+                lines.append(line)
+
+        gone: list[str] = []
+        try:
+            proto = Probe()
+            buffer = getattr(proto, "buffer", None)
+            if not isinstance(buffer, dict) or not isinstance(buffer.get(1), bytearray):
+                gone.append("Protocol.buffer[1] (a bytearray)")
+            if not isinstance(getattr(proto, "returncode", None), asyncio.Future):
+                gone.append("Protocol.returncode (a future)")
+            marker = object()
+            proto.connection_made(marker)  # type: ignore[arg-type]
+            if getattr(proto, "transport", None) is not marker:
+                gone.append("Protocol.transport (set by connection_made)")
+            proto.pipe_data_received(1, b"id name probe\nreadyok\nbestmo")
+            if lines != ["id name probe", "readyok"]:
+                gone.append("Protocol.pipe_data_received -> _line_received (one call a line)")
+            elif isinstance(buffer, dict) and bytes(proto.buffer[1]) != b"bestmo":
+                gone.append("Protocol.buffer[1] (the partial line kept there)")
+        except Exception as exc:  # noqa: BLE001 - any failure here is the same answer
+            gone.append(f"Protocol() as before ({type(exc).__name__}: {exc})")
+        return gone
+
+    global _CHECKED
+    if _CHECKED is not None:
+        return _CHECKED[0]
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        gone = asyncio.run(missing())
+    else:  # called inside a loop (a nested run): the throwaway loop runs in a thread of its own
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            gone = pool.submit(asyncio.run, missing()).result()
+    _CHECKED = (_internals_text(gone),)
+    return _CHECKED[0]
+
+
+_CHECKED: tuple[str | None] | None = None  # python_chess_problem's answer, once per process
+
+
+def _internals_text(gone: list[str]) -> str | None:
+    if not gone:
+        return None
+    installed = getattr(chess, "__version__", "?")
+    return (f"python-chess {installed} is installed, but swiss-runner's referee was tested with "
+            f"python-chess {TESTED_PYTHON_CHESS} and reads parts of it that are not its public "
+            f"API; these changed: {'; '.join(gone)}. Install the tested version: pip install "
+            f"'chess=={TESTED_PYTHON_CHESS}'")
+
+
 class NotReady(Exception):
     """The engine did not answer ``isready`` in time (before ``go``: not on its clock)."""
 
@@ -143,6 +216,7 @@ class UciMove:
         self.pending = b""  # a line not complete yet (read line by line)
         self.buf = bytearray()  # what the engine wrote since go (collected)
         self.scan = 0  # where to look for bestmove in buf next
+        self.read_at = 0.0  # when the data being fed was read (see feed)
         self.score_line: str | None = None
         self.bound_line: str | None = None
         self.pv_line: str | None = None
@@ -237,13 +311,16 @@ class UciMove:
 
     # ------------------------------------------------------------------ reading
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, read_at: float | None = None) -> bytes:
         """Take what the engine wrote; return what follows ``bestmove`` (b"" if nothing).
 
+        ``read_at``: the monotonic time the data was read (the caller stamps it before any
+        other work), the arrival time of a ``bestmove`` in it; None: now.
         Once ``go`` is out, what the engine writes is only collected (one search for
         ``bestmove`` per read) and its lines are read once the move has come; before
         ``go``, and with engine logs on, it is read line by line as it comes.
         """
+        self.read_at = time.monotonic() if read_at is None else read_at
         if self.result.done():  # answered (or failed) already: not ours any more
             rest, self.pending = self.pending + data, b""
             return rest
@@ -284,7 +361,7 @@ class UciMove:
             if tokens[0] == "bestmove":
                 break
             at = end  # "bestmovez ...": not ours to read
-        now = time.monotonic()
+        now = self.read_at
         self._searched(bytes(buf[:k]))
         rest = bytes(buf[end + 1:])
         self.buf = bytearray()
@@ -354,7 +431,7 @@ class UciMove:
                     self.pv_line = line
                     proto.last_pv_line = line
         elif raw.startswith(b"bestmove"):
-            now = time.monotonic()
+            now = self.read_at
             tokens = raw.decode("utf-8", errors="replace").split()
             if not self.gone or tokens[0] != "bestmove":
                 return  # not the answer to our go ("bestmovez ...", or before go)

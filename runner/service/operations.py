@@ -53,12 +53,18 @@ class EpdSink:
 class GameResources:
     """Per game: a CPU slot (Affinity) and an engine log (EngineLogs), as backend kwargs."""
 
-    def __init__(self, config: Config, builtin_referee: bool):
+    def __init__(self, config: Config, builtin_referee: bool,
+                 record: Callable[[int, float], None] | None = None):
         from runner.play.affinity import SlotPool
 
         self.config = config
         self.pool = SlotPool(config.affinity.slots) if config.affinity else None
         self.logs = config.engine_logs if builtin_referee else None
+        self.engines = None  # engines kept between games (Restart: off), runner.play.keep
+        if builtin_referee and any(not e.restart for e in config.engines):
+            from runner.play.keep import EnginePool
+
+            self.engines = EnginePool(2 * config.concurrency, record)
 
     @contextlib.contextmanager
     def for_game(self, game_id: int, attempt: int, title: str) -> Iterator[dict[str, Any]]:
@@ -66,6 +72,8 @@ class GameResources:
         with self.pool.take() if self.pool else contextlib.nullcontext() as cpus:
             if cpus:
                 kwargs["cpus"] = cpus
+            if self.engines is not None:
+                kwargs["engines"] = self.engines
             log = None
             if self.logs is not None:
                 from runner.play.enginelog import GameLog, log_name
@@ -77,6 +85,11 @@ class GameResources:
             finally:
                 if log is not None:
                     log.discard()  # no-op when the referee closed it
+
+    async def aclose(self) -> None:
+        """Close the engines kept between games (the run is over)."""
+        if self.engines is not None:
+            await self.engines.aclose()
 
 
 class RunViews:

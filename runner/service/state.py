@@ -236,8 +236,8 @@ def workers_table(store: Store, games: list[dict[str, Any]],
 
 
 def build_state(config: Config, store: Store, *, standings: bool = True,
-                cache: StateCache | None = None, runner_running: bool | None = None
-                ) -> dict[str, Any]:
+                cache: StateCache | None = None, runner_running: bool | None = None,
+                ratings: bool = True) -> dict[str, Any]:
     """The state document (see the module docstring and docs/state.md).
 
     ``cache``: kept by the caller between calls on the same database (:class:`StateCache`):
@@ -246,12 +246,14 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
     ratings only when they can have changed), and the games in progress are read on from
     where the last call left them.
     ``runner_running``: the caller knows (the runner itself); else the locks are asked.
+    ``ratings`` False: ``"ratings"`` is null (the runner's own snapshot: fitting them needs
+    numpy and scipy, which the runner never imports while it times engines).
     """
     fresh = cache is None
     cache = StateCache() if cache is None else cache
-    key = None if fresh else (standings, _structure_key(store))
+    key = None if fresh else (standings, ratings, _structure_key(store))
     if key is None or cache.base_key != key:
-        cache.base = _base(config, store, cache, standings, fresh)
+        cache.base = _base(config, store, cache, standings, fresh, ratings)
         cache.base_key = key
     doc, running = cache.base
     in_progress = []
@@ -283,8 +285,8 @@ def _structure_key(store: Store) -> tuple[Any, ...]:
     return (*games, *rounds, store.meta(WORKERS_META))
 
 
-def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool
-          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool,
+          ratings: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The document but its games in progress (``updated``, ``runner_running`` and
     ``in_progress`` are left None), and the rows of the games being played."""
     s = config.swiss
@@ -318,8 +320,8 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
     running = [g for g in games if g["status"] == "running"]
     complete_rounds = sum(1 for r in rounds if r.state == "complete" and not r.extra)
     done_rounds = sum(1 for r in rounds if r.state == "complete")
-    results = (_results(config, store, finished, done_rounds, len(rounds), cache) if standings
-               else (None, None))
+    results = (_results(config, store, finished, done_rounds, len(rounds), cache, ratings)
+               if standings else (None, None))
     doc = {
         "format": STATE_FORMAT,
         "version": STATE_VERSION,
@@ -379,14 +381,17 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
 
 
 def _results(config: Config, store: Store, finished: int, complete_rounds: int, paired: int,
-             cache: StateCache) -> tuple[list[dict[str, Any]] | None, Any]:
+             cache: StateCache, ratings: bool = True
+             ) -> tuple[list[dict[str, Any]] | None, Any]:
     """(standings rows, ratings): the standings computed again when a game finished or a
     round was paired, the ratings when a round was completed (they need numpy/scipy: not
-    while each game ends)."""
+    while each game ends), and never without ``ratings``."""
     key = (finished, paired)
     if cache.results_key != key:
         with _view_of_snapshot(cache):
             cache.rows, cache.results_key = standings_rows(config, store), key
+    if not ratings:
+        return cache.rows, None
     if cache.ratings_key != complete_rounds:
         with _view_of_snapshot(cache):
             cache.ratings, cache.ratings_key = ratings_doc(config, store), complete_rounds
@@ -433,6 +438,9 @@ def write_snapshot(config: Config, store: Store, cache: StateCache | None = None
                    runner_running: bool | None = None) -> bool:
     """Replace StatePath with the state document; report (not raise) a failed write.
 
+    Only the runner writes it: its ``"ratings"`` is null (the runner never fits ratings,
+    which need numpy and scipy; `status --json`, `standings` and the dashboard do).
+
     The file is replaced atomically (a reader sees the old document or the new one) but not
     synced to disk: it is a view, rebuilt from the database, and `run` rebuilds one that a
     power cut left cut short (:func:`check_snapshot`).
@@ -440,7 +448,8 @@ def write_snapshot(config: Config, store: Store, cache: StateCache | None = None
     Returns False when the write failed (the caller tries again later)."""
     path = config.swiss.state_path
     try:
-        data = build_state(config, store, cache=cache, runner_running=runner_running)
+        data = build_state(config, store, cache=cache, runner_running=runner_running,
+                           ratings=False)
         atomic_write(path, _encode(data) + "\n", durable=False)
     except OSError as exc:
         print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the previous "

@@ -256,8 +256,9 @@ class Tournament:
         if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
             from runner.service.operations import GameResources
 
-            self.resources = GameResources(self.config, self.play_game is None
-                                           and self.config.backend == "python-chess")
+            self.resources = GameResources(
+                self.config, self.play_game is None and self.config.backend == "python-chess",
+                record=lambda pid, created: self.store.record_process(pid, created, None))
         while True:
             decision = self.decide_interrupted(game, spec) if attempt > 1 else None
             extra: dict[str, Any] = {}
@@ -531,6 +532,8 @@ class Tournament:
             close = getattr(self.play_game, "aclose", None)  # a cluster backend's connection
             if close is not None:
                 await close()
+            if self.resources is not None:
+                await self._close_resources()
             views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
@@ -542,6 +545,14 @@ class Tournament:
                 loop.remove_signal_handler(sig)
                 if handler is not None:  # what run had (asyncio would leave SIGTERM's default)
                     signal.signal(sig, handler)
+
+    async def _close_resources(self) -> None:
+        """Close the engines kept between games; no engine process of this run is left, so
+        none is left recorded for the orphan sweep either."""
+        await self.resources.aclose()
+        if self.resources.engines is not None and not self.running:
+            with contextlib.suppress(StoreError, sqlite3.Error):
+                self.store.clear_processes()
 
     async def _run(self) -> int:
         s = self.config.swiss

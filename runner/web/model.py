@@ -96,14 +96,16 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
         store.conn.execute("BEGIN")  # one consistent snapshot of the database
         if not store.has_event():
             return _finish(View(state=None), t0)
-        state = build_state(config, store)
+        state = build_state(config, store, ratings=False)  # fitted below, once a round
         results = store.event_results()
         standings = None
         if results is not None:  # the full tables (build_state has the compact rows)
             rows = compute_standings(results, config.tiebreaks)
             standings = standings_json(rows, results, config.tiebreaks)
+        fitted, ratings = _ratings(config, store, state)
+        state["ratings"] = fitted
         view = View(state=state, standings=standings, chart=swiss_chart(results, standings),
-                    ratings=_ratings(config, store, state))
+                    ratings=ratings)
         view.live = _live_document(config, store, state, runner_seen)
     except sqlite3.Error as exc:
         return _finish(View(state=None, error=f"{config.database}: cannot read: {exc}"), t0)
@@ -125,18 +127,22 @@ def error_view(config: Config, exc: BaseException) -> View:
                                          f"{type(exc).__name__}: {exc}"))
 
 
-_RATINGS: dict[tuple[str, int], dict[str, Any] | None] = {}
+_RATINGS: dict[tuple[str, int], tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
 
 
-def _ratings(config: Config, store: Store, state: dict[str, Any]) -> dict[str, Any] | None:
-    """The ratings with their error margins (simulated events: this is the dashboard's
-    process, not the runner's), computed again only when a game finished."""
+def _ratings(config: Config, store: Store, state: dict[str, Any]
+             ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the state document's ratings: fitted, no simulations; the ratings with their error
+    margins from simulated events), computed in the dashboard's refresh thread (never while a
+    request waits) and again only when a round was completed: at most once per round."""
     from runner.service.state import ratings_doc
 
-    key = (str(config.database), int(state.get("games_finished") or 0))
+    done = sum(1 for r in state.get("rounds") or () if r.get("state") == "complete")
+    key = (str(config.database), done)
     if key not in _RATINGS:
         _RATINGS.clear()
-        _RATINGS[key] = ratings_doc(config, store, margins=True)
+        _RATINGS[key] = (ratings_doc(config, store) if done else None,
+                         ratings_doc(config, store, margins=True) if done else None)
     return _RATINGS[key]
 
 

@@ -1,0 +1,249 @@
+"""Clock accuracy of the built-in referee: per move, the time charged minus the time the
+engine really took.
+
+The engines are UCI test engines (written to a temporary directory) that think exactly
+``--think`` ms per move: they sleep, using no CPU, and log (CLOCK_MONOTONIC, which every
+process on the machine shares) when they read ``go`` and when they wrote ``bestmove``. The
+runner plays a whole event in this process (``swiss-runner run``), with ``--concurrency``
+games at once (default 2 x the cores) and short games (``--max-moves``), so that games start
+and end all the time; the referee's move function is wrapped to record each move's ``go``
+sent and ``bestmove`` read times (what the clock is charged from). Reported, over every
+engine move: p50 / p99 / max of
+
+- ``charged - taken``: (bestmove read - go sent) - (bestmove written - go read);
+- ``in``: go read by the engine - go sent; ``out``: bestmove read - bestmove written.
+
+``--tc 1+0.01 --think 0`` is the short-clock check: the engines then think 1/30 of their
+remaining time plus half the increment (never more than they have), so a time forfeit is the
+runner's, unless the engine's own log shows it took longer than its clock.
+
+    python bench/bench_clock.py [--think 30] [--concurrency N] [--games 64] [--max-moves 8]
+                                [--restart on|off] [--loop asyncio|uvloop] [--tc 60+1]
+                                [--fastchess BINARY]
+
+``--fastchess BINARY`` (or FASTCHESS) plays the same games (same engines, time control,
+concurrency, game length; ``-each restart=``) with fastchess instead: the time charged is
+what its PGN says for each move (in ms), matched to the engines' logs on the moves played.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+ENGINE = '''#!{python}
+import os, random, sys, time
+import chess
+think = {think} / 1000
+log = []
+board = chess.Board()
+rng = random.Random(os.getpid())
+inp, out = sys.stdin.buffer, sys.stdout
+while True:
+    raw = inp.readline()
+    if not raw:
+        break
+    t0 = time.monotonic()
+    line = raw.decode().strip()
+    if line == "uci":
+        out.write("id name Sleeper\\nuciok\\n"); out.flush()
+    elif line == "isready":
+        out.write("readyok\\n"); out.flush()
+    elif line.startswith("position"):
+        tokens = line.split()
+        board = chess.Board() if tokens[1] == "startpos" else chess.Board(" ".join(tokens[2:8]))
+        if "moves" in tokens:
+            for m in tokens[tokens.index("moves") + 1:]:
+                board.push_uci(m)
+    elif line.startswith("go"):
+        tokens = line.split()
+        mine = "wtime" if board.turn else "btime"
+        inc = "winc" if board.turn else "binc"
+        left = int(tokens[tokens.index(mine) + 1]) / 1000 if mine in tokens else None
+        plus = int(tokens[tokens.index(inc) + 1]) / 1000 if inc in tokens else 0.0
+        budget = think if think > 0 or left is None else min(left / 30 + plus / 2, left * 0.5)
+        move = rng.choice(sorted(board.legal_moves, key=lambda m: m.uci()))
+        time.sleep(max(0.0, budget - (time.monotonic() - t0)))
+        out.write(f"info depth 1 score cp 0 pv {{move.uci()}}\\nbestmove {{move.uci()}}\\n")
+        out.flush()
+        t1 = time.monotonic()
+        played = " ".join(m.uci() for m in board.move_stack) or "-"
+        log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\t{{played}}\t{{move.uci()}}")
+    elif line == "quit":
+        break
+with open(os.path.join({logdir!r}, f"{{os.getpid()}}.log"), "w") as f:
+    f.write("\\n".join(log) + "\\n")
+'''
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "no moves"
+    values = sorted(values)
+    p = lambda q: values[min(len(values) - 1, int(q * (len(values) - 1) + 0.5))]  # noqa: E731
+    return (f"p50 {p(0.5) * 1000:7.3f}  p99 {p(0.99) * 1000:7.3f}  max {values[-1] * 1000:7.3f}"
+            f"  mean {statistics.fmean(values) * 1000:7.3f} ms")
+
+
+def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
+                                      dict[tuple[str, str], float]]:
+    """The test engines' logs: per pid, (go read, bestmove written, clock left) per move;
+    and the time taken per (moves before, move played)."""
+    logs: dict[int, list[tuple[float, ...]]] = {}
+    taken: dict[tuple[str, str], float] = {}
+    for path in logdir.iterdir():
+        rows = logs[int(path.stem)] = []
+        for line in path.read_text().split("\n"):
+            if line:
+                times, before, move = line.split("\t")
+                rows.append(tuple(map(float, times.split())))
+                taken[(before, move)] = rows[-1][1] - rows[-1][0]
+    return logs, taken
+
+
+def fastchess(args: argparse.Namespace, binary: str, engine: Path, work: Path, engines_n: int,
+              rounds: int) -> None:
+    """The same games with fastchess: time charged from its PGN (ms: its comments'
+    resolution), time taken from the engines' logs, matched on the moves played."""
+    import chess.pgn
+
+    pgn = work / "fastchess.pgn"
+    argv = [binary]
+    for i in range(engines_n):
+        argv += ["-engine", f"name=S{i}", f"cmd={engine}"]
+    argv += ["-each", "proto=uci", f"tc={args.tc}", f"restart={args.restart}",
+             "-rounds", str(max(1, args.games // (engines_n * (engines_n - 1)))), "-games", "2",
+             "-repeat",
+             "-maxmoves", str(args.max_moves), "-concurrency", str(args.concurrency),
+             "-force-concurrency",
+             "-pgnout", f"file={pgn}"]
+    load = os.getloadavg()
+    t0 = time.monotonic()
+    code = subprocess.run(argv, cwd=work, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
+    wall = time.monotonic() - t0
+    _, taken = read_logs(work / "logs")
+    over: list[float] = []
+    forfeits = games = 0
+    with open(pgn, encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games += 1
+            forfeits += "time" in game.headers.get("Termination", "")
+            before: list[str] = []
+            for node in game.mainline():
+                move = node.move.uci()
+                seconds = re.search(r"([0-9.]+)s\b", node.comment)
+                took = taken.get((" ".join(before) or "-", move))
+                if seconds and took is not None:
+                    over.append(float(seconds.group(1)) - took)
+                before.append(move)
+    print(f"fastchess restart={args.restart}: exit {code}, {games} games, {len(over)} engine "
+          f"moves, Concurrency {args.concurrency}, think {args.think:g} ms, TC {args.tc}, "
+          f"MaxMoves {args.max_moves}, {wall:.1f} s; load before "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"  charged - taken  {percentiles(over)} (charged in ms, as its PGN has it)")
+    print(f"  time forfeits: {forfeits}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--think", type=float, default=30.0, help="ms per move (0: from the clock)")
+    ap.add_argument("--concurrency", type=int, default=2 * (os.cpu_count() or 1))
+    ap.add_argument("--games", type=int, default=64)
+    ap.add_argument("--max-moves", type=int, default=8, help="full moves per game (adjudicated)")
+    ap.add_argument("--tc", default="60+1")
+    ap.add_argument("--restart", choices=("on", "off"), default="on")
+    ap.add_argument("--loop", choices=("asyncio", "uvloop"), default=None,
+                    help="SWISS_RUNNER_LOOP for the run (default: the runner's own choice)")
+    ap.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
+                    help="play the same games with this fastchess instead (FASTCHESS)")
+    args = ap.parse_args()
+    if args.loop:
+        os.environ["SWISS_RUNNER_LOOP"] = args.loop
+    engines_n = max(2, 2 * args.concurrency)
+    rounds = max(1, -(-args.games // (engines_n // 2 * 2)))
+    from runner.cli import main as cli
+    from runner.play import referee
+
+    moves: list[tuple[int, float, float]] = []  # engine pid, go sent, bestmove read
+    original = referee._play_move
+
+    async def timed(proto: Any, *a: Any, **kw: Any) -> Any:
+        played = await original(proto, *a, **kw)
+        if proto.go_sent is not None and proto.move_received is not None:
+            moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
+        return played
+
+    referee._play_move = timed  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        logdir = work / "logs"
+        logdir.mkdir()
+        engine = work / "sleeper.py"
+        engine.write_text(ENGINE.format(python=sys.executable, think=args.think,
+                                        logdir=str(logdir)))
+        engine.chmod(0o755)
+        if args.fastchess:
+            fastchess(args, args.fastchess, engine, work, engines_n, rounds)
+            return
+        config = work / "event.yaml"
+        config.write_text(yaml.safe_dump({
+            "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
+            "Restart": args.restart,
+            "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
+                             "StatePath": str(work / "state.json")},
+            "Adjudication": {"MaxMoves": args.max_moves},
+            "Engines": [{"Name": f"S{i}", "Command": str(engine)} for i in range(engines_n)],
+        }, sort_keys=False))
+        load = os.getloadavg()
+        t0 = time.monotonic()
+        code = cli(["run", str(config), "--quiet"])
+        wall = time.monotonic() - t0
+        logs, _ = read_logs(logdir)
+        conn = sqlite3.connect(work / "state.sqlite3")
+        ends = conn.execute("SELECT reason, COUNT(*) FROM games GROUP BY reason").fetchall()
+        forfeits = conn.execute("SELECT COUNT(*) FROM games WHERE termination='time forfeit'"
+                                ).fetchone()[0]
+        conn.close()
+    seen: dict[int, int] = {}
+    over, into, out = [], [], []
+    engine_late = 0
+    for pid, sent, read in moves:
+        k = seen.get(pid, 0)
+        seen[pid] = k + 1
+        rows = logs.get(pid, [])
+        if k >= len(rows):
+            continue
+        went, wrote, left = rows[k]
+        over.append((read - sent) - (wrote - went))
+        into.append(went - sent)
+        out.append(read - wrote)
+        engine_late += left >= 0 and wrote - went > left
+    print(f"swiss-runner {'Restart: ' + args.restart}, loop "
+          f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}: exit {code}, {len(over)} engine "
+          f"moves of {len(moves)}, Concurrency {args.concurrency}, {engines_n} engines, think "
+          f"{args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, {wall:.1f} s; load "
+          f"before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"  charged - taken  {percentiles(over)}")
+    print(f"  go -> engine     {percentiles(into)}")
+    print(f"  bestmove -> read {percentiles(out)}")
+    print(f"  time forfeits: {forfeits} (engine over its own clock: {engine_late}); ends: "
+          + ", ".join(f"{r} x{n}" for r, n in ends))
+
+
+if __name__ == "__main__":
+    main()

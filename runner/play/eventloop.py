@@ -1,0 +1,62 @@
+"""The event loop the runner, the worker and the dashboard run on: uvloop (libuv's loop, a
+dependency on Linux) where it is installed, else asyncio's own.
+
+``SWISS_RUNNER_LOOP`` chooses: ``auto`` (the default: uvloop when importable), ``uvloop``
+(an error when it is not installed) or ``asyncio`` (the pure asyncio loop: the fallback, and
+what one CI run forces so that both stay tested).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+LOOP_ENV = "SWISS_RUNNER_LOOP"
+CHOICES = ("auto", "uvloop", "asyncio")
+T = TypeVar("T")
+
+
+class LoopChoiceError(Exception):
+    """SWISS_RUNNER_LOOP names no loop, or uvloop is asked for and not installed."""
+
+
+def loop_choice() -> str:
+    """``uvloop`` or ``asyncio``: what :func:`run` uses (LoopChoiceError if it cannot)."""
+    wanted = os.environ.get(LOOP_ENV, "auto").strip().lower() or "auto"
+    if wanted not in CHOICES:
+        raise LoopChoiceError(f"{LOOP_ENV}: got {wanted!r}, expected {' | '.join(CHOICES)}")
+    if wanted == "asyncio":
+        return "asyncio"
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        if wanted == "uvloop":
+            raise LoopChoiceError(f"{LOOP_ENV}=uvloop, but uvloop is not installed "
+                                  "(pip install uvloop)") from None
+        return "asyncio"
+    return "uvloop"
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """A factory of the chosen loop for asyncio.Runner (None: asyncio's default)."""
+    if loop_choice() == "asyncio":
+        return None
+    import uvloop
+
+    return uvloop.new_event_loop
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on the chosen loop."""
+    try:
+        factory = loop_factory()
+    except BaseException:
+        main.close()  # never awaited: no "coroutine was never awaited" warning
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
+
+
+__all__ = ["LOOP_ENV", "LoopChoiceError", "loop_choice", "loop_factory", "run"]

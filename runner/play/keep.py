@@ -1,0 +1,140 @@
+"""Engines kept between games: ``Restart: off`` (docs/referee.md, "Restart").
+
+With ``Restart: on`` (the default, as TCEC) the referee starts fresh engine processes for
+every game. An engine with ``Restart: off`` is handed back here when its game ends normally
+and given to the next game that needs the same engine (any slot: it is pinned again to the
+new slot's cores under Affinity); that game starts it with ``ucinewgame`` + ``isready``
+(XBoard: ``new`` + ``ping``) as it does a fresh one. An engine whose game ended by a crash,
+a stall, an illegal move or a time forfeit is never kept: the next game starts a fresh one,
+as does a game that finds its kept engine dead.
+
+At most ``capacity`` engine processes (2 x Concurrency: what the games in progress hold with
+``Restart: on``) are alive at once: an idle engine is closed (the oldest first) before a new
+one would exceed it. Idle engines are recorded for the orphan sweep like engines in play.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from runner.config.schema import EngineConfig
+from runner.play.enginelog import FAILURES
+from runner.play.engines import EngineProcess, start_engine
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class _Idle:
+    proc: EngineProcess
+    cpus: tuple[int, ...] | None  # the cores it is pinned to (None: not pinned)
+
+
+class EnginePool:
+    """Idle engine processes by engine name, shared by every game of a run (one event loop).
+
+    ``record``: called with (pid, create time) of an engine that goes idle, so that the
+    orphan sweep of a later run finds it (the game that used it forgets its rows when it is
+    recorded). Counters ``started`` and ``reused`` say how many games got a fresh or a kept
+    engine.
+    """
+
+    def __init__(self, capacity: int, record: Callable[[int, float], None] | None = None):
+        self.capacity = max(2, capacity)
+        self.record = record
+        self.idle: list[_Idle] = []  # oldest first
+        self._busy: dict[int, EngineProcess] = {}  # the engines games hold now, by id()
+        self.started = 0
+        self.reused = 0
+        self.closed = False
+
+    def _alive_busy(self) -> int:
+        for key, proc in list(self._busy.items()):
+            if not proc.alive:  # killed by its game (cancelled, hung): no longer counted
+                del self._busy[key]
+        return len(self._busy)
+
+    def _take_idle(self, name: str, cpus: tuple[int, ...] | None) -> _Idle | None:
+        matches = [i for i, idle in enumerate(self.idle) if idle.proc.config.name == name]
+        if not matches:
+            return None
+        same_cores = [i for i in matches if self.idle[i].cpus == cpus]
+        return self.idle.pop((same_cores or matches)[0])
+
+    async def acquire(self, engine: EngineConfig, *, timeout: float,
+                      on_process: Callable[[int, float], None] | None = None,
+                      cpus: Sequence[int] | None = None,
+                      io_log: Callable[[str, str], None] | None = None,
+                      note: Callable[[str], None] | None = None) -> EngineProcess:
+        """A kept engine for ``engine`` if one is idle and alive, else a fresh one
+        (:func:`runner.play.engines.start_engine`, which raises EngineStartError)."""
+        wanted = tuple(sorted(cpus)) if cpus else None
+        while not engine.restart:
+            idle = self._take_idle(engine.name, wanted)
+            if idle is None:
+                break
+            proc = idle.proc
+            if not proc.alive:  # died while idle: what is left of it goes, a fresh one starts
+                proc.kill()
+                continue
+            proc.protocol.io_log = io_log  # this game's engine log (None: none)
+            proc.protocol.last_pv_line = None
+            if wanted and wanted != idle.cpus:
+                from runner.play.affinity import pin_tree
+
+                pin_tree(proc.pid, wanted)
+            if on_process is not None:
+                on_process(proc.pid, proc.create_time)
+            if note is not None:
+                note(f"{engine.name}: engine process {proc.pid} kept from an earlier game "
+                     "(Restart: off)")
+            self._busy[id(proc)] = proc
+            self.reused += 1
+            return proc
+        while self.idle and len(self.idle) + self._alive_busy() >= self.capacity:
+            await self.idle.pop(0).proc.close()  # the oldest idle engine makes room
+        proc = await start_engine(engine, timeout=timeout, on_process=on_process, cpus=cpus,
+                                  io_log=io_log)
+        self._busy[id(proc)] = proc
+        self.started += 1
+        return proc
+
+    def forget(self, proc: EngineProcess) -> None:
+        """``proc`` was killed by its game (cancelled, failed): it is not kept."""
+        self._busy.pop(id(proc), None)
+
+    async def release(self, proc: EngineProcess, termination: str | None,
+                      cpus: Sequence[int] | None = None) -> None:
+        """The game that held ``proc`` ended with ``termination`` (PGN Termination): keep the
+        engine for a later game, or close it (Restart: on, a failure, not alive, closed)."""
+        self._busy.pop(id(proc), None)
+        keep = (not proc.config.restart and not self.closed and proc.alive
+                and (termination or "") not in FAILURES)
+        if not keep:
+            await proc.close()
+            return
+        proc.protocol.io_log = None  # the game's log is closed: lines between games go nowhere
+        self.idle.append(_Idle(proc, tuple(sorted(cpus)) if cpus else None))
+        if self.record is not None:
+            with contextlib.suppress(Exception):  # the sweep is a safety net, not the game
+                self.record(proc.pid, proc.create_time)
+
+    async def aclose(self) -> None:
+        """Close every idle engine (the run is over); later releases close theirs."""
+        self.closed = True
+        idle, self.idle = self.idle, []
+        for entry in idle:
+            await entry.proc.close()
+
+    def kill_all(self) -> None:
+        """Synchronous hard kill of every idle engine (the loop is going away)."""
+        self.closed = True
+        idle, self.idle = self.idle, []
+        for entry in idle:
+            entry.proc.kill()
+
+
+__all__ = ["EnginePool"]

@@ -1,0 +1,76 @@
+"""The event loop (runner.play.eventloop): uvloop where installed, pure asyncio on request
+(SWISS_RUNNER_LOOP=asyncio, which one CI run forces), a bad choice refused clearly; a real
+event plays on either."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from testkit import REPO, write_config
+
+from runner.cli import main
+from runner.errors import EXIT_BAD_INPUT
+from runner.play import eventloop
+
+uvloop = pytest.importorskip("uvloop")
+
+
+async def _loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+@pytest.mark.parametrize(("choice", "module"), [
+    ("auto", "uvloop"), ("", "uvloop"), ("uvloop", "uvloop"), ("asyncio", "asyncio.unix_events"),
+    (" AsyncIO ", "asyncio.unix_events")])
+def test_the_chosen_loop_runs(monkeypatch: pytest.MonkeyPatch, choice: str, module: str) -> None:
+    monkeypatch.setenv(eventloop.LOOP_ENV, choice)
+    assert eventloop.run(_loop_module()).startswith(module)
+
+
+def test_a_bad_choice_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(eventloop.LOOP_ENV, "tokio")
+    with pytest.raises(eventloop.LoopChoiceError, match="got 'tokio', expected auto | uvloop"):
+        eventloop.loop_choice()
+    coro = _loop_module()
+    with pytest.raises(eventloop.LoopChoiceError):
+        eventloop.run(coro)
+    assert coro.cr_frame is None  # closed, not left un-awaited
+    config = write_config(tmp_path, {"Event": "x", "TimeControl": "10+0.1", "SwissOptions": {},
+                                     "Engines": [{"Name": "A", "Command": sys.executable},
+                                                 {"Name": "B", "Command": sys.executable}]})
+    assert main(["run", str(config)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "SWISS_RUNNER_LOOP: got 'tokio'" in err and "Traceback" not in err
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize("choice", ["asyncio", "uvloop"])
+def test_a_real_event_plays_on_either_loop(tmp_path: Path, choice: str) -> None:
+    config = write_config(tmp_path, {
+        "Event": "loops", "TimeControl": "10+0.1", "Concurrency": 2, "Restart": "off",
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "StatePath": "state/s.json"},
+        "Adjudication": {"MaxMoves": 15},
+        "Engines": [{"Name": "Stockfish", "Command": "/usr/games/stockfish", "Nodes": 2000},
+                    {"Name": "Ethereal", "Command": "/usr/games/ethereal-chess", "Depth": 3},
+                    {"Name": "Fairymax", "Command": "/usr/games/fairymax", "Protocol": "xboard",
+                     "Depth": 2},
+                    {"Name": "Toga II", "Command": "/usr/games/toga2", "Depth": 3}]})
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "runner", "run", str(config)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO), eventloop.LOOP_ENV: choice})
+    assert run.returncode == 0, run.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert ("uvloop" in imported) == (choice == "uvloop")
+    state = json.loads((tmp_path / "state" / "s.json").read_text())
+    assert state["games_finished"] == 4 and state["complete"]
+    reasons = [g["reason"] for r in state["rounds"] for p in r["pairs"] for g in p["games"]]
+    assert not [r for r in reasons if "disconnects" in r or "stalls" in r or "on time" in r]
