@@ -112,7 +112,7 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     elif start_fen is not None and start_fen != chess.STARTING_FEN:
         game.setup(start_fen)
     for key, value in tags.items():
-        if key not in ("FEN", "SetUp"):  # those follow start_fen alone
+        if key not in ("FEN", "SetUp") and not (chess960 and key == "Variant"):
             game.headers[key] = value
     others = {key: value for key, value in game.headers.items() if key not in ROSTER}
     for key in others:

@@ -165,6 +165,8 @@ def build_command(
     argv = [cutechess_path]
     for engine in engines:
         argv += engine_args(engine, per_engine_tc=tc if per_engine else None)
+        if is_960(first.variant) and engine.protocol == "uci":
+            argv.append("initstr=setoption name UCI_Chess960 value true")
     each: list[str] = []
     if not per_engine:
         each.append(f"tc={tc}")
