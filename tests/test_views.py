@@ -90,7 +90,8 @@ def test_an_anchor_that_wins_every_game_neither_stops_nor_freezes_the_event(tmp_
     assert snapshot["games_finished"] == live["games_finished"] == 6 and snapshot["complete"]
     stockfish = next(r for r in snapshot["standings"] if r["engine"] == "Stockfish")
     assert (stockfish["wins"], stockfish["games"]) == (4, 4)  # the event this test is about
-    model = snapshot["ratings"]["model"]
+    assert snapshot["ratings"] is None  # `run` fits no ratings (no numpy/scipy while it plays)
+    model = live["ratings"]["model"]  # its readers do
     assert (model["anchor"], model["anchored"], model["anchor_unrated"]) == ("Stockfish", False, "all wins")
     again = cli("run", str(config))
     assert again.returncode == 0 and "damaged" not in again.stderr, again.stderr
@@ -117,10 +118,10 @@ def test_a_view_that_raises_is_reported_once_and_the_event_goes_on(tmp_path, mon
     assert main(["run", str(config)]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line]
-    assert len(lines) == 2, err  # once each, although every round and snapshot failed again
-    assert any(line.startswith("error: the ratings in the JSON snapshot (StatePath) failed: "
-                               "ZeroDivisionError: a bug in a view; this is a bug") for line in lines)
-    assert any(line.startswith("error: the standings table failed: ZeroDivisionError") for line in lines)
+    # once, although every round failed again; the ratings are not fitted by `run` at all
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: the standings table failed: ZeroDivisionError: a bug in "
+                               "a view; this is a bug")
     assert all("is intact, the event goes on" in line for line in lines)
     snapshot = json.loads((tmp_path / "state" / "swiss.json").read_text())
     assert snapshot["games_finished"] == 6 and snapshot["complete"] and snapshot["ratings"] is None
