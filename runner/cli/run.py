@@ -148,7 +148,7 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
         from runner.service.state import WORKERS_META
 
         cluster.say = tournament.say
-        cluster.on_workers = lambda rows: store.set_meta(WORKERS_META, json.dumps(rows))
+        cluster.on_workers = lambda rows: tournament.set_meta(WORKERS_META, json.dumps(rows))
     try:
         code = tournament.prepare()
     except BookError as exc:

@@ -17,6 +17,7 @@ killed, so a pid or process-group id reused by an unrelated process is never hit
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import ctypes
 import errno
@@ -446,7 +447,7 @@ async def start_engine(
     engine: EngineConfig,
     *,
     timeout: float = 30.0,
-    on_process: Callable[[int, float], None] | None = None,
+    on_process: Callable[[int, float], object] | None = None,
     cpus: Sequence[int] | None = None,
     io_log: Callable[[str, str], None] | None = None,
     stderr: Any = None,
@@ -484,10 +485,11 @@ async def start_engine(
         with contextlib.suppress(psutil.Error):
             handle = psutil.Process(pid)
             create_time = handle.create_time()
-    if on_process is not None:
-        on_process(pid, create_time)
+    recorded = on_process(pid, create_time) if on_process is not None else None
     proc = EngineProcess(engine, transport, protocol, pid, create_time, token=token, handle=handle)
     try:
+        if isinstance(recorded, concurrent.futures.Future):  # committed off the loop: for the
+            await asyncio.wrap_future(recorded)  # orphan sweep, before the engine is talked to
         await asyncio.wait_for(protocol.initialize(), timeout)
         known = {name.lower(): name for name in protocol.options}
         options: dict[str, Any] = {}

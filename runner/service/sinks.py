@@ -9,6 +9,7 @@ sinks are views that report their own failures and never lose a game (compare fa
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import sqlite3
@@ -16,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
 from runner.errors import RecordInvalid, StopEvent, ViewError
@@ -77,32 +78,80 @@ class RecordError(StopEvent):
 
 
 class StoreSink:
-    """The record: game starts, the per-move log, and each finished game in one transaction."""
+    """The record: game starts, the per-move log, and each finished game in one transaction.
+
+    Every write goes to the store's one writer thread (runner.store.movelog): the loop only
+    enqueues. A game's writes are awaited (:meth:`settled`) before the loop acts on them;
+    a record that could not be committed then stops the event (RecordError)."""
 
     def __init__(self, store: Store, movelog: MoveLog):
         self.store = store
         self.movelog = movelog
+        assert movelog.conn is not None, "start the writer first"
+        self.writer = Store.writer(movelog.conn, store.path, movelog.on_writer)
+        self.pending: dict[int, list[concurrent.futures.Future[Any]]] = {}
+        self.records: dict[int, concurrent.futures.Future[Any]] = {}
 
-    def handle(self, event: GameEvent) -> None:
+    def handle(self, event: GameEvent) -> concurrent.futures.Future[Any] | None:
+        """Enqueue the event's write; for a GameFinished, the future of its record."""
         if isinstance(event, MovePlayed):
             self.movelog.append(event)
-        elif isinstance(event, GameStarted):
+            return None
+        if isinstance(event, GameStarted):
             self.check_files()
             started = json.dumps(event_to_json(event), separators=(",", ":"))
-            with self.movelog.restart(event.game_id, event.attempt):
-                self.store.start_game(event.game_id, event.attempt, started,
-                                      keep_plies=event.resumed_from_ply)
-        elif isinstance(event, GameFinished):
-            try:
-                with self.movelog.settle(event.game_id) as rows:
-                    self.store.record_game(event.game_id, event.record, moves=rows)
-            except Exception as exc:  # noqa: BLE001 - disk full, I/O error, integrity: stop cleanly
-                gid = event.game_id
-                raise RecordError(f"{self.store.path}: could not record game {gid} ({exc}); "
-                                  f"everything recorded before it is intact and game {gid} "
-                                  "will be played again when you run the same command again "
-                                  "(free disk space first if the disk is full)") from exc
-            self.check_files()
+            gid, attempt, keep = event.game_id, event.attempt, event.resumed_from_ply
+            writer = self.writer
+            self.pending.setdefault(gid, []).append(self.movelog.restart(
+                gid, attempt, lambda conn: writer.start_game(gid, attempt, started,
+                                                             keep_plies=keep)))
+            return None
+        if isinstance(event, GameFinished):
+            gid, record, writer = event.game_id, event.record, self.writer
+            future = self.movelog.settle(
+                gid, lambda conn, rows: writer.record_game(gid, record, moves=rows))
+            self.records[gid] = future
+            return future
+        return None
+
+    def record_process(self, pid: int, create_time: float,
+                       game_id: int | None) -> concurrent.futures.Future[Any]:
+        """Enqueue an engine process to sweep; the future says when it is committed."""
+        writer = self.writer
+        return self.movelog.submit(lambda conn: writer.record_process(pid, create_time, game_id))
+
+    async def settled(self, game_id: int) -> None:
+        """Wait for the game's writes: its start (an error as it came), then its record
+        (RecordError if it could not be committed)."""
+        for future in self.pending.pop(game_id, ()):
+            await asyncio.wrap_future(future)
+        future = self.records.pop(game_id, None)
+        if future is None:
+            return
+        try:
+            await asyncio.wrap_future(future)
+        except Exception as exc:  # noqa: BLE001 - disk full, I/O error, integrity: stop cleanly
+            raise self.record_error(game_id, exc) from exc
+        self.check_files()
+
+    async def drain(self) -> str | None:
+        """Wait until every write enqueued so far is done (the loop's own connection then
+        reads them); the error of a record nobody waited for (a game cancelled after it
+        finished), else None."""
+        await asyncio.wrap_future(self.movelog.submit(lambda conn: None))
+        self.pending.clear()
+        records, self.records = self.records, {}
+        for gid, future in records.items():
+            exc = future.exception()
+            if exc is not None:
+                return str(self.record_error(gid, exc))
+        return None
+
+    def record_error(self, gid: int, exc: BaseException) -> RecordError:
+        return RecordError(f"{self.store.path}: could not record game {gid} ({exc}); "
+                           f"everything recorded before it is intact and game {gid} "
+                           "will be played again when you run the same command again "
+                           "(free disk space first if the disk is full)")
 
     def check_files(self) -> None:
         """Stop the event when the database or its WAL was deleted or replaced under it."""
@@ -267,7 +316,22 @@ class EventRouter:
         self.move_views = [v for v in self.views if getattr(v, "moves", True)]
 
     def publish(self, event: GameEvent) -> None:
-        self.store.handle(event)  # RecordError propagates: the event must stop
+        """A finished game reaches the views once its record is committed (never, if it
+        could not be: the game's task learns that from StoreSink.settled)."""
+        record = self.store.handle(event)  # RecordError propagates: the event must stop
+        if record is None:
+            self.show(event)
+            return
+        loop = asyncio.get_running_loop()
+
+        def committed(future: concurrent.futures.Future[Any]) -> None:
+            if future.exception() is None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: run over
+                    loop.call_soon_threadsafe(self.show, event)
+
+        record.add_done_callback(committed)
+
+    def show(self, event: GameEvent) -> None:
         for view in self.move_views if isinstance(event, MovePlayed) else self.views:
             with self.errors.guard(type(view).__name__):
                 view.handle(event)

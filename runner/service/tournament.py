@@ -105,6 +105,18 @@ class Tournament:
             write_snapshot(self.config, self.store, self._state_cache)  # the run goes on from it
         return None
 
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a metadata value: through the writer thread while the event runs (a failure
+        is reported, as a view's), else at once."""
+        if self.router is None:
+            self.store.set_meta(key, value)
+            return
+        writer = self.router.store.writer
+        future = self.router.store.movelog.submit(lambda conn: writer.set_meta(key, value))
+        future.add_done_callback(lambda f: f.exception() is None or err(
+            f"{self.store.path}: cannot store {key} ({f.exception()}); the games are not "
+            "affected"))
+
     def total_games(self) -> int:
         s = self.config.swiss
         scheduled = len(self.config.engines) // 2 * s.games_per_match * s.rounds
@@ -250,20 +262,21 @@ class Tournament:
             seen.add(event.kind)
             router.publish(event)
 
-        def on_process(pid: int, create_time: float) -> None:
-            self.store.record_process(pid, create_time, game.game_id)
+        def on_process(pid: int, create_time: float) -> Any:  # a future (awaited by start_engine)
+            return router.store.record_process(pid, create_time, game.game_id)
 
         if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
             from runner.service.operations import GameResources
 
             self.resources = GameResources(
                 self.config, self.play_game is None and self.config.backend == "python-chess",
-                record=lambda pid, created: self.store.record_process(pid, created, None))
+                record=lambda pid, created: router.store.record_process(pid, created, None))
         while True:
             decision = self.decide_interrupted(game, spec) if attempt > 1 else None
             extra: dict[str, Any] = {}
             if decision is not None and decision.action == "finish":
                 self.finish_from_log(spec, game, decision, attempt, emit)
+                await router.store.settled(game.game_id)
                 return
             if decision is not None and decision.action == "resume":
                 extra["resume"] = decision.resume
@@ -278,6 +291,7 @@ class Tournament:
                 # its move log, as after a crash (TCEC rule 7.c), and go on. No one loses.
                 self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {exc}",
                          always=True)
+                await router.store.settled(game.game_id)
                 if self.movelog is not None:
                     await asyncio.to_thread(self.movelog.flush)
                 attempt = max(attempt, self.store.attempts(game.game_id)) + 1
@@ -290,6 +304,7 @@ class Tournament:
                              white_clock_ms=None, black_clock_ms=None, attempt=attempt))
         if "finished" not in seen:
             emit(GameFinished(game.game_id, record, attempt))
+        await router.store.settled(game.game_id)  # recorded before the loop reads it back
 
     def can_resume(self) -> bool:
         """Only the built-in referee continues a game from a position (cutechess-cli cannot
@@ -390,6 +405,10 @@ class Tournament:
             task.add_done_callback(lambda t, gid=game.game_id: self._done(gid, t, slots))
             tasks.append(task)
         await asyncio.gather(*tasks, return_exceptions=True)
+        assert self.router is not None
+        lost = await self.router.store.drain()  # the loop's connection reads what was written
+        if lost is not None:
+            self.fail(lost)
         aborted = self.store.reset_running()
         if aborted:
             self.store.clear_processes()
@@ -550,6 +569,9 @@ class Tournament:
         """Close the engines kept between games; no engine process of this run is left, so
         none is left recorded for the orphan sweep either."""
         await self.resources.aclose()
+        if self.router is not None:  # the rows of the engines just closed are written first
+            with contextlib.suppress(StoreError, sqlite3.Error):
+                await self.router.store.drain()
         if self.resources.engines is not None and not self.running:
             with contextlib.suppress(StoreError, sqlite3.Error):
                 self.store.clear_processes()

@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -136,6 +136,15 @@ class Store:
         self.path = path
         self.readonly = readonly
         self._synced = True  # the connection's synchronous=FULL (see transaction)
+        self.owner: Callable[[], bool] | None = None  # set: may commit only where this is True
+
+    @classmethod
+    def writer(cls, conn: sqlite3.Connection, path: Path, owner: Callable[[], bool]) -> Store:
+        """The store on the writer thread's connection (runner.store.movelog): every commit
+        through it is checked to run on that thread."""
+        store = cls(conn, path, readonly=False)
+        store.owner = owner
+        return store
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -254,6 +263,9 @@ class Store:
         any connection (a recorded game, a batch of the move log). For what only matters
         while its process lives: a game marked running, an engine process to sweep.
         """
+        if self.owner is not None and not self.owner():
+            raise AssertionError(f"{self.path}: a commit of the store's writer ran outside "
+                                 "its thread")
         if synced != self._synced:  # never changed inside a transaction (SQLite refuses)
             self.conn.execute(f"PRAGMA synchronous={'FULL' if synced else 'NORMAL'}")
             self._synced = synced
