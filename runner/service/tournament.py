@@ -108,7 +108,7 @@ class Tournament:
     def set_meta(self, key: str, value: str) -> None:
         """Store a metadata value: through the writer thread while the event runs (a failure
         is reported, as a view's), else at once."""
-        if self.router is None:
+        if self.router is None or not self.router.store.movelog.running:
             self.store.set_meta(key, value)
             return
         writer = self.router.store.writer

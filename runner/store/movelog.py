@@ -97,6 +97,11 @@ class MoveLog:
         """The writer's connection: use it only in a job (on the writer thread)."""
         return self._conn
 
+    @property
+    def running(self) -> bool:
+        """Does the writer thread take jobs (started, not closed)?"""
+        return self._thread.is_alive() and not self._stop.is_set()
+
     def on_writer(self) -> bool:
         """Is this the writer thread?"""
         return threading.current_thread() is self._thread
@@ -113,7 +118,7 @@ class MoveLog:
         has stopped, it runs in the caller's thread."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
-            if self._thread.is_alive() and not self._stop.is_set():
+            if self.running:
                 self._jobs.append((job, future))
                 self._wake.notify()
                 return future
