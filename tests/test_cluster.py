@@ -30,19 +30,13 @@ from typing import Any
 import chess.pgn
 import psutil
 import pytest
-from testkit import write_config
+from testkit import need_distributed, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
-try:
-    import distributed  # noqa: F401
-except ImportError:  # pragma: no cover - the cluster extra is part of the dev set-up
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("the 'distributed' package is not installed (pip install '.[cluster]')",
-                allow_module_level=True)
+need_distributed()
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
