@@ -23,7 +23,7 @@ table (exit 0 when all hold, 1 otherwise):
 - no engine process left (owned by any process the soak started);
 - the JSON state (state/swiss.json and `status --json`) agrees with the database.
 
-Usage: python bench/soak.py [--kills 1000] [--engines 42] [--rounds 11] [--workers 4]
+Usage: python bench/soak.py [--kills 1000] [--engines 42] [--rounds 11] [--workers 4] [--slots 1]
        [--gap 0.5-5] [--restart-scale 0.1] [--seed 1] [--dir DIR]
 Small: python bench/soak.py --engines 6 --rounds 2 --kills 20 --gap 0.2-2 (tests/test_soak.py)
 """
@@ -185,7 +185,8 @@ def db(directory: Path) -> sqlite3.Connection:
 
 
 def snapshot(directory: Path, worker: str | None) -> dict[int, list[dict[str, Any]]]:
-    """The move log of each game in progress (on ``worker`` only, when given)."""
+    """The move log of each game in progress (on ``worker`` only, when given; "w1/": on
+    every slot of the supervisor w1)."""
     if not (directory / "state" / "swiss.sqlite3").exists():
         return {}
     try:
@@ -196,7 +197,9 @@ def snapshot(directory: Path, worker: str | None) -> dict[int, list[dict[str, An
     try:
         for game_id, started in conn.execute(
                 "SELECT game_id, started_event FROM games WHERE status='running'").fetchall():
-            if worker is not None and json.loads(started or "{}").get("worker") != worker:
+            on = str(json.loads(started or "{}").get("worker", ""))
+            if worker is not None and on != worker and not (worker.endswith("/")
+                                                            and on.startswith(worker)):
                 continue
             logs[game_id] = [json.loads(r[0]) for r in conn.execute(
                 "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
@@ -226,6 +229,21 @@ def progress(directory: Path) -> set[tuple[int, int]]:
         return set()
 
 
+def slots_of(worker: Service) -> dict[str, int]:
+    """The slot processes of a `swiss-runner worker --slots N` supervisor: name -> pid."""
+    found: dict[str, int] = {}
+    if not worker.alive():
+        return found
+    assert worker.proc is not None
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(worker.proc.pid).children():
+            with contextlib.suppress(psutil.Error):
+                argv = child.cmdline()
+                if "--name" in argv:
+                    found[argv[argv.index("--name") + 1]] = child.pid
+    return found
+
+
 def parse_gap(text: str) -> tuple[float, float]:
     low, _, high = text.partition("-")
     return float(low), float(high or low)
@@ -237,8 +255,8 @@ def soak(args: argparse.Namespace) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    config = write_event(directory, address, args.engines, args.rounds, args.workers,
-                         args.delay_ms)
+    config = write_event(directory, address, args.engines, args.rounds,
+                         args.workers * args.slots, args.delay_ms)
     scale = args.restart_scale
     logs = directory / "logs"
     logs.mkdir(exist_ok=True)
@@ -248,7 +266,7 @@ def soak(args: argparse.Namespace) -> int:
                         logs / "scheduler.log", unit_policy("swiss-runner-scheduler.service"),
                         scale)
     workers = [Service(f"w{k}", [sys.executable, "-m", "runner", "worker", address, "--slots",
-                                 "1", "--name", f"w{k}"],
+                                 str(args.slots), "--name", f"w{k}"],
                        logs / f"w{k}.log", unit_policy("swiss-runner-worker.service"), scale)
                for k in range(1, args.workers + 1)]
     runner = Service("runner", [sys.executable, "-m", "runner", "run", str(config)],
@@ -282,6 +300,8 @@ def soak(args: argparse.Namespace) -> int:
         if (next_kill is None and sum(kills.values()) < args.kills and now - checked > 0.25
                 and runner.alive()):
             checked = now
+            for w in workers:  # slot processes of a supervisor (--slots > 1): engine owners
+                w.pids.update(slots_of(w))
             moving = progress(directory)
             if moving - at_kill:
                 next_kill = now + rng.uniform(low, high)
@@ -289,20 +309,30 @@ def soak(args: argparse.Namespace) -> int:
             kind = rng.choice(KINDS)
             victim = rng.choice(workers) if kind == "worker" else (
                 scheduler if kind == "scheduler" else runner)
+            slots = slots_of(victim) if kind == "worker" and args.slots > 1 else {}
             if victim.alive():
                 assert victim.proc is not None
+                where: str | None = None  # the games it interrupts: all, or a worker's
                 if kind == "tree":
                     os.killpg(victim.proc.pid, signal.SIGKILL)
+                elif slots and rng.random() < 0.5:  # one slot process of the supervisor
+                    where, pid = rng.choice(sorted(slots.items()))
+                    victim.pids.update(slots.values())
+                    with contextlib.suppress(psutil.Error):
+                        slot = psutil.Process(pid)
+                        slot.kill()
+                        slot.wait(10)
                 else:
                     victim.proc.kill()
-                victim.proc.wait()
+                    victim.proc.wait()
+                    if kind == "worker":
+                        where = f"{victim.name}/" if args.slots > 1 else victim.name
                 kills[kind] += 1
                 number = sum(kills.values())
-                for game_id, log in snapshot(directory, victim.name if kind == "worker"
-                                             else None).items():
+                for game_id, log in snapshot(directory, where).items():
                     seen.append((number, kind, game_id, log))
                 if args.verbose:
-                    print(f"kill {number}: {kind} {victim.name}", flush=True)
+                    print(f"kill {number}: {kind} {where or victim.name}", flush=True)
                 at_kill = progress(directory)
                 next_kill = None
             else:  # restarting: another target, another moment
@@ -403,7 +433,7 @@ def check(directory: Path, config: Path, args: argparse.Namespace, runner: Servi
         if g is None:
             continue
         if g.headers.get("TerminationDetails") == "server interruption":
-            how["decided by 7.c"] += 1
+            how["decided from the log by 7.c"] += 1
         elif "ResumedFromPly" in g.headers and int(g.headers["ResumedFromPly"]) == len(
                 list(g.mainline_moves())):
             how["ended as its log showed"] += 1
@@ -411,8 +441,8 @@ def check(directory: Path, config: Path, args: argparse.Namespace, runner: Servi
             how["continued from its position"] += 1
         else:
             how["started again from move 1 (nothing logged)"] += 1
-    rows.append(("interrupted games: " + ", ".join(sorted(how)) if how else "interrupted games",
-                 f"{len(interrupted)}: " + ", ".join(str(how[k]) for k in sorted(how)), True))
+    rows.append(("interrupted games (attempt > 1)",
+                 f"{len(interrupted)}: " + ", ".join(f"{how[k]} {k}" for k in sorted(how)), True))
     no_log_replays = len(replayed) - len(bad_replays)
     rows.append(("replayed from move 1 with engine moves logged (console)",
                  f"{len(bad_replays)} ({no_log_replays} with no engine move logged)"
@@ -472,6 +502,9 @@ def main() -> int:
     parser.add_argument("--engines", type=int, default=42)
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--slots", type=int, default=1,
+                        help="game slots per worker (> 1: a supervisor of slot processes; a "
+                             "worker kill is then of one slot or of the supervisor)")
     parser.add_argument("--gap", default="0.5-5",
                         help="seconds from the event moving again to the next kill, LOW-HIGH")
     parser.add_argument("--restart-scale", type=float, default=0.1,
