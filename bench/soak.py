@@ -21,7 +21,8 @@ table (exit 0 when all hold, 1 otherwise):
 - `swiss-runner audit` of the final PGN against the seeds: every round's pairing as the
   rules give it;
 - no engine process left (owned by any process the soak started);
-- the JSON state (state/swiss.json and `status --json`) agrees with the database.
+- the JSON state (state/swiss.json, `status --json` and the dashboard's /api/state) agrees
+  with the database, and the dashboard's /event.pgn has every game.
 
 Usage: python bench/soak.py [--kills 1000] [--engines 42] [--rounds 11] [--workers 4] [--slots 1]
        [--gap 0.5-5] [--restart-scale 0.1] [--seed 1] [--dir DIR]
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -479,7 +481,11 @@ def check(directory: Path, config: Path, args: argparse.Namespace, runner: Servi
     status = subprocess.run([sys.executable, "-m", "runner", "status", str(config), "--json"],
                             cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
     problems = []
-    for name, doc in (("swiss.json", state), ("status --json", json.loads(status.stdout or "{}"))):
+    dashboard, event_pgn = served(config)
+    if event_pgn.count("[Event ") != len(finished):
+        problems.append(f"dashboard /event.pgn: {event_pgn.count('[Event ')} games")
+    for name, doc in (("swiss.json", state), ("status --json", json.loads(status.stdout or "{}")),
+                      ("dashboard /api/state", dashboard)):
         if not doc.get("complete") or doc.get("games_finished") != len(finished):
             problems.append(f"{name}: complete {doc.get('complete')}, "
                             f"{doc.get('games_finished')} finished")
@@ -490,10 +496,33 @@ def check(directory: Path, config: Path, args: argparse.Namespace, runner: Servi
                     if row is None or (game["status"], game["result"], game["attempt"]) != (
                             row[0], row[1], row[2]):
                         problems.append(f"{name}: game {game['game_id']}")
-    rows.append(("JSON state and status --json = database",
+    rows.append(("JSON state, status --json, dashboard = database",
                  f"{len(problems)} differ" + (f": {problems[:3]}" if problems else ""),
                  not problems))
     return rows
+
+
+def served(config: Path) -> tuple[dict[str, Any], str]:
+    """The dashboard's /api/state and /event.pgn (`swiss-runner serve` on a free port)."""
+    port = free_port()
+    serve = subprocess.Popen([sys.executable, "-m", "runner", "serve", str(config), "--port",
+                              str(port)], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=30) as r:
+                    state = json.loads(r.read())
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/event.pgn", timeout=60) as r:
+                    return state, r.read().decode("utf-8", "replace")
+            except (OSError, ValueError):
+                if time.monotonic() > deadline or serve.poll() is not None:
+                    return {}, ""
+                time.sleep(0.5)
+    finally:
+        serve.terminate()
+        serve.wait(30)
 
 
 def main() -> int:
