@@ -361,7 +361,9 @@ def soak(args: argparse.Namespace) -> int:
     rows.append(("engine processes left (after the event / at the end)",
                  f"{len(engines_after_event)} / {len(engines_at_end)}",
                  not engines_after_event and not engines_at_end))
-    rows.append(("runner exits", " ".join(map(str, runner.exits)) or "-",
+    exits = Counter(runner.exits)
+    rows.append(("runner exits (code x times; the last 0)",
+                 ", ".join(f"{code} x{n}" for code, n in sorted(exits.items())) or "-",
                  bool(runner.exits) and runner.exits[-1] == 0))
     rows.append(("elapsed", f"{elapsed:.0f} s (load {os.getloadavg()[0]:.1f})", True))
     width = max(len(r[0]) for r in rows)
