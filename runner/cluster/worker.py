@@ -2,7 +2,7 @@
 
 One game slot is one process: a single-threaded Dask worker with the resource ``game=1``
 and the engine-probe plugin, so that games never compete for one interpreter's GIL with each
-other or with the worker's heartbeats. ``--slots 1`` (the TCEC way) runs it in this
+other or with another slot's heartbeats. ``--slots 1`` (the TCEC way) runs it in this
 process, named NAME. ``--slots N`` makes this process a supervisor of N slot processes
 (``swiss-runner worker ... --slots 1 --name NAME/k``, k = 1..N): a slot process that dies
 is started again (after 1 s, then up to 30 s while it keeps dying at once); each slot
