@@ -2,8 +2,8 @@
 
 A local Dask scheduler and ``--workers`` `swiss-runner worker` processes (1 slot each) play an
 ``--engines``-engine, ``--rounds``-double-round Swiss (default 42 and 11: 462 games, TCEC's
-size) with the deterministic fake engine (tests/fakes/det_engine.py: a few ms per move,
-MaxMoves 60), while a chaos driver SIGKILLs, at random moments (a random ``--gap`` after the
+size) with the deterministic fake engine (tests/fakes/det_engine.py: ``--delay-ms`` per
+move, MaxMoves 60), while a chaos driver SIGKILLs, at random moments (a random ``--gap`` after the
 event was seen moving again since the last kill: every kill hits games being played) and in
 random order, the runner, one worker, the scheduler, or the runner's whole process group,
 ``--kills`` times in all. Each is started again as systemd would: the Restart= and
@@ -25,7 +25,7 @@ table (exit 0 when all hold, 1 otherwise):
   with the database, and the dashboard's /event.pgn has every game.
 
 Usage: python bench/soak.py [--kills 1000] [--engines 42] [--rounds 11] [--workers 4] [--slots 1]
-       [--gap 0.5-5] [--restart-scale 0.1] [--seed 1] [--dir DIR]
+       [--gap 0.2-1.5] [--delay-ms 100] [--restart-scale 0.1] [--seed 1] [--dir DIR]
 Small: python bench/soak.py --engines 6 --rounds 2 --kills 20 --gap 0.2-2 (tests/test_soak.py)
 """
 
@@ -536,11 +536,13 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=1,
                         help="game slots per worker (> 1: a supervisor of slot processes; a "
                              "worker kill is then of one slot or of the supervisor)")
-    parser.add_argument("--gap", default="0.5-5",
+    parser.add_argument("--gap", default="0.2-1.5",
                         help="seconds from the event moving again to the next kill, LOW-HIGH")
     parser.add_argument("--restart-scale", type=float, default=0.1,
                         help="RestartSec of the deploy/ units times this (default 0.1)")
-    parser.add_argument("--delay-ms", type=int, default=3, help="the engines' time per move")
+    parser.add_argument("--delay-ms", type=int, default=100,
+                        help="the engines' time per move (default 100: the event lasts long "
+                             "enough for 1,000 kills)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=24 * 3600.0)
     parser.add_argument("--dir", help="work directory (kept; default: a temporary one, "

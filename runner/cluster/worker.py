@@ -87,7 +87,8 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
         # slot), and SIGKILL when this supervisor dies (the slot's engines follow it)
         procs[slot] = await asyncio.create_subprocess_exec(
             *child_argv(slot_argv(scheduler, slot, wait_s, engines or {})),
-            stdin=asyncio.subprocess.DEVNULL, preexec_fn=None if child_argv([]) else die_with_parent)
+            stdin=asyncio.subprocess.DEVNULL,
+            preexec_fn=None if child_argv([]) else die_with_parent)  # [] when no setpriv
 
     async def keep(slot: str) -> None:
         nonlocal code
