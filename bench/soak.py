@@ -25,7 +25,7 @@ table (exit 0 when all hold, 1 otherwise):
   with the database, and the dashboard's /event.pgn has every game.
 
 Usage: python bench/soak.py [--kills 1000] [--engines 42] [--rounds 11] [--workers 4] [--slots 1]
-       [--gap 0.2-1.5] [--delay-ms 100] [--restart-scale 0.1] [--seed 1] [--dir DIR]
+       [--gap 0.2-1.5] [--delay-ms 150] [--restart-scale 0.1] [--seed 1] [--dir DIR]
 Small: python bench/soak.py --engines 6 --rounds 2 --kills 20 --gap 0.2-2 (tests/test_soak.py)
 """
 
@@ -540,9 +540,9 @@ def main() -> int:
                         help="seconds from the event moving again to the next kill, LOW-HIGH")
     parser.add_argument("--restart-scale", type=float, default=0.1,
                         help="RestartSec of the deploy/ units times this (default 0.1)")
-    parser.add_argument("--delay-ms", type=int, default=100,
-                        help="the engines' time per move (default 100: the event lasts long "
-                             "enough for 1,000 kills)")
+    parser.add_argument("--delay-ms", type=int, default=150,
+                        help="the engines' time per move (default 150: the 462-game event "
+                             "lasts long enough for 1,000 kills)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=24 * 3600.0)
     parser.add_argument("--dir", help="work directory (kept; default: a temporary one, "
