@@ -49,10 +49,41 @@ ENGINE = '''#!{python}
 import os, random, sys, time
 import chess
 think = {think} / 1000
+ponder = {ponder}
 log = []
 board = chess.Board()
 rng = random.Random(os.getpid())
 inp, out = sys.stdin.buffer, sys.stdout
+pondering = None  # the go tokens of a go ponder search, until ponderhit or stop
+
+
+def choose(board):
+    legal = sorted(board.legal_moves, key=lambda m: m.uci())
+    # pondering: mostly the first legal move, which is what the opponent expects
+    return legal[0] if ponder and rng.random() < 0.7 else rng.choice(legal)
+
+
+def answer(tokens, t0):
+    mine = "wtime" if board.turn else "btime"
+    inc = "winc" if board.turn else "binc"
+    left = int(tokens[tokens.index(mine) + 1]) / 1000 if mine in tokens else None
+    plus = int(tokens[tokens.index(inc) + 1]) / 1000 if inc in tokens else 0.0
+    budget = think if think > 0 or left is None else min(left / 30 + plus / 2, left * 0.5)
+    move = choose(board)
+    time.sleep(max(0.0, budget - (time.monotonic() - t0)))
+    guess = ""
+    if ponder:
+        board.push(move)
+        replies = sorted(board.legal_moves, key=lambda m: m.uci())
+        board.pop()
+        guess = f" ponder {{replies[0].uci()}}" if replies else ""
+    out.write(f"info depth 1 score cp 0 pv {{move.uci()}}\\nbestmove {{move.uci()}}{{guess}}\\n")
+    out.flush()
+    t1 = time.monotonic()
+    played = " ".join(m.uci() for m in board.move_stack) or "-"
+    log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\\t{{played}}\\t{{move.uci()}}")
+
+
 while True:
     raw = inp.readline()
     if not raw:
@@ -60,7 +91,8 @@ while True:
     t0 = time.monotonic()
     line = raw.decode().strip()
     if line == "uci":
-        out.write("id name Sleeper\\nuciok\\n"); out.flush()
+        option = "option name Ponder type check default false\\n" if ponder else ""
+        out.write(f"id name Sleeper\\n{{option}}uciok\\n"); out.flush()
     elif line == "isready":
         out.write("readyok\\n"); out.flush()
     elif line.startswith("position"):
@@ -69,26 +101,21 @@ while True:
         if "moves" in tokens:
             for m in tokens[tokens.index("moves") + 1:]:
                 board.push_uci(m)
+    elif line.startswith("go") and "ponder" in line.split():
+        pondering = line.split()  # its clock starts at ponderhit
+    elif line == "ponderhit" and pondering is not None:
+        tokens, pondering = pondering, None
+        answer(tokens, t0)
+    elif line == "stop" and pondering is not None:
+        pondering = None  # not a move of the game: answered at once, not logged
+        out.write(f"bestmove {{choose(board).uci()}}\\n"); out.flush()
     elif line.startswith("go"):
-        tokens = line.split()
-        mine = "wtime" if board.turn else "btime"
-        inc = "winc" if board.turn else "binc"
-        left = int(tokens[tokens.index(mine) + 1]) / 1000 if mine in tokens else None
-        plus = int(tokens[tokens.index(inc) + 1]) / 1000 if inc in tokens else 0.0
-        budget = think if think > 0 or left is None else min(left / 30 + plus / 2, left * 0.5)
-        move = rng.choice(sorted(board.legal_moves, key=lambda m: m.uci()))
-        time.sleep(max(0.0, budget - (time.monotonic() - t0)))
-        out.write(f"info depth 1 score cp 0 pv {{move.uci()}}\\nbestmove {{move.uci()}}\\n")
-        out.flush()
-        t1 = time.monotonic()
-        played = " ".join(m.uci() for m in board.move_stack) or "-"
-        log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\t{{played}}\t{{move.uci()}}")
+        answer(line.split(), t0)
     elif line == "quit":
         break
 with open(os.path.join({logdir!r}, f"{{os.getpid()}}.log"), "w") as f:
     f.write("\\n".join(log) + "\\n")
 '''
-
 
 def percentiles(values: list[float]) -> str:
     if not values:
@@ -167,6 +194,8 @@ def main() -> None:
     ap.add_argument("--max-moves", type=int, default=8, help="full moves per game (adjudicated)")
     ap.add_argument("--tc", default="60+1")
     ap.add_argument("--restart", choices=("on", "off"), default="on")
+    ap.add_argument("--ponder", action="store_true",
+                    help="Ponder: true (the test engines ponder; about 70%% of them hit)")
     ap.add_argument("--loop", choices=("asyncio", "uvloop"), default=None,
                     help="SWISS_RUNNER_LOOP for the run (default: the runner's own choice)")
     ap.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
@@ -188,22 +217,38 @@ def main() -> None:
             moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
         return played
 
+    original_hit = referee.ponder_hit
+    hits: list[int] = []
+
+    async def timed_hit(ponder: Any, *a: Any, **kw: Any) -> Any:  # charged from ponderhit
+        reply = await original_hit(ponder, *a, **kw)
+        hits.append(1)
+        proto = ponder.search.protocol
+        if proto.go_sent is not None and proto.move_received is not None:
+            moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
+        return reply
+
     referee._play_move = timed  # type: ignore[assignment]
+    referee.ponder_hit = timed_hit  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         logdir = work / "logs"
         logdir.mkdir()
         engine = work / "sleeper.py"
         engine.write_text(ENGINE.format(python=sys.executable, think=args.think,
-                                        logdir=str(logdir)))
+                                        ponder=args.ponder, logdir=str(logdir)))
         engine.chmod(0o755)
         if args.fastchess:
+            if args.ponder:
+                sys.exit("--ponder: the swiss-runner run only (not with --fastchess)")
             fastchess(args, args.fastchess, engine, work, engines_n, rounds)
             return
         config = work / "event.yaml"
         config.write_text(yaml.safe_dump({
             "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
             "Restart": args.restart,
+            # pondering engines think two at a time: no core to pin each to here
+            **({"Ponder": True, "Affinity": "off"} if args.ponder else {}),
             "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
                              "StatePath": str(work / "state.json")},
             "Adjudication": {"MaxMoves": args.max_moves},
@@ -233,12 +278,13 @@ def main() -> None:
         into.append(went - sent)
         out.append(read - wrote)
         engine_late += left >= 0 and wrote - went > left
-    print(f"swiss-runner {'Restart: ' + args.restart}, loop "
+    print(f"swiss-runner {'Restart: ' + args.restart}{', Ponder' if args.ponder else ''}, loop "
           f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}: exit {code}, {len(over)} engine "
           f"moves of {len(moves)}, Concurrency {args.concurrency}, {engines_n} engines, think "
           f"{args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, {wall:.1f} s; load "
           f"before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"  charged - taken  {percentiles(over)}")
+    print(f"  charged - taken  {percentiles(over)}"
+          + (f" ({len(hits)} moves after a ponderhit)" if args.ponder else ""))
     print(f"  go -> engine     {percentiles(into)}")
     print(f"  bestmove -> read {percentiles(out)}")
     print(f"  time forfeits: {forfeits} (engine over its own clock: {engine_late}); ends: "

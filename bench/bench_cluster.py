@@ -15,6 +15,7 @@ backend with one worker (1 slot) and two workers (1 slot each, Concurrency 2). R
   probes included) and from the first GameStarted on.
 
 Usage: python bench/bench_cluster.py [--rounds 3] [--engines 6] [--nodes 20000]   (loopback only)
+       [--workers 1,2,4] [--local 1,2] [--fake-ms 5]   (scaling: the fake engine, 1, 2, 4 workers)
 """
 
 from __future__ import annotations
@@ -79,14 +80,21 @@ class Measured:
             await close()
 
 
+FAKE = REPO / "tests" / "fakes" / "det_engine.py"
+FAKE_MS = 0  # > 0: the deterministic fake engine at this many ms per move (--fake-ms)
+
+
 def write_config(directory: Path, engines: int, rounds: int, concurrency: int,
                  nodes: int) -> Path:
+    listed: list[dict[str, Any]] = []
+    if FAKE_MS:
+        listed = [{"Name": f"E{i + 1}", "Command": sys.executable, "Nodes": 1,
+                   "Args": [str(FAKE), "greedy", f"s{i}", str(FAKE_MS)]} for i in range(engines)]
     where = os.pathsep.join([os.environ.get("PATH", ""), "/usr/games", "/usr/local/games"])
     sf, eth = shutil.which("stockfish", path=where), shutil.which("ethereal-chess", path=where)
-    if not sf or not eth:
-        sys.exit("needs the Debian packages stockfish and ethereal-chess")
-    listed = []
-    for i in range(engines):
+    if not listed and (not sf or not eth):
+        sys.exit("needs the Debian packages stockfish and ethereal-chess (or --fake-ms)")
+    for i in range(engines if not listed else 0):
         command = sf if i % 2 == 0 else eth
         listed.append({"Name": f"E{i + 1}", "Command": command, "Nodes": nodes + nodes // 8 * i,
                        "Options": {"Threads": 1, "Hash": 8}})
@@ -134,13 +142,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--engines", type=int, default=6)
     parser.add_argument("--nodes", type=int, default=20000, help="Nodes of the first engine")
+    parser.add_argument("--workers", default="1,2",
+                        help="cluster rows: numbers of workers (1 slot each), e.g. 1,2,4")
+    parser.add_argument("--local", default="1,2", help="local rows: Concurrency values")
+    parser.add_argument("--fake-ms", type=int, default=0,
+                        help="play with the deterministic fake engine at this many ms per move "
+                             "instead of Stockfish/Ethereal")
     args = parser.parse_args()
+    global FAKE_MS
+    FAKE_MS = args.fake_ms
+    counts = sorted({int(n) for n in args.workers.split(",")})
+    locals_ = [int(n) for n in args.local.split(",")]
     from runner.play.referee import play_game
 
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        for n in (1, 2):
+        for n in locals_:
             (base / f"local{n}").mkdir()
             rows[f"local (Concurrency {n})"] = play(base / f"local{n}", play_game, args.engines,
                                                     args.rounds, n, args.nodes)
@@ -154,10 +172,11 @@ def main() -> None:
                                    "--host", "127.0.0.1", "--port", str(port),
                                    "--no-dashboard"], **quiet)]
         try:
-            for n in (1, 2):
-                procs.append(subprocess.Popen([sys.executable, "-m", "runner", "worker",
-                                               address, "--name", f"w{n}"], **quiet))
-                time.sleep(4)  # the worker joins
+            for n in counts:
+                while len(procs) - 1 < n:
+                    procs.append(subprocess.Popen([sys.executable, "-m", "runner", "worker",
+                                                   address, "--name", f"w{len(procs)}"], **quiet))
+                time.sleep(4 + n)  # the workers join
                 directory = base / f"cluster{n}"
                 directory.mkdir()
                 backend = ClusterBackend(address, wait_s=60, say=lambda *a, **k: None)
@@ -167,9 +186,11 @@ def main() -> None:
             for proc in reversed(procs):
                 proc.terminate()
                 proc.wait(20)
-    local = rows["local (Concurrency 1)"]
-    print(f"{args.engines} engines, {args.rounds} rounds, Stockfish/Ethereal at {args.nodes}+ "
-          f"nodes, MaxMoves 40, loopback, {os.cpu_count()} CPUs")
+    local = rows[f"local (Concurrency {locals_[0]})"]
+    engines = (f"fake engine at {FAKE_MS} ms/move" if FAKE_MS
+               else f"Stockfish/Ethereal at {args.nodes}+ nodes")
+    print(f"{args.engines} engines, {args.rounds} rounds, {engines}, MaxMoves 40, loopback, "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     print(f"{'backend':24} {'games':>5} {'plies':>6} {'dispatch ms':>11} {'+local':>7} "
           f"{'lat p50':>8} {'lat p99':>8} {'CPU us/ply':>10} {'vs local':>8} {'games/h':>8} "
           f"{'steady':>7}")

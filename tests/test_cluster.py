@@ -30,19 +30,13 @@ from typing import Any
 import chess.pgn
 import psutil
 import pytest
-from testkit import write_config
+from testkit import need_distributed, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
-try:
-    import distributed  # noqa: F401
-except ImportError:  # pragma: no cover - the cluster extra is part of the dev set-up
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("the 'distributed' package is not installed (pip install '.[cluster]')",
-                allow_module_level=True)
+need_distributed()
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
@@ -91,9 +85,9 @@ class Cluster:
                                   "--host", "127.0.0.1", "--port", str(self.port),
                                   "--no-dashboard"])
 
-    def start_worker(self, name: str, env: dict[str, str] | None = None) -> None:
+    def start_worker(self, name: str, env: dict[str, str] | None = None, slots: int = 1) -> None:
         self._start(name, [sys.executable, "-m", "runner", "worker", self.address,
-                           "--name", name], env)
+                           "--name", name, "--slots", str(slots)], env)
 
     def joined(self, name: str) -> bool:
         log = self.dir / f"{name}.log"
@@ -160,7 +154,8 @@ def no_engines_left(pids: set[int]) -> None:
 def cluster_config(directory: Path, address: str, *, real: bool, rounds: int,
                  delay_ms: int = 30, wrapper: Path | None = None, tc: str = "60+1",
                  overdue_s: float = 60, cluster: dict[str, Any] | None = None,
-                 replace: dict[str, dict[str, Any]] | None = None) -> Path:
+                 replace: dict[str, dict[str, Any]] | None = None,
+                 interruption: dict[str, Any] | None = None) -> Path:
     if real:
         stockfish, ethereal = shutil.which("stockfish"), shutil.which("ethereal-chess")
         if not stockfish or not ethereal:
@@ -183,7 +178,7 @@ def cluster_config(directory: Path, address: str, *, real: bool, rounds: int,
                          "StatePath": "state/swiss.json"},
         "Adjudication": {"MaxMoves": 40},
         # interrupted games continue from their position, never shortcut by 7.c.ii-iv
-        "Interruption": {"Mode": "resume", "Adjudicate": False},
+        "Interruption": interruption or {"Mode": "resume", "Adjudicate": False},
         "Cluster": {"Scheduler": address, "WaitS": 60, "OverdueS": overdue_s, **(cluster or {})},
         "Engines": engines,
     })
@@ -243,7 +238,9 @@ def check_complete(directory: Path, total: int) -> list[chess.pgn.Game]:
     games = pgn_games(directory / "state" / "games.pgn")
     keys = [(g.headers["Round"], g.headers["White"], g.headers["Black"]) for g in games]
     assert len(keys) == total and len(set(keys)) == total, keys
-    assert all(g.headers.get("Worker") in ("w1", "w2") for g in games)
+    for g in games:  # the workers that played its moves, in order ("w1" or "w1, w2")
+        names = g.headers.get("Worker", "").split(", ")
+        assert set(names) <= {"w1", "w2"} and len(names) == len(set(names)), g.headers
     assert all(not g.errors and g.end().board().ply() > 0 for g in games)
     audit = subprocess.run([sys.executable, "-m", "runner", "audit",
                             str(directory / "state" / "games.pgn"), "--seeds",
@@ -268,7 +265,7 @@ def test_event_on_two_workers(cluster: Cluster, tmp_path: Path) -> None:
     runner = cluster.run(config)
     assert runner.wait(300) == 0, cluster.log("runner")
     games = check_complete(tmp_path, 8)
-    assert {g.headers["Worker"] for g in games} == {"w1", "w2"}
+    assert {g.headers["Worker"] for g in games} == {"w1", "w2"}  # none interrupted
     assert all("ResumedFromPly" not in g.headers for g in games)
     out = cluster.log("runner")
     assert "Connected to the Dask scheduler" in out
@@ -305,7 +302,8 @@ def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     assert f"Game {game_id} (" in out and "continues from there (TCEC rule 7.c.v)" in out
     survivor = "w2" if victim == "w1" else "w1"
     resumed = [g for g in games if "ResumedFromPly" in g.headers]
-    assert len(resumed) == 1 and resumed[0].headers["Worker"] == survivor
+    # the PGN names both workers that played its moves, the first one first
+    assert len(resumed) == 1 and resumed[0].headers["Worker"] == f"{victim}, {survivor}"
     assert int(resumed[0].headers["ResumedFromPly"]) >= 12
     assert "forfeit" not in out.lower() and "disconnect" not in out.lower()
     no_engines_left(cluster.pids)
@@ -399,7 +397,7 @@ def test_worker_that_cannot_run_an_engine_refuses(cluster: Cluster, tmp_path: Pa
     assert w1["refused"] and all("exit" in why or "start" in why
                                  for why in w1["refused"].values()), w1
     for g in games:
-        assert g.headers["Worker"] == "w2"
+        assert g.headers["Worker"] == "w2"  # nothing played on w1
         assert "forfeit" not in g.headers.get("Termination", "")
     no_engines_left(cluster.pids)
 
@@ -477,3 +475,99 @@ def test_worker_cut_off_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     resumed = [g for g in games if "ResumedFromPly" in g.headers]
     assert len(resumed) == 1
     no_engines_left(cluster.pids)
+
+
+def test_a_game_decided_from_its_log_after_a_kill_names_its_worker(cluster: Cluster,
+                                                                    tmp_path: Path) -> None:
+    """kill -9 of the worker mid-game, and the log is enough to decide the game (TCEC rule
+    7.c.iii, here any score is a draw score after 0 moves): no engine is started again, and
+    the PGN still names the worker that played its moves, as the JSON state does."""
+    config = cluster_config(tmp_path, cluster.address, real=False, rounds=1,
+                            interruption={"Mode": "resume", "Adjudicate": True,
+                                          "DrawScoreCp": 100000, "DrawMoves": 0})
+    runner = cluster.run(config)
+    game_id, victim = game_in_progress(tmp_path, runner)
+    os.kill(cluster.procs[victim].pid, signal.SIGKILL)
+    cluster.procs[victim].wait(10)
+    assert runner.wait(300) == 0, cluster.log("runner")
+    games = check_complete(tmp_path, 4)
+    out = cluster.log("runner")
+    assert f"Game {game_id} (" in out and "decided by TCEC rule 7.c.iii" in out, out
+    decided = [g for g in games if g.headers.get("TerminationDetails") == "server interruption"]
+    assert len(decided) == 1 and decided[0].headers["Worker"] == victim, \
+        [g.headers for g in games]
+    assert int(decided[0].headers["ResumedFromPly"]) >= 12
+    conn = db(tmp_path)
+    try:
+        started = json.loads(conn.execute("SELECT started_event FROM games WHERE game_id=?",
+                                          (game_id,)).fetchone()[0])
+    finally:
+        conn.close()
+    assert started["played_by"] == [victim] and started["worker"] == "", started
+    no_engines_left(cluster.pids)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def slot_processes(supervisor: int) -> dict[str, int]:
+    """The slot processes of a `swiss-runner worker --slots N` supervisor: name -> pid."""
+    found = {}
+    for child in psutil.Process(supervisor).children():
+        try:
+            argv = child.cmdline()
+        except psutil.Error:
+            continue
+        if "--name" in argv and child.status() != psutil.STATUS_ZOMBIE:
+            found[argv[argv.index("--name") + 1]] = child.pid
+    return found
+
+
+def test_one_process_per_game_slot(tmp_path: Path) -> None:
+    """`worker --slots 2` runs two single-slot worker processes m/1 and m/2 under one
+    supervisor: both play; a slot process killed mid-game is started again and its game
+    continues from its position; kill -9 of the supervisor takes its slots and their engines
+    with it."""
+    c = Cluster(tmp_path)
+    try:
+        c.start_scheduler()
+        c.start_worker("m", slots=2)
+        for slot in ("m/1", "m/2"):
+            wait_until(lambda s=slot: f"{s} joined" in c.log("m"), f"slot {slot} joins", 90,
+                       c.procs["m"])
+        supervisor = c.procs["m"].pid
+        slots = slot_processes(supervisor)
+        assert set(slots) == {"m/1", "m/2"}, slots
+        config = cluster_config(tmp_path, c.address, real=False, rounds=2)
+        runner = c.run(config)
+        game_id, victim = game_in_progress(tmp_path, runner)
+        os.kill(slots[victim], signal.SIGKILL)
+        no_engines_left({slots[victim]})  # the slot's engines died with it
+        wait_until(lambda: slot_processes(supervisor).get(victim, slots[victim]) != slots[victim],
+                   f"slot {victim} started again", 30)
+        assert runner.wait(300) == 0, c.log("runner")
+        games = pgn_games(tmp_path / "state" / "games.pgn")
+        assert len(games) == 8
+        assert {n for g in games for n in g.headers["Worker"].split(", ")} == {"m/1", "m/2"}
+        resumed = [g for g in games if "ResumedFromPly" in g.headers]
+        # first the slot that was killed (then the one it continued on, when not itself again)
+        assert len(resumed) == 1 and resumed[0].headers["Worker"].split(", ")[0] == victim
+        assert f"slot {victim} died (exit -9); starting it again" in c.log("m")
+        state = json.loads(subprocess.run(
+            [sys.executable, "-m", "runner", "status", str(config), "--json"], cwd=REPO,
+            env=ENV, capture_output=True, text=True, timeout=60).stdout)
+        rows = {w["name"]: w for w in state["workers"]}
+        assert {"m/1", "m/2"} <= set(rows) and all(rows[n]["slots"] == 1 for n in ("m/1", "m/2"))
+        slots = slot_processes(supervisor)
+        assert len(slots) == 2
+        os.kill(supervisor, signal.SIGKILL)
+        c.procs["m"].wait(10)
+        wait_until(lambda: not any(alive(p) for p in slots.values()),
+                   "the slot processes die with their supervisor", 15)
+        no_engines_left(set(slots.values()) | c.pids)
+    finally:
+        c.close()

@@ -100,3 +100,41 @@ def test_worker_engine_override() -> None:
     assert EngineProbes().local(spec) is spec
     args = build_parser().parse_args(["worker", "tcp://h:1", "--engine", "A=/opt/a"])
     assert args.engine == ["A=/opt/a"]
+
+
+def test_a_game_whose_end_was_recorded_is_not_replayed_when_its_worker_is_lost() -> None:
+    """The worker sent GameFinished (recorded by the runner's sinks), then died before the
+    task's result came back: the backend returns that record; it does not give the game up
+    (a ReplayGame would decide a recorded game again: played or scored twice)."""
+    import asyncio
+
+    pytest.importorskip("distributed")
+    from runner.cluster.client import ClusterBackend, _Attempt
+    from runner.domain.events import GameFinished, event_to_json
+    from runner.domain.models import GameRecord
+
+    record = GameRecord(white="A", black="B", result="1-0", reason="White mates",
+                        termination="", termination_details="", moves=["f2f3"], comments=[""],
+                        pgn="[Event \"x\"]\n\n1-0\n", start_time="", end_time="",
+                        duration_s=1.0, rmobility=None, opening_index=None)
+
+    async def scenario() -> tuple[list[object], dict]:
+        backend = ClusterBackend("tcp://127.0.0.1:1", say=lambda *a, **k: None)
+        got: list[object] = []
+        state = _Attempt("7:1", 7, got.append)
+        backend.attempts[state.token] = state
+
+        def message(kind: str, **body: object) -> None:
+            backend._on_message((0.0, {"epoch": backend.epoch, "token": "7:1",
+                                       "worker": "tcp://w1", "name": "w1", "kind": kind,
+                                       **body}))
+
+        message("claim")
+        message("event", event=event_to_json(GameFinished(7, record, 1)))
+        backend._on_cluster((0.0, {"action": "remove-worker", "worker": "tcp://w1"}))
+        never = asyncio.get_running_loop().create_future()  # the task's result never comes
+        return got, await backend._outcome(never, state)
+
+    got, outcome = asyncio.run(scenario())
+    assert len(got) == 1 and isinstance(got[0], GameFinished)
+    assert outcome["record"]["result"] == "1-0" and outcome["record"]["moves"] == ["f2f3"]

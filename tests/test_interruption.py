@@ -21,8 +21,9 @@ from runner.domain.events import (
     event_to_json,
     resume_from_json,
     resume_to_json,
+    workers_tag,
 )
-from runner.domain.interruption import decide
+from runner.domain.interruption import decide, played_by
 from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
 from runner.play.referee import play_game
@@ -183,6 +184,25 @@ def test_resume_point_keeps_history_clocks_and_counts() -> None:
     assert run(started, moves).resume.compensation_ms == 1200
     assert InterruptionConfig().compensation(2700) == 54.0
     assert InterruptionConfig().compensation(10) == 1.0
+
+
+def test_the_workers_that_played_the_logged_moves() -> None:
+    """Provenance (docs/cluster.md): the resume point names the cluster workers whose moves
+    it keeps, in order: an attempt that logged no move past its resume point played none."""
+    started, moves = log(None, OPEN, [0] * 6)
+    assert run(started, moves).resume.workers == ()  # a game played on this machine
+    on_w1 = {**started, "worker": "w1"}
+    assert played_by(on_w1, moves) == ("w1",)
+    on_w2 = {**started, "worker": "w2", "resumed_from_ply": 6, "played_by": ["w1"]}
+    assert played_by(on_w2, moves) == ("w1",)  # w2 was lost before its first move
+    more = moves + [{**moves[-1], "ply": 7}]
+    assert played_by(on_w2, more) == ("w1", "w2")
+    assert played_by({**on_w2, "worker": "w1", "played_by": ["w1", "w2"]}, more) == ("w1", "w2")
+    assert run(on_w1, moves).resume.workers == ("w1",)
+    point = run(on_w1, moves).resume
+    assert resume_from_json(resume_to_json(point)) == point
+    assert workers_tag(("w1", "w2"), "w1") == "w1, w2" and workers_tag((), "") == ""
+    assert workers_tag(("w1",), "w3") == "w1, w3"
 
 
 def test_replay_mode_and_logs_without_engine_moves() -> None:

@@ -196,3 +196,15 @@ def start_runner_playing(tmp_path: Path, *white_flags: str) -> tuple[subprocess.
         asyncio.run(play_game(spec_for(fake("H", *{flags!r}), fake("B"), "600+1"), on_process=note))
     """))
     return subprocess.Popen([sys.executable, str(script)], cwd=REPO), pid_file
+
+
+def need_distributed() -> None:
+    """Skip the calling test module when Dask's `distributed` is not installed (the cluster
+    extra, part of the dev set-up: on CI it must be there)."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:  # pragma: no cover
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip("the 'distributed' package is not installed (pip install '.[cluster]')",
+                    allow_module_level=True)

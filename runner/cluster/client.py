@@ -49,6 +49,7 @@ from runner.domain.events import (
     ResumePoint,
     event_from_json,
     record_from_json,
+    record_to_json,
     resume_to_json,
     spec_to_json,
 )
@@ -81,6 +82,7 @@ class _Attempt:
     error: BaseException | None = None
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     heard: float | None = None  # monotonic time of the owner's last message (None: no claim)
+    record: GameRecord | None = None  # the GameFinished's record, once it was recorded
     budget_s: float = STARTUP_BUDGET_S  # how long the owner may be silent before overdue
 
     def lose(self, why: str) -> None:
@@ -285,6 +287,7 @@ class ClusterBackend:
             if at_ms:
                 self.latencies.append(time.time() * 1000 - at_ms)
             if isinstance(game_event, GameFinished):
+                attempt.record = game_event.record
                 attempt.finished.set()
         except BaseException as exc:  # noqa: BLE001 - a sink failed: the game stops
             attempt.error = exc
@@ -402,6 +405,11 @@ class ClusterBackend:
                 waiting.cancel()
         if state.error is not None:
             raise state.error
+        if state.record is not None:
+            # the game's end was recorded (the task's result is the same record): whatever
+            # came after, its worker or the scheduler lost before the task's result arrived,
+            # the game is over, never replayed nor scored twice
+            return {"record": record_to_json(state.record)}
         if state.lost.is_set():
             raise ReplayGame(f"{state.why}; the game continues from its last logged position")
         outcome = waiting.result()

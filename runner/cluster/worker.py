@@ -1,10 +1,18 @@
 """`swiss-runner worker SCHEDULER [--slots N] [--name NAME]`: one machine's game slots.
 
-Starts a Dask worker in this process with the resource ``game=N`` (N games at once, one
-thread each) and the engine-probe plugin. A Dask worker shuts down when it loses its
-scheduler; this command then starts a fresh one that waits for the scheduler to come back,
-until SIGINT/SIGTERM (or ``--wait`` seconds without a scheduler). Engines started for a game
-get the parent-death signal: a worker killed with -9 takes its engines with it.
+One game slot is one process: a single-threaded Dask worker with the resource ``game=1``
+and the engine-probe plugin, so that games never compete for one interpreter's GIL with each
+other or with another slot's heartbeats. ``--slots 1`` (the TCEC way) runs it in this
+process, named NAME. ``--slots N`` makes this process a supervisor of N slot processes
+(``swiss-runner worker ... --slots 1 --name NAME/k``, k = 1..N): a slot process that dies
+is started again (after 1 s, then up to 30 s while it keeps dying at once); each slot
+process gets the parent-death signal, so the supervisor's death takes them (and, through
+their own parent-death signal, their engines) with it; SIGINT/SIGTERM stops them all.
+
+A Dask worker shuts down when it loses its scheduler; a slot process then starts a fresh one
+that waits for the scheduler to come back, until SIGINT/SIGTERM (or ``--wait`` seconds
+without a scheduler). Engines started for a game get the parent-death signal: a worker
+killed with -9 takes its engines with it.
 """
 
 from __future__ import annotations
@@ -48,8 +56,86 @@ def cli_worker(args: argparse.Namespace) -> int:
     name = args.name or socket.gethostname()
     from runner.play import eventloop
 
-    return eventloop.run(serve(args.scheduler, slots=args.slots, name=name, wait_s=args.wait,
-                             engines=engines))
+    if args.slots > 1:
+        return eventloop.run(supervise(args.scheduler, slots=args.slots, name=name,
+                                       wait_s=args.wait, engines=engines))
+    return eventloop.run(serve(args.scheduler, slots=1, name=name, wait_s=args.wait,
+                               engines=engines))
+
+
+def slot_argv(scheduler: str, name: str, wait_s: float, engines: dict[str, str]) -> list[str]:
+    """The command line of one slot process (this interpreter, this package)."""
+    argv = [sys.executable, "-m", "runner", "worker", scheduler, "--slots", "1", "--name", name,
+            "--wait", f"{wait_s:g}"]
+    for engine, command in engines.items():
+        argv += ["--engine", f"{engine}={command}"]
+    return argv
+
+
+RESTART_S = (1.0, 30.0)  # a slot process that died is started again after 1 s, at most 30 s
+
+
+async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
+                    engines: dict[str, str] | None = None) -> int:
+    """Run ``slots`` slot processes NAME/1..NAME/N and start again any that dies, until
+    SIGINT/SIGTERM (exit 130) or a slot gives up (``--wait`` without a scheduler: exit 1;
+    bad input: exit 2)."""
+    from runner.play.engines import child_argv, die_with_parent
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    procs: dict[str, asyncio.subprocess.Process] = {}
+    code = EXIT_OK
+
+    async def start(slot: str) -> None:
+        # same process group (a terminal's Ctrl-C, systemd's control group reach every
+        # slot), and SIGKILL when this supervisor dies (the slot's engines follow it)
+        procs[slot] = await asyncio.create_subprocess_exec(
+            *child_argv(slot_argv(scheduler, slot, wait_s, engines or {})),
+            stdin=asyncio.subprocess.DEVNULL,
+            preexec_fn=None if child_argv([]) else die_with_parent)  # [] when no setpriv
+
+    async def keep(slot: str) -> None:
+        nonlocal code
+        delay = RESTART_S[0] / 2
+        while not stop.is_set():
+            started = time.monotonic()
+            await start(slot)
+            returned = await procs[slot].wait()
+            if stop.is_set():
+                return
+            if returned in (EXIT_BAD_INPUT, EXIT_FAIL):  # it gave up, or cannot run at all
+                say(f"slot {slot} exited with {returned}: stopping every slot")
+                code = returned
+                stop.set()
+                return
+            quick = time.monotonic() - started < 60  # dying again and again: wait longer
+            delay = min(delay * 2, RESTART_S[1]) if quick else RESTART_S[0]
+            say(f"slot {slot} died (exit {returned}); starting it again in {delay:g} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+
+    say(f"{name}: {slots} game slots, one process each ({name}/1 .. {name}/{slots})")
+    keepers = [asyncio.ensure_future(keep(f"{name}/{k}")) for k in range(1, slots + 1)]
+    await stop.wait()
+    code = code or EXIT_INTERRUPTED
+    for proc in procs.values():
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+    for proc in procs.values():
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    for keeper in keepers:
+        keeper.cancel()
+    await asyncio.gather(*keepers, return_exceptions=True)
+    return code
 
 
 async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,

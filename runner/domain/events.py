@@ -61,6 +61,7 @@ class GameStarted:
     spec: dict[str, Any] | None = None  # the GameSpec as JSON (spec_to_json)
     worker: str = ""  # where the game is played ("" = this machine)
     at_ms: int = 0  # wall time it was sent (Unix epoch ms): the first clock ticks from here
+    played_by: tuple[str, ...] = ()  # workers that played the logged moves it continues from
     kind: str = field(default="started", init=False)
 
 
@@ -127,6 +128,7 @@ class ResumePoint:
     win_plies: int = 0  # the TCEC win rule's count ...
     win_side: str | None = None  # ... and the side it counts for ("white" / "black")
     start_time: str = ""  # when the game first started (ISO 8601 UTC)
+    workers: tuple[str, ...] = ()  # the cluster workers that played these moves, in order
 
     @property
     def ply(self) -> int:
@@ -145,7 +147,15 @@ def resume_from_json(data: dict[str, Any]) -> ResumePoint:
     body = {k: v for k, v in data.items() if k != "v"}
     body["moves"] = tuple(body["moves"])
     body["comments"] = tuple(body["comments"])
+    body["workers"] = tuple(body.get("workers", ()))
     return ResumePoint(**body)
+
+
+def workers_tag(played_by: tuple[str, ...] | list[str], worker: str = "") -> str:
+    """The PGN ``Worker`` tag of a game: every cluster worker that played its moves, in the
+    order they played, once each (``"w1, w2"``); "" for a game played on this machine."""
+    names = dict.fromkeys(n for n in (*played_by, worker) if n)
+    return ", ".join(names)
 
 # --------------------------------------------------------------------------- JSON codec
 
@@ -202,6 +212,7 @@ def event_from_json(data: dict[str, Any]) -> GameEvent:
     kind = data.get("kind")
     try:
         if kind == "started":
+            body["played_by"] = tuple(body.get("played_by", ()))
             return GameStarted(**body)
         if kind == "move":
             body["pv"] = tuple(body.get("pv", ()))

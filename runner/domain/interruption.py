@@ -155,8 +155,20 @@ def decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], *,
         white_moves=made[chess.WHITE], black_moves=made[chess.BLACK],
         compensation_ms=compensation_ms, draw_plies=int(last.get("draw_plies") or 0),
         win_plies=win_plies, win_side=win_side,
-        start_time=(started or {}).get("start_time", ""))
+        start_time=(started or {}).get("start_time", ""), workers=played_by(started, moves))
     return Decision("resume", "7.c.v", resume=point, board=board)
+
+
+def played_by(started: dict[str, Any] | None, moves: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The cluster workers that played the logged ``moves``, in order: those the latest
+    attempt (``started``) continued from, and its own worker when it logged a move past its
+    resume point (an attempt lost before its first move played none of them)."""
+    started = started or {}
+    names = list(started.get("played_by") or ())
+    resumed_from = int(started.get("resumed_from_ply") or 0)
+    if started.get("worker") and any(m["ply"] > resumed_from for m in moves):
+        names.append(str(started["worker"]))
+    return tuple(dict.fromkeys(names))
 
 
 def _fired(board: chess.Board, last: dict[str, Any], adjudication: AdjudicationConfig,

@@ -32,6 +32,7 @@ from runner.domain.events import (
     ResumePoint,
     parse_utc,
     spec_to_json,
+    workers_tag,
 )
 from runner.domain.fen import fen
 from runner.domain.models import (
@@ -376,7 +377,8 @@ async def play_game(
     log is named in the PGN's ``EngineLog`` tag. Each engine's own ``startup_timeout_s``
     (StartupTimeoutS) replaces ``startup_timeout`` for its handshake and first ``isready``.
     ``worker``: the name of the cluster worker playing the game (docs/cluster.md), given in
-    GameStarted and as the PGN tag ``Worker``; "" (this machine) adds no tag. ``engines``:
+    GameStarted and as the PGN tag ``Worker`` (after the workers that played the moves it
+    resumes from: ``resume.workers``); "" (this machine) adds no tag of its own. ``engines``:
     the run's pool of kept engines (``Restart: off``, runner.play.keep): engines are taken
     from it and handed back to it when the game ends.
     """
@@ -440,7 +442,8 @@ async def play_game(
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=resume_note, move_data=move_data, engine_log=kept_log,
-                           worker=worker, sans=sans)
+                           worker=workers_tag(resume.workers if resume else (), worker),
+                           sans=sans)
     if emit is not None:
         emit(GameFinished(spec.game_id, record, attempt))
     return record
@@ -542,7 +545,8 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
-        attempt=attempt, spec=spec_to_json(spec), worker=worker, at_ms=now_ms))
+        attempt=attempt, spec=spec_to_json(spec), worker=worker, at_ms=now_ms,
+        played_by=resume.workers if resume is not None else ()))
     if resume is not None:
         return
     board = start_board.copy(stack=False)

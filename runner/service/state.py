@@ -129,6 +129,7 @@ class LiveGame:
             "started": started.get("start_time"), "attempt": started.get("attempt", 0),
             "resumed_from_ply": started.get("resumed_from_ply", 0),
             "worker": started.get("worker", ""),
+            "played_by": list(started.get("played_by") or ()),
             "start_fen": self.start_fen, "fen": fen, "ply": ply,
             "book_plies": started.get("book_plies", 0),
             "moves": list(self.uci), "san": list(self.san),

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from runner.config.schema import Config
-from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc
-from runner.domain.interruption import Decision
+from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc, workers_tag
+from runner.domain.interruption import Decision, played_by
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
@@ -378,14 +378,16 @@ class Tournament:
                 "7.c.iii": "TCEC rule 7.c.iii", "7.c.iv": "TCEC rule 7.c.iv"}[decision.rule]
         self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "
                  f"{len(moves)}: decided by {rule}")
+        workers = played_by(started, logged)  # the PGN still names who played the moves
         record = finish_record(spec, start_board, moves, comments, decision.end, start,
-                               resumed_from=len(moves), move_data=logged)
+                               resumed_from=len(moves), move_data=logged,
+                               worker=workers_tag(workers))
         emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
                          white_id=started.get("white_id", ""), black_id=started.get("black_id", ""),
                          start_time=started.get("start_time", record.start_time),
                          start_fen=start_board.fen(), book_plies=started.get("book_plies", 0),
                          white_clock_ms=None, black_clock_ms=None, resumed_from_ply=len(moves),
-                         attempt=attempt))
+                         attempt=attempt, played_by=workers))
         emit(GameFinished(game.game_id, record, attempt))
 
     async def play_round(self, number: int) -> bool:
