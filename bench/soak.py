@@ -186,8 +186,8 @@ def db(directory: Path) -> sqlite3.Connection:
                            uri=True, timeout=10)
 
 
-def snapshot(directory: Path, worker: str | None) -> dict[int, list[dict[str, Any]]]:
-    """The move log of each game in progress (on ``worker`` only, when given; "w1/": on
+def snapshot(directory: Path, worker: str | None) -> dict[int, tuple[int, list[dict[str, Any]]]]:
+    """The attempt and move log of each game in progress (on ``worker`` only, when given; "w1/": on
     every slot of the supervisor w1)."""
     if not (directory / "state" / "swiss.sqlite3").exists():
         return {}
@@ -195,16 +195,17 @@ def snapshot(directory: Path, worker: str | None) -> dict[int, list[dict[str, An
         conn = db(directory)
     except sqlite3.Error:
         return {}
-    logs: dict[int, list[dict[str, Any]]] = {}
+    logs: dict[int, tuple[int, list[dict[str, Any]]]] = {}
     try:
-        for game_id, started in conn.execute(
-                "SELECT game_id, started_event FROM games WHERE status='running'").fetchall():
+        for game_id, started, attempt in conn.execute(
+                "SELECT game_id, started_event, attempt FROM games WHERE status='running'"
+        ).fetchall():
             on = str(json.loads(started or "{}").get("worker", ""))
             if worker is not None and on != worker and not (worker.endswith("/")
                                                             and on.startswith(worker)):
                 continue
-            logs[game_id] = [json.loads(r[0]) for r in conn.execute(
-                "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
+            logs[game_id] = (attempt, [json.loads(r[0]) for r in conn.execute(
+                "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))])
     except sqlite3.Error:  # not created yet
         return logs
     finally:
@@ -285,7 +286,8 @@ def soak(args: argparse.Namespace) -> int:
     runner.start()
     low, high = parse_gap(args.gap)
     kills: Counter[str] = Counter()
-    seen: list[tuple[int, str, int, list[dict[str, Any]]]] = []  # kill no, kind, game, log
+    # kill no, kind, game, log, the game's attempt when the log was read
+    seen: list[tuple[int, str, int, list[dict[str, Any]], int]] = []
     # a kill comes a random gap after the event was seen moving again (a game in progress
     # logged a move since the last kill), so that every kill hits games being played
     next_kill: float | None = None
@@ -331,8 +333,8 @@ def soak(args: argparse.Namespace) -> int:
                         where = f"{victim.name}/" if args.slots > 1 else victim.name
                 kills[kind] += 1
                 number = sum(kills.values())
-                for game_id, log in snapshot(directory, where).items():
-                    seen.append((number, kind, game_id, log))
+                for game_id, (attempt, log) in snapshot(directory, where).items():
+                    seen.append((number, kind, game_id, log, attempt))
                 if args.verbose:
                     print(f"kill {number}: {kind} {where or victim.name}", flush=True)
                 at_kill = progress(directory)
@@ -396,7 +398,7 @@ REPLAYED = re.compile(r"Game (\d+) \(.*\) was interrupted at ply \d+: it is play
 
 
 def check(directory: Path, config: Path, args: argparse.Namespace, runner: Service,
-          seen: list[tuple[int, str, int, list[dict[str, Any]]]]) -> list[tuple[str, str, bool]]:
+          seen: list[tuple[int, str, int, list[dict[str, Any]], int]]) -> list[tuple[str, str, bool]]:
     rows: list[tuple[str, str, bool]] = []
     expected = (args.engines // 2) * 2 * args.rounds
     games = pgn_games(directory / "state" / "games.pgn")
@@ -454,7 +456,7 @@ def check(directory: Path, config: Path, args: argparse.Namespace, runner: Servi
 
     # every move log read after a kill: a prefix of the final game, and continued from
     not_prefix, behind = [], []
-    for number, kind, gid, log in seen:
+    for number, kind, gid, log, attempt in seen:
         g = by_id.get(gid)
         if g is None or not log:
             continue
@@ -462,7 +464,9 @@ def check(directory: Path, config: Path, args: argparse.Namespace, runner: Servi
         logged = [m["uci"] for m in log]
         if final[:len(logged)] != logged:
             not_prefix.append((number, kind, gid))
-        if (any(not m.get("book") for m in log) and stored[gid][2] > 1
+        # resumed after this read (a later attempt): from this position or later; a game
+        # whose worker kept playing it while the runner restarted was not resumed at all
+        if (any(not m.get("book") for m in log) and stored[gid][2] > attempt
                 and int(g.headers.get("ResumedFromPly", 0)) < len(logged)):
             behind.append((number, kind, gid, len(logged), g.headers.get("ResumedFromPly")))
     rows.append(("move logs read after kills: not a prefix of the final game",
