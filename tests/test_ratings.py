@@ -215,7 +215,9 @@ def test_all_wins_and_all_losses_are_reported_not_rated():
 def test_disconnected_groups_are_rated_apart_with_a_note():
     r = compute_ratings(disconnected(), NO_SIMS)
     assert len(r.groups) == 2
-    assert any("not connected" in n for n in r.notes)
+    note = next(n for n in r.notes if "not connected" in n)
+    assert "the table's order across groups means nothing" in note
+    assert note.endswith("Each group is placed on an average of 0.")
     for group in r.groups:
         rated = [r.player(n).rating for n in group]
         assert np.mean(rated) == pytest.approx(0.0, abs=1e-6)

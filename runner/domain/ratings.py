@@ -638,12 +638,15 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
                         f"the ratings are placed on a pool average of {_fmt(options.elo)} "
                         f"instead, until it can be")
     if len(groups) > 1:
-        where = placed.anchor and f"the group of {options.anchor} on its rating, the others on an average of {_fmt(options.elo)}"
+        where = (f"The group of {options.anchor} is placed on its rating, each other group on "
+                 f"an average of {_fmt(options.elo)}" if placed.anchor else
+                 f"Each group is placed on an average of {_fmt(options.elo)}")
         notes.append(
             f"{len(groups)} groups of engines are not connected by games both ways (no wins or "
-            f"draws in one direction between them), so ratings compare only within a group: "
+            f"draws in one direction between them), so ratings compare only within a group "
+            f"and the table's order across groups means nothing: "
             + "; ".join(f"group {i + 1}: {', '.join(grp)}" for i, grp in enumerate(groups))
-            + f". Each group is placed {where or 'on an average of ' + _fmt(options.elo)}.")
+            + f". {where}.")
     order = sorted(range(n), key=lambda i: (labels[i] < 0, -(centred[i] if labels[i] >= 0 else 0), names[i]))
     ranked = [stats_by[names[i]] for i in order]
     if sims is not None:
