@@ -37,6 +37,7 @@ import chess.engine
 import psutil
 
 from runner.config.schema import EngineConfig
+from runner.play import spawn
 
 LOG = logging.getLogger(__name__)
 
@@ -389,7 +390,7 @@ def _printed(protocol: Any, limit: int = 300) -> str:
 #: which glibc can serve with mmap/mremap/munmap on every read: up to 0.3 ms per move in a
 #: bare asyncio loop reading Stockfish here (docs/performance.md). Lines longer than this
 #: still arrive whole (partial lines are buffered); engines write far less per read.
-PIPE_READ_SIZE = 16 * 1024
+PIPE_READ_SIZE = spawn.PIPE_READ_SIZE
 
 
 class _DirectPipe(asyncio.Protocol):
@@ -472,12 +473,16 @@ async def start_engine(
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, refused)}")
     try:
-        transport, protocol = await cls.popen(child_argv(pinned_argv(command, cpus)),
-                                              **_popen_args(engine, token, cpus, stderr))
+        argv = child_argv(pinned_argv(command, cpus))
+        if spawn.available():  # no thread or fork in the loop thread per engine
+            transport, protocol = await spawn.spawn(cls, argv,
+                                                    **_popen_args(engine, token, cpus, stderr))
+        else:
+            transport, protocol = await cls.popen(argv, **_popen_args(engine, token, cpus, stderr))
+            _lean_pipes(transport, protocol)
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, exc)}") from None
-    _lean_pipes(transport, protocol)
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0

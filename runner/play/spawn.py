@@ -1,0 +1,225 @@
+"""Engine processes started without stalling the event loop that plays the other games.
+
+``loop.subprocess_exec`` costs the loop thread more than the start itself: asyncio's default
+child watcher (Python 3.11) starts and joins a thread per child, and uvloop's libuv forks
+the whole runner. Each stalls every game sharing the loop for several milliseconds (13 ms
+measured on a loaded machine: docs/performance.md), on the clock of an engine whose
+``bestmove`` arrives meanwhile.
+
+:func:`spawn` starts the process with :class:`subprocess.Popen` (vfork + exec, no Python
+code in the child: well under a millisecond), hands its pipes to the loop, and learns of its
+exit from a pidfd (Linux 5.3+) watched by the loop: no thread, no fork. The transport it
+returns is what python-chess's protocols expect of a subprocess transport, and keeps
+asyncio's order: ``process_exited``, then ``connection_lost`` once the process has exited
+and its output pipes are closed.
+
+Where pidfds are missing (another OS, an old kernel, a sandbox refusing the call)
+:func:`available` is false and the caller uses ``loop.subprocess_exec``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+#: Bytes read from an engine's output pipe at a time (asyncio's default is 256 KiB, which
+#: glibc serves with mmap/mremap/munmap on every read).
+PIPE_READ_SIZE = 16 * 1024
+
+_available: bool | None = None
+
+
+def available() -> bool:
+    """Whether this system gives pidfds (checked once, on this process)."""
+    global _available
+    if _available is None:
+        try:
+            fd = os.pidfd_open(os.getpid())
+        except (AttributeError, OSError):
+            _available = False
+        else:
+            os.close(fd)
+            _available = True
+    return _available
+
+
+class _Output(asyncio.Protocol):
+    """One output pipe: data straight to the engine protocol, no extra turn of the loop."""
+
+    def __init__(self, owner: EngineTransport, fd: int):
+        self.owner = owner
+        self.fd = fd
+
+    def data_received(self, data: bytes) -> None:
+        owner = self.owner
+        try:
+            owner.protocol.pipe_data_received(self.fd, data)
+        except Exception as exc:  # noqa: BLE001 - as the loop reports a failed callback
+            owner.loop.call_exception_handler({"message": "engine output handler failed",
+                                               "exception": exc, "protocol": owner.protocol})
+
+    def eof_received(self) -> bool:
+        return False  # close the read transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.owner._pipe_closed(self.fd, exc)
+
+
+class _Input(asyncio.Protocol):
+    """The engine's stdin: nothing to read; its loss only ends writing."""
+
+    def __init__(self, owner: EngineTransport):
+        self.owner = owner
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        with contextlib.suppress(Exception):
+            self.owner.protocol.pipe_connection_lost(0, exc)
+
+
+class EngineTransport(asyncio.SubprocessTransport):
+    """A subprocess transport over a :class:`subprocess.Popen` child and a pidfd."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes],
+                 protocol: asyncio.SubprocessProtocol):
+        super().__init__()
+        self.loop = loop
+        self.proc = proc
+        self.protocol = protocol
+        self.pipes: dict[int, asyncio.BaseTransport] = {}
+        self._open_outputs: set[int] = set()
+        self._returncode: int | None = None
+        self._pidfd: int | None = None
+        self._closed = False
+        self._finished = False
+
+    # -- what python-chess and the runner call
+
+    def get_pid(self) -> int:
+        return self.proc.pid
+
+    def get_returncode(self) -> int | None:
+        return self._returncode
+
+    def get_pipe_transport(self, fd: int) -> Any:
+        return self.pipes.get(fd)
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+    def send_signal(self, signal: int) -> None:
+        if self._returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal)
+
+    def terminate(self) -> None:
+        if self._returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.terminate()
+
+    def kill(self) -> None:
+        if self._returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def close(self) -> None:
+        """Close the pipes; a process still running is killed (as asyncio's transport does)."""
+        if self._closed:
+            return
+        self._closed = True
+        for pipe in self.pipes.values():
+            pipe.close()
+        if self._returncode is None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        # the pidfd stays watched: the exit is reaped and reported when it comes
+
+    # -- plumbing
+
+    def _watch_exit(self, pidfd: int) -> None:
+        self._pidfd = pidfd
+        self.loop.add_reader(pidfd, self._exited)
+
+    def _exited(self) -> None:
+        """The pidfd is readable: the process has ended. Reap it (it is this transport's)."""
+        try:
+            pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere: the status is lost
+            pid, status = self.proc.pid, None
+        if pid == 0:  # spurious: not ended yet
+            return
+        self._stop_watching()
+        code = os.waitstatus_to_exitcode(status) if status is not None else 255
+        self.proc.returncode = code  # Popen then neither warns nor keeps it for reaping
+        self._returncode = code
+        with contextlib.suppress(Exception):
+            self.protocol.process_exited()
+        self._try_finish()
+
+    def _stop_watching(self) -> None:
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def _pipe_closed(self, fd: int, exc: Exception | None) -> None:
+        self._open_outputs.discard(fd)
+        with contextlib.suppress(Exception):
+            self.protocol.pipe_connection_lost(fd, exc)
+        self._try_finish()
+
+    def _try_finish(self) -> None:
+        if self._finished or self._returncode is None or self._open_outputs:
+            return
+        self._finished = True
+        stdin = self.pipes.get(0)
+        if stdin is not None:
+            stdin.close()
+        self.loop.call_soon(self.protocol.connection_lost, None)
+
+    def __del__(self) -> None:  # the loop is gone: do not leave a file descriptor behind
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+
+
+async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv: list[str],
+                **popen_args: Any) -> tuple[EngineTransport, Any]:
+    """Start ``argv`` with stdin and stdout piped to ``protocol_factory()``; ``stderr`` as in
+    ``popen_args`` (PIPE: delivered as fd 2). Raises OSError as ``subprocess_exec`` would."""
+    loop = asyncio.get_running_loop()
+    stderr = popen_args.pop("stderr", subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            bufsize=0, **popen_args)
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:
+        proc.kill()
+        proc.wait()
+        raise
+    protocol = protocol_factory()
+    transport = EngineTransport(loop, proc, protocol)
+    protocol.connection_made(transport)  # before any output can be delivered
+    try:
+        outputs = [(1, proc.stdout)] + ([(2, proc.stderr)] if proc.stderr is not None else [])
+        transport._open_outputs.update(fd for fd, _ in outputs)
+        for fd, pipe in outputs:
+            assert pipe is not None
+            read, _ = await loop.connect_read_pipe(lambda fd=fd: _Output(transport, fd), pipe)
+            if hasattr(read, "max_size"):
+                read.max_size = PIPE_READ_SIZE
+            transport.pipes[fd] = read
+        assert proc.stdin is not None
+        write, _ = await loop.connect_write_pipe(lambda: _Input(transport), proc.stdin)
+        transport.pipes[0] = write
+        transport._watch_exit(pidfd)  # an exit before now is seen at once: the fd is readable
+    except BaseException:
+        transport.close()  # killed; Popen reaps it later if the pidfd was not watched yet
+        if transport._pidfd is None:
+            os.close(pidfd)
+        raise
+    return transport, protocol
