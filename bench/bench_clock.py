@@ -19,11 +19,19 @@ runner's, unless the engine's own log shows it took longer than its clock.
 
     python bench/bench_clock.py [--think 30] [--concurrency N] [--games 64] [--max-moves 8]
                                 [--restart on|off] [--loop asyncio|uvloop] [--tc 60+1]
-                                [--fastchess BINARY]
+                                [--backend builtin|cutechess]
+                                [--fastchess BINARY | --cutechess BINARY]
 
-``--fastchess BINARY`` (or FASTCHESS) plays the same games (same engines, time control,
-concurrency, game length; ``-each restart=``) with fastchess instead: the time charged is
-what its PGN says for each move (in ms), matched to the engines' logs on the moves played.
+``--fastchess BINARY`` (or FASTCHESS) and ``--cutechess BINARY`` (or CUTECHESS_CLI) play the
+same games (same engines, time control, concurrency, game length; ``-each restart=``) with
+that tool instead: the time charged is what its PGN says for each move (in ms), matched to
+the engines' logs on the moves played.
+
+``--backend cutechess`` runs the event with swiss-runner's ``Backend: cutechess`` (one
+cutechess-cli process per game; CUTECHESS_CLI or cutechess-cli on PATH). For every runner
+run the time charged is also read back as recorded (the move log's ``time_ms``, whole ms as
+the PGN shows it), matched to the engines' logs the same way: for the cutechess backend that
+is the only figure, for the built-in referee it shows what rounding to ms does.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -142,29 +151,41 @@ def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
     return logs, taken
 
 
-def fastchess(args: argparse.Namespace, binary: str, engine: Path, work: Path, engines_n: int,
-              rounds: int) -> None:
-    """The same games with fastchess: time charged from its PGN (ms: its comments'
-    resolution), time taken from the engines' logs, matched on the moves played."""
+def taken_minus(charged: list[tuple[list[str], str, float]],
+                taken: dict[tuple[str, str], float]) -> list[float]:
+    """charged - taken per engine move: ``charged`` holds (moves before, move, seconds)."""
+    over = []
+    for before, move, seconds in charged:
+        took = taken.get((" ".join(before) or "-", move))
+        if took is not None:
+            over.append(seconds - took)
+    return over
+
+
+def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: Path,
+         engines_n: int) -> None:
+    """The same games with fastchess or cutechess-cli: time charged from its PGN (ms: its
+    comments' resolution), time taken from the engines' logs, matched on the moves played."""
     import chess.pgn
 
-    pgn = work / "fastchess.pgn"
+    pgn = work / f"{tool}.pgn"
     argv = [binary]
     for i in range(engines_n):
         argv += ["-engine", f"name=S{i}", f"cmd={engine}"]
     argv += ["-each", "proto=uci", f"tc={args.tc}", f"restart={args.restart}",
              "-rounds", str(max(1, args.games // (engines_n * (engines_n - 1)))), "-games", "2",
-             "-repeat",
-             "-maxmoves", str(args.max_moves), "-concurrency", str(args.concurrency),
-             "-force-concurrency",
-             "-pgnout", f"file={pgn}"]
+             "-repeat", "-maxmoves", str(args.max_moves), "-concurrency", str(args.concurrency)]
+    if tool == "fastchess":
+        argv += ["-force-concurrency", "-pgnout", f"file={pgn}"]
+    else:
+        argv += ["-pgnout", str(pgn)]
     load = os.getloadavg()
     t0 = time.monotonic()
     code = subprocess.run(argv, cwd=work, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode
     wall = time.monotonic() - t0
     _, taken = read_logs(work / "logs")
-    over: list[float] = []
+    charged: list[tuple[list[str], str, float]] = []
     forfeits = games = 0
     with open(pgn, encoding="utf-8") as handle:
         while (game := chess.pgn.read_game(handle)) is not None:
@@ -174,16 +195,33 @@ def fastchess(args: argparse.Namespace, binary: str, engine: Path, work: Path, e
             for node in game.mainline():
                 move = node.move.uci()
                 seconds = re.search(r"([0-9.]+)s\b", node.comment)
-                took = taken.get((" ".join(before) or "-", move))
-                if seconds and took is not None:
-                    over.append(float(seconds.group(1)) - took)
+                if seconds:
+                    charged.append((list(before), move, float(seconds.group(1))))
                 before.append(move)
-    print(f"fastchess restart={args.restart}: exit {code}, {games} games, {len(over)} engine "
+    over = taken_minus(charged, taken)
+    print(f"{tool} restart={args.restart}: exit {code}, {games} games, {len(over)} engine "
           f"moves, Concurrency {args.concurrency}, think {args.think:g} ms, TC {args.tc}, "
           f"MaxMoves {args.max_moves}, {wall:.1f} s; load before "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)} (charged in ms, as its PGN has it)")
     print(f"  time forfeits: {forfeits}")
+
+
+def recorded(conn: sqlite3.Connection) -> list[tuple[list[str], str, float]]:
+    """(moves before, move, seconds charged) of every engine move in the move log."""
+    import json
+
+    out: list[tuple[list[str], str, float]] = []
+    before: list[str] = []
+    current = None
+    for game_id, data in conn.execute("SELECT game_id, data FROM moves ORDER BY game_id, ply"):
+        if game_id != current:
+            current, before = game_id, []
+        move = json.loads(data)
+        if not move.get("book"):
+            out.append((list(before), move["uci"], move.get("time_ms", 0) / 1000))
+        before.append(move["uci"])
+    return out
 
 
 def main() -> None:
@@ -198,8 +236,13 @@ def main() -> None:
                     help="Ponder: true (the test engines ponder; about 70%% of them hit)")
     ap.add_argument("--loop", choices=("asyncio", "uvloop"), default=None,
                     help="SWISS_RUNNER_LOOP for the run (default: the runner's own choice)")
-    ap.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
-                    help="play the same games with this fastchess instead (FASTCHESS)")
+    ap.add_argument("--backend", choices=("builtin", "cutechess"), default="builtin",
+                    help="the runner's Backend (cutechess: CUTECHESS_CLI or cutechess-cli)")
+    peers = ap.add_mutually_exclusive_group()
+    peers.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
+                       help="play the same games with this fastchess instead (FASTCHESS)")
+    peers.add_argument("--cutechess", metavar="BINARY",
+                       help="play the same games with this cutechess-cli instead")
     args = ap.parse_args()
     if args.loop:
         os.environ["SWISS_RUNNER_LOOP"] = args.loop
@@ -238,15 +281,22 @@ def main() -> None:
         engine.write_text(ENGINE.format(python=sys.executable, think=args.think,
                                         ponder=args.ponder, logdir=str(logdir)))
         engine.chmod(0o755)
-        if args.fastchess:
+        tool = "cutechess-cli" if args.cutechess else "fastchess" if args.fastchess else None
+        if tool is not None:
             if args.ponder:
-                sys.exit("--ponder: the swiss-runner run only (not with --fastchess)")
-            fastchess(args, args.fastchess, engine, work, engines_n, rounds)
+                sys.exit(f"--ponder: the swiss-runner run only (not with {tool})")
+            peer(tool, args, args.cutechess or args.fastchess, engine, work, engines_n)
             return
+        backend: dict[str, Any] = {}
+        if args.backend == "cutechess":
+            binary = os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli")
+            if binary is None:
+                sys.exit("--backend cutechess: no cutechess-cli on PATH (or CUTECHESS_CLI)")
+            backend = {"Backend": "cutechess", "CutechessPath": binary}
         config = work / "event.yaml"
         config.write_text(yaml.safe_dump({
             "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
-            "Restart": args.restart,
+            "Restart": args.restart, **backend,
             # pondering engines think two at a time: no core to pin each to here
             **({"Ponder": True, "Affinity": "off"} if args.ponder else {}),
             "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
@@ -263,6 +313,7 @@ def main() -> None:
         ends = conn.execute("SELECT reason, COUNT(*) FROM games GROUP BY reason").fetchall()
         forfeits = conn.execute("SELECT COUNT(*) FROM games WHERE termination='time forfeit'"
                                 ).fetchone()[0]
+        as_recorded = taken_minus(recorded(conn), read_logs(logdir)[1])
         conn.close()
     seen: dict[int, int] = {}
     over, into, out = [], [], []
@@ -278,13 +329,15 @@ def main() -> None:
         into.append(went - sent)
         out.append(read - wrote)
         engine_late += left >= 0 and wrote - went > left
-    print(f"swiss-runner {'Restart: ' + args.restart}{', Ponder' if args.ponder else ''}, loop "
+    print(f"swiss-runner {'Backend: cutechess, ' if args.backend == 'cutechess' else ''}"
+          f"{'Restart: ' + args.restart}{', Ponder' if args.ponder else ''}, loop "
           f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}: exit {code}, {len(over)} engine "
           f"moves of {len(moves)}, Concurrency {args.concurrency}, {engines_n} engines, think "
           f"{args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, {wall:.1f} s; load "
           f"before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)}"
           + (f" ({len(hits)} moves after a ponderhit)" if args.ponder else ""))
+    print(f"  as recorded      {percentiles(as_recorded)} (whole ms, as the PGN has it)")
     print(f"  go -> engine     {percentiles(into)}")
     print(f"  bestmove -> read {percentiles(out)}")
     print(f"  time forfeits: {forfeits} (engine over its own clock: {engine_late}); ends: "
