@@ -138,7 +138,11 @@ def test_an_engine_from_engines_json_plays(tmp_path, capsys):
     ("[{\"name\": \"X\"}]", "[0] (X).command: got None, expected the engine's command line"),
     ("[{\"name\": \"X\", \"command\": \"sf\", \"protocol\": \"cecp\"}]",
      "[0] (X).protocol: got 'cecp', expected uci | xboard"),
-    ("[{\"name\": \"X\", \"command\": \"sf\", \"ponder\": true}]", "[0] (X).ponder: got true"),
+    ("[{\"name\": \"X\", \"command\": \"sf\", \"whitepov\": true}]", "[0] (X).whitepov: got true"),
+    ("[{\"name\": \"X\", \"command\": \"sf\", \"restart\": \"never\"}]",
+     "[0] (X).restart: got 'never', expected auto | on | off"),
+    ("[{\"name\": \"X\", \"command\": \"sf\", \"ponder\": \"yes\"}]",
+     "[0] (X).ponder: got 'yes', expected true or false"),
     ("[{\"name\": \"X\", \"command\": \"sf\", \"initStrings\": [\"debug on\"]}]",
      "[0] (X).initStrings[0]: got 'debug on'"),
     ("[{\"name\": \"X\", \"command\": \"sf\"}, {\"name\": \"X\", \"command\": \"sf\"}]",
@@ -154,6 +158,44 @@ def test_bad_engines_json_is_exit_2_naming_file_entry_and_key(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert f"{path}:5: EnginesFile: " in err and expect in err
     assert not (tmp_path / "state").exists()
+
+
+def test_restart_and_ponder_of_engines_json_become_the_engines_own(tmp_path):
+    """cutechess's per-engine ``restart`` (auto | on | off) and ``ponder``: an engine's own
+    Restart / Ponder; auto leaves the event's Restart; a YAML entry's own key wins."""
+    data = [{"name": n, "command": "/usr/games/stockfish", "protocol": "uci", **extra}
+            for n, extra in [("Kept", {"restart": "off", "ponder": True}),
+                             ("Fresh", {"restart": "on"}), ("Auto", {"restart": "auto"}),
+                             ("Plain", {})]]
+    (tmp_path / "engines.json").write_text(json.dumps(data))
+    engines = {e.name: e for e in load_config(config(tmp_path, None)).engines}
+    assert [(engines[n].restart, engines[n].ponder) for n in ("Kept", "Fresh", "Auto", "Plain")] \
+        == [(False, True), (True, False), (True, False), (True, False)]
+    path = write_config(tmp_path, {"SwissOptions": {"Rounds": 1, "StatePath": "state/s.json"},
+                                    "TimeControl": "2+0.05", "EnginesFile": "engines.json",
+                                    "Restart": "off",
+                                    "Engines": [{"Name": "Kept", "Restart": "on"},
+                                                {"Name": "Fresh"}, {"Name": "Auto"}]},
+                        "override.yaml")
+    engines = {e.name: e for e in load_config(path).engines}
+    assert [engines[n].restart for n in ("Kept", "Fresh", "Auto")] == [True, True, False]
+
+
+def test_restart_off_of_engines_json_with_a_backend_that_cannot_keep_engines(tmp_path, capsys):
+    """cutechess-cli started for each game keeps nothing: the file's restart=off gives fresh
+    engines there, without an error (a Restart: off written in the YAML is refused)."""
+    (tmp_path / "engines.json").write_text(json.dumps(
+        [{"name": n, "command": "/usr/games/stockfish", "restart": "off"} for n in "AB"]))
+    base = {"SwissOptions": {"Rounds": 1, "StatePath": "state/s.json"}, "TimeControl": "2+0.05",
+            "EnginesFile": "engines.json", "Backend": "cutechess",
+            "CutechessPath": "/bin/true"}
+    cfg = load_config(write_config(tmp_path, base, "cc.yaml"))
+    assert [e.restart for e in cfg.engines] == [True, True]
+    path = write_config(tmp_path, {**base, "Engines": [{"Name": "A", "Restart": "off"}]},
+                        "cc2.yaml")
+    assert main(["validate", str(path)]) == 2
+    assert "Engines[0].Restart: got 'off', expected on with Backend: cutechess" \
+        in capsys.readouterr().err
 
 
 def test_no_engines_and_no_engines_file_is_reported(tmp_path, capsys):

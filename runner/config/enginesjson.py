@@ -5,7 +5,8 @@ The file is a JSON list of objects, as cutechess's ``EngineConfiguration::toVari
 them: ``name``, ``command`` (the whole command line, program and arguments), ``workingDirectory``,
 ``protocol`` (``uci`` / ``xboard``), ``initStrings``, ``options`` (a list of
 ``{"type", "name", "value", "default", ...}``), and ``stderrFile``, ``timeoutScaleFactor``,
-``restart``, ``ponder``, ``whitepov``, ``validateClaims``, ``debug``, ``variants``.
+``restart``, ``ponder``, ``whitepov``, ``validateClaims``, ``debug``, ``variants``; ``restart``
+and ``ponder`` become the engine's own ``Restart`` and ``Ponder``.
 
 What becomes of each key is documented in docs/operators.md; this module turns an entry into
 the YAML config's engine form (``Name``, ``Command``, ``Args``, ``Protocol``, ``WorkingDir``,
@@ -24,9 +25,11 @@ from typing import Any
 
 import yaml
 
-# keys cutechess writes that change nothing here (swiss-runner starts fresh engines for every
-# game, logs engine I/O with EngineLogs, and has its own StartupTimeoutS)
-IGNORED_KEYS = ("stderrFile", "timeoutScaleFactor", "restart", "validateClaims", "debug")
+# keys cutechess writes that change nothing here (swiss-runner logs engine I/O with EngineLogs
+# and has its own StartupTimeoutS)
+IGNORED_KEYS = ("stderrFile", "timeoutScaleFactor", "validateClaims", "debug")
+#: cutechess's restart modes: ``auto`` (its default; not written) leaves the event's Restart
+RESTART_MODES = {"on": "on", "off": "off", "auto": None}
 _SETOPTION = "setoption name "
 
 
@@ -100,10 +103,20 @@ def _entry(where: str, item: Any, base: Path, problems: list[str]) -> dict[str, 
     engine["Protocol"] = protocol
     if wd:
         engine["WorkingDir"] = _resolve(base, wd)
-    for key in ("ponder", "whitepov"):
-        if item.get(key):
-            problems.append(f"{where}.{key}: got true, which swiss-runner does not support "
-                            "(engines never ponder; scores are read from the mover's view)")
+    if item.get("whitepov"):
+        problems.append(f"{where}.whitepov: got true, which swiss-runner does not support "
+                        "(scores are read from the mover's view, as UCI engines send them)")
+    if "ponder" in item:
+        if not isinstance(item["ponder"], bool):
+            problems.append(f"{where}.ponder: got {item['ponder']!r}, expected true or false")
+        elif item["ponder"]:
+            engine["Ponder"] = True
+    if "restart" in item:
+        mode = item["restart"]
+        if not isinstance(mode, str) or mode not in RESTART_MODES:
+            problems.append(f"{where}.restart: got {mode!r}, expected auto | on | off")
+        elif RESTART_MODES[mode] is not None:
+            engine["Restart"] = RESTART_MODES[mode]
     variants = item.get("variants")
     if variants and list(variants) != ["standard"] and "standard" not in variants:
         problems.append(f"{where}.variants: got {variants!r}, expected an engine that plays standard chess")

@@ -846,6 +846,7 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
     from runner.config.operations import apply_operations
 
     top_engines = config_engines(top, base, c.problem)  # Engines, merged with EnginesFile
+    written = top.get("Engines") if top.get("EnginesFile") is not None else top_engines
     if top_engines is not None:
         top = {**top, "Engines": top_engines}
     engines = _engines(c, top_engines, base)
@@ -889,7 +890,7 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
         ratings=_ratings(c, top.get("Ratings"), engines),
         cluster=_cluster(c, top.get("Cluster")),
     )
-    config = apply_operations(c, top, config, base)
+    config = apply_operations(c, top, config, base, written)
     _check_distinct_outputs(c, config)
     if writes and not c.problems:
         _check_writable_outputs(c, config)

@@ -131,8 +131,17 @@ def _restart_value(c: Any, data: dict[str, Any], prefix: str) -> bool | None:
     return None
 
 
+def _from_engines_file(written: Any, name: str) -> bool:
+    """Whether ``name``'s Restart came from EnginesFile: ``written`` (the YAML's own Engines)
+    has no entry of that name with a Restart."""
+    for entry in written if isinstance(written, list) else []:
+        if isinstance(entry, dict) and str(entry.get("Name", "")).strip() == name:
+            return "Restart" not in entry
+    return True
+
+
 def _restart(c: Any, top: dict[str, Any], raw_by_name: dict[str, tuple[int, Any]],
-             engines: list[EngineConfig], config: Config) -> list[EngineConfig]:
+             engines: list[EngineConfig], config: Config, written: Any) -> list[EngineConfig]:
     """``Restart`` (event default ``on``) and each engine's own, checked against the backend:
     engines are kept only by the built-in referee on this machine (runner.play.keep)."""
     default = _restart_value(c, top, "")
@@ -141,6 +150,11 @@ def _restart(c: Any, top: dict[str, Any], raw_by_name: dict[str, tuple[int, Any]
         i, raw = raw_by_name.get(engine.name, (None, {}))
         own = _restart_value(c, raw, f"Engines[{i}]") if i is not None else None
         restart = own if own is not None else default if default is not None else True
+        if (not restart and own is not None and top.get("EnginesFile") is not None
+                and _from_engines_file(written, engine.name)):
+            # cutechess's restart=off for an engine of EnginesFile: kept where this backend
+            # can keep engines; elsewhere fresh engines, as cutechess-cli started per game gives
+            restart = config.backend != "python-chess" or config.cluster is not None
         if not restart:
             key = f"Engines[{i}].Restart" if own is not None else "Restart"
             if config.backend != "python-chess":
@@ -156,8 +170,11 @@ def _restart(c: Any, top: dict[str, Any], raw_by_name: dict[str, tuple[int, Any]
     return out
 
 
-def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) -> Config:
-    """``config`` with the operator keys of ``top`` read and checked (problems go to ``c``)."""
+def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path,
+                     written: Any = None) -> Config:
+    """``config`` with the operator keys of ``top`` read and checked (problems go to ``c``).
+
+    ``top``'s Engines are merged with EnginesFile; ``written`` is the YAML's own list."""
     startup = c.get(top, "", "StartupTimeoutS", "float", None, _timeout_ok, _TIMEOUT_EXPECTED)
     engines_raw = top.get("Engines") if isinstance(top.get("Engines"), list) else []
     raw_by_name = {str(e.get("Name", "")).strip(): (i, e) for i, e in enumerate(engines_raw)
@@ -174,7 +191,7 @@ def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path) ->
         if own_ponder if own_ponder is not None else ponder:
             engine = replace(engine, ponder=True)
         engines.append(engine)
-    engines = _restart(c, top, raw_by_name, engines, config)
+    engines = _restart(c, top, raw_by_name, engines, config, written)
     logs = None
     if top.get("EngineLogs") is not None:
         d = c.mapping("EngineLogs", top["EngineLogs"], {"Dir": True, "Keep": False})
