@@ -198,6 +198,22 @@ def test_restart_off_of_engines_json_with_a_backend_that_cannot_keep_engines(tmp
         in capsys.readouterr().err
 
 
+def test_variants_of_engines_json_are_checked_against_the_events_variant(tmp_path, capsys):
+    (tmp_path / "engines.json").write_text(json.dumps(
+        [{"name": "Std", "command": "/usr/games/stockfish", "variants": ["standard"]},
+         {"name": "Frc", "command": "/usr/games/stockfish",
+          "variants": ["standard", "fischerandom"]}]))
+    base = {"SwissOptions": {"Rounds": 1, "StatePath": "state/s.json"}, "TimeControl": "2+0.05",
+            "EnginesFile": "engines.json"}
+    assert [e.name for e in load_config(write_config(tmp_path, base, "std.yaml")).engines] \
+        == ["Std", "Frc"]
+    path = write_config(tmp_path, {**base, "Variant": "chess960"}, "frc.yaml")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "[0] (Std).variants: got ['standard'], expected an engine that plays chess960" in err
+    assert "(Frc)" not in err
+
+
 def test_no_engines_and_no_engines_file_is_reported(tmp_path, capsys):
     path = write_config(tmp_path, "SwissOptions: {Rounds: 1}\nTimeControl: 1+0.1\n", "ev.yaml")
     assert main(["validate", str(path)]) == 2

@@ -69,7 +69,8 @@ def _init_options(where: str, lines: Any, problems: list[str]) -> dict[str, Any]
     return options
 
 
-def _entry(where: str, item: Any, base: Path, problems: list[str]) -> dict[str, Any] | None:
+def _entry(where: str, item: Any, base: Path, problems: list[str],
+           variant: str = "standard") -> dict[str, Any] | None:
     if not isinstance(item, dict):
         problems.append(f"{where}: got {item!r}, expected an engine object with name and command")
         return None
@@ -118,8 +119,10 @@ def _entry(where: str, item: Any, base: Path, problems: list[str]) -> dict[str, 
         elif RESTART_MODES[mode] is not None:
             engine["Restart"] = RESTART_MODES[mode]
     variants = item.get("variants")
-    if variants and list(variants) != ["standard"] and "standard" not in variants:
-        problems.append(f"{where}.variants: got {variants!r}, expected an engine that plays standard chess")
+    wanted = "standard" if variant == "standard" else "fischerandom"  # cutechess's name of 960
+    if variants and wanted not in variants:
+        what = "standard chess" if wanted == "standard" else f"{variant} (cutechess: fischerandom)"
+        problems.append(f"{where}.variants: got {variants!r}, expected an engine that plays {what}")
     options: dict[str, Any] = {}
     raw_options = item.get("options", [])
     if not isinstance(raw_options, list):
@@ -162,7 +165,7 @@ def _read_text(path: Path) -> str:
     return data.decode("utf-8")
 
 
-def read_engines_json(path: Path) -> list[dict[str, Any]]:
+def read_engines_json(path: Path, variant: str = "standard") -> list[dict[str, Any]]:
     """The engines of a cutechess engines.json, in the YAML config's form (file order)."""
     try:
         text = _read_text(path)
@@ -189,7 +192,7 @@ def read_engines_json(path: Path) -> list[dict[str, Any]]:
     seen: set[str] = set()
     base = path.resolve().parent
     for i, item in enumerate(data):
-        engine = _entry(f"{path}: [{i}]", item, base, problems)
+        engine = _entry(f"{path}: [{i}]", item, base, problems, variant)
         if engine is None:
             continue
         if engine["Name"] in seen:
@@ -245,7 +248,9 @@ def config_engines(top: dict[str, Any], base: Path,
         problem("EnginesFile", f"got {file_key!r}, expected the path of a cutechess engines.json")
         return top.get("Engines")
     try:
-        from_file = read_engines_json(Path(_resolve(base, file_key)))
+        variant = top.get("Variant")
+        from_file = read_engines_json(Path(_resolve(base, file_key)),
+                                      variant if variant in ("chess960", "dfrc") else "standard")
     except EnginesFileError as exc:
         for text in exc.problems:
             problem("EnginesFile", text)
