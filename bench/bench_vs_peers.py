@@ -5,8 +5,8 @@ one game at a time, the first N lines of books/default.pgn in order, each line p
 with colours reversed, at most 150 moves. What is measured is the CPU time (user + system)
 of the tournament program's own process, engines excluded, divided by the engine plies
 played (book plies excluded). Each tool runs as its own process, from its start (for
-swiss-runner: the interpreter, its imports and the config check included) to its exit,
-sampled with psutil every 10 ms (the last sample is at most 10 ms before the exit):
+swiss-runner: the interpreter, its imports and the config check included) to its exit, read
+from /proc when it has exited and before it is reaped (exact, its child processes apart):
 
 - swiss-runner: ``python -m runner run`` on a two-engine event (Rounds = N, GamesPerMatch 2,
   Openings Order sequential; the move log and the JSON state snapshot on, as by default);
@@ -36,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import chess.pgn
@@ -95,20 +94,16 @@ def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[fl
 
 
 def sampled_cpu(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+    """CPU time (user + system) of the process's own threads, from start to exit, read
+    when it has exited and is not yet reaped (its engines, reaped children, excluded)."""
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env)
-    handle = psutil.Process(proc.pid)
-    cpu = 0.0
-    while proc.poll() is None:
-        try:
-            t = handle.cpu_times()  # this process's own time: not its (engine) children's
-            cpu = t.user + t.system
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(0.01)
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # a zombie now: its times are final
+    t = psutil.Process(proc.pid).cpu_times()  # its own time, not its children's
+    proc.wait()
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}")
-    return cpu
+    return t.user + t.system
 
 
 def run_cutechess(binary: str, pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
@@ -160,6 +155,7 @@ def main() -> None:
                     help="also play K openings alone: CPU per ply beyond them (default: off)")
     ap.add_argument("--only", choices=("swiss-runner", "cutechess-cli", "fastchess"))
     ap.add_argument("--restart", choices=("on", "off"), default="on")
+    ap.add_argument("--repeat", type=int, default=1, help="the whole bench R times (default 1)")
     args = ap.parse_args()
     global RESTART
     RESTART = args.restart
@@ -168,6 +164,11 @@ def main() -> None:
         "cutechess-cli": os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli"),
         "fastchess": os.environ.get("FASTCHESS") or shutil.which("fastchess"),
     }
+    for _ in range(args.repeat):  # the tools in turn, each repeat: same minutes, same load
+        run_all(args, tools)
+
+
+def run_all(args: argparse.Namespace, tools: dict[str, str | None]) -> None:
     results: dict[str, tuple[float, int, int] | str] = {}
     steady: dict[str, tuple[float, int, int] | str] = {}
     with tempfile.TemporaryDirectory() as tmp:

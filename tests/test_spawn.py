@@ -108,13 +108,17 @@ def test_a_command_that_cannot_run_raises_as_subprocess_exec_would(monkeypatch) 
 def test_real_engines_start_play_and_quit_without_a_thread_per_engine(loop_name,
                                                                       monkeypatch) -> None:
     """asyncio's own subprocess_exec starts a waitpid thread for every child (Python 3.11's
-    default child watcher) and uvloop forks the runner: neither may happen per engine."""
+    default child watcher) and uvloop forks the runner: neither may happen per engine. One
+    spawner thread starts them all."""
+    def threads() -> list[str]:
+        return sorted(t.name for t in threading.enumerate())
+
     async def main():
-        threads = threading.active_count()
-        engines = await asyncio.gather(*(start_engine(EngineConfig(name=f"sf{i}",
-                                                                   command=STOCKFISH))
-                                         for i in range(4)))
-        during = threading.active_count()
+        first = await start_engine(EngineConfig(name="sf", command=STOCKFISH))
+        before = threads()
+        engines = [first, *await asyncio.gather(*(start_engine(EngineConfig(
+            name=f"sf{i}", command=STOCKFISH)) for i in range(4)))]
+        during = threads()
         board = chess.Board()
         moves = []
         for proc in engines:
@@ -125,10 +129,11 @@ def test_real_engines_start_play_and_quit_without_a_thread_per_engine(loop_name,
         for proc in engines:
             await proc.close()
         codes = [proc.transport.get_returncode() for proc in engines]
-        return threads, during, moves, pids, codes
+        return before, during, moves, pids, codes
 
-    threads, during, moves, pids, codes = run_on(loop_name, main, monkeypatch)
-    assert during == threads, f"{during - threads} threads started for 4 engines"
+    before, during, moves, pids, codes = run_on(loop_name, main, monkeypatch)
+    assert during == before, f"threads {before} became {during} for 4 more engines"
+    assert sum(name.startswith("engine-spawner") for name in during) == 1
     assert all(m in chess.Board().legal_moves for m in moves)
     assert all(code is not None for code in codes)  # each quit was seen
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
@@ -165,3 +170,32 @@ def test_without_pidfds_engines_start_through_subprocess_exec(monkeypatch) -> No
     kind, move = run_on("asyncio", main, monkeypatch)
     assert not issubclass(kind, spawn.EngineTransport)
     assert move in chess.Board().legal_moves
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_start_cancelled_while_the_spawner_works_leaves_no_process(loop_name,
+                                                                     monkeypatch) -> None:
+    marker = "61.4142"  # sleep's argument: finds the process if it were left behind
+
+    def left() -> list[psutil.Process]:
+        found = []
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            if proc.info["cmdline"] == ["/bin/sleep", marker] and \
+                    proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        return found
+
+    async def main():
+        task = asyncio.ensure_future(spawn.spawn(Recorder, ["/bin/sleep", marker]))
+        await asyncio.sleep(0)  # submitted to the spawner thread, not yet back
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        spawn._spawner_pool().submit(lambda: None).result()  # the start and its discard ran
+        for _ in range(100):
+            if not left():
+                break
+            await asyncio.sleep(0.05)
+
+    run_on(loop_name, main, monkeypatch)
+    assert left() == []

@@ -52,7 +52,8 @@ def die_with_parent() -> None:  # pragma: no cover - runs in the forked child
     """preexec_fn: ask the kernel to SIGKILL this child when the runner dies (Linux only).
 
     The signal fires when the thread that started the engine exits, i.e. the runner's
-    event-loop thread (the main thread for ``swiss-runner run``). It reaches only this
+    engine-spawner thread (runner.play.spawn), which lives as long as the runner's process
+    (or its event-loop thread where engines start through ``loop.subprocess_exec``). It reaches only this
     child, not the processes it starts itself: those are found by their owner token
     (:func:`sweep_orphans`).
     """
@@ -486,7 +487,9 @@ async def start_engine(
     pid = transport.get_pid()
     handle: psutil.Process | None = None
     create_time = 0.0
-    if transport.get_returncode() is None:  # not reaped yet: the pid is still this engine
+    if isinstance(transport, spawn.EngineTransport):  # read on the spawner thread
+        handle, create_time = transport.handle, transport.create_time
+    elif transport.get_returncode() is None:  # not reaped yet: the pid is still this engine
         with contextlib.suppress(psutil.Error):
             handle = psutil.Process(pid)
             create_time = handle.create_time()

@@ -7,8 +7,9 @@ measured on a loaded machine: docs/performance.md), on the clock of an engine wh
 ``bestmove`` arrives meanwhile.
 
 :func:`spawn` starts the process with :class:`subprocess.Popen` (vfork + exec, no Python
-code in the child: well under a millisecond), hands its pipes to the loop, and learns of its
-exit from a pidfd (Linux 5.3+) watched by the loop: no thread, no fork. The transport it
+code in the child) on one long-lived spawner thread, hands its pipes to the loop, and learns
+of its exit from a pidfd (Linux 5.3+) watched by the loop: no thread per engine, no fork of
+the runner, and the loop goes on while the child execs. The transport it
 returns is what python-chess's protocols expect of a subprocess transport, and keeps
 asyncio's order: ``process_exited``, then ``connection_lost`` once the process has exited
 and its output pipes are closed.
@@ -20,11 +21,15 @@ Where pidfds are missing (another OS, an old kernel, a sandbox refusing the call
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import psutil
 
 #: Bytes read from an engine's output pipe at a time (asyncio's default is 256 KiB, which
 #: glibc serves with mmap/mremap/munmap on every read).
@@ -95,6 +100,8 @@ class EngineTransport(asyncio.SubprocessTransport):
         self._pidfd: int | None = None
         self._closed = False
         self._finished = False
+        self.handle: psutil.Process | None = None
+        self.create_time = 0.0
 
     # -- what python-chess and the runner call
 
@@ -187,12 +194,36 @@ class EngineTransport(asyncio.SubprocessTransport):
             self._pidfd = None
 
 
-async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv: list[str],
-                **popen_args: Any) -> tuple[EngineTransport, Any]:
-    """Start ``argv`` with stdin and stdout piped to ``protocol_factory()``; ``stderr`` as in
-    ``popen_args`` (PIPE: delivered as fd 2). Raises OSError as ``subprocess_exec`` would."""
-    loop = asyncio.get_running_loop()
-    stderr = popen_args.pop("stderr", subprocess.PIPE)
+_spawner: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+
+
+def _spawner_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread that starts engines, for the life of this process (made again after a
+    fork). It never exits before the process: an engine's parent-death signal fires when the
+    thread that started it ends, and that must mean the runner's death, not a pool's idling."""
+    global _spawner
+    if _spawner is None or _spawner[0] != os.getpid():
+        _spawner = (os.getpid(), concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="engine-spawner"))
+    return _spawner[1]
+
+
+@dataclass
+class Started:
+    """A process just started, with what is read of it before the loop sees it."""
+
+    proc: subprocess.Popen[bytes]
+    pidfd: int
+    handle: psutil.Process | None  # None: it had already exited
+    create_time: float
+
+
+def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
+    """On the spawner thread: start the process and read its pidfd and create time.
+
+    Popen waits until the vforked child has exec'd (CPython drops the GIL meanwhile), and
+    reading /proc of a process in the middle of its exec waits for that exec: neither may
+    stall the event loop that times the other games' moves."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                             bufsize=0, **popen_args)
     try:
@@ -201,8 +232,43 @@ async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv
         proc.kill()
         proc.wait()
         raise
+    handle, create_time = None, 0.0
+    with contextlib.suppress(psutil.Error):  # not reaped (ours to reap): the pid is this one
+        handle = psutil.Process(proc.pid)
+        create_time = handle.create_time()
+    return Started(proc, pidfd, handle, create_time)
+
+
+def _discard(future: concurrent.futures.Future[Started]) -> None:
+    """A start whose caller was cancelled meanwhile: kill and reap what it started."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    started = future.result()
+    os.close(started.pidfd)
+    with contextlib.suppress(ProcessLookupError):
+        started.proc.kill()
+    _spawner_pool().submit(started.proc.wait)
+
+
+async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv: list[str],
+                **popen_args: Any) -> tuple[EngineTransport, Any]:
+    """Start ``argv`` with stdin and stdout piped to ``protocol_factory()``; ``stderr`` as in
+    ``popen_args`` (PIPE: delivered as fd 2). Raises OSError as ``subprocess_exec`` would.
+
+    The transport's ``handle`` and ``create_time`` are the process's psutil handle (None if it
+    had already exited) and create time, read right after its start."""
+    loop = asyncio.get_running_loop()
+    stderr = popen_args.pop("stderr", subprocess.PIPE)
+    future = _spawner_pool().submit(_start, argv, stderr, popen_args)
+    try:
+        started = await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.add_done_callback(_discard)  # cancelled while it started: nothing may stay
+        raise
+    proc, pidfd = started.proc, started.pidfd
     protocol = protocol_factory()
     transport = EngineTransport(loop, proc, protocol)
+    transport.handle, transport.create_time = started.handle, started.create_time
     protocol.connection_made(transport)  # before any output can be delivered
     try:
         outputs = [(1, proc.stdout)] + ([(2, proc.stderr)] if proc.stderr is not None else [])
