@@ -338,23 +338,34 @@ class EngineProcess:
     def alive(self) -> bool:
         return not self.killed and self.transport.get_returncode() is None
 
-    def _kill_all(self) -> None:
+    def _kill_group(self) -> None:
         reaped = self.transport.get_returncode() is not None
         kill_owned(self.pid, None, handle=self.handle, reaped=reaped)  # the group, at once
         with contextlib.suppress(Exception):
             self.transport.close()
-        if self.token is not None:  # then whatever is left of it, wherever it is
+
+    def _sweep(self) -> None:
+        """Whatever is left of it, wherever it is (a scan of /proc: about 1 ms, more on a
+        machine with many processes)."""
+        if self.token is not None:
             kill_owned(self.pid, self.token, handle=None, reaped=True, since_pid=self.pid)
+
+    def _kill_all(self) -> None:
+        self._kill_group()
+        self._sweep()
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole process group whatever happened
-        (a cancellation or a stop signal while it quits included)."""
+        (a cancellation or a stop signal while it quits included); the sweep for what it
+        started elsewhere runs on the spawner thread, off the loop, and is awaited."""
         try:
             if self.alive:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.protocol.quit(), quit_timeout)
         finally:
-            self._kill_all()
+            self._kill_group()
+            if self.token is not None:  # done even if this await is cancelled
+                await asyncio.wrap_future(spawn.off_loop(self._sweep))
 
     def kill(self) -> None:
         """Synchronous hard kill (hung engine, cancelled task)."""

@@ -208,6 +208,11 @@ def _spawner_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _spawner[1]
 
 
+def off_loop(fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    """Run ``fn`` on the spawner thread (process-table work that must not stall the loop)."""
+    return _spawner_pool().submit(fn)
+
+
 @dataclass
 class Started:
     """A process just started, with what is read of it before the loop sees it."""
