@@ -544,8 +544,8 @@ def main() -> int:
                         help="seconds from the event moving again to the next kill, LOW-HIGH")
     parser.add_argument("--restart-scale", type=float, default=0.1,
                         help="RestartSec of the deploy/ units times this (default 0.1)")
-    parser.add_argument("--delay-ms", type=int, default=150,
-                        help="the engines' time per move (default 150: the 462-game event "
+    parser.add_argument("--delay-ms", type=int, default=180,
+                        help="the engines' time per move (default 180: the 462-game event "
                              "lasts long enough for 1,000 kills)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=24 * 3600.0)
