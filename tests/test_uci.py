@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import chess
 import chess.engine
@@ -31,8 +32,10 @@ LINES = [
 class _Pipe:
     def __init__(self) -> None:
         self.sent = b""
+        self.written_at: list[float] = []
 
     def write(self, data: bytes) -> None:
+        self.written_at.append(time.monotonic())
         self.sent += data
 
 
@@ -73,6 +76,18 @@ async def _play(chunks: list[bytes], *, logged: bool, new_game: bool = False):
 def _cut(text: bytes, rng: random.Random) -> list[bytes]:
     cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 10))))
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+def test_the_clock_starts_before_go_is_written():
+    """The engine may read ``go`` (and take the writer's core) before the write returns: the
+    time charged runs from before the write, never from after it."""
+    async def main():
+        proto, _, reply = await _play([b"bestmove e7e5\n"], logged=False)
+        return proto, reply
+
+    proto, reply = asyncio.run(main())
+    assert reply[0] == "e7e5"
+    assert proto.go_sent <= proto.transport.stdin.written_at[-1]
 
 
 def test_the_move_is_read_the_same_however_the_output_is_cut():

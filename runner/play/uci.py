@@ -251,8 +251,10 @@ class UciMove:
         proto = self.protocol
         proto.move_received = None
         proto.last_move_text = None
-        self._send(*self.prelude, self.position, self.go)
+        # the clock runs from before the write: the engine may read ``go`` (and the writing
+        # thread lose its core to it) before the write returns
         proto.go_sent = time.monotonic()
+        self._send(*self.prelude, self.position, self.go)
         self.gone = True
         self._arm(self.timeout, TimeoutError)
 
@@ -266,8 +268,8 @@ class UciMove:
             proto.go_sent = proto.move_received = time.monotonic()
             return
         proto.move_received = None
+        proto.go_sent = time.monotonic()  # before the write, as for ``go``
         self._send("ponderhit")
-        proto.go_sent = time.monotonic()
         self._arm(timeout, TimeoutError)
 
     def stop(self, timeout: float | None) -> None:
