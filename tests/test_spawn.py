@@ -10,6 +10,7 @@ import asyncio
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 
 import chess
@@ -199,3 +200,20 @@ def test_a_start_cancelled_while_the_spawner_works_leaves_no_process(loop_name,
 
     run_on(loop_name, main, monkeypatch)
     assert left() == []
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_an_exit_reaped_by_a_signal_keeps_its_exit_code(loop_name, monkeypatch) -> None:
+    """Popen's send_signal polls (and reaps) before it signals: a process that exited before
+    the loop saw its pidfd still reports its own exit code, not a lost one."""
+    async def main():
+        transport, proto = await spawn.spawn(Recorder, ["/bin/sh", "-c", "exit 7"],
+                                             stderr=asyncio.subprocess.DEVNULL)
+        while psutil.Process(transport.get_pid()).status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.01)  # exited, and the loop has not run since: its exit is unseen
+        transport.kill()
+        transport.close()
+        await asyncio.wait_for(proto.lost, 10)
+        return transport
+
+    assert run_on(loop_name, main, monkeypatch).get_returncode() == 7

@@ -24,6 +24,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,20 +118,18 @@ class EngineTransport(asyncio.SubprocessTransport):
     def is_closing(self) -> bool:
         return self._closed
 
-    def send_signal(self, signal: int) -> None:
+    def send_signal(self, signum: int) -> None:
+        """Signal the process unless its exit was seen. Popen's own ``send_signal`` polls
+        first and may reap it then (its exit code is kept: :meth:`_exited`)."""
         if self._returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal)
+                self.proc.send_signal(signum)
 
     def terminate(self) -> None:
-        if self._returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.terminate()
+        self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        if self._returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+        self.send_signal(signal.SIGKILL)
 
     def close(self) -> None:
         """Close the pipes; a process still running is killed (as asyncio's transport does)."""
@@ -139,9 +138,7 @@ class EngineTransport(asyncio.SubprocessTransport):
         self._closed = True
         for pipe in self.pipes.values():
             pipe.close()
-        if self._returncode is None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+        self.kill()
         # the pidfd stays watched: the exit is reaped and reported when it comes
 
     # -- plumbing
@@ -154,12 +151,14 @@ class EngineTransport(asyncio.SubprocessTransport):
         """The pidfd is readable: the process has ended. Reap it (it is this transport's)."""
         try:
             pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
-        except ChildProcessError:  # reaped elsewhere: the status is lost
-            pid, status = self.proc.pid, None
-        if pid == 0:  # spurious: not ended yet
-            return
+        except ChildProcessError:  # reaped already: by Popen's poll before a signal (its
+            code = self.proc.returncode  # code), or by someone else (the code is lost)
+            code = 255 if code is None else code
+        else:
+            if pid == 0:  # spurious: not ended yet
+                return
+            code = os.waitstatus_to_exitcode(status)
         self._stop_watching()
-        code = os.waitstatus_to_exitcode(status) if status is not None else 255
         self.proc.returncode = code  # Popen then neither warns nor keeps it for reaping
         self._returncode = code
         with contextlib.suppress(Exception):
