@@ -398,36 +398,16 @@ def _printed(protocol: Any, limit: int = 300) -> str:
     return "; it printed: " + (text if len(text) <= limit else text[:limit] + "...")
 
 
-#: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
-#: which glibc can serve with mmap/mremap/munmap on every read: up to 0.3 ms per move in a
-#: bare asyncio loop reading Stockfish here (docs/performance.md). Lines longer than this
-#: still arrive whole (partial lines are buffered); engines write far less per read.
-PIPE_READ_SIZE = spawn.PIPE_READ_SIZE
-
-
-class _DirectPipe(asyncio.Protocol):
-    """Hands what an engine writes to its protocol as soon as it is read.
-
-    asyncio's subprocess transport delivers each read through ``loop.call_soon``, one more
-    turn of the event loop per read, and an engine writes each ``info`` line on its own.
-    The end of the pipe still goes through asyncio's own pipe protocol (``inner``), after
-    all the data, so python-chess sees the engine's exit as before.
+class _DirectPipe(spawn.Delivery):
+    """Output straight to the protocol (:class:`runner.play.spawn.Delivery`) on asyncio's own
+    subprocess transport (where engines start through ``loop.subprocess_exec``). The end of
+    the pipe still goes through asyncio's own pipe protocol (``inner``), after all the data,
+    so python-chess sees the engine's exit as before.
     """
 
-    def __init__(self, inner: Any, deliver: Callable[[int, bytes], None], fd: int,
-                 loop: asyncio.AbstractEventLoop):
+    def __init__(self, inner: Any, protocol: Any, fd: int, loop: asyncio.AbstractEventLoop):
+        super().__init__(loop, protocol, fd)
         self.inner = inner
-        self.deliver = deliver
-        self.fd = fd
-        self.loop = loop
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.deliver(self.fd, data)
-        except Exception as exc:  # noqa: BLE001 - as the loop reports a failed callback
-            # raised here, asyncio would close the pipe: report it like a failed call_soon
-            self.loop.call_exception_handler({"message": "engine output handler failed",
-                                              "exception": exc, "protocol": self})
 
     def eof_received(self) -> bool | None:
         return self.inner.eof_received()
@@ -450,10 +430,10 @@ def _lean_pipes(transport: Any, protocol: Any) -> None:
         if pipe is None:
             continue
         if hasattr(pipe, "max_size"):
-            pipe.max_size = PIPE_READ_SIZE
+            pipe.max_size = spawn.PIPE_READ_SIZE
         inner = pipe.get_protocol()
         if isinstance(inner, asyncio.Protocol) and hasattr(inner, "fd"):
-            pipe.set_protocol(_DirectPipe(inner, protocol.pipe_data_received, fd, loop))
+            pipe.set_protocol(_DirectPipe(inner, protocol, fd, loop))
 
 
 async def start_engine(

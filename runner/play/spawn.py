@@ -32,8 +32,10 @@ from typing import Any
 
 import psutil
 
-#: Bytes read from an engine's output pipe at a time (asyncio's default is 256 KiB, which
-#: glibc serves with mmap/mremap/munmap on every read).
+#: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
+#: which glibc can serve with mmap/mremap/munmap on every read: up to 0.3 ms per move in a
+#: bare asyncio loop reading Stockfish here (docs/performance.md). Lines longer than this
+#: still arrive whole (partial lines are buffered); engines write far less per read.
 PIPE_READ_SIZE = 16 * 1024
 
 _available: bool | None = None
@@ -53,20 +55,30 @@ def available() -> bool:
     return _available
 
 
-class _Output(asyncio.Protocol):
-    """One output pipe: data straight to the engine protocol, no extra turn of the loop."""
+class Delivery(asyncio.Protocol):
+    """An engine's output pipe handed straight to its protocol as it is read, without the
+    extra turn of the loop (``call_soon``) that asyncio's subprocess transport takes."""
 
-    def __init__(self, owner: EngineTransport, fd: int):
-        self.owner = owner
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: Any, fd: int):
+        self.loop = loop
+        self.protocol = protocol
         self.fd = fd
 
     def data_received(self, data: bytes) -> None:
-        owner = self.owner
         try:
-            owner.protocol.pipe_data_received(self.fd, data)
+            self.protocol.pipe_data_received(self.fd, data)
         except Exception as exc:  # noqa: BLE001 - as the loop reports a failed callback
-            owner.loop.call_exception_handler({"message": "engine output handler failed",
-                                               "exception": exc, "protocol": owner.protocol})
+            # raised here, the pipe would be closed: report it like a failed call_soon
+            self.loop.call_exception_handler({"message": "engine output handler failed",
+                                              "exception": exc, "protocol": self.protocol})
+
+
+class _Output(Delivery):
+    """One output pipe of an :class:`EngineTransport`; its end is the transport's to count."""
+
+    def __init__(self, owner: EngineTransport, fd: int):
+        super().__init__(owner.loop, owner.protocol, fd)
+        self.owner = owner
 
     def eof_received(self) -> bool:
         return False  # close the read transport
