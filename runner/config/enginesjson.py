@@ -28,8 +28,8 @@ import yaml
 # keys cutechess writes that change nothing here (swiss-runner logs engine I/O with EngineLogs
 # and has its own StartupTimeoutS)
 IGNORED_KEYS = ("stderrFile", "timeoutScaleFactor", "validateClaims", "debug")
-#: cutechess's restart modes: ``auto`` (its default; not written) leaves the event's Restart
-RESTART_MODES = {"on": "on", "off": "off", "auto": None}
+#: cutechess's restart modes; ``auto`` (its default, not written) leaves the event's Restart
+RESTART_MODES = ("auto", "on", "off")
 _SETOPTION = "setoption name "
 
 
@@ -116,8 +116,8 @@ def _entry(where: str, item: Any, base: Path, problems: list[str],
         mode = item["restart"]
         if not isinstance(mode, str) or mode not in RESTART_MODES:
             problems.append(f"{where}.restart: got {mode!r}, expected auto | on | off")
-        elif RESTART_MODES[mode] is not None:
-            engine["Restart"] = RESTART_MODES[mode]
+        elif mode != "auto":
+            engine["Restart"] = mode
     variants = item.get("variants")
     wanted = "standard" if variant == "standard" else "fischerandom"  # cutechess's name of 960
     if variants and wanted not in variants:
