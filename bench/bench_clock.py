@@ -93,11 +93,21 @@ def answer(tokens, t0):
     log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\\t{{played}}\\t{{move.uci()}}")
 
 
-while True:
-    raw = inp.readline()
-    if not raw:
-        break
-    t0 = time.monotonic()
+def lines():
+    # each line with the time the read() that brought its end returned: when the engine read
+    # it (``position`` and ``go`` come in one write: the go is read before position is parsed)
+    rest = b""
+    while True:
+        chunk = os.read(inp.fileno(), 65536)
+        if not chunk:
+            return
+        t = time.monotonic()
+        *complete, rest = (rest + chunk).split(b"\\n")
+        for raw in complete:
+            yield raw, t
+
+
+for raw, t0 in lines():
     line = raw.decode().strip()
     if line == "uci":
         option = "option name Ponder type check default false\\n" if ponder else ""

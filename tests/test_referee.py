@@ -23,6 +23,7 @@ from testkit import fake, spec_for, start_runner_playing, write_config
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.domain.models import RESULTS, GameSpec, Opening
+from runner.domain.rmobility import game_rmobility
 from runner.play.engines import start_engine, sweep_orphans
 from runner.play.referee import (
     RefereeError,
@@ -419,6 +420,8 @@ def check_record(record, white: str, black: str, round_label: str = "1.1") -> ch
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} UTC", h["GameStartTime"])
     assert re.fullmatch(r"\d\d:\d\d:\d\d", h["GameDuration"])
     assert h["RMobilityResult"] == record.rmobility
+    # kept move by move by the referee: the same as computed from the whole game
+    assert record.rmobility == game_rmobility(record.start_fen, record.moves, record.result)
     comments = [node.comment for node in game.mainline()]
     assert comments[-1].endswith(", " + record.reason) or comments[-1] == record.reason
     for c in comments[:-1] + [comments[-1].split(", ")[0]]:

@@ -157,3 +157,34 @@ def test_start_position_is_a_reset_and_not_a_candidate():
 def test_illegal_move_names_the_ply():
     with pytest.raises(ValueError, match="ply 2: illegal move 'e2e4'"):
         game_rmobility(None, ["e2e4", "e2e4"], DRAW)
+
+
+def test_kept_as_played_equals_the_whole_game_at_once():
+    """The referee's RMobility (one count per move as the game goes) gives the tag that
+    game_rmobility computes from the finished game, from any start and prefix."""
+    import random
+
+    from runner.domain.rmobility import RMobility
+
+    rng = random.Random(7)
+    starts = [None, "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1",
+              "r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 4 8"]
+    for game in range(30):
+        start = starts[game % len(starts)]
+        board = chess.Board(start) if start else chess.Board()
+        kept, moves = RMobility(), []
+        for _ in range(rng.randrange(0, 80)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            move = rng.choice(legal)
+            resets = board.is_zeroing(move)
+            board.push(move)
+            kept.played(board, resets)
+            moves.append(move.uci())
+        for result in (DRAW, WHITE_WIN, BLACK_WIN):
+            assert kept.tag(result) == game_rmobility(start, moves, result), (start, moves)
+        assert kept.plies == len(moves)
+        replayed = RMobility()
+        replayed.replay(chess.Board(start) if start else chess.Board(), moves[:5])
+        assert replayed.tag(DRAW) == game_rmobility(start, moves[:5], DRAW)

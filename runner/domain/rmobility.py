@@ -55,38 +55,62 @@ def position_halves(board: chess.Board) -> int:
     return 2 * board.legal_moves.count() + (0 if board.is_check() else 1)
 
 
+class RMobility:
+    """The r-mobility of a game kept as it is played: one legal-move count per move (what
+    :func:`game_rmobility` does for a whole game at once), so that the referee records a game
+    without a pause proportional to its length."""
+
+    __slots__ = ("best", "plies")
+
+    def __init__(self) -> None:
+        self.best: tuple[int, bool] | None = None  # (halves, White achieved)
+        self.plies = 0
+
+    def played(self, board: chess.Board, resets: bool) -> None:
+        """After a move was pushed on ``board``; ``resets``: it was a pawn move or a capture."""
+        g = position_halves(board)
+        self.plies += 1
+        if resets or self.best is None or g < self.best[0]:
+            self.best = (g, board.turn == chess.BLACK)  # the mover is the side not to move now
+
+    def replay(self, board: chess.Board, moves: Sequence[str]) -> None:
+        """Push the UCI ``moves`` on ``board`` (changed in place), counting each position.
+        Raises ValueError on an illegal move, naming the ply."""
+        for ply, uci in enumerate(moves, start=self.plies + 1):
+            try:
+                move = chess.Move.from_uci(uci)
+            except ValueError:
+                raise ValueError(f"ply {ply}: bad UCI move {uci!r}") from None
+            if not board.is_legal(move):
+                raise ValueError(f"ply {ply}: illegal move {uci!r} in {board.fen()}")
+            resets = board.is_zeroing(move)
+            board.push(move)
+            self.played(board, resets)
+
+    def tag(self, result: str) -> str:
+        """The game's tag for its PGN ``result``."""
+        if result == WHITE_WIN:
+            return format_tag(0, True)
+        if result == BLACK_WIN:
+            return format_tag(0, False)
+        if result not in RESULTS:
+            raise RecordInvalid(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
+        return NO_POSITION_TAG if self.best is None else format_tag(*self.best)
+
+
 def game_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> str:
     """The r-mobility tag of a game from its start position, UCI moves and PGN result.
 
     Raises ValueError on an illegal move or an unknown result, naming the ply.
     """
-    if result == WHITE_WIN:
-        return format_tag(0, True)
-    if result == BLACK_WIN:
-        return format_tag(0, False)
-    if result not in RESULTS:
-        raise RecordInvalid(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
-    try:
-        board = board_at(start_fen)
-    except ValueError as exc:
-        raise ValueError(f"bad start FEN {start_fen!r}: {exc}") from None
-    best: tuple[int, bool] | None = None  # (halves, white achieved)
-    for ply, uci in enumerate(moves, start=1):
+    tracker = RMobility()
+    if result in RESULTS and result not in (WHITE_WIN, BLACK_WIN):  # decisive: G0.0, winner
         try:
-            move = chess.Move.from_uci(uci)
-        except ValueError:
-            raise ValueError(f"ply {ply}: bad UCI move {uci!r}") from None
-        if not board.is_legal(move):
-            raise ValueError(f"ply {ply}: illegal move {uci!r} in {board.fen()}")
-        resets = board.is_zeroing(move)
-        mover_white = board.turn == chess.WHITE
-        board.push(move)
-        g = position_halves(board)
-        if resets or best is None or g < best[0]:
-            best = (g, mover_white)
-    if best is None:
-        return NO_POSITION_TAG
-    return format_tag(*best)
+            board = board_at(start_fen)
+        except ValueError as exc:
+            raise ValueError(f"bad start FEN {start_fen!r}: {exc}") from None
+        tracker.replay(board, moves)
+    return tracker.tag(result)
 
 
 def record_rmobility(start_fen: str | None, moves: Sequence[str], result: str) -> str | None:

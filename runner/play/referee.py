@@ -44,7 +44,7 @@ from runner.domain.models import (
 )
 from runner.domain.pgn import write_game
 from runner.domain.pgnextended import enrich_comments, extra_tags
-from runner.domain.rmobility import record_rmobility
+from runner.domain.rmobility import RMobility, record_rmobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
 from runner.play.chess960 import chess960_fen, enable_chess960
@@ -399,6 +399,11 @@ async def play_game(
             if ms is not None and not tc.infinite:
                 clocks[color].remaining = ms / 1000
             clocks[color].moves_made = made
+    mobility: RMobility | None = RMobility()  # kept as the game goes: its end costs no replay
+    try:
+        mobility.replay(start_board.copy(stack=False), moves)
+    except ValueError:  # computed from the record at the end instead
+        mobility = None
     resume_note = ""
     if resume is not None:
         resume_note = (f"game resumed after an interruption, clocks White "
@@ -423,7 +428,8 @@ async def play_game(
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
                                    startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
-                                   resume=resume, move_data=move_data, sans=sans)
+                                   resume=resume, move_data=move_data, sans=sans,
+                                   mobility=mobility)
     except BaseException:
         for proc in procs.values():
             proc.kill()
@@ -443,7 +449,7 @@ async def play_game(
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=resume_note, move_data=move_data, engine_log=kept_log,
                            worker=workers_tag(resume.workers if resume else (), worker),
-                           sans=sans)
+                           sans=sans, mobility=mobility)
     if emit is not None:
         emit(GameFinished(spec.game_id, record, attempt))
     return record
@@ -453,7 +459,8 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                   comments: list[str], end: _End, started: datetime, *, resumed_from: int = 0,
                   resume_note: str = "", move_data: Sequence[Any] | None = None,
                   engine_log: Path | None = None, worker: str = "",
-                  sans: Sequence[str] | None = None) -> GameRecord:
+                  sans: Sequence[str] | None = None, mobility: RMobility | None = None
+                  ) -> GameRecord:
     """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
 
     ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
@@ -461,7 +468,8 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     is added to the comment of the last move before the interruption. ``move_data`` (the
     MovePlayed events, or their JSON) feed ``PgnComments: extended`` and the TCEC fields;
     ``engine_log`` is named in an ``EngineLog`` tag. ``sans``: the moves' SAN, when known
-    (the PGN is then written without replaying the game).
+    (the PGN is then written without replaying the game). ``mobility``: the r-mobility
+    kept while the moves were played (else it is computed from them).
     """
     finished = datetime.now(UTC)
     comments = list(comments)
@@ -475,7 +483,10 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
         extra["Worker"] = worker
     start_text = fen(start_board)
     start_fen = None if start_text == chess.STARTING_FEN and not start_board.chess960 else start_text
-    rmob = record_rmobility(start_fen, moves, end.result)
+    if mobility is not None and mobility.plies == len(moves):
+        rmob: str | None = mobility.tag(end.result)
+    else:
+        rmob = record_rmobility(start_fen, moves, end.result)
     pgn_comments = comments
     if spec.pgn_comments != "cutechess" or spec.pgn_extras:
         pgn_comments = enrich_comments(spec, start_board, moves, comments, move_data or ())
@@ -678,7 +689,8 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                       attempt: int = 1, resume: ResumePoint | None = None,
                       move_data: list[MovePlayed] | None = None,
                       sans: list[str] | None = None,
-                      pondering: dict[chess.Color, Pondering]) -> _End:
+                      pondering: dict[chess.Color, Pondering],
+                      mobility: RMobility | None = None) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
     adjudicator = Adjudicator(spec.adjudication)
@@ -756,7 +768,10 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
         wanted = emit is not None or move_data is not None
         pv_line = proto.take_pv_line()
         pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
+        resets = board.is_zeroing(move)
         san = board.san_and_push(move)
+        if mobility is not None:
+            mobility.played(board, resets)
         uci = move.uci()
         moves.append(uci)
         sans.append(san)
