@@ -74,3 +74,52 @@ def test_a_real_event_plays_on_either_loop(tmp_path: Path, choice: str) -> None:
     assert state["games_finished"] == 4 and state["complete"]
     reasons = [g["reason"] for r in state["rounds"] for p in r["pairs"] for g in p["games"]]
     assert not [r for r in reasons if "disconnects" in r or "stalls" in r or "on time" in r]
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: object = self  # a cycle: only the cyclic collector frees it
+
+
+def test_collect_garbage_frees_cycles_then_freezes_the_heap() -> None:
+    import gc
+    import weakref
+
+    try:
+        old = _Node()
+        eventloop.collect_garbage()  # `old` is frozen: the collector's own passes skip it
+        assert gc.get_freeze_count() > 0
+        gone_before = weakref.ref(old)
+        del old
+        gc.collect()
+        assert gone_before() is not None, "a frozen cycle is not collected by a normal pass"
+        eventloop.collect_garbage()  # ... but by the next call, which unfreezes first
+        assert gone_before() is None
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_the_heap_is_collected_before_each_round_not_during_games(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full collection pauses the loop: the runner makes it before a round's first game
+    starts (no engine on the clock), once per round."""
+    import gc
+
+    from testkit import loop_config
+
+    from runner.service import tournament
+
+    calls: list[int] = []
+    original = eventloop.collect_garbage
+
+    def counted() -> None:
+        calls.append(sum(t.get_name().startswith("game ") for t in asyncio.all_tasks()))
+        original()
+
+    monkeypatch.setattr(tournament.eventloop, "collect_garbage", counted)
+    try:
+        assert main(["run", str(loop_config(tmp_path, players=4, Rounds=2)), "--quiet"]) == 0
+    finally:
+        gc.unfreeze()
+    assert calls == [0, 0]  # no game was being played at either

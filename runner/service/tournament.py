@@ -25,6 +25,7 @@ from runner.domain.interruption import Decision, played_by
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
+from runner.play import eventloop
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
 from runner.service.sinks import (
@@ -395,6 +396,7 @@ class Tournament:
         pending = [g for g in self.store.games(number) if g.status != "finished"]
         if not pending:
             return True
+        eventloop.collect_garbage()  # no engine is on the clock yet: the whole heap, now
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
         for game in pending:
