@@ -81,10 +81,12 @@ class _Node:
         self.other: object = self  # a cycle: only the cyclic collector frees it
 
 
-def test_collect_garbage_frees_cycles_then_freezes_the_heap() -> None:
+def test_collect_garbage_frees_cycles_then_freezes_the_heap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
     import weakref
 
+    monkeypatch.setattr(eventloop, "_full_at", [])
     try:
         old = _Node()
         eventloop.collect_garbage()  # `old` is frozen: the collector's own passes skip it
@@ -93,7 +95,13 @@ def test_collect_garbage_frees_cycles_then_freezes_the_heap() -> None:
         del old
         gc.collect()
         assert gone_before() is not None, "a frozen cycle is not collected by a normal pass"
-        eventloop.collect_garbage()  # ... but by the next call, which unfreezes first
+        young = _Node()
+        gone_young = weakref.ref(young)
+        del young
+        eventloop.collect_garbage()  # within the hour: what is newer than the freeze only
+        assert gone_young() is None and gone_before() is not None
+        eventloop._full_at[0] -= eventloop.FULL_COLLECTION_S  # an hour later: the whole heap
+        eventloop.collect_garbage()
         assert gone_before() is None
         assert gc.get_freeze_count() > 0
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -49,17 +50,25 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def collect_garbage() -> None:
-    """Collect Python's cyclic garbage over the whole heap now, then freeze what is left.
+FULL_COLLECTION_S = 3600.0  # the whole heap at most this often (and at the first call)
+_full_at: list[float] = []  # when the whole heap was last collected
 
-    Call it where no engine's clock runs in this process (before a round; before a worker
-    slot's game). The collector's own passes during games then scan only objects newer than
-    that, so a pass over the whole heap (up to 205 ms in bench/bench_clock.py) never pauses
-    the loop while an engine is on the clock. Frozen objects are still freed as soon as
-    nothing refers to them; only cycles among them wait for the next call, which unfreezes
-    them first.
+
+def collect_garbage() -> None:
+    """Collect Python's cyclic garbage now, then freeze what is left.
+
+    Call it where no engine's clock runs in this process (before a round). The collector's
+    own passes during games then scan only objects newer than that, so a pass over the whole
+    heap (5-18 ms measured with bench/bench_clock.py, more as a long event's heap grows) never pauses the
+    loop while an engine is on the clock. Frozen objects are still freed as soon as nothing
+    refers to them; cycles among them are collected by the next whole-heap collection, which
+    this makes at its first call and then at most once every ``FULL_COLLECTION_S`` (a whole
+    heap at every round would cost the runner CPU per game in short rounds).
     """
-    gc.unfreeze()
+    now = time.monotonic()
+    if not _full_at or now - _full_at[0] >= FULL_COLLECTION_S:
+        gc.unfreeze()
+        _full_at[:] = [now]
     gc.collect()
     gc.freeze()
 
