@@ -3,7 +3,8 @@ engine really took.
 
 The engines are UCI test engines (written to a temporary directory) that think exactly
 ``--think`` ms per move: they sleep, using no CPU, and log (CLOCK_MONOTONIC, which every
-process on the machine shares) when they read ``go`` and when they wrote ``bestmove``. The
+process on the machine shares) when they read ``go`` (when the ``read()`` that brought it
+returned) and when they wrote ``bestmove`` (just before its one ``write()``). The
 runner plays a whole event in this process (``swiss-runner run``), with ``--concurrency``
 games at once (default 2 x the cores) and short games (``--max-moves``), so that games start
 and end all the time; the referee's move function is wrapped to record each move's ``go``
@@ -86,9 +87,12 @@ def answer(tokens, t0):
         replies = sorted(board.legal_moves, key=lambda m: m.uci())
         board.pop()
         guess = f" ponder {{replies[0].uci()}}" if replies else ""
-    out.write(f"info depth 1 score cp 0 pv {{move.uci()}}\\nbestmove {{move.uci()}}{{guess}}\\n")
+    text = f"info depth 1 score cp 0 pv {{move.uci()}}\\nbestmove {{move.uci()}}{{guess}}\\n"
     out.flush()
+    # stamped just before the one write: a referee woken by it (and taking this core at
+    # once) cannot make the move look longer than it was
     t1 = time.monotonic()
+    os.write(out.fileno(), text.encode())
     played = " ".join(m.uci() for m in board.move_stack) or "-"
     log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\\t{{played}}\\t{{move.uci()}}")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,49 @@ def test_the_heap_is_collected_before_each_round_not_during_games(
     finally:
         gc.unfreeze()
     assert calls == [0, 0]  # no game was being played at either
+
+
+def _slice_ns(tid: int = 0) -> int:
+    """sched_getattr(2)'s runtime (the time slice of a normal thread), in ns."""
+    import ctypes
+    import struct
+
+    number = {"x86_64": 315, "aarch64": 275}.get(os.uname().machine)
+    if number is None:
+        pytest.skip(f"sched_getattr's number on {os.uname().machine} is not in this test")
+    buf = ctypes.create_string_buffer(56)
+    assert ctypes.CDLL(None, use_errno=True).syscall(number, tid, buf, 56, 0) == 0
+    return struct.unpack("IIQiIQQQII", buf.raw)[5]
+
+
+def test_the_loop_thread_asks_for_a_short_slice_its_children_do_not_inherit() -> None:
+    """The loop's thread gets a 0.1 ms slice (it reads a move at once instead of after a
+    scheduler tick); engines and other threads it starts keep the kernel's default."""
+    import threading
+
+    seen: dict[str, object] = {}
+
+    def loop_thread() -> None:
+        seen["asked"] = eventloop.short_slice()
+        seen["mine"] = _slice_ns()
+        child = subprocess.Popen(["sleep", "5"])
+        try:
+            seen["child"] = _slice_ns(child.pid)
+        finally:
+            child.kill()
+            child.wait()
+        other: list[int] = []
+        helper = threading.Thread(target=lambda: other.append(_slice_ns()))
+        helper.start()
+        helper.join()
+        seen["thread"] = other[0]
+
+    thread = threading.Thread(target=loop_thread)
+    thread.start()
+    thread.join()
+    if not seen["asked"]:
+        release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+        assert release < (6, 12), f"Linux {os.uname().release} has custom slices: refused?"
+        pytest.skip(f"Linux {os.uname().release} has no custom slices (6.12+ has them)")
+    assert seen["mine"] == eventloop.LOOP_SLICE_NS
+    assert seen["child"] != eventloop.LOOP_SLICE_NS and seen["thread"] != eventloop.LOOP_SLICE_NS
