@@ -75,9 +75,12 @@ def collect_garbage() -> None:
     gc.freeze()
 
 
-# sched_setattr(2) numbers per machine (Linux); elsewhere the loop keeps the default slice
-_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}
+# sched_setattr(2) and sched_getattr(2) numbers per machine (Linux); elsewhere the loop keeps
+# the default slice
+_SCHED_ATTR_CALLS = {"x86_64": (314, 315), "aarch64": (274, 275)}
 LOOP_SLICE_NS = 100_000  # 0.1 ms: the shortest time slice Linux gives a normal thread
+_ATTR = "IIQiIQQQII"  # struct sched_attr (56 bytes): size, policy, flags, nice, priority,
+# runtime (a normal thread's slice), deadline, period, util min, util max
 
 
 def short_slice() -> bool:
@@ -88,22 +91,25 @@ def short_slice() -> bool:
     preempts it at once, instead of waiting up to a scheduler tick (4 ms at HZ=250) to read
     the move, whose time runs meanwhile. The thread gets no more CPU for it: it runs sooner,
     for shorter turns. Allowed without privileges; children and new threads do not inherit
-    it (SCHED_FLAG_RESET_ON_FORK), so engines keep the default. Returns False where refused
-    (older kernels ignore the request: the same as before).
+    it (SCHED_FLAG_RESET_ON_FORK), so engines keep the default. True when the kernel took it
+    (older kernels ignore the request, refused ones change nothing: the default slice).
     """
-    number = _SCHED_SETATTR.get(os.uname().machine) if sys.platform == "linux" else None
-    if number is None or os.sched_getscheduler(0) != os.SCHED_OTHER:  # an operator's chrt stays
+    calls = _SCHED_ATTR_CALLS.get(os.uname().machine) if sys.platform == "linux" else None
+    if calls is None or os.sched_getscheduler(0) != os.SCHED_OTHER:  # an operator's chrt stays
         return False
     import ctypes
     import struct
 
-    # struct sched_attr (56 bytes): size, policy SCHED_OTHER, flags RESET_ON_FORK, nice,
-    # priority, runtime (the slice), deadline, period, util min, util max
-    attr = struct.pack("IIQiIQQQII", 56, os.SCHED_OTHER, 1, os.getpriority(os.PRIO_PROCESS, 0),
-                       0, LOOP_SLICE_NS, 0, 0, 0, 0)
+    attr = struct.pack(_ATTR, 56, os.SCHED_OTHER, 1, os.getpriority(os.PRIO_PROCESS, 0), 0,
+                       LOOP_SLICE_NS, 0, 0, 0, 0)  # flags 1: SCHED_FLAG_RESET_ON_FORK
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.syscall(number, 0, ctypes.c_char_p(attr), 0) == 0
+        if libc.syscall(calls[0], 0, ctypes.c_char_p(attr), 0) != 0:
+            return False
+        now = ctypes.create_string_buffer(56)
+        if libc.syscall(calls[1], 0, now, 56, 0) != 0:
+            return False
+        return struct.unpack(_ATTR, now.raw)[5] == LOOP_SLICE_NS
     except (OSError, AttributeError):
         return False
 
