@@ -79,7 +79,14 @@ def remote_engines(sshd_pid: int) -> list[psutil.Process]:
         below = psutil.Process(sshd_pid).children(recursive=True)
     except psutil.Error:
         return []
-    return [p for p in below if p.name() not in ("sshd", "sshd-session")]
+    found = []
+    for p in below:
+        try:  # a process that exits between the listing and this read is gone: not counted
+            if p.name() not in ("sshd", "sshd-session"):
+                found.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return found
 
 
 def wait_gone(sshd_pid: int, seconds: float = 5.0) -> list[psutil.Process]:
