@@ -396,7 +396,7 @@ class Tournament:
         pending = [g for g in self.store.games(number) if g.status != "finished"]
         if not pending:
             return True
-        eventloop.collect_garbage()  # no engine is on the clock yet: the whole heap, now
+        eventloop.collect_garbage()  # now, while no engine of the round is on the clock
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
         for game in pending:
