@@ -67,6 +67,15 @@ inp, out = sys.stdin.buffer, sys.stdout
 pondering = None  # the go tokens of a go ponder search, until ponderhit or stop
 
 
+def run_queue_ns():
+    # this thread's time spent waiting for a CPU so far (Linux schedstat), None elsewhere
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def choose(board):
     legal = sorted(board.legal_moves, key=lambda m: m.uci())
     # pondering: mostly the first legal move, which is what the opponent expects
@@ -91,10 +100,15 @@ def answer(tokens, t0):
     out.flush()
     # stamped just before the one write: a referee woken by it (and taking this core at
     # once) cannot make the move look longer than it was
+    queued = run_queue_ns()
     t1 = time.monotonic()
     os.write(out.fileno(), text.encode())
+    after = run_queue_ns()
+    # how long it waited for a CPU between that stamp and the end of its write (-1: unknown)
+    waited = (after - queued) / 1e9 if queued is not None and after is not None else -1
     played = " ".join(m.uci() for m in board.move_stack) or "-"
-    log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}}\\t{{played}}\\t{{move.uci()}}")
+    log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}} {{waited:.6f}}"
+               f"\\t{{played}}\\t{{move.uci()}}")
 
 
 def lines():
@@ -151,7 +165,8 @@ def percentiles(values: list[float]) -> str:
 
 def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
                                       dict[tuple[str, str], float]]:
-    """The test engines' logs: per pid, (go read, bestmove written, clock left) per move;
+    """The test engines' logs: per pid, (go read, bestmove written, clock left, its wait for
+    a CPU between that stamp and the end of its write) per move;
     and the time taken per (moves before, move played)."""
     logs: dict[int, list[tuple[float, ...]]] = {}
     taken: dict[tuple[str, str], float] = {}
@@ -238,6 +253,64 @@ def recorded(conn: sqlite3.Connection) -> list[tuple[list[str], str, float]]:
     return out
 
 
+def schedstat() -> tuple[int, int] | None:
+    """This thread's time on a CPU and time spent waiting for one so far, in ns (Linux)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as handle:
+            ran, waited = handle.read().split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return None
+
+
+def loop_times(reads: list[tuple[float, tuple[int, int] | None]], wrote: float,
+               read: float) -> tuple[float, float]:
+    """What the loop's thread did between the engine's write and the read of its bestmove:
+    (time it ran, time it waited for a CPU), from its last engine read before the write to
+    the read of the move ((-1, -1): unknown)."""
+    import bisect
+
+    times = [t for t, _ in reads]
+    i = bisect.bisect_right(times, wrote) - 1
+    j = bisect.bisect_right(times, read) - 1
+    first, last = (reads[i][1], reads[j][1]) if i >= 0 and j >= 0 else (None, None)
+    if first is None or last is None:
+        return -1.0, -1.0
+    return (last[0] - first[0]) / 1e9, (last[1] - first[1]) / 1e9
+
+
+def explain(late: list[tuple[float, ...]], threshold_ms: float) -> None:
+    """Where the time of the moves charged more than ``threshold_ms`` over went.
+
+    - go read late: most of it between ``go`` written and the engine's read of it: the
+      engine, woken by the write, waited for a CPU (every referee starts the clock at its write);
+    - engine waited before its write: between its bestmove stamp and the end of its write;
+    - loop waited for a CPU: the loop's thread was ready to read the move, but every core
+      ran something else;
+    - loop ran other work: the loop's thread ran (other games' work) while the move was there;
+    - loop blocked: it neither ran nor waited for a CPU (the GIL, held by another thread of
+      the runner, or a blocking call).
+    """
+    kinds: dict[str, list[float]] = {
+        "go read late": [], "engine waited before its write": [], "loop waited for a CPU": [],
+        "loop ran other work": [], "loop blocked": []}
+    for over, into, out, engine_wait, ran, waited in late:
+        if into >= out:
+            kind = "go read late"
+        elif engine_wait >= out / 2:
+            kind = "engine waited before its write"
+        elif waited >= out / 2:
+            kind = "loop waited for a CPU"
+        elif ran >= out / 2:
+            kind = "loop ran other work"
+        else:
+            kind = "loop blocked"
+        kinds[kind].append(over)
+    print(f"  moves over {threshold_ms:g} ms: {len(late)}; "
+          + "; ".join(f"{kind}: {len(v)}" + (f" (max {max(v) * 1000:.1f} ms)" if v else "")
+                      for kind, v in kinds.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--think", type=float, default=30.0, help="ms per move (0: from the clock)")
@@ -252,6 +325,9 @@ def main() -> None:
                     help="SWISS_RUNNER_LOOP for the run (default: the runner's own choice)")
     ap.add_argument("--backend", choices=("builtin", "cutechess"), default="builtin",
                     help="the runner's Backend (cutechess: CUTECHESS_CLI or cutechess-cli)")
+    ap.add_argument("--explain", type=float, default=None, metavar="MS",
+                    help="say where each move charged more than MS ms over its time went "
+                         "(Linux; the loop reads its own schedstat at each engine read)")
     peers = ap.add_mutually_exclusive_group()
     peers.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
                        help="play the same games with this fastchess instead (FASTCHESS)")
@@ -285,6 +361,17 @@ def main() -> None:
             moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
         return reply
 
+    reads: list[tuple[float, Any]] = []  # --explain: (time, loop's schedstat) per read
+    if args.explain is not None:
+        from runner.play.engines import TimedUciProtocol
+
+        original_read = TimedUciProtocol.pipe_data_received
+
+        def traced(self: Any, fd: int, data: Any) -> None:
+            reads.append((time.monotonic(), schedstat()))
+            original_read(self, fd, data)
+
+        TimedUciProtocol.pipe_data_received = traced  # type: ignore[method-assign]
     referee._play_move = timed  # type: ignore[assignment]
     referee.ponder_hit = timed_hit  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
@@ -332,17 +419,22 @@ def main() -> None:
     seen: dict[int, int] = {}
     over, into, out = [], [], []
     engine_late = 0
+    late: list[tuple[float, ...]] = []  # --explain: over, in, out, engine's wait, loop's times
     for pid, sent, read in moves:
         k = seen.get(pid, 0)
         seen[pid] = k + 1
         rows = logs.get(pid, [])
         if k >= len(rows):
             continue
-        went, wrote, left = rows[k]
+        went, wrote, left = rows[k][:3]
         over.append((read - sent) - (wrote - went))
         into.append(went - sent)
         out.append(read - wrote)
         engine_late += left >= 0 and wrote - went > left
+        if args.explain is not None and over[-1] * 1000 > args.explain:
+            engine_wait = rows[k][3] if len(rows[k]) > 3 else -1.0
+            late.append((over[-1], into[-1], out[-1], engine_wait,
+                         *loop_times(reads, wrote, read)))
     print(f"swiss-runner {'Backend: cutechess, ' if args.backend == 'cutechess' else ''}"
           f"{'Restart: ' + args.restart}{', Ponder' if args.ponder else ''}, loop "
           f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}: exit {code}, {len(over)} engine "
@@ -356,6 +448,8 @@ def main() -> None:
     print(f"  bestmove -> read {percentiles(out)}")
     print(f"  time forfeits: {forfeits} (engine over its own clock: {engine_late}); ends: "
           + ", ".join(f"{r} x{n}" for r, n in ends))
+    if args.explain is not None:
+        explain(late, args.explain)
 
 
 if __name__ == "__main__":
