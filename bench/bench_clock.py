@@ -14,13 +14,20 @@ engine move: p50 / p99 / max of
 - ``charged - taken``: (bestmove read - go sent) - (bestmove written - go read);
 - ``in``: go read by the engine - go sent; ``out``: bestmove read - bestmove written.
 
+``--explain MS`` (Linux) sorts every move charged more than MS ms over the engine's own time
+by where that time went, from the engines' run-queue time (read around their bestmove write)
+and the loop thread's time running and waiting for a CPU (read at each engine read, which
+costs the loop a few microseconds per read): the engine read ``go`` late (it waited for a
+CPU after the write), the engine waited before its write, or the loop waited for a CPU, ran
+other work, or was blocked (the GIL or a blocking call) while the move was there.
+
 ``--tc 1+0.01 --think 0`` is the short-clock check: the engines then think 1/30 of their
 remaining time plus half the increment (never more than they have), so a time forfeit is the
 runner's, unless the engine's own log shows it took longer than its clock.
 
     python bench/bench_clock.py [--think 30] [--concurrency N] [--games 64] [--max-moves 8]
                                 [--restart on|off] [--loop asyncio|uvloop] [--tc 60+1]
-                                [--backend builtin|cutechess]
+                                [--backend builtin|cutechess] [--explain MS]
                                 [--fastchess BINARY | --cutechess BINARY]
 
 ``--fastchess BINARY`` (or FASTCHESS) and ``--cutechess BINARY`` (or CUTECHESS_CLI) play the
