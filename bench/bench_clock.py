@@ -391,8 +391,9 @@ def main() -> None:
         engine.chmod(0o755)
         tool = "cutechess-cli" if args.cutechess else "fastchess" if args.fastchess else None
         if tool is not None:
-            if args.ponder:
-                sys.exit(f"--ponder: the swiss-runner run only (not with {tool})")
+            if args.ponder or args.explain is not None:
+                option = "--ponder" if args.ponder else "--explain"
+                sys.exit(f"{option}: the swiss-runner run only (not with {tool})")
             peer(tool, args, args.cutechess or args.fastchess, engine, work, engines_n)
             return
         backend: dict[str, Any] = {}
