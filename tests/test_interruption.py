@@ -25,7 +25,9 @@ from runner.domain.events import (
 )
 from runner.domain.interruption import decide, played_by
 from runner.domain.models import GameSpec, Opening
+from runner.domain.rmobility import game_rmobility
 from runner.domain.timecontrol import parse_time_control
+from runner.play import referee
 from runner.play.referee import play_game
 
 TC = parse_time_control("60+1")
@@ -212,7 +214,8 @@ def test_replay_mode_and_logs_without_engine_moves() -> None:
 
 
 @pytest.mark.engines
-def test_a_real_game_resumes_from_the_position_with_its_clocks() -> None:
+def test_a_real_game_resumes_from_the_position_with_its_clocks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     white = EngineConfig("Stockfish", "/usr/games/stockfish", nodes=2000)
     black = EngineConfig("Ethereal", "/usr/games/ethereal-chess", nodes=2000)
     spec = GameSpec(game_id=3, round=1, game_in_round=3, white=white, black=black,
@@ -230,7 +233,14 @@ def test_a_real_game_resumes_from_the_position_with_its_clocks() -> None:
         black_clock_ms=37000, white_moves=6, black_moves=6, compensation_ms=1200,
         start_time="2026-11-23T10:00:00.000+00:00")
     events: list = []
+
+    def replayed(*args: object) -> None:
+        pytest.fail("the r-mobility was replayed from the record instead of kept move by move")
+
+    monkeypatch.setattr(referee, "record_rmobility", replayed)
     record = asyncio.run(play_game(spec, emit=events.append, attempt=2, resume=point))
+    # kept from the logged moves (book included) and the moves played after them
+    assert record.rmobility == game_rmobility(None, record.moves, record.result)
     started = events[0]
     assert isinstance(started, GameStarted) and started.resumed_from_ply == 14
     assert (started.white_clock_ms, started.black_clock_ms) == (41234, 37000)

@@ -225,12 +225,14 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
     return chess.engine.Limit(**kw)  # type: ignore[arg-type]
 
 
-def _start_board(opening: Opening | None, chess960: bool = False
+def _start_board(opening: Opening | None, chess960: bool = False,
+                 mobility: RMobility | None = None
                  ) -> tuple[chess.Board, chess.Board, list[str], list[str]]:
     """(start position, position after the book, book moves kept, their SAN).
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
     ``chess960``: a Chess960 board (castling king-takes-rook), for a 960 event.
+    ``mobility``: counts the position after each book move kept.
     """
     try:
         start = board_at(opening.fen if opening else None, chess960)
@@ -246,10 +248,13 @@ def _start_board(opening: Opening | None, chess960: bool = False
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
         san = board.san(move)
+        resets = board.is_zeroing(move)
         board.push(move)
         if natural_end(board) is not None:
             board.pop()
             break
+        if mobility is not None:
+            mobility.played(board, resets)
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
     if not any(True for _ in board.legal_moves):
@@ -387,23 +392,20 @@ async def play_game(
         if tc.infinite and engine.nodes is None and engine.depth is None and engine.movetime_ms is None:
             raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
                                "MoveTime for the engine, or the game never ends")
-    start_board, board, moves, sans = _start_board(spec.opening, is_960(spec.variant))
+    mobility = RMobility()  # kept as the game goes: its end costs no replay
+    start_board, board, moves, sans = _start_board(spec.opening, is_960(spec.variant), mobility)
     comments = ["book"] * len(moves)
     started = datetime.now(UTC)
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
     if resume is not None:  # TCEC rule 7.c.v: go on from the position the engines reached
-        board, moves, comments, sans = _resume_board(start_board, resume)
+        mobility = RMobility()  # the logged moves include the book
+        board, moves, comments, sans = _resume_board(start_board, resume, mobility)
         started = parse_utc(resume.start_time) or started
         for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
                                 (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
             if ms is not None and not tc.infinite:
                 clocks[color].remaining = ms / 1000
             clocks[color].moves_made = made
-    mobility: RMobility | None = RMobility()  # kept as the game goes: its end costs no replay
-    try:
-        mobility.replay(start_board.copy(stack=False), moves)
-    except ValueError:  # computed from the record at the end instead
-        mobility = None
     resume_note = ""
     if resume is not None:
         resume_note = (f"game resumed after an interruption, clocks White "
@@ -510,8 +512,11 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     )
 
 
-def _resume_board(start_board: chess.Board, resume: ResumePoint
+def _resume_board(start_board: chess.Board, resume: ResumePoint,
+                  mobility: RMobility | None = None
                   ) -> tuple[chess.Board, list[str], list[str], list[str]]:
+    """(position reached, moves, comments, SAN) of the logged game ``resume`` goes on from;
+    ``mobility`` (fresh) counts the position after each of its moves."""
     board = start_board.copy(stack=False)
     sans = []
     for uci in resume.moves:
@@ -520,7 +525,10 @@ def _resume_board(start_board: chess.Board, resume: ResumePoint
         except ValueError:
             raise RefereeError(f"cannot resume: logged move {uci!r} is illegal in {board.fen()}") from None
         sans.append(board.san(move))
+        resets = board.is_zeroing(move)
         board.push(move)
+        if mobility is not None:
+            mobility.played(board, resets)
     comments = list(resume.comments) + [""] * (len(resume.moves) - len(resume.comments))
     return board, list(resume.moves), comments[:len(resume.moves)], sans
 
