@@ -63,6 +63,7 @@ cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
 cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
+cmd_td = _with_config("runner.cli.td", "cli_td")
 
 
 def _seconds(text: str) -> float:
@@ -128,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ratings", help="Elo with error margins, pairs and how games ended")
     importlib.import_module("runner.cli.ratings").add_arguments(p)
     p.set_defaults(func=lambda a: importlib.import_module("runner.cli.ratings").cli_ratings(a))
+
+    p = sub.add_parser("td", help="the tournament director's commands: pause, resume, withdraw, "
+                       "adjudicate, restart, rewind, note, log (docs/td.md)")
+    importlib.import_module("runner.cli.td").add_arguments(p)
+    p.set_defaults(func=cmd_td)
 
     p = sub.add_parser("worker", help="play games for a runner on several machines (Dask worker)")
     p.add_argument("scheduler", help="the Dask scheduler's address, tcp://HOST:PORT")

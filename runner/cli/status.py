@@ -70,6 +70,8 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
                 print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
                                 f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
                                 + (f", {refused}" if refused else "")))
+        for line in _td_lines(data.get("td") or {}):
+            print(printable(line))
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))
         table = standings_text(config, store)
@@ -113,3 +115,24 @@ def _live_line(g: dict) -> str:
     elif g.get("attempt", 1) > 1:
         text += f" (attempt {g['attempt']}: played again from its start)"
     return text
+
+
+def _td_lines(td: dict) -> list[str]:
+    """The TD's pause, the last decisions and the commands still pending (docs/td.md)."""
+    lines = []
+    pause = td.get("paused")
+    if pause:
+        what = ("paused by the TD" if pause["active"] else
+                f"pauses by the TD after round {pause['round']}")
+        lines.append(f"TD: {what}: {pause['reason']} (since {pause['since']})")
+    decided = td.get("decisions") or []
+    if decided or td.get("pending"):
+        from runner.cli.td import log_lines
+        from runner.store.decisions import Command
+
+        shown = decided[-5:] + list(td.get("pending") or ())
+        lines.append(f"TD decisions: {len(decided)}" + (
+            f" (last {len(decided[-5:])})" if len(decided) > 5 else "")
+                     + (f", {len(td['pending'])} pending" if td.get("pending") else ""))
+        lines += ["  " + line for line in log_lines([Command(**c) for c in shown])]
+    return lines

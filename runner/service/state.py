@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from runner.domain.standings import StandingRow
 
 STATE_FORMAT = "swiss-runner-state"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: "td" (the tournament director's pause, decisions and notes)
 
 # what the dashboard shows of each side's last search
 _SEARCH_KEYS = ("score_cp", "mate", "depth", "seldepth", "nodes", "nps", "tbhits", "pv", "time_ms")
@@ -271,6 +271,9 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
     doc["runner_running"] = (runner_alive(config.database) if runner_running is None
                              else runner_running)
     doc["in_progress"] = in_progress
+    from runner.service.td import td_state
+
+    doc["td"] = td_state(store)  # read each time: a TD command changes no game
     return doc
 
 

@@ -72,6 +72,7 @@ class Tournament:
     _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
+    td: Any = None  # runner.service.td.Director: the TD's commands, made by run()
     view_errors: ViewErrors = field(init=False)
 
     def __post_init__(self) -> None:
@@ -287,6 +288,18 @@ class Tournament:
                     record = await self.backend()(spec, emit=emit, on_process=on_process,
                                                   attempt=attempt, **extra, **more)
                 break
+            except asyncio.CancelledError:
+                # stopped by the TD (runner.service.td): its effect, then maybe played again
+                hook = self.td.stops.pop(game.game_id, None) if self.td is not None else None
+                if hook is None:
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                if not await hook():
+                    return
+                attempt = max(attempt, self.store.attempts(game.game_id)) + 1
+                seen.clear()
             except ReplayGame as exc:
                 # The backend lost the game (a cluster worker died): decide it again from
                 # its move log, as after a crash (TCEC rule 7.c), and go on. No one loses.
@@ -400,10 +413,15 @@ class Tournament:
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
         for game in pending:
+            if self.td is not None and self.td.blocks(game.game_id):
+                continue  # paused, rewound or restarted at the end of the round by the TD
             await slots.acquire()
             if self.stopping:
                 slots.release()
                 break
+            if self.td is not None and self.td.blocks(game.game_id):
+                slots.release()
+                continue
             task = asyncio.create_task(self.play_one(game), name=f"game {game.game_id}")
             self.running[game.game_id] = task
             task.add_done_callback(lambda t, gid=game.game_id: self._done(gid, t, slots))
@@ -419,6 +437,26 @@ class Tournament:
             self.say(f"{aborted} game(s) aborted; they will be played again on resume",
                      always=True)
         return all(g.status == "finished" for g in self.store.games(number))
+
+    async def play_round_td(self, number: int) -> bool:
+        """play_round, again while games the TD stopped are left (a pause, a restart at the
+        end of the round), waiting while the TD has paused the event; False when the run
+        stops or the TD rewound the event."""
+        while True:
+            if self.td is not None and not await self.td.hold():
+                return False
+            if await self.play_round(number):
+                return True
+            if self.stopping or self.td is None or self.td.rewound:
+                return False
+            self.td.deferred.clear()
+            await asyncio.sleep(0.05)
+
+    def reset_schedule(self) -> None:
+        """The TD changed recorded games (rewind, withdraw): counts read again, PGN synced."""
+        self._extra_games = None
+        with self.view_errors.guard(f"the PGN file {self.config.pgn_out}"):
+            self.pgn.sync()
 
     def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
         self.running.pop(game_id, None)
@@ -505,7 +543,7 @@ class Tournament:
                 games = extra_pair_games(a, b, s.games_per_match, k)
                 self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
             was_complete = number in stored and stored[number].state == "complete"
-            if not await self.play_round(number):
+            if not await self.play_round_td(number):
                 return False
             if not was_complete:
                 self.round_summary(number, label="Extra pair round")
@@ -549,9 +587,20 @@ class Tournament:
                                   self.view_errors)
         if live is not None:
             live.request(now=True)  # the round so far, before its next game starts
+        from runner.service.td import Director
+
+        self.td = Director(self)
+        self.td.load()
+        poll: asyncio.Task[None] | None = None
         try:
+            await self.td.apply_pending()  # given while no runner ran
+            poll = asyncio.create_task(self.td.poll(), name="td commands")
             return await self._run()
         finally:
+            if poll is not None:
+                poll.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poll
             close = getattr(self.play_game, "aclose", None)  # a cluster backend's connection
             if close is not None:
                 await close()
@@ -582,20 +631,32 @@ class Tournament:
 
     async def _run(self) -> int:
         s = self.config.swiss
-        for number in range(1, s.rounds + 1):
+        number, played_all = 1, False
+        while number <= s.rounds:
             if self.stopping:
                 break
+            if self.td is not None:
+                if not await self.td.hold():
+                    break  # stopped while the TD paused the event (no pairing while paused)
+                if self.td.rewound:
+                    self.td.rewound, number = False, 1  # rewound: on from its point
+                    continue
             stored = {r.number: r for r in self.store.rounds()}
             if number in stored and stored[number].state == "complete":
+                number += 1
                 continue
             if number not in stored:
                 self.pair(number)
-            if not await self.play_round(number):
+            if not await self.play_round_td(number):
+                if self.td is not None and self.td.rewound and not self.stopping:
+                    continue  # the TD rewound the event
                 break
             self.round_summary(number)
+            number += 1
         else:
-            if s.allow_extra_pairs_on_tie and not self.stopping:
-                await self.extra_pairs()
+            played_all = True
+        if played_all and s.allow_extra_pairs_on_tie and not self.stopping:
+            await self.extra_pairs()
         if self.failure:
             return EXIT_FAIL
         if self.stopping:

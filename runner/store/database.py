@@ -446,9 +446,11 @@ class Store:
                              "WHERE status='running'").rowcount
 
     def record_game(self, game_id: int, record: GameRecord,
-                    moves: Sequence[MoveRow] = ()) -> None:
+                    moves: Sequence[MoveRow] = (),
+                    then: Callable[[sqlite3.Connection], None] | None = None) -> None:
         """Commit one finished game with the rest of its move log (one transaction, durable
-        when this returns)."""
+        when this returns); ``then(connection)`` runs in the same transaction (a TD
+        decision marked applied with its game, runner.store.decisions)."""
         with self.transaction() as c:
             row = c.execute("SELECT status, round, white, black FROM games WHERE game_id=?",
                             (game_id,)).fetchone()
@@ -474,6 +476,8 @@ class Store:
                 c.executemany(INSERT_MOVES, moves)
             c.execute("UPDATE rounds SET state='complete' WHERE number=? AND NOT EXISTS "
                       "(SELECT 1 FROM games WHERE round=? AND status!='finished')", (row[1], row[1]))
+            if then is not None:
+                then(c)
 
     def finished_pgns(self) -> list[str]:
         """The finished games' PGN blocks in finish order, each verified (StoreError if not)."""

@@ -1,0 +1,187 @@
+"""`swiss-runner td CONFIG ACTION ...`: the tournament director's commands (docs/td.md).
+
+A command is checked against the event as recorded and written, pending, to the event's
+database; the running runner applies it within a second (the next `run`, when none runs).
+It never takes the event lock and writes nothing but its command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from typing import Any
+
+from runner.cli.common import err, other_event
+from runner.config import Config
+from runner.domain.text import printable
+from runner.errors import EXIT_BAD_INPUT, EXIT_OK
+from runner.service.lock import runner_alive
+from runner.service.td import RESULTS, check_command, who_am_i
+from runner.store import decisions
+from runner.store.database import Store, StoreError, damaged_state
+from runner.store.forensics import connect
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="tournament YAML file")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str, reason: bool = True) -> argparse.ArgumentParser:
+        a = sub.add_parser(name, help=help_text)
+        if reason:
+            a.add_argument("--reason", required=True, metavar="TEXT",
+                           help="why (kept in the decision log; required)")
+        return a
+
+    a = action("pause", "start no new game (default: the games in progress finish)")
+    mode = a.add_mutually_exclusive_group()
+    mode.add_argument("--now", dest="mode", action="store_const", const="now",
+                      help="interrupt the games in progress (they continue from their "
+                           "position on resume, rule 7.c)")
+    mode.add_argument("--after-round", dest="mode", action="store_const", const="after-round",
+                      help="stop at the end of the current round")
+    a.set_defaults(mode="finish")
+    action("resume", "go on after a pause")
+    a = action("withdraw", "withdraw an engine from the next pairing on")
+    a.add_argument("engine", help="the engine's name")
+    a.add_argument("--now", action="store_true",
+                   help="its game in progress is lost by forfeit (else it finishes)")
+    a = action("adjudicate", "end a game in progress with this result")
+    a.add_argument("game", help="game number (as status shows it) or R.G (the PGN's Round)")
+    a.add_argument("result", help=f"one of {', '.join(RESULTS)}")
+    a = action("restart", "play a game again from its start (rule 7.d)")
+    a.add_argument("game", help="game number or R.G")
+    when = a.add_mutually_exclusive_group()
+    when.add_argument("--now", dest="when", action="store_const", const="now",
+                      help="at once (default)")
+    when.add_argument("--end-of-round", dest="when", action="store_const",
+                      const="end-of-round", help="after the round's other games")
+    a.set_defaults(when="now")
+    a = action("rewind", "void a game and every game and pairing after it (rule 7.e)")
+    a.add_argument("--to", required=True, dest="game", metavar="GAME",
+                   help="the first game voided: number or R.G")
+    a = action("note", "add a line to the event's log", reason=False)
+    a.add_argument("text", help="the note")
+    a = action("log", "print the decision log", reason=False)
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def command_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The stored arguments of a parsed command."""
+    action = args.action
+    if action == "pause":
+        return {"mode": args.mode}
+    if action == "withdraw":
+        return {"engine": args.engine, "now": bool(args.now)}
+    if action == "adjudicate":
+        return {"game": args.game, "result": args.result}
+    if action == "restart":
+        return {"game": args.game, "when": args.when}
+    if action == "rewind":
+        return {"game": args.game}
+    if action == "note":
+        return {"text": args.text}
+    return {}
+
+
+def open_event(config: Config) -> Store | str:
+    """The event's database, read-only, or why there is none to direct."""
+    try:
+        store = Store.open_readonly(config.database)
+        if store is None or not store.has_event():
+            if store is not None:
+                store.close()
+            return (f"{config.path}: no event recorded yet ({config.database}); start it with "
+                    "`swiss-runner run` first")
+    except StoreError as exc:
+        return str(exc)
+    except sqlite3.Error as exc:
+        return damaged_state(config.database, exc)
+    changed = other_event(config, store.fingerprint())
+    if changed:
+        store.close()
+        return changed
+    return store
+
+
+def give(config: Config, action: str, args: dict[str, Any], reason: str, who: str
+         ) -> tuple[int, str]:
+    """Check and record one command: (its id, "") or (0, why it was refused)."""
+    store = open_event(config)
+    if isinstance(store, str):
+        return 0, store
+    try:
+        problem = check_command(store, config, action, args)
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        problem = damaged_state(config.database, exc)
+    finally:
+        store.close()
+    if problem is not None:
+        return 0, problem
+    try:
+        conn = connect(config.database, config.database, isolation_level=None, timeout=30.0)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            return decisions.add_command(conn, action, args, reason, who), ""
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return 0, f"{config.database}: cannot record the command ({exc}); nothing was recorded"
+
+
+def cli_td(config: Config, args: argparse.Namespace) -> int:
+    if args.action == "log":
+        return _log(config, bool(args.json))
+    action_args = command_args(args)
+    reason = str(getattr(args, "reason", "") or "").strip()
+    if args.action != "note" and not reason:
+        err(f"td {args.action}: --reason must say why (it is kept in the decision log)")
+        return EXIT_BAD_INPUT
+    cid, problem = give(config, args.action, action_args, reason, who_am_i())
+    if not cid:
+        err(f"td {args.action}: {problem}; nothing was recorded")
+        return EXIT_BAD_INPUT
+    alive = runner_alive(config.database)
+    when = ("the running runner applies it within a second" if alive else
+            "no runner is running: the next `swiss-runner run` applies it")
+    print(f"TD command #{cid} recorded ({args.action}); {when}. "
+          f"`swiss-runner td {config.path} log` shows it.", flush=True)
+    return EXIT_OK
+
+
+def log_lines(log: list[decisions.Command]) -> list[str]:
+    lines = []
+    for c in log:
+        state = {"applied": "", "refused": " REFUSED", "pending": " PENDING"}.get(c.state, "")
+        line = f"#{c.id} {c.applied_at or c.time} {c.who}{state}: {c.text()}"
+        if c.reason:
+            line += f" -- {c.reason}"
+        if c.outcome and c.action != "note":
+            line += f" => {c.outcome}"
+        lines.append(printable(line))
+    return lines
+
+
+def _log(config: Config, as_json: bool) -> int:
+    store = open_event(config)
+    if isinstance(store, str):
+        err(store)
+        return EXIT_BAD_INPUT
+    try:
+        log = decisions.commands(store.conn)
+    except sqlite3.Error as exc:
+        err(damaged_state(config.database, exc))
+        return EXIT_BAD_INPUT
+    finally:
+        store.close()
+    if as_json:
+        print(json.dumps({"format": "swiss-runner-td-log", "version": 1,
+                          "commands": [c.doc() for c in log]}, indent=1), flush=True)
+        return EXIT_OK
+    if not log:
+        print("No TD command given yet.", flush=True)
+        return EXIT_OK
+    for line in log_lines(log):
+        print(line)
+    return EXIT_OK
