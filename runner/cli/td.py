@@ -136,7 +136,8 @@ def cli_td(config: Config, args: argparse.Namespace) -> int:
     action_args = command_args(args)
     reason = str(getattr(args, "reason", "") or "").strip()
     if args.action != "note" and not reason:
-        err(f"td {args.action}: --reason must say why (it is kept in the decision log)")
+        err(f"td {args.action}: --reason must say why (it is kept in the decision log); nothing was "
+            "recorded")
         return EXIT_BAD_INPUT
     cid, problem = give(config, args.action, action_args, reason, who_am_i())
     if not cid:

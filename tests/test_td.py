@@ -1,0 +1,381 @@
+"""The tournament director's commands (`swiss-runner td`, docs/td.md) against a running event
+of real Debian engines and against a stopped one (applied by the next `run`): the database,
+the PGN, the JSON state, `status` and `td log` agree, and no command is applied twice across
+a kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import chess.pgn
+import pytest
+from testkit import backend, loop_config, run_args, write_config
+
+from runner.cli import main
+from runner.cli.run import cli_run
+from runner.config import load_config
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PATH": os.environ.get("PATH", "") + os.pathsep + "/usr/games"}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def td(config: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", "td", str(config), *argv],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+
+
+def engines_config(directory: Path, rounds: int = 2) -> Path:
+    """Four real engines, two games at once, short games (about 10 s: MaxMoves 40)."""
+    return write_config(directory, {
+        "Event": "td test", "TimeControl": "6+0.1", "Concurrency": 2,
+        "SwissOptions": {"GamesPerMatch": 1, "Rounds": rounds, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "Openings": {"File": str(REPO / "books" / "default.pgn"), "Plies": 4},
+        "Adjudication": {"MaxMoves": 40},
+        "Engines": [
+            {"Name": "Stockfish", "Command": "stockfish", "Options": {"Threads": 1, "Hash": 1}},
+            {"Name": "Toga", "Command": "toga2"},
+            {"Name": "Fairy", "Command": "fairy-stockfish", "Options": {"Threads": 1, "Hash": 1}},
+            {"Name": "Ethereal", "Command": "ethereal-chess",
+             "Options": {"Threads": 1, "Hash": 2}},
+        ],
+    })
+
+
+class Runner:
+    """`swiss-runner run CONFIG` in its own process, read through the database."""
+
+    def __init__(self, config: Path):
+        self.config = config
+        self.db = config.parent / "state" / "swiss.sqlite3"
+        self.out = config.parent / f"run-{time.monotonic_ns()}.out"
+        with open(self.out, "w") as handle:
+            self.proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)],
+                                         cwd=REPO, env=ENV, stdout=handle,
+                                         stderr=subprocess.STDOUT)
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(f"{self.db.as_uri()}?mode=ro", uri=True, timeout=10)
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            conn.close()
+
+    def wait(self, what: str, ok: Callable[[], Any], timeout: float = 60) -> Any:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            value = ok()
+            if value:
+                return value
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"{what}: not within {timeout}s (runner exit {self.proc.poll()});"
+                             f" output:\n{self.output()}")
+
+    def output(self) -> str:
+        return self.out.read_text()
+
+    def command_state(self, cid: int) -> str | None:
+        rows = self.query("SELECT state FROM td_commands WHERE id=?", cid)
+        return rows[0][0] if rows else None
+
+    def applied(self, cid: int, timeout: float = 30) -> None:
+        self.wait(f"TD command {cid} applied",
+                  lambda: self.command_state(cid) in ("applied", "refused"), timeout)
+        assert self.command_state(cid) == "applied", self.query("SELECT * FROM td_commands")
+
+    def running_at_ply(self, ply: int) -> list[int]:
+        """Games running with at least ``ply`` logged moves."""
+        return [r[0] for r in self.query(
+            "SELECT g.game_id FROM games g WHERE g.status='running' AND "
+            "(SELECT COUNT(*) FROM moves m WHERE m.game_id=g.game_id) >= ?", ply)]
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        # the engines of a killed runner die with it (their parent's death signal): wait
+        # until the database no longer names a live runner
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and main_alive(self.config):
+            time.sleep(0.1)
+
+    def finish(self, timeout: float = 240) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"the run did not end; output:\n{self.output()}") from None
+
+
+def main_alive(config: Path) -> bool:
+    from runner.service.lock import runner_alive
+
+    return bool(runner_alive(config.parent / "state" / "swiss.sqlite3"))
+
+
+def recorded_id(result: subprocess.CompletedProcess[str]) -> int:
+    assert result.returncode == 0, result.stderr
+    words = result.stdout.split()
+    return int(words[words.index("command") + 1].lstrip("#"))
+
+
+def pgn_games(path: Path) -> list[chess.pgn.Game]:
+    games = []
+    with open(path, encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games.append(game)
+    return games
+
+
+def log_json(config: Path) -> list[dict[str, Any]]:
+    result = td(config, "log", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "swiss-runner-td-log"
+    return doc["commands"]
+
+
+def check_views_agree(config: Path) -> dict[str, Any]:
+    """The database, the PGN, the JSON snapshot and `status --json` tell one story."""
+    state_dir = config.parent / "state"
+    db = state_dir / "swiss.sqlite3"
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    finished = conn.execute("SELECT game_id, round, game_in_round, result, termination, "
+                            "termination_details FROM games WHERE status='finished' "
+                            "ORDER BY finish_seq").fetchall()
+    conn.close()
+    games = pgn_games(state_dir / "games.pgn")
+    assert [(g.headers["Round"], g.headers["Result"]) for g in games] == \
+        [(f"{r[1]}.{r[2]}", r[3]) for r in finished]
+    snapshot = json.loads((state_dir / "swiss.json").read_text())
+    status = subprocess.run([sys.executable, "-m", "runner", "status", str(config), "--json"],
+                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    doc = json.loads(status.stdout)
+    assert doc["version"] == snapshot["version"] == 2
+    assert doc["td"]["decisions"] == snapshot["td"]["decisions"] == [
+        c for c in log_json(config) if c["state"] != "pending"]
+    assert doc["games_finished"] == snapshot["games_finished"] == len(finished)
+    return doc
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@pytest.fixture()
+def small_event(tmp_path: Path) -> Path:
+    """A finished five-player event of scripted games (no engine needed to refuse)."""
+    config = loop_config(tmp_path, players=5, Rounds=2)
+    assert cli_run(load_config(config), run_args(), play_game=backend()) == 0
+    return config
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["withdraw", "Nobody", "--reason", "r"], "no engine 'Nobody' in this event"),
+    (["adjudicate", "1", "1-0", "--reason", "r"], "has ended"),
+    (["adjudicate", "99", "1-0", "--reason", "r"], "no game '99'"),
+    (["adjudicate", "1.9", "1-0", "--reason", "r"], "no game '1.9'"),
+    (["restart", "2.1", "--reason", "r"], "has ended"),
+    (["rewind", "--to", "0", "--reason", "r"], "no game '0'"),
+    (["rewind", "--to", "x", "--reason", "r"], "no game 'x'"),
+    (["resume", "--reason", "r"], "not paused"),
+    (["note", "  "], "needs some text"),
+    (["pause", "--reason", "  "], "--reason must say why"),
+])
+def test_a_command_that_cannot_apply_is_refused_and_nothing_is_recorded(
+        small_event: Path, argv: list[str], message: str) -> None:
+    db = small_event.parent / "state" / "swiss.sqlite3"
+    before = db.read_bytes()
+    result = td(small_event, *argv)
+    assert result.returncode == 2, result
+    assert message in result.stderr and "nothing was recorded" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert log_json(small_event) == []
+    assert db.read_bytes() == before
+
+
+def test_reason_is_required_and_no_event_is_refused(tmp_path: Path, small_event: Path) -> None:
+    result = td(small_event, "pause")
+    assert result.returncode == 2 and "--reason" in result.stderr
+    other = loop_config(tmp_path / "other")
+    result = td(other, "note", "hello")
+    assert result.returncode == 2 and "no event recorded yet" in result.stderr
+    assert not (tmp_path / "other" / "state" / "swiss.sqlite3").exists()
+
+
+def test_a_second_pause_is_refused_while_the_first_is_pending(small_event: Path) -> None:
+    cid = recorded_id(td(small_event, "pause", "--reason", "lunch"))
+    assert td(small_event, "note", "n").returncode == 0
+    again = td(small_event, "pause", "--now", "--reason", "again")
+    assert again.returncode == 2 and "already paused" in again.stderr
+    log = log_json(small_event)
+    assert [(c["id"], c["action"], c["state"], c["args"]) for c in log] == [
+        (cid, "pause", "pending", {"mode": "finish"}), (cid + 1, "note", "pending",
+                                                        {"text": "n"})]
+    assert log[0]["who"].count("@") == 1 and log[0]["reason"] == "lunch"
+
+
+# --------------------------------------------------------------------------- a running event
+
+
+@pytest.mark.engines
+def test_td_commands_on_a_running_event_of_real_engines(tmp_path: Path) -> None:
+    config = engines_config(tmp_path, rounds=2)
+    run = Runner(config)
+    first = run.wait("two games under way", lambda: run.running_at_ply(6) if len(
+        run.running_at_ply(6)) == 2 else None)
+    adjudicated, restarted = sorted(first)
+
+    note = recorded_id(td(config, "note", "hello from the TD"))
+    adj = recorded_id(td(config, "adjudicate", str(adjudicated), "0-1", "--reason",
+                         "engine hung"))
+    run.applied(note)
+    run.applied(adj)
+    plies_before = len(run.query("SELECT ply FROM moves WHERE game_id=?", restarted))
+    again = td(config, "adjudicate", str(adjudicated), "1-0", "--reason", "twice")
+    assert again.returncode == 2 and "has ended" in again.stderr
+
+    rst = recorded_id(td(config, "restart", str(restarted), "--now", "--reason",
+                         "crash, replayed at once (7.d)"))
+    run.applied(rst)
+    run.wait("the restarted game's second attempt", lambda: run.query(
+        "SELECT attempt FROM games WHERE game_id=?", restarted)[0][0] >= 2)
+    # played again from move one: its log starts over (the book plies first)
+    run.wait("the restarted game under way again", lambda: run.running_at_ply(6))
+    assert plies_before >= 6
+
+    pause = recorded_id(td(config, "pause", "--now", "--reason", "server maintenance"))
+    run.applied(pause)
+    run.wait("games interrupted", lambda: not run.query(
+        "SELECT 1 FROM games WHERE status='running'"))
+    interrupted = run.query("SELECT game_id, (SELECT COUNT(*) FROM moves m WHERE "
+                            "m.game_id=g.game_id) FROM games g WHERE status!='finished' AND "
+                            "attempt>0")
+    time.sleep(1.5)
+    assert run.proc.poll() is None  # a paused runner stays up
+    assert not run.query("SELECT 1 FROM games WHERE status='running'")
+    state = json.loads((tmp_path / "state" / "swiss.json").read_text())
+    assert state["td"]["paused"]["active"] and state["td"]["paused"]["reason"] == \
+        "server maintenance"
+    status = subprocess.run([sys.executable, "-m", "runner", "status", str(config)],
+                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+    assert "TD: paused by the TD: server maintenance" in status.stdout
+
+    # a restart of the process keeps the event paused
+    run.kill9()
+    run = Runner(config)
+    run.wait("the new runner up", lambda: "Paused by the TD: server maintenance" in
+             run.output())
+    time.sleep(1.0)
+    assert not run.query("SELECT 1 FROM games WHERE status='running'")
+    resume = recorded_id(td(config, "resume", "--reason", "maintenance over"))
+    run.applied(resume)
+    assert run.finish() == 0, run.output()
+    out = run.output()
+    for gid, plies in interrupted:
+        if plies > 4:  # engine moves logged: it goes on from its position (7.c.v)
+            assert f"Game {gid} " in out and "continues from there" in out
+
+    # exactly once each, in order, and every view agrees
+    log = log_json(config)
+    assert [(c["id"], c["action"], c["state"]) for c in log] == [
+        (note, "note", "applied"), (adj, "adjudicate", "applied"),
+        (rst, "restart", "applied"), (pause, "pause", "applied"),
+        (resume, "resume", "applied")]
+    doc = check_views_agree(config)
+    assert doc["complete"] and doc["td"]["paused"] is None
+    assert doc["td"]["notes"][0]["text"] == "hello from the TD"
+    game = next(g for g in pgn_games(tmp_path / "state" / "games.pgn")
+                if g.headers.get("Termination") == "adjudication"
+                and "TD decision" in g.headers.get("TerminationDetails", ""))
+    assert game.headers["Result"] == "0-1"
+    assert "engine hung" in game.headers["TerminationDetails"]
+    rows = run.query("SELECT result, termination FROM games WHERE game_id=?", adjudicated)
+    assert rows == [("0-1", "adjudication")]
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit",
+                            str(tmp_path / "state" / "games.pgn"), "--seeds",
+                            str(_seeds(tmp_path))], cwd=REPO, env=ENV, capture_output=True,
+                           text=True, timeout=60)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def _seeds(tmp_path: Path) -> Path:
+    path = tmp_path / "seeds.txt"
+    path.write_text("Stockfish\nToga\nFairy\nEthereal\n")
+    return path
+
+
+# --------------------------------------------------------------------------- a stopped event
+
+
+@pytest.mark.engines
+def test_td_commands_given_while_no_runner_runs_apply_at_the_next_run(tmp_path: Path) -> None:
+    config = engines_config(tmp_path, rounds=2)
+    run = Runner(config)
+    ids = run.wait("two games under way", lambda: run.running_at_ply(6) if len(
+        run.running_at_ply(6)) == 2 else None)
+    run.kill9()
+    adjudicated, restarted = sorted(ids)
+    logged = run.query("SELECT COUNT(*) FROM moves WHERE game_id=?", adjudicated)[0][0]
+
+    given = td(config, "adjudicate", f"1.{_label(run, adjudicated)}", "1/2-1/2", "--reason",
+               "agreed by the TD")
+    assert "no runner is running: the next `swiss-runner run` applies it" in given.stdout
+    adj = recorded_id(given)
+    rst = recorded_id(td(config, "restart", str(restarted), "--end-of-round", "--reason",
+                         "hardware fault"))
+    pause = recorded_id(td(config, "pause", "--after-round", "--reason", "end of day 1"))
+    note = recorded_id(td(config, "note", "day 1 ends after round 1"))
+    assert {c["state"] for c in log_json(config)} == {"pending"}
+
+    # the next run applies them; a kill -9 right after the first is applied applies none twice
+    run = Runner(config)
+    run.wait("the adjudication applied", lambda: run.command_state(adj) == "applied")
+    run.kill9()
+    recorded = run.query("SELECT result, pgn FROM games WHERE game_id=?", adjudicated)
+    run = Runner(config)
+    run.wait("paused after round 1", lambda: "Paused by the TD: end of day 1" in run.output(),
+             timeout=120)
+    assert run.query("SELECT result, pgn FROM games WHERE game_id=?", adjudicated) == recorded
+    assert "adjudicate game" not in run.output()  # not applied again
+    assert run.query("SELECT state FROM rounds ORDER BY number") == [("complete",)]
+    # the restarted game was played from its start: no resume from the killed run's moves
+    assert run.query("SELECT attempt FROM games WHERE game_id=?", restarted)[0][0] >= 2
+    assert f"Game {restarted} " not in run.output() or "continues from there" not in \
+        run.output()
+    assert logged >= 6 and recorded[0][0] == "1/2-1/2"
+
+    run.proc.send_signal(signal.SIGINT)
+    assert run.finish() == 130
+    doc = check_views_agree(config)
+    assert doc["td"]["paused"]["active"] and doc["td"]["paused"]["round"] == 1
+    log = log_json(config)
+    assert [(c["id"], c["state"]) for c in log] == [(adj, "applied"), (rst, "applied"),
+                                                    (pause, "applied"), (note, "applied")]
+    resume = recorded_id(td(config, "resume", "--reason", "day 2"))
+    run = Runner(config)
+    assert run.finish() == 0, run.output()
+    assert log_json(config)[-1]["id"] == resume
+    doc = check_views_agree(config)
+    assert doc["complete"] and doc["games_finished"] == 4
+
+
+def _label(run: Runner, game_id: int) -> int:
+    return run.query("SELECT game_in_round FROM games WHERE game_id=?", game_id)[0][0]
