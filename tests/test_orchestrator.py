@@ -74,7 +74,7 @@ def test_whole_event_is_consistent(tmp_path: Path, capsys: pytest.CaptureFixture
     assert sorted(pgn_results) == sorted((g[3], g[4], g[7]) for g in games)
     snap = json.loads(config.swiss.state_path.read_text())
     assert snap["games_finished"] == 12 and snap["current_round"]["number"] == 3
-    assert (snap["format"], snap["version"]) == ("swiss-runner-state", 1)
+    assert (snap["format"], snap["version"]) == ("swiss-runner-state", 2)
     assert snap["opening_order"] == list(range(6))
     snap_games = [(g["game_id"], g["result"]) for r in snap["rounds"] for p in r["pairs"]
                   for g in p["games"]]

@@ -20,7 +20,6 @@ import chess.pgn
 import pytest
 from testkit import backend, loop_config, run_args, write_config
 
-from runner.cli import main
 from runner.cli.run import cli_run
 from runner.config import load_config
 

@@ -70,7 +70,7 @@ def test_api_state_is_the_state_document(event, client) -> None:  # noqa: ANN001
     for doc in (served, expected):
         doc.pop("updated")
     assert served == expected
-    assert (served["format"], served["version"]) == ("swiss-runner-state", 1)
+    assert (served["format"], served["version"]) == ("swiss-runner-state", 2)
     assert served["games_in_progress"] == 2 and served["games_finished"] == 12
 
 

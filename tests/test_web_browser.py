@@ -145,7 +145,7 @@ def test_dashboard_follows_a_real_event(tmp_path: Path) -> None:
                 runner.wait()
 
         state = get_json(served.url + "api/state")
-        assert (state["format"], state["version"]) == ("swiss-runner-state", 1)
+        assert (state["format"], state["version"]) == ("swiss-runner-state", 2)
         assert state["complete"] and state["games_finished"] == state["games_total"] == 4
 
         # standings: every engine, places and scores as the state document has them

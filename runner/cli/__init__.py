@@ -165,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
     p.add_argument("--token", help="access token required on every request "
                    "(default: $SWISS_RUNNER_TOKEN; required unless bound to localhost)")
+    p.add_argument("--admin-token-file", metavar="FILE",
+                   help="turn on the TD's actions (pause, adjudicate, ...: docs/td.md) behind "
+                        "the token in FILE, distinct from --token (default: "
+                        "$SWISS_RUNNER_ADMIN_TOKEN; off without either)")
     p.set_defaults(func=cmd_serve)
     return parser
 

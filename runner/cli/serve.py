@@ -20,6 +20,33 @@ from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_OK
 
 TOKEN_ENV = "SWISS_RUNNER_TOKEN"
+ADMIN_TOKEN_ENV = "SWISS_RUNNER_ADMIN_TOKEN"
+
+
+def admin_token(args: argparse.Namespace, token: str | None) -> str | None | int:
+    """The TD's admin token (None: the actions are off), or an exit code after saying why."""
+    path = getattr(args, "admin_token_file", None)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                admin = handle.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            err(f"--admin-token-file {path}: cannot read it ({exc}); expected a file holding "
+                "the admin token")
+            return EXIT_BAD_INPUT
+        where = f"--admin-token-file {path}"
+    else:
+        admin = os.environ.get(ADMIN_TOKEN_ENV) or ""
+        where = f"${ADMIN_TOKEN_ENV}"
+        if not admin:
+            return None
+    if len(admin) < 12:
+        err(f"{where}: the admin token must have at least 12 characters")
+        return EXIT_BAD_INPUT
+    if token is not None and admin == token:
+        err(f"{where}: the admin token must differ from the read-only access token (--token)")
+        return EXIT_BAD_INPUT
+    return admin
 
 
 def is_loopback(host: str) -> bool:
@@ -61,6 +88,9 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     if token is not None and len(token) < 8:
         err("the access token must have at least 8 characters")
         return EXIT_BAD_INPUT
+    admin = admin_token(args, token)
+    if isinstance(admin, int):
+        return admin
     if not 0 <= port <= 65535:
         err(f"--port {port}: not a TCP port (0-65535)")
         return EXIT_BAD_INPUT
@@ -90,9 +120,10 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     actual = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{actual}/"
-    print(f"Dashboard of {config.path.name} at {url} (read-only; Ctrl-C stops it)"
-          + ("; access token required" if token else ""), flush=True)
-    app = create_app(config, token=token)
+    print(f"Dashboard of {config.path.name} at {url} ("
+          + ("the TD's actions at admin, behind the admin token" if admin else "read-only")
+          + "; Ctrl-C stops it)" + ("; access token required" if token else ""), flush=True)
+    app = create_app(config, token=token, admin_token=admin)
     hub = app.state.hub
 
     class Server(uvicorn.Server):

@@ -12,15 +12,14 @@ import json
 import sqlite3
 from typing import Any
 
-from runner.cli.common import err, other_event
+from runner.cli.common import err
 from runner.config import Config
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_OK
 from runner.service.lock import runner_alive
-from runner.service.td import RESULTS, check_command, who_am_i
+from runner.service.td import RESULTS, give, open_event, who_am_i
 from runner.store import decisions
-from runner.store.database import Store, StoreError, damaged_state
-from runner.store.forensics import connect
+from runner.store.database import damaged_state
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,51 +82,6 @@ def command_args(args: argparse.Namespace) -> dict[str, Any]:
     if action == "note":
         return {"text": args.text}
     return {}
-
-
-def open_event(config: Config) -> Store | str:
-    """The event's database, read-only, or why there is none to direct."""
-    try:
-        store = Store.open_readonly(config.database)
-        if store is None or not store.has_event():
-            if store is not None:
-                store.close()
-            return (f"{config.path}: no event recorded yet ({config.database}); start it with "
-                    "`swiss-runner run` first")
-    except StoreError as exc:
-        return str(exc)
-    except sqlite3.Error as exc:
-        return damaged_state(config.database, exc)
-    changed = other_event(config, store.fingerprint())
-    if changed:
-        store.close()
-        return changed
-    return store
-
-
-def give(config: Config, action: str, args: dict[str, Any], reason: str, who: str
-         ) -> tuple[int, str]:
-    """Check and record one command: (its id, "") or (0, why it was refused)."""
-    store = open_event(config)
-    if isinstance(store, str):
-        return 0, store
-    try:
-        problem = check_command(store, config, action, args)
-    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
-        problem = damaged_state(config.database, exc)
-    finally:
-        store.close()
-    if problem is not None:
-        return 0, problem
-    try:
-        conn = connect(config.database, config.database, isolation_level=None, timeout=30.0)
-        try:
-            conn.execute("PRAGMA synchronous=FULL")
-            return decisions.add_command(conn, action, args, reason, who), ""
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return 0, f"{config.database}: cannot record the command ({exc}); nothing was recorded"
 
 
 def cli_td(config: Config, args: argparse.Namespace) -> int:

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
 from runner.store import decisions
-from runner.store.database import Store, StoredGame
+from runner.store.database import Store, StoredGame, StoreError, damaged_state
 from runner.store.decisions import Command, PauseState
+from runner.store.forensics import connect
 
 if TYPE_CHECKING:
     from runner.service.tournament import Tournament
@@ -127,6 +128,76 @@ def round_complete(store: Store) -> Callable[[int], bool]:
 def td_state(store: Store) -> dict[str, Any]:
     """The ``td`` key of the state document (docs/state.md)."""
     return decisions.td_doc(store.conn, round_complete(store))
+
+
+def open_event(config: Config) -> Store | str:
+    """The event's database, read-only, or why there is none to direct."""
+    try:
+        store = Store.open_readonly(config.database)
+        if store is None or not store.has_event():
+            if store is not None:
+                store.close()
+            return (f"{config.path}: no event recorded yet ({config.database}); start it with "
+                    "`swiss-runner run` first")
+    except StoreError as exc:
+        return str(exc)
+    except sqlite3.Error as exc:
+        return damaged_state(config.database, exc)
+    from runner.cli.common import other_event  # the check `run` and `status` make
+
+    changed = other_event(config, store.fingerprint())
+    if changed:
+        store.close()
+        return changed
+    return store
+
+
+def give(config: Config, action: str, args: dict[str, Any], reason: str, who: str
+         ) -> tuple[int, str]:
+    """Check and record one command: (its id, "") or (0, why it was refused)."""
+    store = open_event(config)
+    if isinstance(store, str):
+        return 0, store
+    try:
+        problem = check_command(store, config, action, args)
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        problem = damaged_state(config.database, exc)
+    finally:
+        store.close()
+    if problem is not None:
+        return 0, problem
+    try:
+        conn = connect(config.database, config.database, isolation_level=None, timeout=30.0)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            return decisions.add_command(conn, action, args, reason, who), ""
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return 0, f"{config.database}: cannot record the command ({exc}); nothing was recorded"
+
+
+def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str:
+    """(action, args, reason) from the dashboard's form or JSON fields, or what is wrong:
+    ``action`` and ``reason`` (but for a note), then per action ``engine``/``now``,
+    ``game``/``result``, ``mode``, ``when``, ``text``."""
+    action = fields.get("action", "").strip()
+    reason = fields.get("reason", "").strip()
+    if action not in decisions.ACTIONS:
+        return f"action {action!r}: expected one of {', '.join(decisions.ACTIONS)}"
+    if action != "note" and not reason:
+        return f"{action}: a reason is required (it is kept in the decision log)"
+    flag = fields.get("now", "").lower() in ("1", "true", "on", "yes")
+    args: dict[str, Any] = {
+        "pause": lambda: {"mode": fields.get("mode") or "finish"},
+        "resume": lambda: {},
+        "withdraw": lambda: {"engine": fields.get("engine", ""), "now": flag},
+        "adjudicate": lambda: {"game": fields.get("game", ""), "result": fields.get("result", "")},
+        "restart": lambda: {"game": fields.get("game", ""), "when": fields.get("when") or "now"},
+        "rewind": lambda: {"game": fields.get("game", "")},
+        "note": lambda: {"text": fields.get("text", "")},
+    }[action]()
+    return action, args, reason
 
 
 class _MarkingStore:
@@ -484,5 +555,5 @@ def adjudicated_record(t: Tournament, game: StoredGame, result: str, cmd: Comman
     return record, max(1, t.store.attempts(game.game_id))
 
 
-__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "td_state",
-           "who_am_i"]
+__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give", "open_event",
+           "td_state", "who_am_i"]

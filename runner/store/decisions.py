@@ -114,6 +114,14 @@ def pending_ids(conn: sqlite3.Connection) -> list[int]:
                                        "ORDER BY id")]
 
 
+def log_key(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    """Changes whenever a command is given, applied or refused (the dashboard's cue)."""
+    if not _has_table(conn):
+        return ()
+    return tuple(conn.execute("SELECT COUNT(*), SUM(state!='pending') FROM td_commands")
+                 .fetchone())
+
+
 def add_command(conn: sqlite3.Connection, action: str, args: dict[str, Any], reason: str,
                 who: str) -> int:
     """Record a command (pending) in its own transaction; its id. ``conn`` is in autocommit

@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import chess
 import chess.svg
@@ -367,11 +367,14 @@ def board_svg(fen: str, last: str | None, size: int) -> bytes:
 # --------------------------------------------------------------------------- the app
 
 
-def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25) -> Starlette:
-    """The dashboard of one event (``config``); ``token``: required on every request."""
+def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25,
+               admin_token: str | None = None) -> Starlette:
+    """The dashboard of one event (``config``); ``token``: required on every request;
+    ``admin_token``: the TD's actions (/admin, /api/td) are on, behind this token."""
     hub = Hub(config, poll_s=poll_s)
     feeds = PgnFeeds(config, lambda: hub.generation)  # built once per change (docs/broadcast.md)
     env = make_env()
+    env.globals["admin_on"] = admin_token is not None
 
     rendered: dict[tuple[str, bool], tuple[int, str]] = {}  # pages of the current view
 
@@ -495,6 +498,58 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
+    async def admin(request: Request) -> Response:
+        """The TD's form (GET) and its submission (POST: the admin token in a form field)."""
+        if request.method == "GET":
+            return page(request, "admin.html", admin_on=admin_token is not None, message=None,
+                        error=None)
+        body = await request.body()  # urlencoded (the form's default); no multipart here
+        if len(body) > 65536 or not request.headers.get("content-type", "").startswith(
+                "application/x-www-form-urlencoded"):
+            response = page(request, "admin.html", admin_on=admin_token is not None,
+                            message=None, error="expected the form's fields (urlencoded)")
+            response.status_code = 400
+            return response
+        fields = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        status, message = await _td_action(request, fields.pop("admin_token", None), fields)
+        response = page(request, "admin.html", admin_on=admin_token is not None,
+                        message=message if status == 200 else None,
+                        error=None if status == 200 else message)
+        response.status_code = status
+        return response
+
+    async def api_td(request: Request) -> Response:
+        """The TD's actions as JSON: the admin token in the X-Admin-Token header."""
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "expected a JSON object"}, status_code=400)
+        status, message = await _td_action(request, request.headers.get(ADMIN_HEADER),
+                                           {k: str(v) for k, v in body.items()})
+        key = "applied_soon" if status == 200 else "error"
+        return JSONResponse({key: message}, status_code=status,
+                            headers={"cache-control": "no-store"})
+
+    async def _td_action(request: Request, supplied: str | None,
+                         fields: dict[str, str]) -> tuple[int, str]:
+        refused = admin_refusal(request, admin_token, supplied)
+        if refused is not None:
+            return refused
+        from runner.service.td import give, web_command
+
+        parsed = web_command(fields)
+        if isinstance(parsed, str):
+            return 400, parsed
+        action, args, reason = parsed
+        cid, problem = await asyncio.to_thread(give, config, action, args, reason, "web")
+        if not cid:
+            return 400, f"{action}: {problem}; nothing was recorded"
+        await hub.refresh()
+        return 200, (f"TD command #{cid} recorded ({action}); the running runner applies it "
+                     "within a second (the next `swiss-runner run`, when none runs)")
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await hub.start()
@@ -511,6 +566,7 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         Route("/round/{number:int}.pgn", round_pgn), Route("/board.svg", board),
         Route("/api/state", api_state), Route("/api/live", api_live),
         Route("/api/standings", api_standings), Route("/events", events),
+        Route("/admin", admin, methods=["GET", "POST"]), Route("/api/td", api_td, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -518,6 +574,33 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
     app.state.feeds = feeds
     app.add_middleware(_GuardMiddleware, token=token)
     return app
+
+
+ADMIN_HEADER = "x-admin-token"
+
+
+def admin_refusal(request: Request, admin_token: str | None, supplied: str | None
+                  ) -> tuple[int, str] | None:
+    """Why a TD action is refused (status, message), or None. The admin token must come in
+    the request itself (a form field or a header, never a cookie alone: a cookie is sent
+    with a forged cross-site request too), and a browser's request must come from the
+    dashboard's own pages (Origin, Sec-Fetch-Site: no cross-site request forgery)."""
+    if admin_token is None:
+        return 404, ("the TD's actions are off: start the dashboard with "
+                     "`serve --admin-token-file FILE` (or $SWISS_RUNNER_ADMIN_TOKEN)")
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return 403, f"refused: a {site} request (only the dashboard's own pages may act)"
+    origin = request.headers.get("origin")
+    if origin is not None and not (origin == "null" and site == "same-origin"):
+        # (with Referrer-Policy no-referrer a browser sends "Origin: null" with a form of
+        # the dashboard's own page: its Sec-Fetch-Site says where it came from)
+        host = request.headers.get("host", "")
+        if origin == "null" or urlsplit(origin).netloc.lower() != host.lower():
+            return 403, f"refused: a request from another origin ({origin})"
+    if not supplied or not hmac.compare_digest(supplied.encode(), admin_token.encode()):
+        return 403, "refused: the admin token is missing or wrong"
+    return None
 
 
 class _GuardMiddleware(Guard):

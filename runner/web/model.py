@@ -195,7 +195,9 @@ def structure_key(conn: sqlite3.Connection) -> tuple[Any, ...]:
         "FROM games").fetchone()
     rounds = conn.execute("SELECT COUNT(*), group_concat(state) FROM rounds").fetchone()
     meta = conn.execute("SELECT COUNT(*) FROM meta").fetchone()
-    return (tuple(games), tuple(rounds), meta[0])
+    from runner.store.decisions import log_key
+
+    return (tuple(games), tuple(rounds), meta[0], log_key(conn))
 
 
 def now_iso_ms() -> str:
@@ -227,7 +229,8 @@ def _digest(view: View) -> str:
         cur = s["current_round"] or {}
         key = [s["games_finished"], s["games_total"], s["rounds_complete"], len(s["rounds"]),
                cur.get("state"), s["runner_running"], s["complete"],
-               sorted((g["game_id"], g["attempt"]) for g in s["in_progress"])]
+               sorted((g["game_id"], g["attempt"]) for g in s["in_progress"]),
+               s.get("td")]
     return hashlib.sha1(json.dumps(key).encode()).hexdigest()[:16]
 
 

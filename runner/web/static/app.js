@@ -270,7 +270,9 @@
     live = doc;
     renderHeader();
     var main = $("#main");
-    if (main && doc.digest && main.dataset.digest !== doc.digest) refetch();
+    // the TD's form is never swapped under the hands of the one filling it in
+    if (main && doc.digest && main.dataset.digest !== doc.digest &&
+        document.body.dataset.page !== "admin") refetch();
     else renderLive();
   }
 
