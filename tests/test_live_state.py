@@ -128,7 +128,7 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
             data = status_json(config, before_start=not lags)
             if data is None:
                 continue
-            assert (data["format"], data["version"]) == ("swiss-runner-state", 1)
+            assert (data["format"], data["version"]) == ("swiss-runner-state", 2)
             games = [g for g in data["in_progress"] if g["ply"] > 0]
             if not games:
                 continue
