@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
+from runner.errors import BadInput
 from runner.store import decisions
 from runner.store.database import Store, StoredGame, StoreError, damaged_state
 from runner.store.decisions import Command, PauseState
@@ -82,15 +83,19 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
         return None
     if action == "resume":
         return None if decisions.intended_pause(log) else "the event is not paused by the TD"
+    if action in ("withdraw", "rewind") and tdrules() is None:
+        return f"{action} is not available in this swiss-runner build"
     if action == "withdraw":
         engine = str(args.get("engine", ""))
         seeds = store.seeds()
         if engine not in seeds:
             return (f"withdraw: no engine {engine!r} in this event (its engines: "
                     f"{', '.join(seeds)})")
-        if engine in withdrawn([c for c in log if c.id != args.get("_id")]):
+        if engine in withdrawn(log):
             return f"withdraw: {engine} is withdrawn already"
-        return None
+        # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
+        return _rules_check(tdrules(), "validate_withdraw", store, config, engine) \
+            if pending else None
     if action not in ("adjudicate", "restart", "rewind"):
         return f"unknown action {action!r}"
     game = find_game(store, args.get("game", ""))
@@ -101,7 +106,8 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                    "once the first round is paired)"))
     args["game"] = game.game_id
     if action == "rewind":
-        return None
+        return _rules_check(tdrules(), "validate_rewind", store, config, game.game_id) \
+            if pending else None
     if game.status == "finished":
         return (f"{action}: game {game.game_id} ({game.white} vs {game.black}) has ended "
                 f"({game.result} {{{game.reason}}}); nothing was changed (a finished game can "
@@ -115,6 +121,18 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                     "started; nothing to adjudicate")
     if action == "restart" and args.get("when") not in RESTART_WHEN:
         return f"restart: {args.get('when')!r}, expected one of {', '.join(RESTART_WHEN)}"
+    return None
+
+
+def _rules_check(rules: Any, name: str, store: Store, *args: Any) -> str | None:
+    """The refusal of runner.service.tdrules' check ``name`` (it raises BadInput), or None."""
+    check = getattr(rules, name, None)
+    if check is None:
+        return None
+    try:
+        check(store, *args)
+    except BadInput as exc:
+        return str(exc)
     return None
 
 
@@ -308,8 +326,6 @@ class Director:
     async def apply(self, cmd: Command) -> None:
         args = dict(cmd.args)
         problem = check_command(self.t.store, self.t.config, cmd.action, args, pending=False)
-        if problem is None and cmd.action in ("withdraw", "rewind") and tdrules() is None:
-            problem = f"{cmd.action} is not available in this swiss-runner build"
         if problem is not None:
             if await self._mark_only(cmd, "refused", problem):
                 self.t.say(f"TD command #{cmd.id} ({cmd.text()}) refused: {problem}",
@@ -471,49 +487,68 @@ class Director:
         engine, now = str(args["engine"]), bool(args.get("now"))
         rules = tdrules()
         assert rules is not None
-        if now:
+        if now:  # its games in progress are stopped first (then lost by forfeit, 7.a)
             for gid in sorted(self.t.running):
                 game = find_game(self.t.store, gid)
                 if game is not None and engine in (game.white, game.black):
                     await self.stop_game(gid, _not_again)
-        outcome = f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else "")
-        done = await self._with_mark(cmd, outcome, lambda store: rules.apply_withdraw(
-            store, self.t.config, engine, now, cmd.reason))
-        if done:
-            self.t.pgn.sync()
-        return outcome if done else None
+        done = await self._with_mark(
+            cmd, f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else ""),
+            lambda store, **once: rules.apply_withdraw(store, self.t.config, engine, now,
+                                                       cmd.reason, **once))
+        if done is not None:
+            self.rewound = True  # the rounds are read again (a round paired anew without it)
+            self.t.reset_schedule()
+        return done
 
     async def _rewind(self, cmd: Command, args: dict[str, Any]) -> str | None:
         gid = int(args["game"])
         rules = tdrules()
         assert rules is not None
-        self.rewound = True  # no further game of the round starts
+        self.rewound = True  # no further game of the round starts; the rounds are read again
         for other in sorted(self.t.running):
             if other >= gid:
                 await self.stop_game(other, _not_again)
-        outcome = f"games from {gid} on voided; the event goes on from there (rule 7.e)"
-        done = await self._with_mark(cmd, outcome, lambda store: rules.apply_rewind(
-            store, self.t.config, gid, cmd.reason))
-        if not done:
-            self.rewound = bool(self.t.running)
+        done = await self._with_mark(
+            cmd, f"games from {gid} on voided; the event goes on from there (rule 7.e)",
+            lambda store, **once: rules.apply_rewind(store, self.t.config, gid, cmd.reason,
+                                                     **once))
         self.t.reset_schedule()
-        return outcome if done else None
+        return done
 
-    async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[[Any], Any]) -> bool:
-        """Run a store function of withdraw/rewind on the writer thread, the mark in its
-        first transaction (or, when it wrote nothing, in one of its own)."""
-        def job(store: Store) -> None:
+    async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any]) -> str | None:
+        """Run a store function of withdraw/rewind (runner.service.tdrules) on the writer
+        thread and mark the command applied; the outcome, or None when it was applied
+        already. A function that takes ``decision_id`` applies once per decision (a second
+        call returns the first outcome and changes nothing): the mark follows in its own
+        transaction, and a crash between the two is completed by the next run. One that
+        does not has the mark in its first transaction (``_MarkingStore``)."""
+        import inspect
+
+        once = "decision_id" in inspect.signature(apply).parameters
+
+        def job(store: Store) -> str:
+            if once:
+                said = apply(store, decision_id=cmd.id)
+                text = said if isinstance(said, str) and said else outcome
+                with store.transaction() as c:
+                    decisions.mark(c, cmd.id, "applied", text)
+                return text
             marking = _MarkingStore(store, lambda c: decisions.mark(c, cmd.id, "applied",
                                                                     outcome))
             apply(marking)
             if not marking.marked:
                 with store.transaction() as c:
                     decisions.mark(c, cmd.id, "applied", outcome)
+            return outcome
         try:
-            await self._write(job)
+            return str(await self._write(job))
         except decisions.AlreadyDone:
-            return False
-        return True
+            return None
+        except BadInput as exc:  # the store function refused it (the event moved on)
+            if await self._mark_only(cmd, "refused", str(exc)):
+                self.t.say(f"TD command #{cmd.id} ({cmd.text()}) refused: {exc}", always=True)
+            return None
 
 
 async def _not_again() -> bool:
