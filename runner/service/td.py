@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
-from runner.errors import BadInput
+from runner.errors import BadInput, StopEvent
+from runner.service.sinks import err
 from runner.store import decisions
 from runner.store.database import Store, StoredGame, StoreError, damaged_state
 from runner.store.decisions import Command, PauseState
@@ -250,6 +251,7 @@ class Director:
         self.stops: dict[int, Callable[[], Awaitable[bool]]] = {}  # run by play_one
         self.deferred: set[int] = set()  # restart --end-of-round of a game not started yet
         self.rewound = False
+        self.failed: set[int] = set()  # commands whose application raised (not retried)
         self._announced: int | None = None
 
     # ---- state ---------------------------------------------------------------------------
@@ -299,9 +301,20 @@ class Director:
     async def apply_pending(self) -> None:
         conn = self.t.store.conn
         for cid in decisions.pending_ids(conn):
+            if cid in self.failed:
+                continue
             cmd = next((c for c in decisions.commands(conn, "pending") if c.id == cid), None)
-            if cmd is not None:
+            if cmd is None:
+                continue
+            try:
                 await self.apply(cmd)
+            except (StopEvent, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a TD command never costs the event
+                self.failed.add(cid)
+                err(f"TD command #{cid} ({cmd.text()}) could not be applied: "
+                    f"{type(exc).__name__}: {exc}; it stays pending (the next run tries it "
+                    "again) and the event goes on")
 
     async def _write(self, job: Callable[[Store], Any]) -> Any:
         """Run ``job(store)`` on the writer thread (its result, its exception raised here)."""
@@ -495,7 +508,8 @@ class Director:
         done = await self._with_mark(
             cmd, f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else ""),
             lambda store, **once: rules.apply_withdraw(store, self.t.config, engine, now,
-                                                       cmd.reason, **once))
+                                                       cmd.reason, **once),
+            rules.apply_withdraw)
         if done is not None:
             self.rewound = True  # the rounds are read again (a round paired anew without it)
             self.t.reset_schedule()
@@ -512,11 +526,13 @@ class Director:
         done = await self._with_mark(
             cmd, f"games from {gid} on voided; the event goes on from there (rule 7.e)",
             lambda store, **once: rules.apply_rewind(store, self.t.config, gid, cmd.reason,
-                                                     **once))
+                                                     **once),
+            rules.apply_rewind)
         self.t.reset_schedule()
         return done
 
-    async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any]) -> str | None:
+    async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any],
+                         function: Callable[..., Any]) -> str | None:
         """Run a store function of withdraw/rewind (runner.service.tdrules) on the writer
         thread and mark the command applied; the outcome, or None when it was applied
         already. A function that takes ``decision_id`` applies once per decision (a second
@@ -525,7 +541,7 @@ class Director:
         does not has the mark in its first transaction (``_MarkingStore``)."""
         import inspect
 
-        once = "decision_id" in inspect.signature(apply).parameters
+        once = "decision_id" in inspect.signature(function).parameters
 
         def job(store: Store) -> str:
             if once:
