@@ -5,6 +5,7 @@ a kill -9."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -378,3 +379,107 @@ def test_td_commands_given_while_no_runner_runs_apply_at_the_next_run(tmp_path: 
 
 def _label(run: Runner, game_id: int) -> int:
     return run.query("SELECT game_in_round FROM games WHERE game_id=?", game_id)[0][0]
+
+
+# --------------------------------------------------------------------------- random moments
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_commands_at_moments_the_test_does_not_choose(tmp_path: Path, seed: int) -> None:
+    """A thread gives random commands (as `td` does) at random moments while a scripted
+    event plays: every command ends applied or refused, once, and the event, its PGN and
+    its state agree at the end."""
+    import random
+    import threading
+
+    from runner.service.td import give
+    from runner.store.database import Store
+
+    config_path = loop_config(tmp_path, players=5, Rounds=3)
+    config = load_config(config_path)
+    rng = random.Random(seed)
+    done = threading.Event()
+    given: list[tuple[int, str]] = []
+
+    def director() -> None:
+        paused = False
+        while not done.is_set():
+            time.sleep(rng.uniform(0.02, 0.25))
+            if not config.database.exists():
+                continue
+            game = str(rng.randint(1, 12))
+            with contextlib.suppress(sqlite3.Error):
+                conn = sqlite3.connect(f"{config.database.as_uri()}?mode=ro", uri=True)
+                try:
+                    running = [r[0] for r in conn.execute(
+                        "SELECT game_id FROM games WHERE status='running'")]
+                finally:
+                    conn.close()
+                if running and rng.random() < 0.8:
+                    game = str(rng.choice(running))
+            choice = rng.choice(["note", "pause", "adjudicate", "adjudicate", "restart",
+                                 "restart"])
+            if paused:
+                choice, paused = "resume", False
+            elif choice == "pause":
+                paused = True
+            args = {"note": {"text": f"note {len(given)}"},
+                    "pause": {"mode": rng.choice(["finish", "now", "after-round"])},
+                    "resume": {},
+                    "adjudicate": {"game": game, "result": rng.choice(["1-0", "0-1"])},
+                    "restart": {"game": game, "when": rng.choice(["now", "end-of-round"])},
+                    }[choice]
+            try:
+                cid, _ = give(config, choice, args, "" if choice == "note" else "random", "t@h")
+            except Exception:  # noqa: BLE001 - the database being created
+                continue
+            if cid:
+                given.append((cid, choice))
+            elif choice in ("pause", "resume"):
+                paused = choice == "resume"  # refused: as before
+        if paused:
+            cid, _ = give(config, "resume", {}, "the end", "t@h")
+            given.append((cid, "resume"))
+
+    thread = threading.Thread(target=director, daemon=True)
+    thread.start()
+    stop = threading.Timer(6.0, done.set)
+    stop.start()
+    try:
+        assert cli_run(config, run_args(), play_game=backend(delay=0.3)) == 0
+    finally:
+        done.set()
+        stop.cancel()
+        thread.join(timeout=10)
+    # commands given during the run's last moments are applied by the next run (a pause of
+    # a complete event holds nothing)
+    assert cli_run(config, run_args(), play_game=backend()) == 0
+    store = Store.open(config.database)
+    try:
+        from runner.store import decisions
+
+        log = decisions.commands(store.conn)
+        assert [(c.id, c.action) for c in log] == sorted(given)
+        applied = {c.action for c in log if c.state == "applied"}
+        assert applied & {"adjudicate", "restart"} and "pause" in applied, applied
+        assert {c.state for c in log} <= {"applied", "refused"}
+        assert len(given) >= 5
+        for c in log:
+            if c.action == "adjudicate" and c.state == "applied":
+                row = store.conn.execute("SELECT result, termination FROM games WHERE "
+                                         "game_id=?", (c.args["game"],)).fetchone()
+                assert row == (c.args["result"], "adjudication")
+        assert store.counts() == {"finished": 12}
+        assert store.pgn_matches(config.pgn_out)
+    finally:
+        store.close()
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit", str(config.pgn_out),
+                            "--seeds", str(_loop_seeds(tmp_path))], cwd=REPO, env=ENV,
+                           capture_output=True, text=True, timeout=60)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def _loop_seeds(tmp_path: Path) -> Path:
+    path = tmp_path / "seeds.txt"
+    path.write_text("".join(f"P{i}\n" for i in range(1, 6)))
+    return path

@@ -635,16 +635,17 @@ class Tournament:
         while number <= s.rounds:
             if self.stopping:
                 break
-            if self.td is not None:
-                if not await self.td.hold():
-                    break  # stopped while the TD paused the event (no pairing while paused)
-                if self.td.rewound:
-                    self.td.rewound, number = False, 1  # rewound: on from its point
-                    continue
+            if self.td is not None and self.td.rewound:
+                self.td.rewound, number = False, 1  # rewound: on from its point
             stored = {r.number: r for r in self.store.rounds()}
             if number in stored and stored[number].state == "complete":
                 number += 1
                 continue
+            if self.td is not None:
+                if not await self.td.hold():
+                    break  # stopped while the TD paused the event (no pairing while paused)
+                if self.td.rewound:
+                    continue
             if number not in stored:
                 self.pair(number)
             if not await self.play_round_td(number):
