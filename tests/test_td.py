@@ -483,3 +483,53 @@ def _loop_seeds(tmp_path: Path) -> Path:
     path = tmp_path / "seeds.txt"
     path.write_text("".join(f"P{i}\n" for i in range(1, 6)))
     return path
+
+
+# --------------------------------------------------------------------------- withdraw, rewind
+
+
+def five_engines_config(directory: Path) -> Path:
+    path = engines_config(directory, rounds=3)
+    data = path.read_text() + (
+        "- Name: Fairymax\n  Command: fairymax\n  Protocol: xboard\n")
+    path.write_text(data)
+    return path
+
+
+@pytest.mark.engines
+def test_withdraw_now_and_rewind_on_a_running_event(tmp_path: Path) -> None:
+    """The dispatch of withdraw and rewind to runner.service.tdrules (issue 39's store
+    functions; skipped on a build without them): the withdrawn engine's game in progress is
+    lost by forfeit, it is paired no more, a rewind voids the games from its point (kept in
+    the voided PGN) and the final PGN passes the audit."""
+    pytest.importorskip("runner.service.tdrules")
+    config = five_engines_config(tmp_path)
+    run = Runner(config)
+    playing = run.wait("two games under way", lambda: run.running_at_ply(6) if len(
+        run.running_at_ply(6)) == 2 else None)
+    engine = run.query("SELECT black FROM games WHERE game_id=?", min(playing))[0][0]
+    wd = recorded_id(td(config, "withdraw", engine, "--now", "--reason", "crashes"))
+    run.applied(wd)
+    row = run.query("SELECT status, result, white FROM games WHERE game_id=?", min(playing))
+    assert row[0][0] == "finished" and row[0][1] == ("1-0" if row[0][2] != engine else "0-1")
+    again = td(config, "withdraw", engine, "--reason", "twice")
+    assert again.returncode == 2 and "withdrawn already" in again.stderr
+    run.wait("round 3 under way", lambda: run.query(
+        "SELECT 1 FROM games WHERE round=3 AND status='running'"), timeout=120)
+    first_of_2 = run.query("SELECT MIN(game_id) FROM games WHERE round=2")[0][0]
+    rw = recorded_id(td(config, "rewind", "--to", str(first_of_2), "--reason",
+                        "wrong pairing"))
+    run.applied(rw)
+    assert run.finish() == 0, run.output()
+    names = run.query("SELECT white, black FROM games WHERE round>1")
+    assert names and all(engine not in pair for pair in names)
+    voided = pgn_games(tmp_path / "state" / "games.voided.pgn")  # round 2 as first played
+    assert len(voided) == 2 and {g.headers["Round"] for g in voided} == {"2.1", "2.2"}
+    doc = check_views_agree(config)
+    assert doc["complete"]
+    seeds = tmp_path / "seeds5.txt"
+    seeds.write_text("Stockfish\nToga\nFairy\nEthereal\nFairymax\n")
+    audit = subprocess.run([sys.executable, "-m", "runner", "audit",
+                            str(tmp_path / "state" / "games.pgn"), "--seeds", str(seeds)],
+                           cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
