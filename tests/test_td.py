@@ -533,3 +533,43 @@ def test_withdraw_now_and_rewind_on_a_running_event(tmp_path: Path) -> None:
                             str(tmp_path / "state" / "games.pgn"), "--seeds", str(seeds)],
                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
     assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+@pytest.mark.engines
+def test_restart_at_the_end_of_the_round_and_a_pause_that_lets_games_finish(
+        tmp_path: Path) -> None:
+    from datetime import datetime
+
+    config = engines_config(tmp_path, rounds=2)
+    run = Runner(config)
+    playing = run.wait("two games under way", lambda: run.running_at_ply(6) if len(
+        run.running_at_ply(6)) == 2 else None)
+    again, other = sorted(playing)
+    rst = recorded_id(td(config, "restart", str(again), "--end-of-round", "--reason",
+                         "engine crash, replayed at the end of the round (7.d)"))
+    run.applied(rst)
+    run.wait("the restarted game played again", lambda: run.query(
+        "SELECT 1 FROM games WHERE game_id=? AND attempt>=2 AND status='running'", again))
+    started = run.query("SELECT started FROM games WHERE game_id=?", again)[0][0]
+    ended = run.query("SELECT end_time FROM games WHERE game_id=?", other)[0][0]
+    assert ended is not None  # the round's other game ended first
+    assert datetime.fromisoformat(started) >= datetime.fromisoformat(ended).replace(
+        microsecond=0)
+
+    pause = recorded_id(td(config, "pause", "--reason", "end of the session"))
+    run.applied(pause)
+    run.wait("the game in progress finished", lambda: run.query(
+        "SELECT status FROM games WHERE game_id=?", again)[0][0] == "finished")
+    time.sleep(2.0)
+    assert run.proc.poll() is None
+    assert run.query("SELECT COUNT(*) FROM rounds") == [(1,)]  # no new pairing while paused
+    assert not run.query("SELECT 1 FROM games WHERE status='running'")
+    plies = run.query("SELECT moves FROM games WHERE game_id=?", again)[0][0].split()
+    resume = recorded_id(td(config, "resume", "--reason", "next session"))
+    run.applied(resume)
+    assert run.finish() == 0, run.output()
+    assert "was interrupted" not in run.output()  # played from its start, not resumed
+    assert len(plies) > 4
+    assert [(c["action"], c["state"]) for c in log_json(config)] == [
+        ("restart", "applied"), ("pause", "applied"), ("resume", "applied")]
+    check_views_agree(config)
