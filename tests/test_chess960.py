@@ -23,6 +23,7 @@ from typing import Any
 import chess
 import chess.pgn
 import pytest
+from testkit import pgn_games as games_of
 from testkit import run_args, write_config
 
 from runner.books.openings import BookError, load_book, opening_order
@@ -42,14 +43,6 @@ from runner.web.model import game_detail
 REPO = Path(__file__).resolve().parent.parent
 CASTLER = REPO / "tests" / "fakes" / "castler960.py"
 HAS_960 = ("stockfish", "fairy-stockfish", "ethereal-chess", "glaurung")
-
-
-def games_of(pgn: Path) -> list[chess.pgn.Game]:
-    games = []
-    with open(pgn, encoding="utf-8") as handle:
-        while (game := chess.pgn.read_game(handle)) is not None:
-            games.append(game)
-    return games
 
 
 def replay(game: chess.pgn.Game) -> chess.Board:

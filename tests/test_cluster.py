@@ -30,7 +30,7 @@ from typing import Any
 import chess.pgn
 import psutil
 import pytest
-from testkit import need_distributed, write_config
+from testkit import need_distributed, pgn_games, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -223,14 +223,6 @@ def game_in_progress(directory: Path, runner: subprocess.Popen[bytes]) -> tuple[
 
     wait_until(mid_game, "a game in progress on a worker", 120, runner)
     return found[-1]
-
-
-def pgn_games(path: Path) -> list[chess.pgn.Game]:
-    games = []
-    with open(path, encoding="utf-8") as handle:
-        while (game := chess.pgn.read_game(handle)) is not None:
-            games.append(game)
-    return games
 
 
 def check_complete(directory: Path, total: int) -> list[chess.pgn.Game]:

@@ -9,15 +9,23 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import write_config
-from web_support import REPO, browser, env, need_browser, need_engines, serve, start_runner
+from testkit import FOUR_ENGINES, write_config
+from web_support import (
+    REPO,
+    browser,
+    env,
+    need_browser,
+    need_engines,
+    serve,
+    start_runner,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
@@ -31,13 +39,7 @@ def event_config(directory: Path) -> Path:
         "SwissOptions": {"GamesPerMatch": 1, "Rounds": 2, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
         "Adjudication": {"MaxMoves": 40},
-        "Engines": [
-            {"Name": "Stockfish", "Command": "stockfish", "Options": {"Threads": 1, "Hash": 1}},
-            {"Name": "Toga", "Command": "toga2"},
-            {"Name": "Fairy", "Command": "fairy-stockfish", "Options": {"Threads": 1, "Hash": 1}},
-            {"Name": "Ethereal", "Command": "ethereal-chess",
-             "Options": {"Threads": 1, "Hash": 2}},
-        ],
+        "Engines": FOUR_ENGINES,
     })
 
 
@@ -62,16 +64,6 @@ def post(url: str, body: dict[str, str], headers: dict[str, str]) -> tuple[int, 
         return exc.code, json.loads(exc.read())
 
 
-def wait_for(what: str, ok: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = ok()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout}s")
-
-
 def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
     need_browser()
     need_engines("stockfish", "toga2", "fairy-stockfish", "ethereal-chess")
@@ -81,8 +73,8 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
     token_file.write_text(ADMIN_TOKEN + "\n")
     runner = start_runner(config, tmp_path / "run.log")
     try:
-        wait_for("the event created", lambda: db.exists() and commands(db) == [] and
-                 _has_games(db))
+        wait_for(lambda: db.exists() and commands(db) == [] and _has_games(db), 60,
+                 "the event created")
         with serve(config, "--token", READ_TOKEN, "--admin-token-file", str(token_file)) as s, \
                 browser() as b:
             api = s.url + "api/td"
@@ -125,8 +117,8 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
             submit(ADMIN_TOKEN, "adjudicate", game="99", result="1-0", reason="x")
             assert "no game '99'" in page.locator("#td-error").inner_text()
             submit(ADMIN_TOKEN, "pause", mode="now", reason="web maintenance")
-            wait_for("the pause applied", lambda: [c[3] for c in commands(db)] ==
-                     ["applied", "applied"])
+            wait_for(lambda: [c[3] for c in commands(db)] == ["applied", "applied"], 60,
+                     "the pause applied")
 
             # the overview, left open, says so (it follows the event without a reload)
             overview = page.context.new_page()  # with the read-only cookie

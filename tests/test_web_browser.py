@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
 import urllib.request
 from pathlib import Path
 
@@ -49,16 +48,6 @@ def browser_config(directory: Path) -> Path:
 def get_json(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=10) as resp:
         return json.loads(resp.read())
-
-
-def wait_for(predicate, timeout: float, what: str, step: float = 0.1):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def test_dashboard_follows_a_real_event(tmp_path: Path) -> None:

@@ -12,14 +12,13 @@ import json
 import random
 import re
 import sqlite3
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import chess
 import pytest
 from web_event import generate_event, start_next_scheduled, web_config
-from web_support import need, serve
+from web_support import need, serve, wait_for
 
 try:
     from starlette.testclient import TestClient
@@ -50,13 +49,7 @@ def _sql(config, sql: str, *args) -> None:  # noqa: ANN001
 
 
 def _wait(predicate, timeout: float = 10.0):  # noqa: ANN001, ANN202
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
+    return wait_for(predicate, timeout, "the condition", 0.05)
 
 
 def test_game_ids_beyond_what_sqlite_holds_are_not_found(event) -> None:  # noqa: ANN001

@@ -208,3 +208,21 @@ def need_distributed() -> None:
             raise
         pytest.skip("the 'distributed' package is not installed (pip install '.[cluster]')",
                     allow_module_level=True)
+
+
+def pgn_games(path: Path) -> list[chess.pgn.Game]:
+    """Every game of a PGN file, in order."""
+    games = []
+    with open(path, encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games.append(game)
+    return games
+
+
+# four Debian engines that play short games fast, one thread each (the TD tests)
+FOUR_ENGINES = [
+    {"Name": "Stockfish", "Command": "stockfish", "Options": {"Threads": 1, "Hash": 1}},
+    {"Name": "Toga", "Command": "toga2"},
+    {"Name": "Fairy", "Command": "fairy-stockfish", "Options": {"Threads": 1, "Hash": 1}},
+    {"Name": "Ethereal", "Command": "ethereal-chess", "Options": {"Threads": 1, "Hash": 2}},
+]

@@ -120,3 +120,15 @@ def shot(page: object, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
     return path
+
+
+def wait_for(predicate, timeout: float, what: str, step: float = 0.1):  # noqa: ANN001, ANN201
+    """The first true value of ``predicate()``, polled every ``step`` s (AssertionError
+    naming ``what`` after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")

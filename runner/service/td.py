@@ -84,8 +84,6 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
         return None
     if action == "resume":
         return None if decisions.intended_pause(log) else "the event is not paused by the TD"
-    if action in ("withdraw", "rewind") and tdrules() is None:
-        return f"{action} is not available in this swiss-runner build"
     if action == "withdraw":
         engine = str(args.get("engine", ""))
         seeds = store.seeds()
@@ -94,6 +92,8 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                     f"{', '.join(seeds)})")
         if engine in withdrawn(log):
             return f"withdraw: {engine} is withdrawn already"
+        if tdrules() is None:
+            return "withdraw is not available in this swiss-runner build"
         # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
         return _rules_check(tdrules(), "validate_withdraw", store, config, engine) \
             if pending else None
@@ -107,6 +107,8 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                    "once the first round is paired)"))
     args["game"] = game.game_id
     if action == "rewind":
+        if tdrules() is None:
+            return "rewind is not available in this swiss-runner build"
         return _rules_check(tdrules(), "validate_rewind", store, config, game.game_id) \
             if pending else None
     if game.status == "finished":
