@@ -195,7 +195,7 @@ def give(config: Config, action: str, args: dict[str, Any], reason: str, who: st
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        return 0, f"{config.database}: cannot record the command ({exc}); nothing was recorded"
+        return 0, f"{config.database}: cannot record the command ({exc})"
 
 
 def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str:
