@@ -555,6 +555,13 @@ def test_restart_at_the_end_of_the_round_and_a_pause_that_lets_games_finish(
     run.applied(resume)
     assert run.finish() == 0, run.output()
     assert "was interrupted" not in run.output()  # played from its start, not resumed
+    replayed = next(g for g in pgn_games(tmp_path / "state" / "games.pgn")
+                    if g.headers.get("TDRestart"))
+    assert replayed.headers["TDRestart"] == (
+        f"#{rst} by {log_json(config)[0]['who']}: engine crash, replayed at the end of the "
+        "round (7.d)")
+    assert replayed.headers["Round"] == "1.{}".format(run.query(
+        "SELECT game_in_round FROM games WHERE game_id=?", again)[0][0])
     assert len(plies) > 4
     assert [(c["action"], c["state"]) for c in log_json(config)] == [
         ("restart", "applied"), ("pause", "applied"), ("resume", "applied")]

@@ -343,17 +343,41 @@ class Director:
         problem = check_command(self.t.store, self.t.config, cmd.action, args, pending=False)
         if problem is not None:
             if await self._mark_only(cmd, "refused", problem):
-                self.t.say(f"TD command #{cmd.id} ({cmd.text()}) refused: {problem}",
-                           always=True)
+                self.decided(cmd, "refused", problem)
             self._snapshot()
             return
         handler = getattr(self, f"_{cmd.action.replace('-', '_')}")
         outcome = await handler(cmd, args)
         if outcome is not None:
-            self.t.say(f"TD #{cmd.id} {cmd.text()} by {cmd.who}"
-                       + (f" ({cmd.reason})" if cmd.reason else "") + f": {outcome}",
-                       always=True)
+            refused = outcome.startswith("refused: ")
+            self.decided(cmd, "refused" if refused else "applied",
+                         outcome.removeprefix("refused: "))
         self._snapshot()
+
+    def annotate(self, game_id: int, record: Any) -> Any:
+        """A game the TD restarted (7.d) says so in its PGN: a ``TDRestart`` tag naming the
+        decision (``#N by WHO: REASON``) after the game's other tags."""
+        from dataclasses import replace as dc_replace
+
+        from runner.domain.pgn import escape_tag
+
+        restarts = [c for c in decisions.commands(self.t.store.conn, "applied")
+                    if c.action == "restart" and c.args.get("game") == game_id]
+        head, sep, rest = record.pgn.partition("\n\n")
+        if not restarts or not sep or "[TDRestart " in head:
+            return record
+        text = "; ".join(f"#{c.id} by {c.who}: {c.reason}" for c in restarts)
+        return dc_replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
+
+    def decided(self, cmd: Command, state: str, outcome: str) -> None:
+        """A command was applied or refused: the console line (and the one place a listener
+        of TD decisions, such as an alert, hooks in)."""
+        who = f" by {cmd.who}" + (f" ({cmd.reason})" if cmd.reason else "")
+        if state == "refused":
+            self.t.say(f"TD command #{cmd.id} ({cmd.text()}){who} refused: {outcome}",
+                       always=True)
+        else:
+            self.t.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
 
     def _snapshot(self) -> None:
         if self.t.snapshot is not None:
@@ -565,7 +589,7 @@ class Director:
             return None
         except BadInput as exc:  # the store function refused it (the event moved on)
             if await self._mark_only(cmd, "refused", str(exc)):
-                self.t.say(f"TD command #{cmd.id} ({cmd.text()}) refused: {exc}", always=True)
+                self.decided(cmd, "refused", str(exc))
             return None
 
 

@@ -262,6 +262,8 @@ class Tournament:
 
         def emit(event: GameEvent) -> None:
             seen.add(event.kind)
+            if isinstance(event, GameFinished) and self.td is not None:
+                event = replace(event, record=self.td.annotate(game.game_id, event.record))
             router.publish(event)
 
         def on_process(pid: int, create_time: float) -> Any:  # a future (awaited by start_engine)
