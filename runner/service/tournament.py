@@ -24,7 +24,7 @@ from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc
 from runner.domain.interruption import Decision, played_by
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame, StopEvent
 from runner.play import eventloop
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
@@ -272,13 +272,24 @@ class Tournament:
             self.resources = GameResources(
                 self.config, self.play_game is None and self.config.backend == "python-chess",
                 record=lambda pid, created: router.store.record_process(pid, created, None))
+        from_start = False  # the logged position failed: replayed from move one
         while True:
-            decision = self.decide_interrupted(game, spec) if attempt > 1 else None
+            decision = self.decide_interrupted(game, spec) if attempt > 1 and not from_start \
+                else None
             extra: dict[str, Any] = {}
             if decision is not None and decision.action == "finish":
-                self.finish_from_log(spec, game, decision, attempt, emit)
-                await router.store.settled(game.game_id)
-                return
+                try:
+                    self.finish_from_log(spec, game, decision, attempt, emit)
+                except (RecordError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one game's log never stops the event
+                    self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not be "
+                             f"decided from its log ({type(exc).__name__}: {exc}); it is played "
+                             "again from its start", always=True)
+                    decision = None
+                else:
+                    await router.store.settled(game.game_id)
+                    return
             if decision is not None and decision.action == "resume":
                 extra["resume"] = decision.resume
             try:
@@ -297,6 +308,19 @@ class Tournament:
                     await asyncio.to_thread(self.movelog.flush)
                 attempt = max(attempt, self.store.attempts(game.game_id)) + 1
                 seen.clear()
+            except (StopEvent, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                if "resume" not in extra:
+                    raise
+                # the position the log gave could not be played on: from the start instead
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not go on "
+                         f"from its logged position ({type(exc).__name__}: {exc}); it is played "
+                         "again from its start", always=True)
+                await router.store.settled(game.game_id)
+                attempt = max(attempt, self.store.attempts(game.game_id)) + 1
+                seen.clear()
+                from_start = True
         # a backend that reports only its result still goes through every sink
         if "started" not in seen:
             emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
@@ -323,22 +347,47 @@ class Tournament:
         evaluations, rule counts), from the move log: the backend has the data of the moves
         it plays itself only, and the PGN must be what an uninterrupted game gives.
         """
+        try:
+            return self._decide_interrupted(game, spec)
+        except Exception as exc:  # noqa: BLE001 - one game's bad log never stops the event
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log could "
+                     f"not be read ({type(exc).__name__}: {exc}); it is played again from its "
+                     "start", always=True)
+            return Decision("replay", "replay", problem=str(exc))
+
+    def _decide_interrupted(self, game: StoredGame, spec: GameSpec | None) -> Decision | None:
         from runner.domain.adjudication import open_tablebase
-        from runner.domain.interruption import decide
+        from runner.domain.interruption import decide, parse_log
         from runner.domain.pgnextended import enrich_comments
 
-        moves = self.store.logged_moves(game.game_id)
-        if not moves:
+        rows = self.store.logged_rows(game.game_id)
+        if not rows:
             return None
+        moves, unreadable = parse_log(rows)
+        started: dict[str, Any] | None = None
+        try:
+            started = self.store.started_event(game.game_id)
+        except ValueError as exc:
+            unreadable = unreadable or f"its GameStarted is not valid JSON ({exc})"
+            moves = []
         config = self.config
         interruption = config.interruption
         if not self.can_resume() and interruption.mode == "resume":
             interruption = replace(interruption, mode="replay")
         tbc = config.adjudication.tablebases
         tablebase = open_tablebase(tbc) if tbc is not None and tbc.paths else None
-        decision = decide(self.store.started_event(game.game_id), moves,
-                          interruption=interruption, adjudication=config.adjudication,
-                          time_control=config.time_control, tablebase=tablebase)
+        decision = decide(started, moves, interruption=interruption,
+                          adjudication=config.adjudication, time_control=config.time_control,
+                          tablebase=tablebase)
+        problem = decision.problem or unreadable
+        if problem:
+            kept = len(decision.moves)
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log does "
+                     f"not replay past ply {kept}: {problem}; "
+                     + (f"it is decided from its first {kept} plies (TCEC rule 7.c)" if kept
+                        and decision.action != "replay" else "it is played again from its start"),
+                     always=True)
+        moves = list(decision.moves)
         if decision.action == "resume":
             assert decision.resume is not None and decision.board is not None
             point = decision.resume
@@ -355,8 +404,9 @@ class Tournament:
             why = "Interruption.Mode is replay" if config.interruption.mode == "replay" else (
                 "no engine move was logged" if interruption.mode == "resume"
                 else f"the {config.backend} backend cannot continue a game from a position")
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at "
-                     f"ply {len(moves)}: it is played again from its start ({why})")
+            if not problem:
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted "
+                         f"at ply {len(rows)}: it is played again from its start ({why})")
         return decision
 
     def finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
@@ -366,13 +416,16 @@ class Tournament:
         from runner.play.referee import finish_record
 
         assert decision.board is not None and decision.end is not None
-        started = self.store.started_event(game.game_id) or {}
+        try:
+            started = self.store.started_event(game.game_id) or {}
+        except ValueError:
+            started = {}
         board = decision.board
         if is_960(spec.variant) and not board.chess960:  # a 960 start that reads as standard
             board = replay_960(board)
         start_board = board.root()
         moves = [m.uci() for m in board.move_stack]
-        logged = self.store.logged_moves(game.game_id)
+        logged = list(decision.moves)
         comments = [m.get("comment", "") for m in logged]
         start = parse_utc(started.get("start_time")) or datetime.now(UTC)
         rule = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
