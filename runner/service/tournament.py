@@ -45,7 +45,7 @@ from runner.store.database import (
     StoreError,
     remove_stale_temp_files,
 )
-from runner.store.movelog import MoveLog
+from runner.store.movelog import DiskFull, MoveLog
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
@@ -73,6 +73,7 @@ class Tournament:
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
     view_errors: ViewErrors = field(init=False)
+    _writes: list[Any] = field(default_factory=list)  # futures of the loop's own writes
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -117,6 +118,24 @@ class Tournament:
         future.add_done_callback(lambda f: f.exception() is None or err(
             f"{self.store.path}: cannot store {key} ({f.exception()}); the games are not "
             "affected"))
+
+    def write(self, job: Callable[[Store], Any]) -> None:
+        """A write of the loop's own (a round's pairing): through the store's one writer
+        while the event runs, in order with the games' writes (a full disk is waited out
+        there), else at once. :meth:`written` waits for it."""
+        if self.router is not None and self.router.store.movelog.gave_up:
+            raise DiskFull(f"{self.store.path}: not written, the disk is full")
+        if self.router is None or not self.router.store.movelog.running:
+            job(self.store)
+            return
+        writer = self.router.store.writer
+        self._writes.append(self.router.store.movelog.submit(lambda conn: job(writer)))
+
+    async def written(self) -> list[Any]:
+        """Wait for the loop's writes (their results, in order); the loop's connection then
+        reads them."""
+        writes, self._writes = self._writes, []
+        return [await asyncio.wrap_future(f) for f in writes]
 
     def total_games(self) -> int:
         s = self.config.swiss
@@ -197,7 +216,8 @@ class Tournament:
             rows.append({"game_id": next_id + i, "game_in_round": g.game_in_round,
                          "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
                          "black": g.black, "match_index": match, "opening": opening})
-        self.store.add_round(number, pairs, bye, dropped, excluded, rows, extra=extra)
+        self.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded, rows,
+                                                 extra=extra))
         self._extra_games = None
 
     def pair(self, number: int) -> None:
@@ -466,9 +486,11 @@ class Tournament:
         lost = await self.router.store.drain()  # the loop's connection reads what was written
         if lost is not None:
             self.fail(lost)
-        aborted = self.store.reset_running()
+        self.write(lambda store: store.reset_running())
+        aborted = (await self.written())[0]
         if aborted:
-            self.store.clear_processes()
+            self.write(lambda store: store.clear_processes())
+            await self.written()
             self.say(f"{aborted} game(s) aborted; they will be played again on resume",
                      always=True)
         return all(g.status == "finished" for g in self.store.games(number))
@@ -493,6 +515,8 @@ class Tournament:
 
     def stop(self, cancel: bool) -> None:
         self.stopping = True
+        if cancel and self.movelog is not None and self.movelog.waiting is not None:
+            self.movelog.give_up()  # waiting for disk space: what is not written is not
         if cancel:
             for task in list(self.running.values()):
                 task.cancel()
@@ -557,6 +581,7 @@ class Tournament:
                              f"(at most {s.max_extra_pairs})", always=True)
                 games = extra_pair_games(a, b, s.games_per_match, k)
                 self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
+                await self.written()
             was_complete = number in stored and stored[number].state == "complete"
             if not await self.play_round(number):
                 return False
@@ -590,10 +615,20 @@ class Tournament:
                 loop.call_soon_threadsafe(live.request)
 
         def log_failed(exc: BaseException) -> None:
+            if isinstance(exc, DiskFull):  # stopped while waiting for space
+                err(f"{self.store.path}: {exc}")
+                return
             err(f"{self.store.path}: cannot write the move log ({exc}); finished games are "
                 "still recorded, the moves are kept in memory and written when possible")
 
-        self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed).start()
+        def no_space(text: str) -> None:  # on the writer thread: once, then every 5 min
+            err(text)
+
+        def space_again(text: str) -> None:
+            loop.call_soon_threadsafe(lambda: self.say(text, always=True))
+
+        self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed,
+                               on_wait=no_space, on_space=space_again).start()
         from runner.service.operations import run_views
 
         views = run_views(self)  # console lines with progress/ETA, EPD file, live view
@@ -613,6 +648,7 @@ class Tournament:
             views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
+            await self.pgn.flush()
             self._close_reader()
             if live is not None:
                 await live.flush()
@@ -634,6 +670,20 @@ class Tournament:
                 self.store.clear_processes()
 
     async def _run(self) -> int:
+        try:
+            return await self._rounds()
+        except DiskFull:
+            if not self.stopping:
+                raise
+            return self._stopped()
+
+    def _stopped(self) -> int:
+        counts = self.store.counts()
+        self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
+                 f"recorded; run the same command to resume", always=True)
+        return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
+
+    async def _rounds(self) -> int:
         s = self.config.swiss
         for number in range(1, s.rounds + 1):
             if self.stopping:
@@ -643,6 +693,7 @@ class Tournament:
                 continue
             if number not in stored:
                 self.pair(number)
+                await self.written()
             if not await self.play_round(number):
                 break
             self.round_summary(number)
@@ -652,10 +703,7 @@ class Tournament:
         if self.failure:
             return EXIT_FAIL
         if self.stopping:
-            counts = self.store.counts()
-            self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
-                     f"recorded; run the same command to resume", always=True)
-            return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
+            return self._stopped()
         self.say("Event complete. Final standings:", always=True)
         self.show_standings()
         return EXIT_OK

@@ -176,6 +176,7 @@ class MoveLog:
         self.waiting: BaseException | None = None  # the disk-full error being waited out
         self.written = 0
         self.between: Callable[[], None] | None = None  # test seam (module docstring)
+        self.gave_up = False  # stopped while waiting for disk space (give_up)
 
     def start(self) -> MoveLog:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
@@ -247,6 +248,14 @@ class MoveLog:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def give_up(self) -> None:
+        """Stop waiting for disk space (a stop signal): the writes still queued fail with
+        DiskFull at once; :meth:`close` then finishes the thread."""
+        with self._lock:
+            self.gave_up = True
+            self._stop.set()
+            self._wake.notify()
 
     def pending(self) -> int:
         """Items (moves and jobs) not written yet."""
@@ -427,7 +436,7 @@ class MoveLog:
                 last_report = self._wait_for_space(rest, since, last_report)
                 continue
             if since:
-                if self.on_space is not None:
+                if self.on_space is not None and not stopping:
                     self.on_space(f"{self.path}: disk space is back after "
                                   f"{time.monotonic() - since:.0f} s; every waiting write is "
                                   "done and the event goes on")
