@@ -164,3 +164,20 @@ def test_a_stop_signal_while_waiting_for_space_is_a_clean_stop(tmp_path: Path) -
         proc = start(config, again)
         assert proc.wait(timeout=300) == 0, again.read_text()
         check_complete(db, disk / "state" / "games.pgn", again.read_text())
+
+
+def test_a_console_nobody_reads_never_stops_the_event(tmp_path: Path) -> None:
+    """`run ... | head -1`: the reader goes away after the first line; the console is a
+    view, so the event completes, reported once on stderr, without a traceback."""
+    config = event(tmp_path, tmp_path, logs=False)
+    errors = tmp_path / "err.txt"
+    with open(errors, "wb") as handle:
+        proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=handle)
+        assert proc.stdout is not None
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        assert proc.wait(timeout=300) == 0
+    text = errors.read_text()
+    assert text.count("the console (standard output) cannot be written") == 1, text
+    check_complete(tmp_path / "state" / "swiss.sqlite3", tmp_path / "state" / "games.pgn", text)

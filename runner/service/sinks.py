@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -26,7 +27,36 @@ from runner.store.movelog import MoveLog
 
 
 def err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    """An error line on stderr; a stderr that cannot be written (a full disk, a closed
+    pipe) loses the line, never the event."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+class Console:
+    """The console lines of a run (a view): a write that fails (stdout redirected to a full
+    disk, a pipe whose reader went away) drops that line and is reported once on stderr;
+    the next lines are tried again."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.failing = False
+
+    def say(self, text: str) -> None:
+        try:
+            print(text, file=self.stream, flush=True)
+        except (OSError, ValueError) as exc:
+            gone = isinstance(exc, BrokenPipeError)
+            if gone:  # nobody reads it any more: its lines (and the final flush) go nowhere
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            if not self.failing:
+                self.failing = True
+                err(f"the console (standard output) cannot be written ({exc}); its lines are "
+                    + ("dropped from now on" if gone else "dropped until it can be")
+                    + ", the event goes on and the record is intact (reported once)")
+        else:
+            self.failing = False
 
 
 class ViewErrors:

@@ -29,6 +29,7 @@ from runner.play import eventloop
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
 from runner.service.sinks import (
+    Console,
     EventRouter,
     PgnSink,
     RecordError,
@@ -74,6 +75,7 @@ class Tournament:
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
     view_errors: ViewErrors = field(init=False)
     _writes: list[Any] = field(default_factory=list)  # futures of the loop's own writes
+    _console: Console | None = None  # the console view (say)
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -85,7 +87,9 @@ class Tournament:
 
     def say(self, text: str, *, always: bool = False) -> None:
         if always or not self.quiet:
-            print(text, file=self.out, flush=True)
+            if self._console is None or self._console.stream is not self.out:
+                self._console = Console(self.out)
+            self._console.say(text)
 
     # ---- setup ---------------------------------------------------------------------------
 
