@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from testkit import write_config
@@ -118,8 +119,9 @@ def check_complete(db: Path, pgn: Path, text: str, games: int = 8) -> None:
     assert len(ids) == len(set(ids)) == games  # each game once
 
 
-@pytest.mark.parametrize("logs", [False, True], ids=["state", "state+engine-logs"])
-def test_a_full_disk_is_waited_out_and_the_event_completes(tmp_path: Path, logs: bool) -> None:
+@contextlib.contextmanager
+def event_on_a_full_disk(tmp_path: Path, logs: bool) -> Iterator[SimpleNamespace]:
+    """A runner playing the event, its disk just filled and the runner waiting for space."""
     with small_disk(tmp_path / "disk") as disk:
         config = event(tmp_path, disk, logs)
         db, out = disk / "state" / "swiss.sqlite3", tmp_path / "out.txt"
@@ -128,34 +130,31 @@ def test_a_full_disk_is_waited_out_and_the_event_completes(tmp_path: Path, logs:
             wait_until(proc, lambda: recorded(db) >= 1, 120, out)
             filler = fill(disk)
             wait_until(proc, lambda: "waiting for space" in out.read_text(), 60, out)
-            before = recorded(db)
-            time.sleep(3)  # full for a while: nothing more is recorded, nothing stops
-            assert proc.poll() is None and recorded(db) == before
-            filler.unlink()
-            assert proc.wait(timeout=300) == 0, out.read_text()
+            yield SimpleNamespace(config=config, disk=disk, db=db, out=out, proc=proc,
+                                  filler=filler, before=recorded(db))
         finally:
             if proc.poll() is None:
                 proc.kill()
-        text = out.read_text()
+
+
+@pytest.mark.parametrize("logs", [False, True], ids=["state", "state+engine-logs"])
+def test_a_full_disk_is_waited_out_and_the_event_completes(tmp_path: Path, logs: bool) -> None:
+    with event_on_a_full_disk(tmp_path, logs) as run:
+        time.sleep(3)  # full for a while: nothing more is recorded, nothing stops
+        assert run.proc.poll() is None and recorded(run.db) == run.before
+        run.filler.unlink()
+        assert run.proc.wait(timeout=300) == 0, run.out.read_text()
+        text = run.out.read_text()
         assert text.count("waiting for space") == 1 and "disk space is back" in text, text
-        check_complete(db, disk / "state" / "games.pgn", text)
+        check_complete(run.db, run.disk / "state" / "games.pgn", text)
 
 
 def test_a_stop_signal_while_waiting_for_space_is_a_clean_stop(tmp_path: Path) -> None:
-    with small_disk(tmp_path / "disk") as disk:
-        config = event(tmp_path, disk, logs=False)
-        db, out = disk / "state" / "swiss.sqlite3", tmp_path / "out.txt"
-        proc = start(config, out)
-        try:
-            wait_until(proc, lambda: recorded(db) >= 1, 120, out)
-            filler = fill(disk)
-            wait_until(proc, lambda: "waiting for space" in out.read_text(), 60, out)
-            before = recorded(db)
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(timeout=60) == 130, out.read_text()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+    with event_on_a_full_disk(tmp_path, logs=False) as run:
+        run.proc.send_signal(signal.SIGINT)
+        assert run.proc.wait(timeout=60) == 130, run.out.read_text()
+        config, disk, db, out, filler, before = (run.config, run.disk, run.db, run.out,
+                                                 run.filler, run.before)
         text = out.read_text()
         assert "Traceback" not in text and "run the same command to resume" in text, text
         assert recorded(db) == before  # nothing recorded was lost
