@@ -97,7 +97,7 @@ def check_identity(conn: sqlite3.Connection, path: Path) -> None:
     # them, it was emptied by hand (tables dropped), and holds no event to resume or replace
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     missing = [t for t in CORE_TABLES if t not in tables]
-    if missing:
+    if len(missing) == len(CORE_TABLES):  # some missing: damaged, as any read then says
         raise StoreError(f"{path}: a swiss-runner state database without its tables "
                          f"({', '.join(missing)} missing: dropped by hand?); it holds no event "
                          "and was left untouched: restore it from a backup to resume, or move "
