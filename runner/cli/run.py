@@ -162,4 +162,15 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
     if code is not None:
         return code
     lock.claim(store)
-    return eventloop.run(tournament.run())
+    from runner.service.alerts import Alerter, after_crash, after_run
+
+    alerts = tournament.alerts = Alerter.for_config(config).start()  # no-op without Alerts
+    if cluster is not None:
+        cluster.alert = alerts.emit
+    try:
+        return after_run(alerts, tournament, eventloop.run(tournament.run()))
+    except BaseException as exc:
+        after_crash(alerts, tournament, exc)
+        raise
+    finally:
+        alerts.close()
