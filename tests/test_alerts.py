@@ -51,6 +51,7 @@ class Receiver:
     def __init__(self) -> None:
         self.got: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.statuses: list[int] = []  # the answers to give first (then 204)
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -58,7 +59,11 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.headers.append(dict(self.headers))
                 receiver.got.append(json.loads(body))
-                self.send_response(204)
+                status = receiver.statuses.pop(0) if receiver.statuses else 204
+                self.send_response(status)
+                if status == 302:
+                    self.send_header("Location", "/elsewhere")
+                self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
@@ -264,6 +269,21 @@ def test_alerts_by_url_and_command_validate_and_carry_the_drop_count(
     assert first["message"] == "Event X: TD decision by td@host: pause (a power cut)"
     valid(receiver.got[1])
     assert receiver.headers[0]["Content-Type"] == "application/json"
+
+
+def test_an_error_answer_is_retried_and_a_redirect_is_a_failure(receiver: Receiver) -> None:
+    said: list[str] = []
+    receiver.statuses = [500, 503, 302, 302]
+    alerter = Alerter(AlertsConfig(url=receiver.url, retries=1, disk_free_mb=0),
+                      report=said.append).start()
+    alerter.emit("td_decision", action="note", reason=None, who="web")  # 500, then 503
+    alerter.emit("td_decision", action="note", reason=None, who="web")  # 302, 302
+    alerter.emit("td_decision", action="note", reason=None, who="web")  # 204
+    alerter.close()
+    assert [d["seq"] for d in receiver.got] == [1, 1, 2, 2, 3]  # no GET to /elsewhere
+    assert [d["seq"] for d in alerter.sent] == [3] and alerter.failures == 2
+    assert said == ["alerts: td_decision not delivered by Alerts.Url after 2 attempt(s): "
+                    "HTTP 503 Service Unavailable; the event goes on (reported once per kind)"]
 
 
 def test_disk_low_is_sent_once_and_again_after_a_recovery(tmp_path: Path,

@@ -425,7 +425,7 @@ class Alerter:
             self.config.url, data=body, method="POST",
             headers={"Content-Type": "application/json", "User-Agent": "swiss-runner alerts"})
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with _OPENER.open(request, timeout=timeout) as response:
                 response.read(65536)
                 return None
         except urllib.error.HTTPError as exc:
@@ -436,6 +436,17 @@ class Alerter:
             return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         except Exception as exc:  # noqa: BLE001 - http.client's errors (a bad status line)
             return f"{type(exc).__name__}: {exc}"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: urllib would follow a 301/302/303 of a POST as a GET, without
+    the document, and call it a success."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 # --------------------------------------------------------------------------- the runner's hooks
