@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,15 @@ import jsonschema
 import psutil
 import pytest
 import yaml
-from testkit import FAKE_UCI, backend, event_games, loop_config, run_args, write_config
+from testkit import (
+    FAKE_UCI,
+    backend,
+    event_games,
+    loop_config,
+    run_args,
+    simple_record,
+    write_config,
+)
 
 import runner.service.alerts as alerts_module
 from runner.cli import main
@@ -28,6 +37,7 @@ from runner.cli.run import cli_run
 from runner.config import load_config
 from runner.config.fingerprint import event_fingerprint
 from runner.config.schema import ALERT_KINDS, AlertsConfig
+from runner.domain.events import GameFinished
 from runner.domain.models import GameSpec
 from runner.errors import ConfigError
 from runner.service.alerts import ALERT_SCHEMA, Alerter, schema_text
@@ -325,6 +335,48 @@ def test_close_kills_a_command_that_outlives_the_flush(tmp_path: Path) -> None:
     for pid in map(int, pids.read_text().split()):
         assert not alive(pid), pid
     assert any("killed by signal 9" in s for s in said), said
+
+
+def test_a_stop_signal_ends_the_wait_for_the_alerts(tmp_path: Path) -> None:
+    """Ctrl-C (or systemctl stop) while the run waits for its last alerts: the wait ends at
+    once, the command is killed, and the run goes on to exit with its own code."""
+    pids = tmp_path / "pids"
+    alerter = Alerter(AlertsConfig(command=(sys.executable, "-c", HANG, str(pids)),
+                                   timeout_s=300, retries=0, disk_free_mb=0),
+                      report=lambda text: None).start()
+    alerter.emit("event_ended", games_finished=1, games_total=1, standings=None)
+    wait_for(pids.exists)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    alerter.close(timeout=60)  # no KeyboardInterrupt escapes
+    assert time.monotonic() - start < 3.0
+    for pid in map(int, pids.read_text().split()):
+        assert not alive(pid), pid
+
+
+def test_game_ends_map_to_engine_alerts(receiver: Receiver) -> None:
+    alerter = Alerter(AlertsConfig(url=receiver.url, disk_free_mb=0), event="E").start()
+    sink = alerter.sink()
+    assert sink is not None and Alerter(None).sink() is None
+    ends = [("0-1", "White's connection stalls", "stalled connection"),
+            ("1/2-1/2", "Draw by stalled connection", "stalled connection"),
+            ("1-0", "Black makes an illegal move: e7e8", "illegal move"),
+            ("1-0", "Black disconnects", "abandoned"),
+            ("1-0", "White mates", None),  # an ordinary end: no alert
+            ("1/2-1/2", "Draw by adjudication: TCEC draw rule", "adjudication")]
+    for n, (result, reason, termination) in enumerate(ends, 1):
+        record = simple_record("A", "B", result, n=n)
+        record = replace(record, reason=reason, termination=termination,
+                         pgn=record.pgn.replace(f'[Round "{n}"]', f'[Round "{n}.1"]'))
+        sink.handle(GameFinished(n, record, 1))
+    alerter.close()
+    got = [(valid(d)["kind"], d["data"]["engine"], d["data"]["game_id"], d["data"]["round"])
+           for d in receiver.got]
+    assert got == [("engine_stalled", "A", 1, 1), ("engine_stalled", None, 2, 2),
+                   ("engine_forfeit", "B", 3, 3), ("engine_crashed", "B", 4, 4)]
+    assert receiver.got[0]["message"] == ("E: game 1 (A vs B): White's connection stalls "
+                                          "(0-1)")
 
 
 def alive(pid: int) -> bool:

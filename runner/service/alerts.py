@@ -181,6 +181,7 @@ class Alerter:
         self._cond = threading.Condition()
         self._seq = itertools.count(1)
         self._wake = threading.Event()  # set by close(): back-offs stop waiting
+        self._done = threading.Event()  # set when the thread has ended
         self._thread: threading.Thread | None = None
         self._closing = False
         self._deadline = float("inf")
@@ -246,7 +247,8 @@ class Alerter:
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued within ``timeout`` seconds (:data:`FLUSH_S`), then stop the
-        thread (a command still running is killed); what is left is counted and reported."""
+        thread (a command still running is killed); what is left is counted and reported. A
+        stop signal meanwhile ends the wait at once (the run still exits with its own code)."""
         thread = self._thread
         if thread is None:
             return
@@ -256,17 +258,25 @@ class Alerter:
             self._deadline = time.monotonic() + timeout
             self._cond.notify()
         self._wake.set()
-        thread.join(timeout)
+        # an Event, not thread.join: a join interrupted by a signal can leave the thread
+        # looking finished (is_alive() False) while it still runs
+        try:
+            self._done.wait(timeout)
+        except KeyboardInterrupt:  # SIGINT/SIGTERM while waiting: stop waiting, not the run
+            with self._cond:
+                self._deadline = time.monotonic()
         proc = self._proc
-        if thread.is_alive() and proc is not None:  # a command that outlived the deadline
+        if not self._done.is_set() and proc is not None:  # a command past the deadline
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
-        thread.join(1.0)  # a URL still waiting: the daemon thread ends with the process
+        with contextlib.suppress(KeyboardInterrupt):
+            self._done.wait(1.0)  # a URL still waiting: the daemon thread ends with the process
+        running = not self._done.is_set()
         with self._cond:
             left = len(self._queue)
             self._queue.clear()
-        if thread.is_alive() or left:
-            self._drop(left + (1 if thread.is_alive() else 0), at_end=True)
+        if running or left:
+            self._drop(left + (1 if running else 0), at_end=True)
         self._thread = None
 
     # ---- the thread ----------------------------------------------------------------------
@@ -288,6 +298,12 @@ class Alerter:
             self.report(text)
 
     def _loop(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._done.set()
+
+    def _serve(self) -> None:
         assert self.config is not None
         next_disk = 0.0
         while True:
