@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -31,8 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -437,11 +436,14 @@ class Alerter:
 
     def _post(self, body: bytes, timeout: float) -> str | None:
         assert self.config is not None and self.config.url
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(
             self.config.url, data=body, method="POST",
             headers={"Content-Type": "application/json", "User-Agent": "swiss-runner alerts"})
         try:
-            with _OPENER.open(request, timeout=timeout) as response:
+            with _opener().open(request, timeout=timeout) as response:
                 response.read(65536)
                 return None
         except urllib.error.HTTPError as exc:
@@ -454,15 +456,18 @@ class Alerter:
             return f"{type(exc).__name__}: {exc}"
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an error: urllib would follow a 301/302/303 of a POST as a GET, without
-    the document, and call it a success."""
+@functools.cache
+def _opener() -> Any:
+    """urllib's opener without redirects: urllib would follow a 301/302/303 of a POST as a
+    GET, without the document, and call it a success. (Imported on first use: a run without
+    an Alerts URL does not load urllib, http.client and ssl.)"""
+    import urllib.request
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
 
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
+    return urllib.request.build_opener(NoRedirect)
 
 
 # --------------------------------------------------------------------------- the runner's hooks
