@@ -281,6 +281,17 @@ def test_alerts_by_url_and_command_validate_and_carry_the_drop_count(
     assert receiver.headers[0]["Content-Type"] == "application/json"
 
 
+def test_alerts_raised_before_the_start_are_sent_when_it_starts(receiver: Receiver) -> None:
+    """`run` makes the alerter before it prepares the event (a TD decision applied then is
+    queued) and starts its thread when the games start."""
+    alerter = Alerter(AlertsConfig(url=receiver.url, disk_free_mb=0))
+    alerter.emit("td_decision", action="resume", reason="power is back", who="td@host")
+    time.sleep(0.2)
+    assert receiver.got == []
+    alerter.start().close()
+    assert [valid(d)["data"]["action"] for d in receiver.got] == ["resume"]
+
+
 def test_an_error_answer_is_retried_and_a_redirect_is_a_failure(receiver: Receiver) -> None:
     said: list[str] = []
     receiver.statuses = [500, 503, 302, 302]
