@@ -789,6 +789,8 @@ def _alerts(c: _Checker, raw: Any) -> AlertsConfig | None:
         return None
     k = "Alerts"
     d = c.mapping(k, raw, _ALERTS)
+    if not isinstance(raw, dict):
+        return None  # reported: not a mapping
     command: tuple[str, ...] | None = None
     value = d.get("Command")
     if isinstance(value, str) and value.strip() and "\0" not in value:
