@@ -281,6 +281,21 @@ def test_alerts_by_url_and_command_validate_and_carry_the_drop_count(
     assert receiver.headers[0]["Content-Type"] == "application/json"
 
 
+def test_a_missing_command_is_reported_at_start_and_the_event_goes_on() -> None:
+    said: list[str] = []
+    alerter = Alerter(AlertsConfig(command=("/nonexistent/notify",), retries=1, disk_free_mb=0),
+                      report=said.append).start()
+    alerter.emit("event_failed", exit_code=1, reason="x", games_finished=0, games_total=4)
+    alerter.close()
+    assert said == [
+        "Alerts.Command: '/nonexistent/notify' is not an executable program here; alerts by "
+        "command will fail",
+        "alerts: event_failed not delivered by Alerts.Command after 2 attempt(s): cannot start "
+        "'/nonexistent/notify': No such file or directory; the event goes on (reported once "
+        "per kind)"]
+    assert alerter.failures == 1
+
+
 def test_alerts_raised_before_the_start_are_sent_when_it_starts(receiver: Receiver) -> None:
     """`run` makes the alerter before it prepares the event (a TD decision applied then is
     queued) and starts its thread when the games start."""

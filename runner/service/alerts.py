@@ -324,8 +324,9 @@ class Alerter:
                     self._check_disk()
                 if item is not None:
                     if self._closing and time.monotonic() >= self._deadline:
-                        self._drop(1, at_end=True)
-                        continue
+                        with self._cond:  # too late: close() counts and reports what is left
+                            self._queue.appendleft(item)
+                        return
                     self._deliver(*item)
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
                 self._report_once(("bug", type(exc).__name__),
