@@ -156,6 +156,20 @@ def test_the_alerts_block_is_read_with_its_defaults(tmp_path: Path) -> None:
     assert load_config(loop_config(tmp_path / "none")).alerts is None
 
 
+def test_validate_says_where_alerts_go_and_warns_of_a_missing_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = with_alerts(loop_config(tmp_path), {"Url": "https://example.org/hook",
+                                               "Command": "/nonexistent/page --td",
+                                               "On": ["event_failed", "disk_low"]})
+    assert main(["validate", str(path)]) == 0  # a warning: the run would go on
+    out = capsys.readouterr().out
+    assert ("Alerts: event_failed, disk_low to the URL https://example.org/hook and the "
+            "command /nonexistent/page --td (TimeoutS 10, Retries 3, QueueSize 100, disk_low "
+            "under 1024 MB free)") in out
+    assert (f"warning: {path}: Alerts.Command: '/nonexistent/page' is not an executable "
+            "program here; alerts by command would fail") in out
+
+
 @pytest.mark.parametrize(("block", "message"), [
     ({}, "Alerts: expected Command (run with the JSON on its stdin) or Url"),
     ({"TimeoutS": 5}, "Alerts: expected Command"),

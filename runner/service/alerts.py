@@ -511,6 +511,24 @@ def _round_of(pgn: str) -> int:
     return 0
 
 
+def describe(config: AlertsConfig, path: Any) -> list[str]:
+    """What `validate` says of the Alerts block: where alerts go, and a command that is not
+    an executable program here (a warning: `run` goes on, and reports each failure once)."""
+    targets = [f"URL {config.url}"] if config.url else []
+    if config.command:
+        targets.append(f"command {' '.join(config.command)}")
+    kinds = "all kinds" if config.on == ALERT_KINDS else ", ".join(config.on)
+    disk = (f"disk_low under {config.disk_free_mb} MB free" if config.disk_free_mb
+            else "no disk check")
+    lines = [f"Alerts: {kinds} to the {' and the '.join(targets)} (TimeoutS "
+             f"{config.timeout_s:g}, Retries {config.retries}, QueueSize {config.queue_size}, "
+             f"{disk})"]
+    if config.command and shutil.which(config.command[0]) is None:
+        lines.append(f"warning: {path}: Alerts.Command: {config.command[0]!r} is not an "
+                     "executable program here; alerts by command would fail")
+    return lines
+
+
 def brief_standings(config: Config, store: Any) -> list[dict[str, Any]] | None:
     """Place, engine and score of every engine (None when they cannot be made)."""
     from runner.service.state import standings_rows
@@ -561,4 +579,4 @@ def _counts(tournament: Any) -> dict[str, int | None]:
 
 
 __all__ = ["ALERT_FORMAT", "ALERT_SCHEMA", "ALERT_VERSION", "AlertSink", "Alerter",
-           "after_crash", "after_run", "brief_standings", "schema_text"]
+           "after_crash", "after_run", "brief_standings", "describe", "schema_text"]
