@@ -26,6 +26,7 @@ from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame, StopEvent
 from runner.play import eventloop
+from runner.service.alerts import Alerter, brief_standings
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
 from runner.service.sinks import (
@@ -70,6 +71,7 @@ class Tournament:
     movelog: MoveLog | None = None
     snapshot: SnapshotSink | None = None
     resources: Any = None  # runner.service.operations.GameResources, made on first use
+    alerts: Alerter = field(default_factory=lambda: Alerter(None))  # runner.service.alerts
     _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
@@ -547,6 +549,11 @@ class Tournament:
         self.say(f"{label} {number} complete: {len(games)} games, white wins {counts['1-0']}, "
                  f"black wins {counts['0-1']}, draws {counts['1/2-1/2']}{bye}", always=True)
         self.show_standings()
+        if self.alerts.enabled:
+            self.alerts.emit("round_ended", round=number, extra=label != "Round",
+                             games=len(games), white_wins=counts["1-0"],
+                             black_wins=counts["0-1"], draws=counts["1/2-1/2"], bye=rd.bye,
+                             standings=brief_standings(self.config, self.store))
 
     def show_standings(self) -> None:
         table = None
