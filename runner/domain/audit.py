@@ -32,6 +32,7 @@ class PgnGame:
     black: str
     result: str
     extra: bool = False  # a game of an extra tie-break pair (TieBreakPair tag)
+    withdrawn: tuple[str, ...] = ()  # engines the TD withdrew before the round (Withdrawn tag)
 
     @property
     def label(self) -> str:
@@ -178,13 +179,20 @@ def audit_event(games: Sequence[PgnGame], seeds: Sequence[str], games_per_match:
                          extra_games=extra_games)
     history: list[RoundRecord] = []
     excluded: frozenset[int] = frozenset()
+    withdrawn: frozenset[str] = frozenset()
     for number, round_games in rounds.items():
+        # a withdrawal stands for the rest of the event, whether or not a game repeats it
+        withdrawn = withdrawn.union(*(g.withdrawn for g in round_games))
+        for name in withdrawn:
+            if name not in seeds:
+                raise AuditInputError(f"{source}: round {number}: withdrawn engine {name!r} "
+                                      "is not in the seeds file")
         playing = {g.white for g in round_games} | {g.black for g in round_games}
-        missing = [name for name in seeds if name not in playing]
+        missing = [name for name in seeds if name not in playing and name not in withdrawn]
         played_bye = missing[0] if len(missing) == 1 else None
         played = [(g.white, g.black) for g in round_games]
         try:
-            plan = pair_round(seeds, history, number, gpm, sched, excluded)
+            plan = pair_round(seeds, history, number, gpm, sched, excluded, withdrawn)
         except PairingError as exc:
             # The games before this round break the rules so badly (e.g. colours) that no
             # pairing exists: a mismatch of this round, not bad input; later rounds go on.
@@ -200,8 +208,24 @@ def audit_event(games: Sequence[PgnGame], seeds: Sequence[str], games_per_match:
             number=number,
             games=tuple(PlayedGame(g.round, g.game_in_round, g.white, g.black, g.result)
                         for g in round_games),
-            bye=played_bye if len(seeds) % 2 else None)))
+            bye=played_bye if (len(seeds) - len(withdrawn)) % 2 else None)))
     return report
+
+
+def parse_withdrawn(value: str, seeds: Sequence[str]) -> tuple[str, ...]:
+    """The engines of a ``Withdrawn`` tag: seed names joined by ", " in seed order (names
+    may hold ", " themselves: they are matched against the seeds, longest first). A part
+    that is no seed is kept as it is, for the audit to name it."""
+    names: list[str] = []
+    rest = value.strip()
+    by_length = sorted(seeds, key=len, reverse=True)
+    while rest:
+        name = next((s for s in by_length if rest == s or rest.startswith(s + ", ")), None)
+        if name is None:
+            name, _, _ = rest.partition(", ")
+        names.append(name.strip())
+        rest = rest[len(name):].removeprefix(",").strip()
+    return tuple(n for n in names if n)
 
 
 def describe_round(audit: RoundAudit) -> str:

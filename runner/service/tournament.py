@@ -46,6 +46,7 @@ from runner.store.database import (
     remove_stale_temp_files,
 )
 from runner.store.movelog import MoveLog
+from runner.store.tdstore import withdrawn_before
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
@@ -206,12 +207,16 @@ class Tournament:
         stored = self.store.rounds()
         excluded = stored[-1].excluded if stored else frozenset()
         s = self.config.swiss
+        withdrawn = withdrawn_before(self.store.conn, number)
         plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
-                          s.double_round_schedule, excluded)
+                          s.double_round_schedule, excluded, withdrawn)
         self.schedule_games(number, plan.games, plan.pairs, plan.bye,
                             plan.dropped_history_rounds, frozenset(plan.excluded), extra=False)
         text = ", ".join(f"{a} - {b}" for a, b in plan.pairs)
         self.say(f"Round {number} pairings: {text}" + (f"; bye: {plan.bye}" if plan.bye else ""))
+        if withdrawn:
+            self.say(f"Round {number}: not paired (withdrawn by the TD): "
+                     f"{', '.join(sorted(withdrawn))}")
         if plan.dropped_history_rounds:
             self.say(f"Round {number}: no viable pairing without repeats; removed round(s) "
                      f"{', '.join(map(str, plan.dropped_history_rounds))} from the encounter history")
@@ -234,17 +239,7 @@ class Tournament:
         return play_game
 
     def spec_for(self, game: StoredGame) -> GameSpec:
-        config = self.config
-        return GameSpec(
-            game_id=game.game_id, round=game.round, game_in_round=game.game_in_round,
-            white=config.engine(game.white), black=config.engine(game.black),
-            time_control=config.time_control, adjudication=config.adjudication,
-            opening=game.opening, event=config.event, site=config.site,
-            time_margin_ms=config.time_margin_ms,
-            extra_pair=game.round - config.swiss.rounds if game.extra else 0,
-            pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
-            variant=config.variant,
-        )
+        return game_spec(self.config, self.store, game)
 
     async def play_one(self, game: StoredGame) -> None:
         """Play one game through the backend; its events go to the sinks as they come.
@@ -394,8 +389,10 @@ class Tournament:
     async def play_round(self, number: int) -> bool:
         """Play the round's unfinished games in playing order; True when all are recorded."""
         pending = [g for g in self.store.games(number) if g.status != "finished"]
+        if pending:
+            pending = await self.forfeit_withdrawn(pending)
         if not pending:
-            return True
+            return all(g.status == "finished" for g in self.store.games(number))
         eventloop.collect_garbage()  # now, while no engine of the round is on the clock
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
@@ -419,6 +416,30 @@ class Tournament:
             self.say(f"{aborted} game(s) aborted; they will be played again on resume",
                      always=True)
         return all(g.status == "finished" for g in self.store.games(number))
+
+    async def forfeit_withdrawn(self, pending: list[StoredGame]) -> list[StoredGame]:
+        """Record as lost by forfeit the games of engines the TD withdrew with --now (a
+        rewind, or a crash before the withdrawal finished, leaves such games scheduled);
+        returns the games left to play."""
+        from runner.service.tdrules import forfeit_record, forfeits_due
+
+        due = forfeits_due(self.store, pending)
+        if not due:
+            return pending
+        assert self.router is not None
+        for game in pending:
+            if game.game_id in due:
+                record = forfeit_record(self.store, self.config, game, due[game.game_id])
+                attempt = self.store.attempts(game.game_id) + 1
+                self.router.publish(GameStarted(
+                    game_id=game.game_id, white=game.white, black=game.black, white_id="",
+                    black_id="", start_time=record.start_time, start_fen=record.start_fen or "",
+                    book_plies=0, white_clock_ms=None, black_clock_ms=None, attempt=attempt))
+                self.router.publish(GameFinished(game.game_id, record, attempt))
+                await self.router.store.settled(game.game_id)
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {record.reason}",
+                         always=True)
+        return [g for g in pending if g.game_id not in due]
 
     def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
         self.running.pop(game_id, None)
@@ -606,6 +627,25 @@ class Tournament:
         self.say("Event complete. Final standings:", always=True)
         self.show_standings()
         return EXIT_OK
+
+
+def game_spec(config: Config, store: Store, game: StoredGame) -> GameSpec:
+    """Everything a backend needs to play ``game``; the engines the TD withdrew before its
+    round was paired are named in its PGN (tag Withdrawn, read by `audit`)."""
+    withdrawn: tuple[str, ...] = ()
+    if not game.extra:
+        out = withdrawn_before(store.conn, game.round)
+        withdrawn = tuple(name for name in store.seeds() if name in out) if out else ()
+    return GameSpec(
+        game_id=game.game_id, round=game.round, game_in_round=game.game_in_round,
+        white=config.engine(game.white), black=config.engine(game.black),
+        time_control=config.time_control, adjudication=config.adjudication,
+        opening=game.opening, event=config.event, site=config.site,
+        time_margin_ms=config.time_margin_ms,
+        extra_pair=game.round - config.swiss.rounds if game.extra else 0,
+        pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
+        variant=config.variant, withdrawn=withdrawn,
+    )
 
 
 def _played(g: StoredGame) -> PlayedGame:
