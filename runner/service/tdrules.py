@@ -277,7 +277,7 @@ def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
         moved = move_withdrawals(c, fresh)
         finished = sum(1 for g in voided if g["status"] == "finished")
         outcome = (f"rewound to game {game_no} (round {game.round}.{game.game_in_round}): "
-                   f"{len(voided)} game(s) voided ({finished} finished)")
+                   f"{finished} finished game(s) voided, {len(voided) - finished} unfinished")
         if rounds:
             outcome += "; pairing of round(s) " + ", ".join(map(str, rounds)) + " voided"
         if game.game_in_round != 1:
