@@ -177,6 +177,25 @@ def test_withdraw_now_between_the_two_games_of_a_pair(tmp_path: Path,
     assert forfeit["Termination"] == "abandoned" and forfeit["Result"] == "1-0"
     assert forfeit["Black"] == leaving
 
+    # a rewind to the forfeited game: the round keeps its pairing, the runner forfeits the
+    # game again (the engine is still withdrawn) and pairs round 3 afresh without it
+    store = opened(config)
+    try:
+        outcome = apply_rewind(store, config, 8, "replay from the forfeit", 5)
+    finally:
+        store.close()
+    assert "pairing of round(s) 3 voided" in outcome
+    assert rows(config, "SELECT status FROM games WHERE game_id=8") == [("scheduled",)]
+    capsys.readouterr()
+    assert main(["run", str(config.path)]) == 0
+    assert f"Game 8 ({second[0]} vs {leaving}): Black forfeits" in capsys.readouterr().out
+    assert rows(config, "SELECT result, termination FROM games WHERE game_id=8") == [
+        ("1-0", "abandoned")]
+    assert not rows(config, "SELECT 1 FROM games WHERE round=3 AND ? IN (white, black)",
+                    (leaving,))
+    code, out = audit(config, tmp_path, capsys)
+    assert code == 0 and "all 3 rounds match" in out
+
 
 def test_rewind_after_a_wrong_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = event(tmp_path, 1, 3)

@@ -23,7 +23,7 @@ from runner.domain.models import EventResults
 from runner.errors import ViewError, view
 from runner.service.lock import runner_alive
 from runner.store.database import Store, atomic_write
-from runner.store.tdstore import td_counts, voided_games, withdrawals
+from runner.store.tdstore import swiss_games, td_counts, voided_games, withdrawals
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -317,7 +317,7 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
                  "seeds": store.seeds(), "opening_order": store.opening_order()}
         if fixed["seeds"] and not fresh:  # the event exists: none of these change any more
             cache.fixed = fixed
-    scheduled_total = len(fixed["seeds"]) // 2 * s.games_per_match * s.rounds
+    scheduled_total = swiss_games(store.conn, len(fixed["seeds"]), s.games_per_match, s.rounds)
     extra = sum(1 for g in games if g["extra"])
     finished = sum(1 for g in games if g["status"] == "finished")
     running = [g for g in games if g["status"] == "running"]

@@ -46,7 +46,7 @@ from runner.store.database import (
     remove_stale_temp_files,
 )
 from runner.store.movelog import MoveLog
-from runner.store.tdstore import withdrawn_before
+from runner.store.tdstore import swiss_games, withdrawn_before
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
@@ -121,7 +121,8 @@ class Tournament:
 
     def total_games(self) -> int:
         s = self.config.swiss
-        scheduled = len(self.config.engines) // 2 * s.games_per_match * s.rounds
+        scheduled = swiss_games(self.store.conn, len(self.config.engines), s.games_per_match,
+                                s.rounds)
         if self._extra_games is None:  # read again when extra games are scheduled
             self._extra_games = int(self.store.conn.execute(
                 "SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0])
@@ -514,6 +515,11 @@ class Tournament:
             if number not in stored:
                 results = self.store.event_results()
                 tie = first_place_tie(results) if results is not None else None
+                if tie is not None and set(tie) & withdrawn_before(self.store.conn, number):
+                    self.say(f"{' and '.join(tie)} share first place, but the TD withdrew "
+                             f"{' and '.join(sorted(set(tie) & withdrawn_before(self.store.conn, number)))}"
+                             ": no extra pair, the tiebreaks decide", always=True)
+                    return True
                 if tie is None:
                     if k > 1:
                         self.say(f"Extra pairs decided the tie for first place after {k - 1} "

@@ -173,6 +173,14 @@ def move_withdrawals(conn: sqlite3.Connection, next_round: int) -> int:
                         (next_round, next_round)).rowcount
 
 
+def swiss_games(conn: sqlite3.Connection, players: int, games_per_match: int,
+                rounds: int) -> int:
+    """The games of the Swiss rounds, one player fewer in the rounds after a withdrawal."""
+    starts = [w.from_round for w in withdrawals(conn)]
+    return sum((players - sum(1 for s in starts if s <= r)) // 2 * games_per_match
+               for r in range(1, rounds + 1))
+
+
 def td_counts(conn: sqlite3.Connection) -> tuple[int, int]:
     """(withdrawals, voided games): what changes the JSON state besides the games."""
     if not has_td_tables(conn):
@@ -207,5 +215,5 @@ def voided_games(conn: sqlite3.Connection) -> list[VoidedGame]:
 
 
 __all__ = ["TD_MIGRATION", "TD_SCHEMA", "VoidedGame", "Withdrawal", "add_withdrawal", "applied",
-           "has_td_tables", "mark_applied", "td_counts", "move_withdrawals", "void_games", "void_rounds",
+           "has_td_tables", "mark_applied", "swiss_games", "td_counts", "move_withdrawals", "void_games", "void_rounds",
            "voided_games", "withdrawals", "withdrawn_before"]
