@@ -136,6 +136,7 @@ def test_withdraw_between_runs_single_rounds(tmp_path: Path,
     assert not [h for h in headers if int(h["Round"].split(".")[0]) < 3 and "Withdrawn" in h]
     code, out = audit(config, tmp_path, capsys)
     assert code == 0 and "all 4 rounds match" in out
+    assert "round 3: match (2 games; bye " in out and "withdrawn: Toga II)" in out
     # without the tag the audit cannot know: the rounds after the withdrawal differ
     stripped = tmp_path / "stripped.pgn"
     stripped.write_text("".join(line for line in config.pgn_out.read_text().splitlines(True)

@@ -48,6 +48,7 @@ class RoundAudit:
     played_bye: str | None
     dropped_history_rounds: list[int]
     error: str | None = None  # the rules cannot pair this round from the games before it
+    withdrawn: tuple[str, ...] = ()  # engines the TD withdrew (Withdrawn tags): not paired
 
     @property
     def match(self) -> bool:
@@ -57,6 +58,7 @@ class RoundAudit:
         return {"round": self.number, "computed": [list(g) for g in self.computed],
                 "bye": self.bye, "played": [list(g) for g in self.played],
                 "dropped_history_rounds": list(self.dropped_history_rounds),
+                **({"withdrawn": list(self.withdrawn)} if self.withdrawn else {}),
                 "match": self.match}
 
 
@@ -197,19 +199,25 @@ def audit_event(games: Sequence[PgnGame], seeds: Sequence[str], games_per_match:
             # The games before this round break the rules so badly (e.g. colours) that no
             # pairing exists: a mismatch of this round, not bad input; later rounds go on.
             report.rounds.append(RoundAudit(number, [], played, None, played_bye, [],
-                                            error=str(exc).removeprefix(f"round {number}: ")))
+                                            error=str(exc).removeprefix(f"round {number}: "),
+                                            withdrawn=_in_seed_order(withdrawn, seeds)))
         else:
             excluded = plan.excluded
             report.rounds.append(RoundAudit(
                 number=number, computed=[(g.white, g.black) for g in plan.games], played=played,
                 bye=plan.bye, played_bye=played_bye,
-                dropped_history_rounds=list(plan.dropped_history_rounds)))
+                dropped_history_rounds=list(plan.dropped_history_rounds),
+                withdrawn=_in_seed_order(withdrawn, seeds)))
         history.append(record_from_result(RoundResult(
             number=number,
             games=tuple(PlayedGame(g.round, g.game_in_round, g.white, g.black, g.result)
                         for g in round_games),
             bye=played_bye if (len(seeds) - len(withdrawn)) % 2 else None)))
     return report
+
+
+def _in_seed_order(names: frozenset[str], seeds: Sequence[str]) -> tuple[str, ...]:
+    return tuple(s for s in seeds if s in names)
 
 
 def parse_withdrawn(value: str, seeds: Sequence[str]) -> tuple[str, ...]:
@@ -237,6 +245,8 @@ def describe_round(audit: RoundAudit) -> str:
                      + ", ".join(map(str, audit.dropped_history_rounds)))
     if audit.bye is not None or audit.played_bye is not None:
         notes.append(f"bye {audit.bye}")
+    if audit.withdrawn:
+        notes.append(f"withdrawn: {', '.join(audit.withdrawn)}")
     if audit.error is not None:
         return (f"round {audit.number}: mismatch: the rules cannot pair this round from the "
                 f"games before it ({audit.error})")
