@@ -147,3 +147,33 @@ def test_standings_mark_a_withdrawn_engine_and_keep_its_games() -> None:
     assert marks["E3"] == 3 and marks["E1"] is None
     with pytest.raises(Exception, match="'Ghost'"):
         compute_standings(EventResults(tuple(seeds), 1, rounds, withdrawn=(("Ghost", 2),)), [])
+
+
+# --------------------------------------------------------------------------- store
+
+
+def test_an_event_of_schema_3_reads_without_td_tables_and_run_adds_them(tmp_path) -> None:
+    import sqlite3
+
+    from runner.store.database import Store
+    from runner.store.tdstore import td_counts, withdrawals
+
+    path = tmp_path / "event.sqlite3"
+    store = Store.open(path)
+    store.init_event({"x": 1}, SEEDS[:4], [0], event="e", games_per_match=1, rounds=2)
+    store.close()
+    conn = sqlite3.connect(path)  # as a swiss-runner of schema 3 left it
+    for table in ("withdrawals", "voided_games", "voided_rounds", "td_applied"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("PRAGMA user_version=3")
+    conn.commit()
+    conn.close()
+
+    old = Store.open_readonly(path)
+    assert old is not None and old.version == 3
+    assert withdrawals(old.conn) == [] and td_counts(old.conn) == (0, 0)
+    assert old.event_results().withdrawn == ()
+    old.close()
+    upgraded = Store.open(path)
+    assert upgraded.version == 4 and td_counts(upgraded.conn) == (0, 0)
+    upgraded.close()
