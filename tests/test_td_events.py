@@ -276,3 +276,37 @@ def test_rewind_into_a_round_keeps_its_pairing(tmp_path: Path,
     code, out = audit(config, tmp_path, capsys)
     assert code == 0 and "all 2 rounds match" in out
     assert [h["Round"] for h in pgn_headers(voided_pgn_path(config))] == ["2.2"]
+
+
+def test_withdraw_now_inside_a_running_runner_between_games(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Applied at a safe point of a running event (before game 5 starts, nothing in
+    progress: Concurrency 1), as the td framework does: the runner does not play the game
+    just forfeited, pairs the next round without the engine and completes in the same run."""
+    config = event(tmp_path, 1, 3)
+    outcomes: list[str] = []
+    leaving: list[str] = []
+
+    async def play(spec: GameSpec, **kwargs: Any) -> GameRecord:
+        if spec.game_id == 5:
+            sixth = rows(config, "SELECT white, black FROM games WHERE game_id=6")[0]
+            leaving.append(sixth[0])
+            store = Store.open(config.database)  # the decision's own connection
+            try:
+                outcomes.append(apply_withdraw(store, config, sixth[0], True, "stalls", 3))
+            finally:
+                store.close()
+        return await referee_play(spec, **kwargs)
+
+    assert cli_run(config, run_args(), play_game=play) == 0
+    assert outcomes == [f"{leaving[0]} withdrawn from round 3 on; lost by forfeit: game(s) 6"]
+    out = capsys.readouterr().out
+    assert "Started game 6 " not in out and "Event complete" in out
+    assert rows(config, "SELECT termination FROM games WHERE game_id=6") == [("abandoned",)]
+    assert [r[0] for r in rows(config, "SELECT bye FROM rounds ORDER BY number")][2] is not None
+    assert len(rows(config, "SELECT 1 FROM games")) == 3 + 3 + 2
+    assert [h["Round"] for h in pgn_headers(config.pgn_out)][3:6] == ["2.1", "2.3", "2.2"]
+    code, out = audit(config, tmp_path, capsys)
+    assert code == 0 and "all 3 rounds match" in out
+    state = json.loads(config.swiss.state_path.read_text())
+    assert state["games_total"] == 8 and state["games_finished"] == 8 and state["complete"]

@@ -402,6 +402,9 @@ class Tournament:
             if self.stopping:
                 slots.release()
                 break
+            if not await self.still_to_play(game):
+                slots.release()
+                continue
             task = asyncio.create_task(self.play_one(game), name=f"game {game.game_id}")
             self.running[game.game_id] = task
             task.add_done_callback(lambda t, gid=game.game_id: self._done(gid, t, slots))
@@ -417,6 +420,17 @@ class Tournament:
             self.say(f"{aborted} game(s) aborted; they will be played again on resume",
                      always=True)
         return all(g.status == "finished" for g in self.store.games(number))
+
+    async def still_to_play(self, game: StoredGame) -> bool:
+        """False when a TD decision applied during the round settled the game: recorded
+        (a forfeit), voided with its round (a rewind), or now lost by forfeit (its engine
+        was withdrawn with --now: recorded here)."""
+        row = self.store.conn.execute("SELECT status FROM games WHERE game_id=? AND round=? "
+                                      "AND white=? AND black=?", (game.game_id, game.round,
+                                                                  game.white, game.black)).fetchone()
+        if row is None or row[0] == "finished":
+            return False
+        return bool(await self.forfeit_withdrawn([game]))
 
     async def forfeit_withdrawn(self, pending: list[StoredGame]) -> list[StoredGame]:
         """Record as lost by forfeit the games of engines the TD withdrew with --now (a
