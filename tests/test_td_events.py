@@ -310,3 +310,35 @@ def test_withdraw_now_inside_a_running_runner_between_games(
     assert code == 0 and "all 3 rounds match" in out
     state = json.loads(config.swiss.state_path.read_text())
     assert state["games_total"] == 8 and state["games_finished"] == 8 and state["complete"]
+
+
+def test_rewind_inside_a_running_runner(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Applied while game 8 (round 3) is about to be played: the runner interrupts it (here:
+    the game is cancelled, as the td framework cancels the games after the point rewound
+    to), then goes on from round 2, paired afresh, and completes in the same run."""
+    import asyncio
+
+    config = event(tmp_path, 1, 3)
+    outcomes: list[str] = []
+
+    async def play(spec: GameSpec, **kwargs: Any) -> GameRecord:
+        if spec.game_id == 8 and not outcomes:
+            store = Store.open(config.database)
+            try:
+                outcomes.append(apply_rewind(store, config, 4, "wrong round 2", 7))
+            finally:
+                store.close()
+            raise asyncio.CancelledError
+        return await referee_play(spec, **kwargs)
+
+    assert cli_run(config, run_args(), play_game=play) == 0
+    assert outcomes and outcomes[0].startswith("rewound to game 4 (round 2.1): 4 finished")
+    assert "Event complete" in capsys.readouterr().out
+    assert rows(config, "SELECT COUNT(*) FROM games WHERE status='finished'") == [(9,)]
+    assert [r[0] for r in rows(config, "SELECT game_id FROM voided_games")] == [4, 5, 6, 7, 8, 9]
+    assert len(pgn_headers(voided_pgn_path(config))) == 4
+    assert [h["Round"] for h in pgn_headers(config.pgn_out)] == [
+        f"{r}.{g}" for r in (1, 2, 3) for g in (1, 2, 3)]
+    code, out = audit(config, tmp_path, capsys)
+    assert code == 0 and "all 3 rounds match" in out

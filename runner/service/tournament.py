@@ -623,20 +623,24 @@ class Tournament:
 
     async def _run(self) -> int:
         s = self.config.swiss
-        for number in range(1, s.rounds + 1):
-            if self.stopping:
-                break
+        while not self.stopping:
+            # the first round not complete, read from the store each time: a TD decision
+            # applied during a round (a rewind, a withdrawal) may have voided rounds
             stored = {r.number: r for r in self.store.rounds()}
-            if number in stored and stored[number].state == "complete":
-                continue
+            number = next((n for n in range(1, s.rounds + 1)
+                           if n not in stored or stored[n].state != "complete"), None)
+            if number is None:
+                if s.allow_extra_pairs_on_tie:
+                    await self.extra_pairs()
+                break
             if number not in stored:
                 self.pair(number)
             if not await self.play_round(number):
-                break
-            self.round_summary(number)
-        else:
-            if s.allow_extra_pairs_on_tie and not self.stopping:
-                await self.extra_pairs()
+                if self.stopping:
+                    break
+                continue  # a TD decision changed the round: go on from what is stored
+            if any(r.number == number for r in self.store.rounds()):
+                self.round_summary(number)
         if self.failure:
             return EXIT_FAIL
         if self.stopping:
