@@ -107,6 +107,14 @@ def test_withdraw_between_runs_single_rounds(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     config = event(tmp_path, 1, 4)
     assert run_until(config, 7) == 1  # rounds 1 and 2 played; round 3 paired, not started
+    reader = Store.open_readonly(config.database)  # the checks only read (as `td` does)
+    assert reader is not None
+    try:
+        validate_withdraw(reader, config, "Toga II")
+        with pytest.raises(TDRefused, match="'Nobody': not an engine"):
+            validate_withdraw(reader, config, "Nobody")
+    finally:
+        reader.close()
     store = opened(config)
     try:
         with pytest.raises(TDRefused, match="'Nobody': not an engine of this event"):

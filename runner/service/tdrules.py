@@ -150,6 +150,7 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
     """
     done = applied(store.conn, decision_id)
     if done is not None:
+        refresh_pgn_views(store, config)
         return done
     validate_withdraw(store, config, engine)
     from_round = _next_round(store)
@@ -264,7 +265,8 @@ def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
     writes ``<PGN>.voided.pgn``.
     """
     done = applied(store.conn, decision_id)
-    if done is not None:
+    if done is not None:  # the views may not have been written (killed after the commit)
+        refresh_pgn_views(store, config)
         return done
     validate_rewind(store, config, game_no)
     pgn_was_ours = _pgn_ours(store, config.pgn_out)
