@@ -3,15 +3,29 @@ audit of a PGN with Withdrawn tags, the standings' marking (runner.service.tdrul
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import random
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
 
+import chess
+import chess.pgn
 import pytest
+from testkit import fake, spec_for
 
+from runner.domain.adjudication import End
 from runner.domain.audit import PgnGame, audit_event, parse_withdrawn
+from runner.domain.events import spec_from_json, spec_to_json
 from runner.domain.models import EventResults, PlayedGame, RoundResult
 from runner.domain.pairing import RoundRecord, pair_round
 from runner.domain.standings import compute_standings, render_standings
+from runner.play.cutechess import _build_pgn
+from runner.play.referee import finish_record
+from runner.store.database import Store
+from runner.store.tdstore import td_counts, withdrawals
 
 SEEDS = [f"E{i}" for i in range(1, 9)]
 RESULTS = ("1-0", "0-1", "1/2-1/2")
@@ -152,12 +166,7 @@ def test_standings_mark_a_withdrawn_engine_and_keep_its_games() -> None:
 # --------------------------------------------------------------------------- store
 
 
-def test_an_event_of_schema_3_reads_without_td_tables_and_run_adds_them(tmp_path) -> None:
-    import sqlite3
-
-    from runner.store.database import Store
-    from runner.store.tdstore import td_counts, withdrawals
-
+def test_an_event_of_schema_3_reads_without_td_tables_and_run_adds_them(tmp_path: Path) -> None:
     path = tmp_path / "event.sqlite3"
     store = Store.open(path)
     store.init_event({"x": 1}, SEEDS[:4], [0], event="e", games_per_match=1, rounds=2)
@@ -177,3 +186,26 @@ def test_an_event_of_schema_3_reads_without_td_tables_and_run_adds_them(tmp_path
     upgraded = Store.open(path)
     assert upgraded.version == 4 and td_counts(upgraded.conn) == (0, 0)
     upgraded.close()
+
+
+# --------------------------------------------------------------------------- the PGN tag
+
+
+def test_the_withdrawn_engines_travel_with_the_spec_and_both_backends_tag_the_pgn() -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    spec = dataclasses.replace(spec_for(fake("A"), fake("B"), round_=3),
+                               withdrawn=("Lc0, v0.30", "E2"))
+    assert spec_from_json(json.loads(json.dumps(spec_to_json(spec)))) == spec  # to a worker
+    plain = spec_for(fake("A"), fake("B"))
+    assert spec_from_json(json.loads(json.dumps(spec_to_json(plain)))).withdrawn == ()
+
+    record = finish_record(spec, chess.Board(), ["e2e4"], [""], End("1-0", "White wins"), start)
+    cute = _build_pgn(record, chess.pgn.Headers(), spec)  # as the cutechess backend writes it
+    for text in (record.pgn, cute):
+        headers = chess.pgn.read_headers(io.StringIO(text))
+        assert headers is not None and headers["Withdrawn"] == "Lc0, v0.30, E2"
+        assert parse_withdrawn(headers["Withdrawn"], ["Lc0, v0.30", "E2", "A", "B"]) == (
+            "Lc0, v0.30", "E2")
+    untagged = finish_record(plain, chess.Board(), ["e2e4"], [""], End("1-0", "White wins"),
+                             start)
+    assert "[Withdrawn " not in untagged.pgn
