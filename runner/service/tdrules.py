@@ -314,6 +314,22 @@ def voided_pgn_text(store: Store) -> str:
     return "".join(blocks)
 
 
+def sync_voided_pgn(store: Store, config: Config) -> bool:
+    """Write ``<PGN>.voided.pgn`` when it does not hold exactly the voided games (deleted, or
+    a crash came between a rewind's commit and its write); True when it was written."""
+    text = voided_pgn_text(store)
+    if not text:
+        return False
+    path = voided_pgn_path(config)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write(path, text)
+    return True
+
+
 def _pgn_ours(store: Store, path: Path) -> bool:
     try:
         return store.pgn_matches(path)
@@ -335,10 +351,8 @@ def refresh_pgn_views(store: Store, config: Config, pgn_was_ours: bool | None = 
             atomic_write(path, "".join(store.finished_pgns()))
         elif not store.pgn_matches(path):
             store.rebuild_pgn(path)
-        text = voided_pgn_text(store)
-        if text:
-            path = voided_pgn_path(config)
-            atomic_write(path, text)
+        path = voided_pgn_path(config)
+        sync_voided_pgn(store, config)
     except OSError as exc:
         return (f"{path}: cannot write it now ({exc.strerror}); the games are safe in "
                 f"{store.path} and the next run writes it")
@@ -346,5 +360,6 @@ def refresh_pgn_views(store: Store, config: Config, pgn_was_ours: bool | None = 
 
 
 __all__ = ["TDRefused", "apply_rewind", "apply_withdraw", "forfeit_record", "forfeits_due",
-           "record_forfeit", "refresh_pgn_views", "validate_rewind", "validate_withdraw",
+           "record_forfeit", "refresh_pgn_views", "sync_voided_pgn", "validate_rewind",
+           "validate_withdraw",
            "voided_pgn_path", "voided_pgn_text"]

@@ -100,6 +100,10 @@ class Tournament:
         # the views: an error of one is reported and the event goes on (never "damaged")
         with self.view_errors.guard(f"the PGN file {self.config.pgn_out}", store_errors=True):
             self.pgn.sync()
+        from runner.service.tdrules import sync_voided_pgn, voided_pgn_path
+
+        with self.view_errors.guard(f"the voided games' PGN {voided_pgn_path(self.config)}"):
+            sync_voided_pgn(self.store, self.config)  # a TD rewind's voided games
         with self.view_errors.guard("the JSON snapshot (StatePath)", store_errors=True):
             if check_snapshot(self.config.swiss.state_path):
                 self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or "
