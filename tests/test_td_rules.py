@@ -209,3 +209,48 @@ def test_the_withdrawn_engines_travel_with_the_spec_and_both_backends_tag_the_pg
     untagged = finish_record(plain, chess.Board(), ["e2e4"], [""], End("1-0", "White wins"),
                              start)
     assert "[Withdrawn " not in untagged.pgn
+
+
+# --------------------------------------------------------------------------- applied once
+
+
+def test_a_withdrawal_now_cut_short_by_a_crash_is_completed_once(tmp_path: Path) -> None:
+    """The loop's scripted backend (no engines: this is about the store). A --now withdrawal
+    forfeits game by game, then records itself: killed after the first forfeit, applying the
+    same decision again forfeits the rest only; applied again after that, nothing changes."""
+    from testkit import backend, event_games, loop_config, run_args
+
+    from runner.cli.run import cli_run
+    from runner.config import load_config
+    from runner.service.tdrules import apply_withdraw, record_forfeit
+
+    config = load_config(loop_config(tmp_path, players=5))  # double rounds, 3 rounds
+
+    def stop(spec: object) -> None:
+        if getattr(spec, "game_id", 0) == 5:
+            raise RuntimeError("stop")
+
+    assert cli_run(config, run_args(), play_game=backend(hook=stop)) == 1
+    games = event_games(config.database)
+    leg1 = next(g for g in games if g[0] == 5)
+    engine = leg1[3]
+    mine = [g[0] for g in games if g[6] != "finished" and engine in (g[3], g[4])]
+    assert len(mine) == 2  # both games of its round-2 pair
+    store = Store.open(config.database)
+    try:
+        game = next(g for g in store.games() if g.game_id == mine[0])
+        record_forfeit(store, config, game, engine)  # the crash came after this commit
+        outcome = apply_withdraw(store, config, engine, True, "crash test", 11)
+        assert outcome == (f"{engine} withdrawn from round 3 on; lost by forfeit: game(s) "
+                           f"{mine[1]}")
+        assert apply_withdraw(store, config, engine, True, "crash test", 11) == outcome
+        finish = [r for r in store.conn.execute(
+            "SELECT game_id, finish_seq, termination FROM games WHERE game_id IN (?, ?)", mine)]
+        assert [f[2] for f in finish] == ["abandoned", "abandoned"]
+        assert store.conn.execute("SELECT COUNT(*) FROM td_applied").fetchone()[0] == 1
+    finally:
+        store.close()
+    assert cli_run(config, run_args(), play_game=backend()) == 0
+    games = event_games(config.database)
+    assert not [g for g in games if g[1] == 3 and engine in (g[3], g[4])]
+    assert all(g[6] == "finished" for g in games) and len(games) == 4 + 4 + 4
