@@ -158,6 +158,14 @@ def test_withdraw_between_runs_single_rounds(tmp_path: Path,
     assert marks["Toga II"] == 3 and marks["Stockfish"] is None
     assert main(["standings", str(config.path)]) == 0
     assert "Toga II (withdrawn)" in capsys.readouterr().out
+    from starlette.testclient import TestClient
+
+    from runner.web.app import create_app
+
+    with TestClient(create_app(config)) as client:  # the dashboard
+        page = client.get("/standings").text
+        assert 'title="withdrawn by the TD from round 3">(withdrawn)</span>' in page
+        assert client.get("/api/state").json()["withdrawn"][0]["engine"] == "Toga II"
 
 
 def test_withdraw_now_between_the_two_games_of_a_pair(tmp_path: Path,
