@@ -38,6 +38,7 @@ from runner.domain.fen import fen
 from runner.domain.models import (
     DRAW,
     TIEBREAK_PAIR_TAG,
+    WITHDRAWN_TAG,
     GameRecord,
     GameSpec,
     Opening,
@@ -194,6 +195,8 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
         tags["RMobilityResult"] = rmobility
     if spec.extra_pair:
         tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
+    if spec.withdrawn:
+        tags[WITHDRAWN_TAG] = ", ".join(spec.withdrawn)
     tags.update(extra or {})
     return write_game(tags, fen(start_board), moves, comments, end.reason, sans=sans,
                       chess960=start_board.chess960)

@@ -48,6 +48,7 @@ from runner.store.database import (
     remove_stale_temp_files,
 )
 from runner.store.movelog import DiskFull, MoveLog
+from runner.store.tdstore import swiss_games, withdrawn_before
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
@@ -106,6 +107,10 @@ class Tournament:
         # the views: an error of one is reported and the event goes on (never "damaged")
         with self.view_errors.guard(f"the PGN file {self.config.pgn_out}", store_errors=True):
             self.pgn.sync()
+        from runner.service.tdrules import sync_voided_pgn, voided_pgn_path
+
+        with self.view_errors.guard(f"the voided games' PGN {voided_pgn_path(self.config)}"):
+            sync_voided_pgn(self.store, self.config)  # a TD rewind's voided games
         with self.view_errors.guard("the JSON snapshot (StatePath)", store_errors=True):
             if check_snapshot(self.config.swiss.state_path):
                 self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or "
@@ -145,7 +150,8 @@ class Tournament:
 
     def total_games(self) -> int:
         s = self.config.swiss
-        scheduled = len(self.config.engines) // 2 * s.games_per_match * s.rounds
+        scheduled = swiss_games(self.store.conn, len(self.config.engines), s.games_per_match,
+                                s.rounds)
         if self._extra_games is None:  # read again when extra games are scheduled
             self._extra_games = int(self.store.conn.execute(
                 "SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0])
@@ -232,12 +238,16 @@ class Tournament:
         stored = self.store.rounds()
         excluded = stored[-1].excluded if stored else frozenset()
         s = self.config.swiss
+        withdrawn = withdrawn_before(self.store.conn, number)
         plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
-                          s.double_round_schedule, excluded)
+                          s.double_round_schedule, excluded, withdrawn)
         self.schedule_games(number, plan.games, plan.pairs, plan.bye,
                             plan.dropped_history_rounds, frozenset(plan.excluded), extra=False)
         text = ", ".join(f"{a} - {b}" for a, b in plan.pairs)
         self.say(f"Round {number} pairings: {text}" + (f"; bye: {plan.bye}" if plan.bye else ""))
+        if withdrawn:
+            self.say(f"Round {number}: not paired (withdrawn by the TD): "
+                     f"{', '.join(sorted(withdrawn))}")
         if plan.dropped_history_rounds:
             self.say(f"Round {number}: no viable pairing without repeats; removed round(s) "
                      f"{', '.join(map(str, plan.dropped_history_rounds))} from the encounter history")
@@ -260,17 +270,7 @@ class Tournament:
         return play_game
 
     def spec_for(self, game: StoredGame) -> GameSpec:
-        config = self.config
-        return GameSpec(
-            game_id=game.game_id, round=game.round, game_in_round=game.game_in_round,
-            white=config.engine(game.white), black=config.engine(game.black),
-            time_control=config.time_control, adjudication=config.adjudication,
-            opening=game.opening, event=config.event, site=config.site,
-            time_margin_ms=config.time_margin_ms,
-            extra_pair=game.round - config.swiss.rounds if game.extra else 0,
-            pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
-            variant=config.variant,
-        )
+        return game_spec(self.config, self.store, game)
 
     async def play_one(self, game: StoredGame) -> None:
         """Play one game through the backend; its events go to the sinks as they come.
@@ -473,8 +473,10 @@ class Tournament:
     async def play_round(self, number: int) -> bool:
         """Play the round's unfinished games in playing order; True when all are recorded."""
         pending = [g for g in self.store.games(number) if g.status != "finished"]
+        if pending:
+            pending = await self.forfeit_withdrawn(pending)
         if not pending:
-            return True
+            return all(g.status == "finished" for g in self.store.games(number))
         eventloop.collect_garbage()  # now, while no engine of the round is on the clock
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
@@ -483,6 +485,9 @@ class Tournament:
             if self.stopping:
                 slots.release()
                 break
+            if not await self.still_to_play(game):
+                slots.release()
+                continue
             task = asyncio.create_task(self.play_one(game), name=f"game {game.game_id}")
             self.running[game.game_id] = task
             task.add_done_callback(lambda t, gid=game.game_id: self._done(gid, t, slots))
@@ -500,6 +505,41 @@ class Tournament:
             self.say(f"{aborted} game(s) aborted; they will be played again on resume",
                      always=True)
         return all(g.status == "finished" for g in self.store.games(number))
+
+    async def still_to_play(self, game: StoredGame) -> bool:
+        """False when a TD decision applied during the round settled the game: recorded
+        (a forfeit), voided with its round (a rewind), or now lost by forfeit (its engine
+        was withdrawn with --now: recorded here)."""
+        row = self.store.conn.execute("SELECT status FROM games WHERE game_id=? AND round=? "
+                                      "AND white=? AND black=?", (game.game_id, game.round,
+                                                                  game.white, game.black)).fetchone()
+        if row is None or row[0] == "finished":
+            return False
+        return bool(await self.forfeit_withdrawn([game]))
+
+    async def forfeit_withdrawn(self, pending: list[StoredGame]) -> list[StoredGame]:
+        """Record as lost by forfeit the games of engines the TD withdrew with --now (a
+        rewind, or a crash before the withdrawal finished, leaves such games scheduled);
+        returns the games left to play."""
+        from runner.service.tdrules import forfeit_record, forfeits_due
+
+        due = forfeits_due(self.store, pending)
+        if not due:
+            return pending
+        assert self.router is not None
+        for game in pending:
+            if game.game_id in due:
+                record = forfeit_record(self.store, self.config, game, due[game.game_id])
+                attempt = self.store.attempts(game.game_id) + 1
+                self.router.publish(GameStarted(
+                    game_id=game.game_id, white=game.white, black=game.black, white_id="",
+                    black_id="", start_time=record.start_time, start_fen=record.start_fen or "",
+                    book_plies=0, white_clock_ms=None, black_clock_ms=None, attempt=attempt))
+                self.router.publish(GameFinished(game.game_id, record, attempt))
+                await self.router.store.settled(game.game_id)
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {record.reason}",
+                         always=True)
+        return [g for g in pending if g.game_id not in due]
 
     def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
         self.running.pop(game_id, None)
@@ -581,6 +621,11 @@ class Tournament:
             if number not in stored:
                 results = self.store.event_results()
                 tie = first_place_tie(results) if results is not None else None
+                if tie is not None and set(tie) & withdrawn_before(self.store.conn, number):
+                    self.say(f"{' and '.join(tie)} share first place, but the TD withdrew "
+                             f"{' and '.join(sorted(set(tie) & withdrawn_before(self.store.conn, number)))}"
+                             ": no extra pair, the tiebreaks decide", always=True)
+                    return True
                 if tie is None:
                     if k > 1:
                         self.say(f"Extra pairs decided the tie for first place after {k - 1} "
@@ -696,21 +741,25 @@ class Tournament:
 
     async def _rounds(self) -> int:
         s = self.config.swiss
-        for number in range(1, s.rounds + 1):
-            if self.stopping:
-                break
+        while not self.stopping:
+            # the first round not complete, read from the store each time: a TD decision
+            # applied during a round (a rewind, a withdrawal) may have voided rounds
             stored = {r.number: r for r in self.store.rounds()}
-            if number in stored and stored[number].state == "complete":
-                continue
+            number = next((n for n in range(1, s.rounds + 1)
+                           if n not in stored or stored[n].state != "complete"), None)
+            if number is None:
+                if s.allow_extra_pairs_on_tie:
+                    await self.extra_pairs()
+                break
             if number not in stored:
                 self.pair(number)
                 await self.written()
             if not await self.play_round(number):
-                break
-            self.round_summary(number)
-        else:
-            if s.allow_extra_pairs_on_tie and not self.stopping:
-                await self.extra_pairs()
+                if self.stopping:
+                    break
+                continue  # a TD decision changed the round: go on from what is stored
+            if any(r.number == number for r in self.store.rounds()):
+                self.round_summary(number)
         if self.failure:
             return EXIT_FAIL
         if self.stopping:
@@ -718,6 +767,25 @@ class Tournament:
         self.say("Event complete. Final standings:", always=True)
         self.show_standings()
         return EXIT_OK
+
+
+def game_spec(config: Config, store: Store, game: StoredGame) -> GameSpec:
+    """Everything a backend needs to play ``game``; the engines the TD withdrew before its
+    round was paired are named in its PGN (tag Withdrawn, read by `audit`)."""
+    withdrawn: tuple[str, ...] = ()
+    if not game.extra:
+        out = withdrawn_before(store.conn, game.round)
+        withdrawn = tuple(name for name in store.seeds() if name in out) if out else ()
+    return GameSpec(
+        game_id=game.game_id, round=game.round, game_in_round=game.game_in_round,
+        white=config.engine(game.white), black=config.engine(game.black),
+        time_control=config.time_control, adjudication=config.adjudication,
+        opening=game.opening, event=config.event, site=config.site,
+        time_margin_ms=config.time_margin_ms,
+        extra_pair=game.round - config.swiss.rounds if game.extra else 0,
+        pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
+        variant=config.variant, withdrawn=withdrawn,
+    )
 
 
 def _played(g: StoredGame) -> PlayedGame:

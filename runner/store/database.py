@@ -46,6 +46,7 @@ from runner.store.schema import (
     check_identity,
     check_integrity,
 )
+from runner.store.tdstore import withdrawals
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
@@ -553,7 +554,8 @@ class Store:
             RoundResult(number=rd.number, games=tuple(by_round.get(rd.number, ())), bye=rd.bye,
                         complete=rd.number not in unfinished)
             for rd in self.rounds())
-        return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds)
+        return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds,
+                            withdrawn=tuple((w.engine, w.from_round) for w in withdrawals(self.conn)))
 
     def rebuild_pgn(self, path: Path) -> Path | None:
         """Rewrite ``path`` with exactly the recorded games (see runner.store.pgnfile)."""

@@ -7,8 +7,10 @@ import sqlite3
 from pathlib import Path
 
 from runner.errors import BadInput
+from runner.store.tdstore import TD_MIGRATION, TD_SCHEMA
 
-SCHEMA_VERSION = 3  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256
+SCHEMA_VERSION = 4  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256;
+# 4: the tournament director's withdrawals and voided games (runner.store.tdstore)
 APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
 
 SCHEMA = """
@@ -59,7 +61,7 @@ CREATE TABLE processes (
     pid INTEGER NOT NULL, create_time REAL NOT NULL, game_id INTEGER,
     PRIMARY KEY (pid, create_time)
 );
-"""
+""" + TD_SCHEMA
 
 
 # Upgrades of an existing event's database, applied by `run` (one transaction each).
@@ -73,6 +75,7 @@ MIGRATIONS = {
     3: [  # games recorded before have no checksum; they are checked for NUL bytes instead
         "ALTER TABLE games ADD COLUMN record_sha256 TEXT",
     ],
+    4: TD_MIGRATION,
 }
 
 
