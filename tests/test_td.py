@@ -35,9 +35,9 @@ def td(config: Path, *argv: str) -> subprocess.CompletedProcess[str]:
                           cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
 
 
-def engines_config(directory: Path, rounds: int = 2) -> Path:
+def engines_config(directory: Path, rounds: int = 2, **more: Any) -> Path:
     """Four real engines, two games at once, short games (about 10 s: MaxMoves 40)."""
-    return write_config(directory, {
+    return write_config(directory, {**more,
         "Event": "td test", "TimeControl": "6+0.1", "Concurrency": 2,
         "SwissOptions": {"GamesPerMatch": 1, "Rounds": rounds, "Seeding": "listed",
                          "StatePath": "state/swiss.json"},
@@ -316,7 +316,9 @@ def _seeds(tmp_path: Path) -> Path:
 
 @pytest.mark.engines
 def test_td_commands_given_while_no_runner_runs_apply_at_the_next_run(tmp_path: Path) -> None:
-    config = engines_config(tmp_path, rounds=2)
+    alerts = tmp_path / "alerts.jsonl"  # each TD decision applied is an alert (docs/alerts.md)
+    config = engines_config(tmp_path, rounds=2, Alerts={
+        "Command": ["sh", "-c", f"cat >> {alerts}; echo >> {alerts}"], "On": ["td_decision"]})
     run = Runner(config)
     ids = run.two_games_under_way()
     run.kill9()
@@ -361,6 +363,13 @@ def test_td_commands_given_while_no_runner_runs_apply_at_the_next_run(tmp_path: 
     run = Runner(config)
     assert run.finish() == 0, run.output()
     assert log_json(config)[-1]["id"] == resume
+    # (a runner killed with SIGKILL sends nothing more: the alerts of the decisions it applied
+    # last may be lost, never sent twice)
+    sent = [json.loads(line) for line in alerts.read_text().splitlines() if line.strip()]
+    logged = [(c["action"], c["reason"] or None, c["args"]) for c in log_json(config)]
+    seen = [(d["data"]["action"], d["data"]["reason"], d["data"]["arguments"]) for d in sent]
+    assert {d["kind"] for d in sent} == {"td_decision"} and len(set(map(str, seen))) == len(seen)
+    assert all(entry in logged for entry in seen) and seen[-1] == ("resume", "day 2", {})
     doc = check_views_agree(config)
     assert doc["complete"] and doc["games_finished"] == 4
 

@@ -258,11 +258,13 @@ class Director:
 
     # ---- state ---------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Create the table if needed and read the pause in force (a restarted runner stays
-        paused)."""
-        with self.t.store.transaction() as c:
-            decisions.ensure_table(c)
+    async def load(self) -> None:
+        """Create the table if needed (through the store's writer) and read the pause in
+        force (a restarted runner stays paused)."""
+        def create(store: Store) -> None:
+            with store.transaction() as c:
+                decisions.ensure_table(c)
+        await self._write(create)
         self.pause = decisions.pause_state(decisions.commands(self.t.store.conn))
 
     def paused(self) -> bool:
@@ -378,6 +380,10 @@ class Director:
                        always=True)
         else:
             self.t.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
+            alerts = getattr(self.t, "alerts", None)  # runner.service.alerts (docs/alerts.md)
+            if alerts is not None:
+                alerts.emit("td_decision", action=cmd.action, reason=cmd.reason or None,
+                            who=cmd.who, arguments=cmd.args)
 
     def _snapshot(self) -> None:
         if self.t.snapshot is not None:
@@ -538,7 +544,7 @@ class Director:
             rules.apply_withdraw)
         if done is not None:
             self.rewound = True  # the rounds are read again (a round paired anew without it)
-            self.t.reset_schedule()
+            await self.t.reset_schedule()
         return done
 
     async def _rewind(self, cmd: Command, args: dict[str, Any]) -> str | None:
@@ -554,7 +560,7 @@ class Director:
             lambda store, **once: rules.apply_rewind(store, self.t.config, gid, cmd.reason,
                                                      **once),
             rules.apply_rewind)
-        self.t.reset_schedule()
+        await self.t.reset_schedule()
         return done
 
     async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any],
