@@ -353,7 +353,7 @@ class Director:
         if outcome is not None:
             refused = outcome.startswith("refused: ")
             self.decided(cmd, "refused" if refused else "applied",
-                         outcome.removeprefix("refused: "))
+                         outcome.removeprefix("refused: "), args)
         self._snapshot()
 
     def annotate(self, game_id: int, record: Any) -> Any:
@@ -371,7 +371,8 @@ class Director:
         text = "; ".join(f"#{c.id} by {c.who}: {c.reason}" for c in restarts)
         return dc_replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
 
-    def decided(self, cmd: Command, state: str, outcome: str) -> None:
+    def decided(self, cmd: Command, state: str, outcome: str,
+                args: dict[str, Any] | None = None) -> None:
         """A command was applied or refused: the console line (and the one place a listener
         of TD decisions, such as an alert, hooks in)."""
         who = f" by {cmd.who}" + (f" ({cmd.reason})" if cmd.reason else "")
@@ -383,7 +384,7 @@ class Director:
             alerts = getattr(self.t, "alerts", None)  # runner.service.alerts (docs/alerts.md)
             if alerts is not None:
                 alerts.emit("td_decision", action=cmd.action, reason=cmd.reason or None,
-                            who=cmd.who, arguments=cmd.args)
+                            who=cmd.who, arguments=cmd.args if args is None else args)
 
     def _snapshot(self) -> None:
         if self.t.snapshot is not None:
