@@ -73,7 +73,7 @@ def _fit_or_number(text: str | None, name: str) -> tuple[bool, float | None]:
 def _check_options(args: argparse.Namespace) -> None:
     """The command-line options within the bounds the config's ``Ratings`` block has
     (``--simulations 10**12`` asked numpy for terabytes; ``--elo inf`` printed nonsense)."""
-    from runner.config.loader import (
+    from runner.config.limits import (
         MAX_RATING,
         MAX_SEED,
         MAX_SIMULATIONS,

@@ -147,6 +147,28 @@ class ClusterConfig:
     overdue_s: float = 60.0  # a worker silent this long past the mover's clock is cut off
     retry_refused_s: float = 600.0  # a worker that refused an engine is asked again after this
     max_lost_attempts: int = 3  # a game that loses its worker this often stops the event
+    # Insecure: the network between runner, scheduler and workers is private; allow a tcp://
+    # scheduler address that is not loopback
+    insecure: bool = False
+
+
+#: what an ``Alerts`` block may be sent (``Alerts.On``; ``all`` = every one)
+ALERT_KINDS = ("event_stopped", "event_failed", "engine_crashed", "engine_stalled",
+               "engine_forfeit", "worker_lost", "disk_low", "round_ended", "event_ended",
+               "td_decision")
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    """The ``Alerts`` block: where the runner sends alerts (at least one of command, url)."""
+
+    command: tuple[str, ...] | None = None  # Alerts.Command: the JSON payload on its stdin
+    url: str | None = None  # Alerts.Url: http:// or https://, the JSON POSTed to it
+    timeout_s: float = 10.0  # Alerts.TimeoutS: per attempt
+    retries: int = 3  # Alerts.Retries
+    queue_size: int = 100  # Alerts.QueueSize: the oldest is dropped when full
+    disk_free_mb: int = 1024  # Alerts.DiskFreeMb: alert below this free on the state's disk; 0 = off
+    on: tuple[str, ...] = ALERT_KINDS  # Alerts.On: the kinds sent
 
 
 @dataclass(frozen=True)
@@ -197,6 +219,7 @@ class Config:
     engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
+    alerts: AlertsConfig | None = None  # None: no alerts are sent
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:
