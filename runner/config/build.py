@@ -63,8 +63,7 @@ def _output_path(c: Any, key: str, value: str, base: Path) -> Path | None:
     return path
 
 
-def _engines(c: Any, keys: Any, index: list[int], base: Path,
-             written: list[Any]) -> tuple[EngineConfig, ...]:
+def _engines(c: Any, keys: Any, index: list[int], base: Path) -> tuple[EngineConfig, ...]:
     from runner.config.loader import resolve_command
     from runner.config.schema import ENGINE_SEARCH_DIRS
 
@@ -115,14 +114,10 @@ def _engines(c: Any, keys: Any, index: list[int], base: Path,
                 working_dir = str(resolved)
                 if not resolved.is_dir():
                     c.bad(f"{key}.WorkingDir", e.WorkingDir, "an existing directory")
-        rating: float | None = e.Rating
-        as_written = written[i].get("Rating") if isinstance(written[i], dict) else None
-        if isinstance(as_written, int) and not isinstance(as_written, bool):
-            rating = as_written  # an integer stays one: the event fingerprint holds it
         if command:
             engines.append(EngineConfig(
                 name=name, command=command, args=tuple(str(a) for a in args),
-                protocol=e.Protocol, rating=rating, options={str(k): v for k, v in options.items()},
+                protocol=e.Protocol, rating=e.Rating, options={str(k): v for k, v in options.items()},
                 nodes=e.Nodes, depth=e.Depth, movetime_ms=e.MoveTime, working_dir=working_dir,
                 command_as_written=e.Command))
     return tuple(engines)
@@ -290,7 +285,7 @@ def _fit_or_number(c: Any, r: Any, name: str, ok: Any, expected: str,
             value == value and ok(value)):
         c.bad(f"Ratings.{name}", value, f"'fit' or {expected}")
         return default
-    return float(value)
+    return value
 
 
 def _ratings(c: Any, keys: Any, engines: tuple[EngineConfig, ...]) -> RatingsConfig:
@@ -388,7 +383,7 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
             tc = parse_time_control(top["TimeControl"])
         except ValueError as exc:
             c.bad("TimeControl", top["TimeControl"], str(exc))
-    engines = _engines(c, keys, index, base, top.get("Engines") or [])
+    engines = _engines(c, keys, index, base)
     tiebreaks = list(keys.Tiebreaks)
     for i, tb in enumerate(tiebreaks):
         if tb in tiebreaks[:i]:

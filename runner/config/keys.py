@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    WrapValidator,
+    model_validator,
+)
 
 from runner.config import limits as L
 from runner.config.schema import ALERT_KINDS, DEFAULT_TIEBREAKS, PGN_EXTRAS, TIEBREAKS
@@ -46,8 +53,17 @@ def _drop_default(schema: dict[str, Any]) -> None:
 
 
 # A non-empty string without NUL characters (YAML text; the loader checks names and paths further)
-_TEXT = r"^[^\x00]*\S[^\x00]*$"
+_TEXT = r"^[^\x00]*[^\s\x00][^\x00]*$"
 Text = Annotated[str, Field(pattern=_TEXT)]
+
+
+def _as_written(value: Any, handler: Any) -> Any:
+    """A float key given an integer keeps it (3, not 3.0: the event fingerprint holds some)."""
+    result = handler(value)
+    return value if type(value) is int else result
+
+
+Real = Annotated[float, WrapValidator(_as_written)]
 Word = {"type": ["string", "number", "boolean"]}  # an argument or option value, one line
 
 
@@ -68,11 +84,17 @@ class Block(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
                               validate_by_alias=True, validate_by_name=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _empty(cls, data: Any) -> Any:
+        return {} if data is None else data  # a key written without a value: no keys set
+
 
 class SwissOptionsKeys(Block):
-    GamesPerMatch: Annotated[Literal[1, 2], Expected(
+    GamesPerMatch: Annotated[int, Expected(
         "1 (single rounds) or 2 (double rounds, colours reversed)")] = key(
-        2, "1 = single rounds, 2 = double rounds (the same opening, colours reversed)")
+        2, "1 = single rounds, 2 = double rounds (the same opening, colours reversed)", ge=1,
+        le=2)
     Rounds: Annotated[int, Expected(f"an integer >= 1 (at most {L.MAX_ROUNDS})")] = key(
         11, "number of Swiss rounds", ge=1, le=L.MAX_ROUNDS)
     SeedGroupCount: Annotated[int, Expected(f"an integer >= 1 (at most {L.MAX_ENGINES})")] = key(
@@ -104,7 +126,7 @@ class EngineKeys(Block):
     Args: Annotated[list[Any], _any({"type": "array", "items": Word})] = key(
         [], "command-line arguments")
     Protocol: Literal["uci", "xboard"] = key("uci", "uci or xboard")
-    Rating: Annotated[float | None, Expected(
+    Rating: Annotated[Real | None, Expected(
         f"a finite number from {-L.MAX_RATING:_} to {L.MAX_RATING:_} (Elo)")] = key(
         None, "strength for group seeding (unrated engines come last)", ge=-L.MAX_RATING,
         le=L.MAX_RATING, allow_inf_nan=False)
@@ -122,7 +144,7 @@ class EngineKeys(Block):
         None, "milliseconds per move (testing)", ge=1, le=L.MAX_MOVETIME_MS)
     WorkingDir: Text | None = key(None, "working directory of the engine process (an existing "
                                         "directory)")
-    StartupTimeoutS: Annotated[float | None, Expected(L.TIMEOUT_EXPECTED)] = key(
+    StartupTimeoutS: Annotated[Real | None, Expected(L.TIMEOUT_EXPECTED)] = key(
         None, "this engine's handshake / first isready time-out, seconds", ge=1, le=3600,
         allow_inf_nan=False)
     Ponder: bool | None = key(None, "this engine thinks on the opponent's time")
@@ -198,7 +220,7 @@ class InterruptionKeys(Block):
         35, "7.c.iii: ... and both engines have made this many moves", ge=0, le=10000)
     TablebasePieces: Annotated[int, Expected("an integer 0..7 (0 = off)")] = key(
         7, "7.c.iv: this many men or fewer: the tablebase result (0 = off)", ge=0, le=7)
-    CompensationS: Annotated[float | None, Expected("seconds from 0 to 86400")] = key(
+    CompensationS: Annotated[Real | None, Expected("seconds from 0 to 86400")] = key(
         None, "7.c.v: added to both clocks (default 2% of the base time, 1-60 s)", ge=0,
         le=86400, allow_inf_nan=False)
 
@@ -208,11 +230,11 @@ _FIT = {"anyOf": [{"const": "fit"}, {"type": "number"}]}
 
 class RatingsKeys(Block):
     Anchor: Text | None = key(None, "rate with this engine fixed at Elo")
-    Average: Annotated[float, Expected(
+    Average: Annotated[Real, Expected(
         f"a finite number from {-L.MAX_RATING:_} to {L.MAX_RATING:_} (Elo)")] = key(
         0.0, "without Anchor: the rating of the pool average", ge=-L.MAX_RATING,
         le=L.MAX_RATING, allow_inf_nan=False)
-    Elo: Annotated[float, Expected(
+    Elo: Annotated[Real, Expected(
         f"a finite number from {-L.MAX_RATING:_} to {L.MAX_RATING:_} (Elo)")] = key(
         0.0, "the rating of the Anchor", ge=-L.MAX_RATING, le=L.MAX_RATING, allow_inf_nan=False)
     WhiteAdvantage: Annotated[Any, _any({"anyOf": [{"const": "fit"}, {
@@ -228,19 +250,19 @@ class RatingsKeys(Block):
         le=L.MAX_SIMULATIONS)
     Seed: Annotated[int, Expected("an integer from 0 to 2**63-1")] = key(
         0, "seed of the simulations", ge=0, le=L.MAX_SEED)
-    Confidence: Annotated[float, Expected("a percentage between 0 and 100")] = key(
+    Confidence: Annotated[Real, Expected("a percentage between 0 and 100")] = key(
         95.0, "confidence of the margins, percent", gt=0, lt=100, allow_inf_nan=False)
 
 
 class ClusterKeys(Block):
     Scheduler: Text = Field(description="tcp://HOST:PORT (or tls://) of a Dask scheduler")
-    WaitS: Annotated[float, Expected("seconds from 0 to 86400")] = key(
+    WaitS: Annotated[Real, Expected("seconds from 0 to 86400")] = key(
         600.0, "how long the runner waits for a lost scheduler", ge=0, le=86400,
         allow_inf_nan=False)
-    OverdueS: Annotated[float, Expected("seconds from 1 to 86400")] = key(
+    OverdueS: Annotated[Real, Expected("seconds from 1 to 86400")] = key(
         60.0, "a worker silent this long past the mover's clock is cut off", ge=1, le=86400,
         allow_inf_nan=False)
-    RetryRefusedS: Annotated[float, Expected("seconds from 1 to 604800")] = key(
+    RetryRefusedS: Annotated[Real, Expected("seconds from 1 to 604800")] = key(
         600.0, "a worker that refused an engine is asked again after this", ge=1,
         le=86400 * 7, allow_inf_nan=False)
     MaxLostAttempts: Annotated[int, Expected("a number of attempts from 1 to 1000")] = key(
@@ -265,7 +287,7 @@ class AlertsKeys(Block):
     Url: Annotated[str | None, Expected("an http:// or https:// URL")] = key(
         None, "an http:// or https:// URL the alert's JSON is POSTed to",
         pattern=r"^https?://[^\s\x00]+$")
-    TimeoutS: Annotated[float, Expected("seconds from 0.1 to 300")] = key(
+    TimeoutS: Annotated[Real, Expected("seconds from 0.1 to 300")] = key(
         10.0, "time-out of each attempt, seconds", ge=0.1, le=300, allow_inf_nan=False)
     Retries: Annotated[int, Expected("an integer from 0 to 20")] = key(
         3, "attempts after the first", ge=0, le=20)
@@ -302,41 +324,41 @@ class ConfigKeys(Block):
     PgnOut: Text = key(None, "every finished game is appended here (default: games.pgn beside "
                              "StatePath)", unset=True)
     Database: Text = key(None, "the SQLite state (default: StatePath with .sqlite3)", unset=True)
-    Variant: Literal[VARIANTS] = key("standard", "standard, chess960 or dfrc")  # type: ignore[valid-type]
     Openings: OpeningsKeys | None = key(None, "the opening book (none: the start position)")
     Adjudication: AdjudicationKeys | None = key(None, "adjudication rules")
     Engines: Annotated[list[EngineKeys] | None, Expected(
         "a list of engines (Name, Command, ...)")] = key(
         None, "the engines (required unless EnginesFile)")
-    EnginesFile: Annotated[Any, _any({"type": "string"})] = key(
-        None, "cutechess's engines.json: all its engines, or those Engines names")
     Tiebreaks: Annotated[list[Literal[TIEBREAKS]], Expected(  # type: ignore[valid-type]
         " | ".join(TIEBREAKS), hints=TIEBREAKS, items=True)] = key(
         list(DEFAULT_TIEBREAKS), "the tiebreak chain, each once")
-    SnapshotIntervalS: Annotated[float, Expected("seconds from 0.1 to 3600")] = key(
+    SnapshotIntervalS: Annotated[Real, Expected("seconds from 0.1 to 3600")] = key(
         1.0, "the JSON snapshot is rewritten at most this often while games are played",
         ge=0.1, le=3600, allow_inf_nan=False)
     Interruption: InterruptionKeys | None = key(None, "games interrupted by a crash (rule 7.c)")
-    Ratings: RatingsKeys | None = key(None, "how ratings and standings compute Elo")
-    Cluster: ClusterKeys | None = key(None, "play every game on a Dask cluster")
     Affinity: Annotated[Any, _any({"anyOf": [
         {"enum": ["auto", "off", False]},
         {"type": "array", "items": {"type": "array", "minItems": 1,
                                     "items": {"type": "integer", "minimum": 0}}}]})] = key(
         "off", "auto, off, or core lists per game slot [[0, 1], [2, 3]]")
     EngineLogs: EngineLogsKeys | None = key(None, "every engine line of a game, one file per game")
-    StartupTimeoutS: Annotated[float | None, Expected(L.TIMEOUT_EXPECTED)] = key(
+    StartupTimeoutS: Annotated[Real | None, Expected(L.TIMEOUT_EXPECTED)] = key(
         None, "seconds for each engine's handshake (default 30)", ge=1, le=3600,
         allow_inf_nan=False)
-    Ponder: bool = key(False, "engines think on the opponent's time")
-    Restart: Annotated[Any, _any(L.RESTART_SCHEMA)] = key(
-        "on", "on: fresh engine processes every game; off: kept between games")
     PgnComments: Literal["cutechess", "extended"] = key(
         "cutechess", "extended adds [%clk], [%emt], [%eval], seldepth, nodes, nps, tbhits, PV")
     PgnExtras: Annotated[list[Literal[PGN_EXTRAS]], Expected(  # type: ignore[valid-type]
         " | ".join(PGN_EXTRAS), items=True)] = key([], "any of ECO, Elo, TCEC")
     EpdOut: Text | None = key(None, "the final position of every game appended here")
+    EnginesFile: Annotated[Any, _any({"type": "string"})] = key(
+        None, "cutechess's engines.json: all its engines, or those Engines names")
     LivePgn: Text | None = key(None, "the current round's games rewritten here for relays")
+    Ponder: bool = key(False, "engines think on the opponent's time")
+    Restart: Annotated[Any, _any(L.RESTART_SCHEMA)] = key(
+        "on", "on: fresh engine processes every game; off: kept between games")
+    Ratings: RatingsKeys | None = key(None, "how ratings and standings compute Elo")
+    Cluster: ClusterKeys | None = key(None, "play every game on a Dask cluster")
+    Variant: Literal[VARIANTS] = key("standard", "standard, chess960 or dfrc")  # type: ignore[valid-type]
     Alerts: AlertsKeys | None = key(None, "where the runner sends alerts (none: no alerts)")
 
 

@@ -137,18 +137,21 @@ def _expected(root: type[BaseModel], loc: tuple[Any, ...], error: dict[str, Any]
     if kind.startswith(("model", "dict")):
         return "a mapping of keys"
     _, info, item = _walk(root, loc)
+    text = next((t for k, t in _BY_TYPE.items() if kind.startswith(k)), "a valid value")
     if info is not None:
         inner = _unwrap(info.annotation)
         in_list = typing.get_origin(inner) is list and item
-        for mark in info.metadata:
-            if isinstance(mark, Expected) and mark.items == in_list:
-                hint = difflib.get_close_matches(str(error["input"]), mark.hints, n=1)
-                return mark.text + (f" (did you mean {hint[0]!r}?)" if hint else "")
         if in_list:
             inner = _unwrap(typing.get_args(inner)[0])
-        if typing.get_origin(inner) is typing.Literal and kind == "literal_error":
-            return " | ".join(str(a) for a in typing.get_args(inner))
-    text = next((t for k, t in _BY_TYPE.items() if kind.startswith(k)), "a valid value")
+        literal = typing.get_origin(inner) is typing.Literal
+        marks = [m for m in info.metadata if isinstance(m, Expected) and m.items == in_list]
+        if marks:
+            hint = difflib.get_close_matches(str(error["input"]), marks[0].hints, n=1)
+            return marks[0].text + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        if literal and kind == "literal_error":
+            text = " | ".join(str(a) for a in typing.get_args(inner))
+        if inner is str or literal and isinstance(typing.get_args(inner)[0], str):
+            kind = "string"
     if kind.startswith("string") and isinstance(error["input"], str) and "\0" in error["input"]:
         text += " without NUL characters"
     return text
@@ -159,12 +162,15 @@ _GONE = object()
 
 def _prune(data: Any, loc: tuple[Any, ...]) -> None:
     """Remove what ``loc`` names from ``data`` (list items become _GONE)."""
-    for part in loc[:-1]:
-        data = data[part]
-    if isinstance(data, list):
-        data[loc[-1]] = _GONE
-    elif isinstance(data, dict):
-        data.pop(loc[-1], None)
+    try:
+        for part in loc[:-1]:
+            data = data[part]
+        if isinstance(data, list):
+            data[loc[-1]] = _GONE
+        elif isinstance(data, dict):
+            data.pop(loc[-1], None)
+    except (KeyError, IndexError, TypeError):
+        pass  # already gone with the mapping around it
 
 
 def _compact(data: Any, index: list[int] | None = None) -> Any:
