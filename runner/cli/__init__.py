@@ -63,6 +63,7 @@ cmd_audit = _without_config("runner.cli.audit", "cli_audit")
 cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
 cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
+cmd_schema = _without_config("runner.cli.schema", "cli_schema")
 
 
 def _seconds(text: str) -> float:
@@ -152,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="cutechess engines.json")
     p.add_argument("--engine", action="append", metavar="NAME", help="only this engine (repeatable)")
     p.set_defaults(func=cmd_engines_json)
+    p = sub.add_parser("schema", help="print the config's JSON Schema (draft 2020-12), for "
+                       "editors: docs/config.schema.json")
+    p.set_defaults(func=cmd_schema)
+
     p = sub.add_parser("serve", help="serve a live web dashboard of the event (read-only)")
     p.add_argument("config", help="tournament YAML file")
     p.add_argument("--host", default="127.0.0.1",

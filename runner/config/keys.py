@@ -64,6 +64,11 @@ def _as_written(value: Any, handler: Any) -> Any:
 
 
 Real = Annotated[float, WrapValidator(_as_written)]
+# the same, bounded, where the key may be null (bounds on the float itself, not the union)
+EloValue = Annotated[float, Field(ge=-L.MAX_RATING, le=L.MAX_RATING, allow_inf_nan=False),
+                   WrapValidator(_as_written)]
+TimeoutValue = Annotated[float, Field(ge=1, le=3600, allow_inf_nan=False), WrapValidator(_as_written)]
+SecondsValue = Annotated[float, Field(ge=0, le=86400, allow_inf_nan=False), WrapValidator(_as_written)]
 Word = {"type": ["string", "number", "boolean"]}  # an argument or option value, one line
 
 
@@ -126,10 +131,9 @@ class EngineKeys(Block):
     Args: Annotated[list[Any], _any({"type": "array", "items": Word})] = key(
         [], "command-line arguments")
     Protocol: Literal["uci", "xboard"] = key("uci", "uci or xboard")
-    Rating: Annotated[Real | None, Expected(
+    Rating: Annotated[EloValue | None, Expected(
         f"a finite number from {-L.MAX_RATING:_} to {L.MAX_RATING:_} (Elo)")] = key(
-        None, "strength for group seeding (unrated engines come last)", ge=-L.MAX_RATING,
-        le=L.MAX_RATING, allow_inf_nan=False)
+        None, "strength for group seeding (unrated engines come last)")
     Options: Annotated[Any, _any({"type": "object", "additionalProperties": {
         "type": ["string", "number", "boolean", "null"]}})] = key(
         {}, "engine options (Hash, Threads, ...)")
@@ -144,9 +148,8 @@ class EngineKeys(Block):
         None, "milliseconds per move (testing)", ge=1, le=L.MAX_MOVETIME_MS)
     WorkingDir: Text | None = key(None, "working directory of the engine process (an existing "
                                         "directory)")
-    StartupTimeoutS: Annotated[Real | None, Expected(L.TIMEOUT_EXPECTED)] = key(
-        None, "this engine's handshake / first isready time-out, seconds", ge=1, le=3600,
-        allow_inf_nan=False)
+    StartupTimeoutS: Annotated[TimeoutValue | None, Expected(L.TIMEOUT_EXPECTED)] = key(
+        None, "this engine's handshake / first isready time-out, seconds")
     Ponder: bool | None = key(None, "this engine thinks on the opponent's time")
     Restart: Annotated[Any, _any(L.RESTART_SCHEMA)] = key(
         None, "on / off for this engine alone (default: the event's Restart)")
@@ -220,9 +223,8 @@ class InterruptionKeys(Block):
         35, "7.c.iii: ... and both engines have made this many moves", ge=0, le=10000)
     TablebasePieces: Annotated[int, Expected("an integer 0..7 (0 = off)")] = key(
         7, "7.c.iv: this many men or fewer: the tablebase result (0 = off)", ge=0, le=7)
-    CompensationS: Annotated[Real | None, Expected("seconds from 0 to 86400")] = key(
-        None, "7.c.v: added to both clocks (default 2% of the base time, 1-60 s)", ge=0,
-        le=86400, allow_inf_nan=False)
+    CompensationS: Annotated[SecondsValue | None, Expected("seconds from 0 to 86400")] = key(
+        None, "7.c.v: added to both clocks (default 2% of the base time, 1-60 s)")
 
 
 _FIT = {"anyOf": [{"const": "fit"}, {"type": "number"}]}
@@ -342,9 +344,8 @@ class ConfigKeys(Block):
                                     "items": {"type": "integer", "minimum": 0}}}]})] = key(
         "off", "auto, off, or core lists per game slot [[0, 1], [2, 3]]")
     EngineLogs: EngineLogsKeys | None = key(None, "every engine line of a game, one file per game")
-    StartupTimeoutS: Annotated[Real | None, Expected(L.TIMEOUT_EXPECTED)] = key(
-        None, "seconds for each engine's handshake (default 30)", ge=1, le=3600,
-        allow_inf_nan=False)
+    StartupTimeoutS: Annotated[TimeoutValue | None, Expected(L.TIMEOUT_EXPECTED)] = key(
+        None, "seconds for each engine's handshake (default 30)")
     PgnComments: Literal["cutechess", "extended"] = key(
         "cutechess", "extended adds [%clk], [%emt], [%eval], seldepth, nodes, nps, tbhits, PV")
     PgnExtras: Annotated[list[Literal[PGN_EXTRAS]], Expected(  # type: ignore[valid-type]
@@ -365,9 +366,10 @@ class ConfigKeys(Block):
 def json_schema() -> dict[str, Any]:
     """The config's JSON Schema (draft 2020-12), strict where ``validate`` is."""
     schema = ConfigKeys.model_json_schema(by_alias=True, mode="validation")
-    schema = {"$schema": SCHEMA_DIALECT, "$id": L.SCHEMA_ID, **schema}
+    schema = {"$schema": SCHEMA_DIALECT, **schema}
     schema["required"] = ["SwissOptions", "TimeControl"]
     schema["anyOf"] = [{"required": ["Engines"]}, {"required": ["EnginesFile"]}]
+    schema["properties"]["Tiebreaks"]["uniqueItems"] = True
     alerts = schema["$defs"]["AlertsKeys"]
     alerts["anyOf"] = [{"required": ["Command"]}, {"required": ["Url"]}]
     return schema

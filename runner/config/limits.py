@@ -28,5 +28,3 @@ TIMEOUT_EXPECTED = "seconds from 1 to 3600"
 RESTART_EXPECTED = "on | off (on: fresh engine processes every game; off: kept between games)"
 RESTART_SCHEMA = {"anyOf": [{"type": "boolean"}, {"enum": ["on", "off"]}]}
 
-#: where the schema is published (the README and shipped configs name it for editors)
-SCHEMA_ID = "https://github.com/swiss-runner/swiss-runner/raw/main/docs/config.schema.json"
