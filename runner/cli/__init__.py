@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("standings", help="print standings, tiebreaks and crosstable")
     p.add_argument("config", help="tournament YAML file")
-    p.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text")
+    p.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text",
+                   help="default text")
     p.set_defaults(func=cmd_standings)
 
     p = sub.add_parser("play", help="play one game between two engines of a config and print its PGN")
