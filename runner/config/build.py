@@ -36,6 +36,18 @@ from runner.domain.variant import POSITIONS, is_960
 _BOOK_SUFFIX = {".pgn": "pgn", ".epd": "epd", ".bin": "polyglot"}
 
 
+def _as_written(value: float | None, written: Any) -> float | None:
+    """An integer written for a number key stays one (3, not 3.0): the event fingerprint
+    holds the Rating as written, and a resumed event must give the same one."""
+    return written if type(written) is int and value == written else value
+
+
+def _given(top: dict[str, Any], block: str) -> set[str]:
+    """The keys written in ``block`` of the config (valid or not)."""
+    value = top.get(block)
+    return {str(k) for k in value} if isinstance(value, dict) else set()
+
+
 def _name(c: Any, key: str, value: str) -> str:
     problem = name_problem(value)
     if problem and not c.reported(key):
@@ -63,7 +75,8 @@ def _output_path(c: Any, key: str, value: str, base: Path) -> Path | None:
     return path
 
 
-def _engines(c: Any, keys: Any, index: list[int], base: Path) -> tuple[EngineConfig, ...]:
+def _engines(c: Any, keys: Any, index: list[int], base: Path,
+             written: list[Any]) -> tuple[EngineConfig, ...]:
     from runner.config.loader import resolve_command
     from runner.config.schema import ENGINE_SEARCH_DIRS
 
@@ -117,7 +130,7 @@ def _engines(c: Any, keys: Any, index: list[int], base: Path) -> tuple[EngineCon
         if command:
             engines.append(EngineConfig(
                 name=name, command=command, args=tuple(str(a) for a in args),
-                protocol=e.Protocol, rating=e.Rating, options={str(k): v for k, v in options.items()},
+                protocol=e.Protocol, rating=_as_written(e.Rating, written[i].get("Rating")), options={str(k): v for k, v in options.items()},
                 nodes=e.Nodes, depth=e.Depth, movetime_ms=e.MoveTime, working_dir=working_dir,
                 command_as_written=e.Command))
     return tuple(engines)
@@ -139,26 +152,27 @@ def _swiss(c: Any, keys: Any, base: Path) -> SwissOptions:
         state_path=state_path)
 
 
-def _order(c: Any, o: Any, swiss: SwissOptions, swiss_keys: Any) -> str:
+def _order(c: Any, o: Any, swiss: SwissOptions, explicit: bool) -> str:
     """Openings.Order, which must agree with SwissOptions.RandomOpenings when both are set."""
     order = o.Order
-    explicit = swiss_keys is not None and "RandomOpenings" in swiss_keys.model_fields_set
     if order and explicit and (order == "random") != swiss.random_openings:
         c.problem("Openings.Order", f"got {order!r}, but SwissOptions.RandomOpenings is "
                   f"{swiss.random_openings}; they mean the same thing: make them agree or drop one")
     return order or ("random" if swiss.random_openings else "sequential")
 
 
-def _openings(c: Any, keys: Any, base: Path, swiss: SwissOptions) -> OpeningsConfig | None:
+def _openings(c: Any, keys: Any, top: dict[str, Any], base: Path,
+              swiss: SwissOptions) -> OpeningsConfig | None:
     o, variant = keys.Openings, keys.Variant
     if o is None:
         if is_960(variant) and not c.reported("Openings"):  # random numbered starts
             order = "random" if swiss.random_openings else "sequential"
             return OpeningsConfig(file=None, format="positions", order=order, variant=variant)
         return None
-    order = _order(c, o, swiss, keys.SwissOptions)
-    if "Positions" in o.model_fields_set:
-        return _positions(c, o, order, variant)
+    order = _order(c, o, swiss, "RandomOpenings" in _given(top, "SwissOptions"))
+    given = _given(top, "Openings")
+    if "Positions" in given:
+        return _positions(c, o, given, order, variant)
     if o.File is None:
         if not c.reported("Openings.File"):
             c.problem("Openings.File", "missing required key (or Positions, for a Chess960 event)")
@@ -180,10 +194,11 @@ def _openings(c: Any, keys: Any, base: Path, swiss: SwissOptions) -> OpeningsCon
                           variant=variant)
 
 
-def _positions(c: Any, o: Any, order: str, variant: str) -> OpeningsConfig | None:
+def _positions(c: Any, o: Any, given: set[str], order: str,
+               variant: str) -> OpeningsConfig | None:
     """``Openings.Positions``: numbered Chess960 starts (a list, or ``random``)."""
     for other in ("File", "Format", "Plies"):
-        if other in o.model_fields_set:
+        if other in given:
             c.problem(f"Openings.{other}", "not with Openings.Positions: the start positions "
                       "come either from Positions or from a File")
     value = o.Positions
@@ -263,20 +278,21 @@ def _adjudication(c: Any, keys: Any, base: Path) -> AdjudicationConfig:
     return AdjudicationConfig(tcec_draw=draw, tcec_win=win, tablebases=tb, max_moves=a.MaxMoves)
 
 
-def _interruption(keys: Any) -> InterruptionConfig:
+def _interruption(keys: Any, top: dict[str, Any]) -> InterruptionConfig:
     i = keys.Interruption
     if i is None:
         return InterruptionConfig()
+    written = top["Interruption"].get("CompensationS")
     return InterruptionConfig(
         mode=i.Mode, adjudicate=i.Adjudicate, win_score_cp=i.WinScoreCp,
         draw_score_cp=i.DrawScoreCp, draw_moves=i.DrawMoves, tablebase_pieces=i.TablebasePieces,
-        compensation_s=i.CompensationS)
+        compensation_s=_as_written(i.CompensationS, written))
 
 
-def _fit_or_number(c: Any, r: Any, name: str, ok: Any, expected: str,
+def _fit_or_number(c: Any, r: Any, given: set[str], name: str, ok: Any, expected: str,
                    default: float | None) -> float | None:
     """None for 'fit' (or null); else a finite number ``ok`` accepts."""
-    if name not in r.model_fields_set:
+    if name not in given:
         return default
     value = getattr(r, name)
     if value is None or value == "fit":
@@ -288,11 +304,11 @@ def _fit_or_number(c: Any, r: Any, name: str, ok: Any, expected: str,
     return value
 
 
-def _ratings(c: Any, keys: Any, engines: tuple[EngineConfig, ...]) -> RatingsConfig:
+def _ratings(c: Any, keys: Any, given: set[str],
+             engines: tuple[EngineConfig, ...]) -> RatingsConfig:
     r = keys.Ratings
     if r is None:
         return RatingsConfig()
-    given = r.model_fields_set
     names = [e.name for e in engines]
     if r.Anchor is not None and names and r.Anchor not in names:
         hint = difflib.get_close_matches(str(r.Anchor), names, n=1)
@@ -307,9 +323,9 @@ def _ratings(c: Any, keys: Any, engines: tuple[EngineConfig, ...]) -> RatingsCon
     return RatingsConfig(
         anchor=r.Anchor, elo=float(r.Elo if "Anchor" in given else r.Average),
         white_advantage=_fit_or_number(
-            c, r, "WhiteAdvantage", lambda v: abs(v) < MAX_WHITE_ADVANTAGE,
+            c, r, given, "WhiteAdvantage", lambda v: abs(v) < MAX_WHITE_ADVANTAGE,
             "a fixed advantage in Elo (-1000..1000)", 0.0),
-        draw_rate=_fit_or_number(c, r, "DrawRate", lambda v: 0 <= v < 100,
+        draw_rate=_fit_or_number(c, r, given, "DrawRate", lambda v: 0 <= v < 100,
                                  "a fixed draw rate between equal engines, percent 0..100", None),
         simulations=r.Simulations, seed=r.Seed, confidence=float(r.Confidence))
 
@@ -383,7 +399,7 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
             tc = parse_time_control(top["TimeControl"])
         except ValueError as exc:
             c.bad("TimeControl", top["TimeControl"], str(exc))
-    engines = _engines(c, keys, index, base)
+    engines = _engines(c, keys, index, base, top["Engines"] if index else [])
     tiebreaks = list(keys.Tiebreaks)
     for i, tb in enumerate(tiebreaks):
         if tb in tiebreaks[:i]:
@@ -404,11 +420,11 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
         path=path, variant=keys.Variant, event=_name(c, "Event", keys.Event),
         site=_name(c, "Site", keys.Site), swiss=swiss, time_control=tc,
         time_margin_ms=keys.TimeMarginMs, concurrency=keys.Concurrency,
-        interruption=_interruption(keys), snapshot_interval_s=float(keys.SnapshotIntervalS),
+        interruption=_interruption(keys, top), snapshot_interval_s=float(keys.SnapshotIntervalS),
         backend=keys.Backend, cutechess_path=cutechess, pgn_out=pgn_out, database=database,
-        openings=_openings(c, keys, base, swiss), adjudication=_adjudication(c, keys, base),
+        openings=_openings(c, keys, top, base, swiss), adjudication=_adjudication(c, keys, base),
         engines=engines, tiebreaks=tuple(tiebreaks), raw=raw,
-        ratings=_ratings(c, keys, engines), cluster=_cluster(c, keys), alerts=_alerts(c, keys))
+        ratings=_ratings(c, keys, _given(top, "Ratings"), engines), cluster=_cluster(c, keys), alerts=_alerts(c, keys))
     config = apply_operations(c, top, keys, index, config, base, written)
     check_distinct_outputs(c, config)
     if writes and not c.problems:

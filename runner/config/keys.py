@@ -1,35 +1,32 @@
 """The config's keys in one place: typed models with their defaults, bounds, enums and
-documentation, validated by pydantic v2; :func:`json_schema` publishes them (draft 2020-12).
+documentation, validated by msgspec; :func:`json_schema` publishes them (draft 2020-12).
 
-Why pydantic v2: it reports every problem of a document in one pass with a structured
-location (key path and list index) for each, which the loader turns into its file:line
-messages; its validator is compiled (pydantic-core), it exports JSON Schema draft 2020-12
-with the descriptions, defaults, bounds and enums of the very models that validate, and it
-is the most widely kept Python schema library. (msgspec imports faster but stops at the
-first error and names the place only inside its message text.) This module imports pydantic
-at its top: only the loader's validation and ``swiss-runner schema`` import it.
+Why msgspec (and not pydantic v2, the other candidate, tried first on this branch): every
+command that reads a config validates it, `status` and `standings` as much as `validate`,
+so the library's start-up is paid each time. msgspec imports in ~10 ms and builds these
+models in well under one; pydantic v2 took ~95 ms of CPU (its import, then building the
+models), a third more than the whole `validate` of a shipped config before it
+(bench/bench_config.py, docs/performance.md). msgspec validates in C, refuses unknown keys
+(``forbid_unknown_fields``), takes bounds, patterns and enums from the types, and exports
+JSON Schema draft 2020-12 with the descriptions and defaults. It reports the first problem
+only, with its place in the message (`` - at `$.SwissOptions.Rounds` ``): the loader
+(runner.config.loader.check_schema) reports it, drops the bad value and validates again, a
+few microseconds a pass, so every problem is still reported at once.
 
-Each key carries the text ``validate`` prints after "expected" (:class:`Expected`); what the
-schema cannot know (paths that exist, outputs distinct from inputs, engines on PATH, the time
-control syntax, cross-key rules) is checked by the loader afterwards (runner.config.loader,
-runner.config.operations). Keys whose value has several shapes (Affinity, Restart,
-Openings.Positions, engine Options and Args, Ratings' ``fit`` or a number, Alerts.On and
-Command) are typed ``Any`` here and described exactly in the JSON Schema; the loader checks
-them.
+Each table of keys below is a plain class turned into a msgspec Struct by :func:`block`:
+each key carries its default and documentation (:func:`key`), its bounds, and the text
+``validate`` prints after "expected" (:class:`Expected`). What the schema cannot know (paths
+that exist, outputs distinct from inputs, engines on PATH, the time control syntax,
+cross-key rules) is checked by the loader afterwards (runner.config.build, operations,
+outputs). Keys whose value has several shapes (Affinity, Restart, Openings.Positions, engine
+Options and Args, Ratings' ``fit`` or a number, Alerts.On and Command) are typed ``Any``
+here and described exactly in the JSON Schema; the loader checks them.
 """
 
-from __future__ import annotations
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from typing import Annotated, Any, Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    WrapValidator,
-    model_validator,
-)
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from runner.config import limits as L
 from runner.config.schema import ALERT_KINDS, DEFAULT_TIEBREAKS, PGN_EXTRAS, TIEBREAKS
@@ -48,54 +45,73 @@ class Expected:
         self.items = items  # the text is about each item of a list
 
 
-def _drop_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
 # A non-empty string without NUL characters (YAML text; the loader checks names and paths further)
 _TEXT = r"^[^\x00]*[^\s\x00][^\x00]*$"
-Text = Annotated[str, Field(pattern=_TEXT)]
-
-
-def _as_written(value: Any, handler: Any) -> Any:
-    """A float key given an integer keeps it (3, not 3.0: the event fingerprint holds some)."""
-    result = handler(value)
-    return value if type(value) is int else result
-
-
-Real = Annotated[float, WrapValidator(_as_written)]
-# the same, bounded, where the key may be null (bounds on the float itself, not the union)
-EloValue = Annotated[float, Field(ge=-L.MAX_RATING, le=L.MAX_RATING, allow_inf_nan=False),
-                   WrapValidator(_as_written)]
-TimeoutValue = Annotated[float, Field(ge=1, le=3600, allow_inf_nan=False), WrapValidator(_as_written)]
-SecondsValue = Annotated[float, Field(ge=0, le=86400, allow_inf_nan=False), WrapValidator(_as_written)]
+Text = Annotated[str, Meta(pattern=_TEXT)]
 Word = {"type": ["string", "number", "boolean"]}  # an argument or option value, one line
+EloValue = Annotated[float, Meta(ge=-L.MAX_RATING, le=L.MAX_RATING)]
+TimeoutValue = Annotated[float, Meta(ge=1, le=3600)]
+SecondsValue = Annotated[float, Meta(ge=0, le=86400)]
+REQUIRED = object()
+
+
+class Key:
+    """A key's default, documentation and bounds, as written in the tables below."""
+
+    def __init__(self, default: Any, doc: str, unset: bool, bounds: dict[str, Any]):
+        self.default, self.doc, self.unset, self.bounds = default, doc, unset, bounds
 
 
 def key(default: Any, doc: str, *, unset: bool = False, **bounds: Any) -> Any:
     """A key with its default and documentation. ``unset``: the default is computed by the
-    loader (absent = None) but an explicit null is refused, as a missing value."""
-    extra = _drop_default if unset else None
-    return Field(None if unset else default, description=doc, json_schema_extra=extra, **bounds)
+    loader (absent = UNSET) but an explicit null is refused, as a missing value."""
+    return Key(default, doc, unset, bounds)
 
 
-def _any(schema: dict[str, Any]) -> Any:
-    return WithJsonSchema(schema)
+def _any(schema: dict[str, Any]) -> Meta:
+    return Meta(extra_json_schema=schema)
 
 
-class Block(BaseModel):
-    """A mapping of known keys: unknown keys, wrong types and values out of bounds fail."""
+def _field_type(annotation: Any, spec: Key) -> Any:
+    """``annotation`` with the key's bounds on its value type, its Expected text in
+    ``Meta.extra`` and its documentation, as msgspec reads them."""
+    expected: list[Expected] = []
+    if get_origin(annotation) is Annotated:
+        base, *metas = get_args(annotation)
+        expected = [m for m in metas if isinstance(m, Expected)]
+        rest = [m for m in metas if not isinstance(m, Expected)]
+        annotation = Annotated[base, *rest] if rest else base
+    optional = get_origin(annotation) is Union or type(annotation).__name__ == "UnionType"
+    inner = [a for a in get_args(annotation) if a is not type(None)] if optional else [annotation]
+    if spec.bounds:
+        bounded = Annotated[inner[0], Meta(**spec.bounds)]  # type: ignore[valid-type]
+        annotation = Union[bounded, None] if optional else bounded  # noqa: UP007
+    if spec.unset:
+        annotation = Union[annotation, UnsetType]  # noqa: UP007
+    extra = {"expected": expected[0]} if expected else {}
+    return Annotated[annotation, Meta(description=spec.doc, extra=extra)]
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
-                              validate_by_alias=True, validate_by_name=False)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _empty(cls, data: Any) -> Any:
-        return {} if data is None else data  # a key written without a value: no keys set
+def block(spec: type) -> Any:
+    """The msgspec Struct of a table of keys (``spec``: annotations and :func:`key` defaults):
+    unknown keys, wrong types and values out of bounds fail."""
+    fields: list[tuple[Any, ...]] = []
+    for name, annotation in spec.__annotations__.items():
+        k = spec.__dict__[name]
+        typed = _field_type(annotation, k)
+        if k.default is REQUIRED:
+            fields.append((name, typed))
+        else:
+            default = UNSET if k.unset else k.default
+            if isinstance(default, list) and default:
+                default = tuple(default)  # shown as the schema's default; never changed
+            fields.append((name, typed, default))
+    return msgspec.defstruct(spec.__name__, fields, forbid_unknown_fields=True, frozen=True,
+                             kw_only=True, module=__name__, namespace={"__doc__": spec.__doc__})
 
 
-class SwissOptionsKeys(Block):
+@block
+class SwissOptionsKeys:
     GamesPerMatch: Annotated[int, Expected(
         "1 (single rounds) or 2 (double rounds, colours reversed)")] = key(
         2, "1 = single rounds, 2 = double rounds (the same opening, colours reversed)", ge=1,
@@ -124,9 +140,10 @@ class SwissOptionsKeys(Block):
                           "JSON snapshot for dashboards, rewritten atomically after every game")
 
 
-class EngineKeys(Block):
-    Name: Text = Field(description="unique name, used in the PGN and the standings")
-    Command: Text = Field(description="executable (a path, or a name on PATH or in /usr/games), "
+@block
+class EngineKeys:
+    Name: Text = key(REQUIRED, "unique name, used in the PGN and the standings")
+    Command: Text = key(REQUIRED, "executable (a path, or a name on PATH or in /usr/games), "
                                       "run without a shell")
     Args: Annotated[list[Any], _any({"type": "array", "items": Word})] = key(
         [], "command-line arguments")
@@ -155,7 +172,8 @@ class EngineKeys(Block):
         None, "on / off for this engine alone (default: the event's Restart)")
 
 
-class OpeningsKeys(Block):
+@block
+class OpeningsKeys:
     File: Text | None = key(None, "the opening book (relative to the config file)")
     Format: Literal["pgn", "epd", "polyglot"] = key(
         None, "pgn, epd or polyglot (default: from the file name)", unset=True)
@@ -175,7 +193,8 @@ class OpeningsKeys(Block):
         "instead of File")
 
 
-class TcecDrawKeys(Block):
+@block
+class TcecDrawKeys:
     MaxPawns: Annotated[int, Expected("an integer 0..16")] = key(8, "at most this many pawns",
                                                                  ge=0, le=16)
     MaxPieces: Annotated[int, Expected("an integer 2..32 (kings count)")] = key(
@@ -186,14 +205,16 @@ class TcecDrawKeys(Block):
         10, "for this many plies", ge=1, le=L.MAX_PLIES)
 
 
-class TcecWinKeys(Block):
+@block
+class TcecWinKeys:
     ScoreCp: Annotated[int, Expected(f"positive centipawns (at most {L.MAX_CP})")] = key(
         1000, "both engines agree one side is ahead by at least this", ge=1, le=L.MAX_CP)
     Plies: Annotated[int, Expected(f"a positive number of plies (at most {L.MAX_PLIES})")] = key(
         10, "for this many plies", ge=1, le=L.MAX_PLIES)
 
 
-class TablebasesKeys(Block):
+@block
+class TablebasesKeys:
     Paths: Annotated[list[Any], _any({"type": "array", "items": {"type": "string"}})] = key(
         [], "directories of Syzygy WDL tables")
     MaxPieces: Annotated[int, Expected("an integer 3..7")] = key(
@@ -201,7 +222,8 @@ class TablebasesKeys(Block):
     Ignore50: bool = key(False, "cursed wins and blessed losses count as wins and losses")
 
 
-class AdjudicationKeys(Block):
+@block
+class AdjudicationKeys:
     TcecDraw: TcecDrawKeys | None = key(None, "the TCEC draw rule (off when absent)")
     TcecWin: TcecWinKeys | None = key(None, "the TCEC win rule (off when absent)")
     Tablebases: TablebasesKeys | None = key(None, "Syzygy WDL adjudication (off when absent)")
@@ -210,7 +232,8 @@ class AdjudicationKeys(Block):
         0, "draw after this many full moves (0 = off)", ge=0, le=L.MAX_PLIES)
 
 
-class InterruptionKeys(Block):
+@block
+class InterruptionKeys:
     Mode: Literal["resume", "replay"] = key(
         "resume", "resume: TCEC rule 7.c; replay: played again from its first move")
     Adjudicate: bool = key(True, "apply 7.c.ii-iv before continuing a game")
@@ -230,15 +253,16 @@ class InterruptionKeys(Block):
 _FIT = {"anyOf": [{"const": "fit"}, {"type": "number"}]}
 
 
-class RatingsKeys(Block):
+@block
+class RatingsKeys:
     Anchor: Text | None = key(None, "rate with this engine fixed at Elo")
-    Average: Annotated[Real, Expected(
+    Average: Annotated[float, Expected(
         f"a finite number from {-L.MAX_RATING:_} to {L.MAX_RATING:_} (Elo)")] = key(
         0.0, "without Anchor: the rating of the pool average", ge=-L.MAX_RATING,
-        le=L.MAX_RATING, allow_inf_nan=False)
-    Elo: Annotated[Real, Expected(
+        le=L.MAX_RATING)
+    Elo: Annotated[float, Expected(
         f"a finite number from {-L.MAX_RATING:_} to {L.MAX_RATING:_} (Elo)")] = key(
-        0.0, "the rating of the Anchor", ge=-L.MAX_RATING, le=L.MAX_RATING, allow_inf_nan=False)
+        0.0, "the rating of the Anchor", ge=-L.MAX_RATING, le=L.MAX_RATING)
     WhiteAdvantage: Annotated[Any, _any({"anyOf": [{"const": "fit"}, {
         "type": "number", "exclusiveMinimum": -L.MAX_WHITE_ADVANTAGE,
         "exclusiveMaximum": L.MAX_WHITE_ADVANTAGE}]})] = key(
@@ -252,21 +276,22 @@ class RatingsKeys(Block):
         le=L.MAX_SIMULATIONS)
     Seed: Annotated[int, Expected("an integer from 0 to 2**63-1")] = key(
         0, "seed of the simulations", ge=0, le=L.MAX_SEED)
-    Confidence: Annotated[Real, Expected("a percentage between 0 and 100")] = key(
-        95.0, "confidence of the margins, percent", gt=0, lt=100, allow_inf_nan=False)
+    Confidence: Annotated[float, Expected("a percentage between 0 and 100")] = key(
+        95.0, "confidence of the margins, percent", gt=0, lt=100)
 
 
-class ClusterKeys(Block):
-    Scheduler: Text = Field(description="tcp://HOST:PORT (or tls://) of a Dask scheduler")
-    WaitS: Annotated[Real, Expected("seconds from 0 to 86400")] = key(
+@block
+class ClusterKeys:
+    Scheduler: Text = key(REQUIRED, "tcp://HOST:PORT (or tls://) of a Dask scheduler")
+    WaitS: Annotated[float, Expected("seconds from 0 to 86400")] = key(
         600.0, "how long the runner waits for a lost scheduler", ge=0, le=86400,
-        allow_inf_nan=False)
-    OverdueS: Annotated[Real, Expected("seconds from 1 to 86400")] = key(
+       )
+    OverdueS: Annotated[float, Expected("seconds from 1 to 86400")] = key(
         60.0, "a worker silent this long past the mover's clock is cut off", ge=1, le=86400,
-        allow_inf_nan=False)
-    RetryRefusedS: Annotated[Real, Expected("seconds from 1 to 604800")] = key(
+       )
+    RetryRefusedS: Annotated[float, Expected("seconds from 1 to 604800")] = key(
         600.0, "a worker that refused an engine is asked again after this", ge=1,
-        le=86400 * 7, allow_inf_nan=False)
+        le=86400 * 7)
     MaxLostAttempts: Annotated[int, Expected("a number of attempts from 1 to 1000")] = key(
         3, "a game that loses its worker this often stops the event", ge=1, le=1000)
     Insecure: bool = key(
@@ -274,13 +299,15 @@ class ClusterKeys(Block):
         "scheduler address that is not loopback")
 
 
-class EngineLogsKeys(Block):
-    Dir: Text = Field(description="directory of the engine logs, one file per game")
+@block
+class EngineLogsKeys:
+    Dir: Text = key(REQUIRED, "directory of the engine logs, one file per game")
     Keep: Literal["failures", "all"] = key(
         "failures", "failures: only games lost by crash, stall, illegal move or time; all")
 
 
-class AlertsKeys(Block):
+@block
+class AlertsKeys:
     Command: Annotated[Any, _any({"anyOf": [
         {"type": "string", "pattern": _TEXT},
         {"type": "array", "minItems": 1, "items": {"type": "string"}}]})] = key(
@@ -289,8 +316,8 @@ class AlertsKeys(Block):
     Url: Annotated[str | None, Expected("an http:// or https:// URL")] = key(
         None, "an http:// or https:// URL the alert's JSON is POSTed to",
         pattern=r"^https?://[^\s\x00]+$")
-    TimeoutS: Annotated[Real, Expected("seconds from 0.1 to 300")] = key(
-        10.0, "time-out of each attempt, seconds", ge=0.1, le=300, allow_inf_nan=False)
+    TimeoutS: Annotated[float, Expected("seconds from 0.1 to 300")] = key(
+        10.0, "time-out of each attempt, seconds", ge=0.1, le=300)
     Retries: Annotated[int, Expected("an integer from 0 to 20")] = key(
         3, "attempts after the first", ge=0, le=20)
     QueueSize: Annotated[int, Expected("a positive integer, at most 10_000")] = key(
@@ -303,16 +330,15 @@ class AlertsKeys(Block):
         "all", "the kinds of alert sent, or all")
 
 
-class ConfigKeys(Block):
+@block
+class ConfigKeys:
     """A swiss-runner tournament config (YAML). Keys are PascalCase, as TCEC's SwissOptions."""
-
-    model_config = ConfigDict(title="swiss-runner config")
 
     Event: Text = key("swiss-runner event", "PGN Event tag")
     Site: Text = key("?", "PGN Site tag")
-    SwissOptions: SwissOptionsKeys | None = Field(description="the Swiss system's options")
-    TimeControl: Annotated[Any, _any({"type": ["string", "number"]})] = Field(
-        description="cutechess syntax [moves/]time[+inc], time in seconds or m:ss/h:mm:ss, or "
+    SwissOptions: SwissOptionsKeys | None = key(REQUIRED, "the Swiss system's options")
+    TimeControl: Annotated[Any, _any({"type": ["string", "number"]})] = key(
+        REQUIRED, "cutechess syntax [moves/]time[+inc], time in seconds or m:ss/h:mm:ss, or "
         "inf (TCEC 45+4.5 is 45:00+4.5)")
     TimeMarginMs: Annotated[int, Expected(f"milliseconds from 0 to {L.MAX_MARGIN_MS}")] = key(
         0, "overrun forgiven before a time loss (cutechess's timemargin)", ge=0,
@@ -334,9 +360,9 @@ class ConfigKeys(Block):
     Tiebreaks: Annotated[list[Literal[TIEBREAKS]], Expected(  # type: ignore[valid-type]
         " | ".join(TIEBREAKS), hints=TIEBREAKS, items=True)] = key(
         list(DEFAULT_TIEBREAKS), "the tiebreak chain, each once")
-    SnapshotIntervalS: Annotated[Real, Expected("seconds from 0.1 to 3600")] = key(
+    SnapshotIntervalS: Annotated[float, Expected("seconds from 0.1 to 3600")] = key(
         1.0, "the JSON snapshot is rewritten at most this often while games are played",
-        ge=0.1, le=3600, allow_inf_nan=False)
+        ge=0.1, le=3600)
     Interruption: InterruptionKeys | None = key(None, "games interrupted by a crash (rule 7.c)")
     Affinity: Annotated[Any, _any({"anyOf": [
         {"enum": ["auto", "off", False]},
@@ -365,11 +391,12 @@ class ConfigKeys(Block):
 
 def json_schema() -> dict[str, Any]:
     """The config's JSON Schema (draft 2020-12), strict where ``validate`` is."""
-    schema = ConfigKeys.model_json_schema(by_alias=True, mode="validation")
-    schema = {"$schema": SCHEMA_DIALECT, **schema}
+    generated = msgspec.json.schema(ConfigKeys)
+    defs = generated["$defs"]
+    root = defs.pop("ConfigKeys")
+    schema = {"$schema": SCHEMA_DIALECT, **root, "title": "swiss-runner config", "$defs": defs}
     schema["required"] = ["SwissOptions", "TimeControl"]
     schema["anyOf"] = [{"required": ["Engines"]}, {"required": ["EnginesFile"]}]
     schema["properties"]["Tiebreaks"]["uniqueItems"] = True
-    alerts = schema["$defs"]["AlertsKeys"]
-    alerts["anyOf"] = [{"required": ["Command"]}, {"required": ["Url"]}]
+    defs["AlertsKeys"]["anyOf"] = [{"required": ["Command"]}, {"required": ["Url"]}]
     return schema

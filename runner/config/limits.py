@@ -1,4 +1,4 @@
-"""The config's bounds (without pydantic: the `ratings` options share them, and the loader's
+"""The config's bounds (no schema library: the `ratings` options share them, and the loader's
 plain checks use them). A value beyond these is a typo, not an event (Rounds 10**9 would
 announce "game 1 of 4000000000" and play on for ever)."""
 

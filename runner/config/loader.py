@@ -2,7 +2,7 @@
 
 Keys are PascalCase so a TCEC/Encroissant ``SwissOptions`` block can be pasted in verbatim.
 The keys, their types, bounds, enums and defaults are the models of runner.config.keys,
-validated by pydantic; each of its errors becomes one line naming the file, the line of the
+validated by msgspec; each of its errors becomes one line naming the file, the line of the
 key, the key path, the bad value and what was expected. The plain checks that follow cover
 what a schema cannot know: engines on PATH, files that exist, outputs distinct from inputs,
 the time-control syntax, cross-key rules. Relative paths in the file (books, state, PGN,
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import types
 import typing
@@ -27,9 +28,6 @@ from runner.config.paths import resolve_path
 from runner.config.schema import ENGINE_SEARCH_DIRS, Config
 from runner.config.yamlfile import YamlLimit, code_of, line_at, load_yaml
 from runner.errors import ConfigError
-
-if typing.TYPE_CHECKING:
-    from pydantic import BaseModel
 
 
 class _Checker:
@@ -88,87 +86,106 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return text
 
 
-def _unwrap(annotation: Any) -> Any:
-    """The type inside ``Annotated``/``X | None``."""
+def _unwrap(annotation: Any) -> tuple[Any, Any]:
+    """(the type inside ``Annotated``/``X | None``/``X | UnsetType``, its Expected or None)."""
+    from msgspec import UnsetType
+
+    from runner.config.keys import Expected
+
+    mark = None
     while True:
         origin = typing.get_origin(annotation)
         if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
+            annotation, *metas = typing.get_args(annotation)
+            for meta in metas:
+                found = (getattr(meta, "extra", None) or {}).get("expected")
+                mark = found if isinstance(found, Expected) else mark
         elif origin in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            args = [a for a in typing.get_args(annotation) if a not in (type(None), UnsetType)]
             if len(args) != 1:
-                return annotation
+                return annotation, mark
             annotation = args[0]
         else:
-            return annotation
+            return annotation, mark
 
 
-def _walk(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, Any, bool]:
-    """Follow ``loc`` from ``root``: (the model reached, or None; the FieldInfo of its last
+def _fields(struct: Any) -> dict[str, Any]:
+    import msgspec
+
+    try:
+        return {f.encode_name: f.type for f in msgspec.structs.fields(struct)}
+    except TypeError:  # not a Struct
+        return {}
+
+
+def _walk(root: Any, loc: tuple[Any, ...]) -> tuple[Any, Any, bool]:
+    """Follow ``loc`` from ``root``: (the type reached, unwrapped; the Expected of its last
     key, or None; whether ``loc`` ends at an item of that key's list)."""
-    model: Any = root
-    info = None
+    current: Any = root
+    mark = None
     item = False
     for part in loc:
         if isinstance(part, int):
+            if typing.get_origin(current) is list:
+                current, _ = _unwrap(typing.get_args(current)[0])
             item = True
             continue
-        if model is None or part not in model.model_fields:
+        fields = _fields(current)
+        if part not in fields:
             return None, None, False
-        info, item = model.model_fields[part], False
-        inner = _unwrap(info.annotation)
-        if typing.get_origin(inner) is list:
-            inner = _unwrap(typing.get_args(inner)[0])
-        model = inner if isinstance(inner, type) and hasattr(inner, "model_fields") else None
-    return model, info, item
+        current, mark = _unwrap(fields[part])
+        item = False
+    return current, mark, item
 
 
-_BY_TYPE = {"int": "an integer", "float": "a finite number", "finite": "a finite number",
-            "bool": "true or false", "string": "a non-empty string", "list": "a list",
-            "model": "a mapping of keys", "dict": "a mapping of keys"}
+_BY_TYPE = {int: "an integer", float: "a finite number", bool: "true or false",
+            str: "a non-empty string", list: "a list", dict: "a mapping of keys"}
 
 
-def _expected(root: type[BaseModel], loc: tuple[Any, ...], error: dict[str, Any]) -> str:
+def _expected(root: Any, loc: tuple[Any, ...], value: Any) -> str:
     """What the key at ``loc`` expects: its :class:`~runner.config.keys.Expected` text, the
     choices of a Literal, or what its type takes."""
-    from runner.config.keys import Expected
-
-    kind = error["type"]
-    if kind.startswith(("model", "dict")):
+    kind, mark, item = _walk(root, loc)
+    if _fields(kind):
         return "a mapping of keys"
-    _, info, item = _walk(root, loc)
-    text = next((t for k, t in _BY_TYPE.items() if kind.startswith(k)), "a valid value")
-    if info is not None:
-        inner = _unwrap(info.annotation)
-        in_list = typing.get_origin(inner) is list and item
-        if in_list:
-            inner = _unwrap(typing.get_args(inner)[0])
-        literal = typing.get_origin(inner) is typing.Literal
-        marks = [m for m in info.metadata if isinstance(m, Expected) and m.items == in_list]
-        if marks:
-            hint = difflib.get_close_matches(str(error["input"]), marks[0].hints, n=1)
-            return marks[0].text + (f" (did you mean {hint[0]!r}?)" if hint else "")
-        if literal and kind == "literal_error":
-            text = " | ".join(str(a) for a in typing.get_args(inner))
-        if inner is str or literal and isinstance(typing.get_args(inner)[0], str):
-            kind = "string"
-    if kind.startswith("string") and isinstance(error["input"], str) and "\0" in error["input"]:
+    if mark is not None and mark.items == item:
+        hint = difflib.get_close_matches(str(value), mark.hints, n=1)
+        return mark.text + (f" (did you mean {hint[0]!r}?)" if hint else "")
+    literal = typing.get_origin(kind) is typing.Literal
+    if literal:
+        text = " | ".join(str(a) for a in typing.get_args(kind))
+    else:
+        text = _BY_TYPE.get(typing.get_origin(kind) or kind, "a valid value")
+    stringy = kind is str or literal and isinstance(typing.get_args(kind)[0], str)
+    if stringy and isinstance(value, str) and "\0" in value:
         text += " without NUL characters"
     return text
 
 
 _GONE = object()
+_ERROR = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_FIELD = re.compile(r"^Object (?P<kind>contains unknown|missing required) field `(?P<name>.*)`$",
+                    re.S)
+
+
+def _loc(path: str) -> tuple[Any, ...]:
+    return tuple(int(i) if i else k for k, i in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path))
+
+
+def _at(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        data = data[part]
+    return data
 
 
 def _prune(data: Any, loc: tuple[Any, ...]) -> None:
     """Remove what ``loc`` names from ``data`` (list items become _GONE)."""
     try:
-        for part in loc[:-1]:
-            data = data[part]
-        if isinstance(data, list):
-            data[loc[-1]] = _GONE
-        elif isinstance(data, dict):
-            data.pop(loc[-1], None)
+        parent = _at(data, loc[:-1])
+        if isinstance(parent, list):
+            parent[loc[-1]] = _GONE
+        elif isinstance(parent, dict):
+            parent.pop(loc[-1], None)
     except (KeyError, IndexError, TypeError):
         pass  # already gone with the mapping around it
 
@@ -183,54 +200,94 @@ def _compact(data: Any, index: list[int] | None = None) -> Any:
     return data
 
 
-def _copy(data: Any) -> Any:
+def _plain(data: Any, engines: bool = False) -> Any:
+    """A copy with every mapping key a string and an engine written without keys ({})."""
     if isinstance(data, dict):
-        return {k: _copy(v) for k, v in data.items()}
-    return [_copy(v) for v in data] if isinstance(data, list) else data
+        return {str(k): _plain(v, str(k) == "Engines") for k, v in data.items()}
+    if isinstance(data, list):
+        return [{} if engines and v is None else _plain(v) for v in data]
+    return data
+
+
+def _missing(c: _Checker, root: Any, data: Any, where: tuple[Any, ...],
+             shown: tuple[Any, ...]) -> None:
+    """Every required key the mapping at ``where`` lacks (msgspec names the first)."""
+    import msgspec
+
+    struct, _, _ = _walk(root, where)
+    have = _at(data, where)
+    for f in msgspec.structs.fields(struct):
+        key = _key_path((*shown, f.encode_name))
+        if f.required and f.encode_name not in have and key not in c.schema_keys:
+            c.schema_keys.add(key)
+            c.problem(key, "missing required key")
+
+
+def _bad_items(c: _Checker, root: Any, data: Any, where: tuple[Any, ...]) -> None:
+    """Every item of the list at ``where`` its item type refuses (msgspec names the first)."""
+    import msgspec
+
+    kind, _, _ = _walk(root, (*where, 0))
+    for i, value in enumerate(_at(data, where)):
+        try:
+            msgspec.convert(value, kind, strict=True)
+        except msgspec.ValidationError:
+            key = _key_path((*where, i))
+            c.schema_keys.add(key)
+            c.bad(key, value, _expected(root, (*where, i), value))
+
+
+MAX_SCHEMA_PASSES = 1000  # one problem per pass; a config with more is reported in part
 
 
 def check_schema(c: _Checker, top: dict[str, Any]) -> tuple[Any, list[int]]:
-    """Validate ``top`` with the schema: every problem reported; returns the validated keys
-    of what is left once the bad values are dropped (None if nothing usable) and the
-    original index of each engine kept."""
-    from pydantic import ValidationError
+    """Validate ``top`` with the schema; every problem is reported. msgspec stops at the first
+    error: each is reported, the bad value dropped, and the rest validated again (a few
+    microseconds a pass). Returns the validated keys of what is left (None if nothing is
+    usable) and the place in the file of each engine kept."""
+    import msgspec
 
     from runner.config.keys import ConfigKeys
 
-    data, index = top, list(range(len(top["Engines"]))) if isinstance(
-        top.get("Engines"), list) else []
-    for _ in range(3):
+    data = _plain(top)
+    index = list(range(len(data["Engines"]))) if isinstance(data.get("Engines"), list) else []
+    for _ in range(MAX_SCHEMA_PASSES):
         try:
-            return ConfigKeys.model_validate(data), index
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-        data = _copy(data)
-        for error in errors:
-            loc = tuple(error["loc"])
-            if loc and loc[0] == "Engines" and len(loc) > 1 and isinstance(loc[1], int):
-                loc = ("Engines", index[loc[1]], *loc[2:])
-            key = _key_path(loc)
-            if key not in c.schema_keys:
-                c.schema_keys.add(key)
-                if error["type"] == "extra_forbidden":
-                    model, _, _ = _walk(ConfigKeys, loc[:-1])
-                    c.unknown(key, str(loc[-1]), list(getattr(model, "model_fields", {})))
-                elif error["type"] == "missing":
-                    c.problem(key, "missing required key")
-                else:
-                    c.bad(key, error["input"], _expected(ConfigKeys, loc, error))
-            where = tuple(error["loc"])
-            if error["type"] == "missing":
-                where = where[:-1] if len(where) > 1 else where
-            if where == ("SwissOptions",):
-                data["SwissOptions"] = None
-            elif where == ("TimeControl",):
-                data["TimeControl"] = "inf"
-            else:
-                _prune(data, where)
-        kept: list[int] = []
-        data = _compact(data, kept)
-        index = [index[i] for i in kept] if isinstance(data.get("Engines"), list) else []
+            return msgspec.convert(data, ConfigKeys, strict=True), index
+        except msgspec.ValidationError as exc:
+            match = _ERROR.match(str(exc))
+        assert match is not None  # the pattern matches any text
+        where = _loc(match["path"] or "")
+        field = _FIELD.match(match["what"])
+        loc = (*where, field["name"]) if field else where
+        shown = loc
+        if len(loc) > 1 and loc[0] == "Engines" and isinstance(loc[1], int):
+            shown = ("Engines", index[loc[1]], *loc[2:])
+        key = _key_path(shown)
+        if not loc or key in c.schema_keys:
+            return None, index  # not a problem of a key: stop rather than loop
+        if not field or field["kind"] != "missing required":
+            c.schema_keys.add(key)
+        if field and field["kind"] == "contains unknown":
+            c.unknown(key, field["name"], list(_fields(_walk(ConfigKeys, where)[0])))
+        elif field:
+            _missing(c, ConfigKeys, data, where, shown[:-1])
+            loc = where or loc  # drop the mapping that lacks it
+        elif loc and isinstance(loc[-1], int) and loc[0] != "Engines":
+            _bad_items(c, ConfigKeys, data, loc[:-1])
+            loc = loc[:-1]  # every bad item reported: the list is dropped (its default)
+        else:
+            value = _at(data, loc)
+            c.bad(key, value, _expected(ConfigKeys, loc, value))
+        if loc == ("SwissOptions",):
+            data["SwissOptions"] = None
+        elif loc == ("TimeControl",):
+            data["TimeControl"] = "inf"
+        else:
+            _prune(data, loc)
+            kept: list[int] = []
+            data = _compact(data, kept)
+            index = [index[i] for i in kept] if isinstance(data.get("Engines"), list) else []
     return None, index
 
 
