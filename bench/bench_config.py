@@ -44,7 +44,7 @@ def _in_process(env: dict[str, str]) -> str:
             "a = time.perf_counter(); load_config(%r); b = time.perf_counter(); "
             "load_config(%r); c = time.perf_counter(); import sys; "
             "print(f'import {a - t:.3f} s, first load {b - a:.3f} s, next load {c - b:.3f} s, "
-            "pydantic imported: {\"pydantic\" in sys.modules}')") % ((str(CONFIGS[0]),) * 2)
+            "msgspec imported: {\"msgspec\" in sys.modules}, python-chess imported: {\"chess\" in sys.modules}')") % ((str(CONFIGS[0]),) * 2)
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd="/", capture_output=True,
                          text=True, check=True)
     return out.stdout.strip()
