@@ -193,6 +193,9 @@ class OpeningsKeys:
         "instead of File")
 
 
+PlyCount = Annotated[int, Expected(f"a positive number of plies (at most {L.MAX_PLIES})")]
+
+
 @block
 class TcecDrawKeys:
     MaxPawns: Annotated[int, Expected("an integer 0..16")] = key(8, "at most this many pawns",
@@ -201,16 +204,14 @@ class TcecDrawKeys:
         8, "at most this many pieces other than pawns, kings included", ge=2, le=32)
     ScoreCp: Annotated[int, Expected(f"centipawns from 0 to {L.MAX_CP}")] = key(
         20, "both engines' |score| at most this", ge=0, le=L.MAX_CP)
-    Plies: Annotated[int, Expected(f"a positive number of plies (at most {L.MAX_PLIES})")] = key(
-        10, "for this many plies", ge=1, le=L.MAX_PLIES)
+    Plies: PlyCount = key(10, "for this many plies", ge=1, le=L.MAX_PLIES)
 
 
 @block
 class TcecWinKeys:
     ScoreCp: Annotated[int, Expected(f"positive centipawns (at most {L.MAX_CP})")] = key(
         1000, "both engines agree one side is ahead by at least this", ge=1, le=L.MAX_CP)
-    Plies: Annotated[int, Expected(f"a positive number of plies (at most {L.MAX_PLIES})")] = key(
-        10, "for this many plies", ge=1, le=L.MAX_PLIES)
+    Plies: PlyCount = key(10, "for this many plies", ge=1, le=L.MAX_PLIES)
 
 
 @block

@@ -162,7 +162,6 @@ def _expected(root: Any, loc: tuple[Any, ...], value: Any) -> str:
     return text
 
 
-_GONE = object()
 _ERROR = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
 _FIELD = re.compile(r"^Object (?P<kind>contains unknown|missing required) field `(?P<name>.*)`$",
                     re.S)
@@ -179,25 +178,16 @@ def _at(data: Any, loc: tuple[Any, ...]) -> Any:
 
 
 def _prune(data: Any, loc: tuple[Any, ...]) -> None:
-    """Remove what ``loc`` names from ``data`` (list items become _GONE)."""
+    """Drop the key ``loc`` names from ``data`` (a list item: the whole list, whose every bad
+    item was reported)."""
+    while loc and isinstance(loc[-1], int):
+        loc = loc[:-1]
     try:
         parent = _at(data, loc[:-1])
-        if isinstance(parent, list):
-            parent[loc[-1]] = _GONE
-        elif isinstance(parent, dict):
+        if isinstance(parent, dict):
             parent.pop(loc[-1], None)
     except (KeyError, IndexError, TypeError):
         pass  # already gone with the mapping around it
-
-
-def _compact(data: Any, index: list[int] | None = None) -> Any:
-    if isinstance(data, dict):
-        return {k: _compact(v, index if k == "Engines" else None) for k, v in data.items()}
-    if isinstance(data, list):
-        if index is not None:
-            index[:] = [i for i, v in enumerate(data) if v is not _GONE]
-        return [_compact(v) for v in data if v is not _GONE]
-    return data
 
 
 def _plain(data: Any, engines: bool = False) -> Any:
@@ -223,7 +213,8 @@ def _missing(c: _Checker, root: Any, data: Any, where: tuple[Any, ...],
             c.problem(key, "missing required key")
 
 
-def _bad_items(c: _Checker, root: Any, data: Any, where: tuple[Any, ...]) -> None:
+def _bad_items(c: _Checker, root: Any, data: Any, where: tuple[Any, ...],
+               shown: tuple[Any, ...] = ()) -> None:
     """Every item of the list at ``where`` its item type refuses (msgspec names the first)."""
     import msgspec
 
@@ -232,63 +223,74 @@ def _bad_items(c: _Checker, root: Any, data: Any, where: tuple[Any, ...]) -> Non
         try:
             msgspec.convert(value, kind, strict=True)
         except msgspec.ValidationError:
-            key = _key_path((*where, i))
+            key = _key_path((*shown, *where, i))
             c.schema_keys.add(key)
             c.bad(key, value, _expected(root, (*where, i), value))
 
 
-MAX_SCHEMA_PASSES = 1000  # one problem per pass; a config with more is reported in part
+MAX_SCHEMA_PASSES = 1000  # one problem per pass; a mapping with more is reported in part
 
 
-def check_schema(c: _Checker, top: dict[str, Any]) -> tuple[Any, list[int]]:
-    """Validate ``top`` with the schema; every problem is reported. msgspec stops at the first
-    error: each is reported, the bad value dropped, and the rest validated again (a few
-    microseconds a pass). Returns the validated keys of what is left (None if nothing is
-    usable) and the place in the file of each engine kept."""
+def _validate(c: _Checker, kind: Any, data: dict[str, Any], shown: tuple[Any, ...]) -> Any:
+    """``data`` (changed: bad values dropped) as a ``kind``, or None; every problem reported
+    with its key path after ``shown``. msgspec stops at the first error: each is reported, its
+    value dropped and the rest validated again (microseconds a pass)."""
     import msgspec
 
-    from runner.config.keys import ConfigKeys
-
-    data = _plain(top)
-    index = list(range(len(data["Engines"]))) if isinstance(data.get("Engines"), list) else []
     for _ in range(MAX_SCHEMA_PASSES):
         try:
-            return msgspec.convert(data, ConfigKeys, strict=True), index
+            return msgspec.convert(data, kind, strict=True)
         except msgspec.ValidationError as exc:
             match = _ERROR.match(str(exc))
         assert match is not None  # the pattern matches any text
         where = _loc(match["path"] or "")
         field = _FIELD.match(match["what"])
         loc = (*where, field["name"]) if field else where
-        shown = loc
-        if len(loc) > 1 and loc[0] == "Engines" and isinstance(loc[1], int):
-            shown = ("Engines", index[loc[1]], *loc[2:])
-        key = _key_path(shown)
+        key = _key_path((*shown, *loc))
         if not loc or key in c.schema_keys:
-            return None, index  # not a problem of a key: stop rather than loop
-        if not field or field["kind"] != "missing required":
-            c.schema_keys.add(key)
-        if field and field["kind"] == "contains unknown":
-            c.unknown(key, field["name"], list(_fields(_walk(ConfigKeys, where)[0])))
+            return None  # not a problem of a key: stop rather than loop
+        if field and field["kind"] == "missing required":
+            _missing(c, kind, data, where, (*shown, *where))
+            if not where:
+                return None  # this mapping lacks a key it cannot do without
+            loc = where  # drop the mapping that lacks it
         elif field:
-            _missing(c, ConfigKeys, data, where, shown[:-1])
-            loc = where or loc  # drop the mapping that lacks it
-        elif loc and isinstance(loc[-1], int) and loc[0] != "Engines":
-            _bad_items(c, ConfigKeys, data, loc[:-1])
-            loc = loc[:-1]  # every bad item reported: the list is dropped (its default)
+            c.schema_keys.add(key)
+            c.unknown(key, field["name"], list(_fields(_walk(kind, where)[0])))
+        elif isinstance(loc[-1], int):
+            _bad_items(c, kind, data, loc[:-1], shown)
         else:
+            c.schema_keys.add(key)
             value = _at(data, loc)
-            c.bad(key, value, _expected(ConfigKeys, loc, value))
-        if loc == ("SwissOptions",):
-            data["SwissOptions"] = None
-        elif loc == ("TimeControl",):
-            data["TimeControl"] = "inf"
+            c.bad(key, value, _expected(kind, loc, value))
+        if loc == ("TimeControl",) and not shown:
+            data["TimeControl"] = "inf"  # reported; its syntax is not checked again
+        elif loc == ("SwissOptions",) and not shown:
+            data["SwissOptions"] = None  # the defaults
         else:
             _prune(data, loc)
-            kept: list[int] = []
-            data = _compact(data, kept)
-            index = [index[i] for i in kept] if isinstance(data.get("Engines"), list) else []
-    return None, index
+    return None
+
+
+def check_schema(c: _Checker, top: dict[str, Any]) -> tuple[Any, list[int]]:
+    """Validate ``top`` with the schema, reporting every problem: each engine on its own
+    first (a bad one is left out), then the rest. Returns the validated keys (None if
+    nothing is usable) and the place in the file of each engine kept."""
+    from runner.config.keys import ConfigKeys, EngineKeys
+
+    data = _plain(top)
+    index: list[int] = []
+    if isinstance(data.get("Engines"), list):
+        kept = []
+        for i, item in enumerate(data["Engines"]):
+            if not isinstance(item, dict):
+                c.schema_keys.add(f"Engines[{i}]")
+                c.bad(f"Engines[{i}]", item, "a mapping of keys")
+            elif _validate(c, EngineKeys, item, ("Engines", i)) is not None:
+                kept.append(item)
+                index.append(i)
+        data["Engines"] = kept
+    return _validate(c, ConfigKeys, data, ()), index
 
 
 # --------------------------------------------------------------------------- loading
