@@ -23,6 +23,7 @@ Options and Args, Ratings' ``fit`` or a number, Alerts.On and Command) are typed
 here and described exactly in the JSON Schema; the loader checks them.
 """
 
+import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -81,7 +82,7 @@ def _field_type(annotation: Any, spec: Key) -> Any:
         expected = [m for m in metas if isinstance(m, Expected)]
         rest = [m for m in metas if not isinstance(m, Expected)]
         annotation = Annotated[base, *rest] if rest else base
-    optional = get_origin(annotation) is Union or type(annotation).__name__ == "UnionType"
+    optional = get_origin(annotation) in (Union, types.UnionType)
     inner = [a for a in get_args(annotation) if a is not type(None)] if optional else [annotation]
     if spec.bounds:
         bounded = Annotated[inner[0], Meta(**spec.bounds)]  # type: ignore[valid-type]
