@@ -371,7 +371,7 @@ def _alerts(c: Any, keys: Any) -> AlertsConfig | None:
     elif a.Command is not None:
         c.bad("Alerts.Command", a.Command, "a command: a non-empty list of strings, or one "
               "string split as a shell would")
-    if a.Command is None and a.Url is None and not c.reported("Alerts"):
+    if a.Command is None and a.Url is None and "Alerts" not in c.schema_keys:
         c.problem("Alerts", "missing Command or Url: at least one says where alerts go")
     kinds: tuple[str, ...] = ALERT_KINDS
     if a.On != "all":
@@ -401,9 +401,10 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
             c.bad("TimeControl", top["TimeControl"], str(exc))
     engines = _engines(c, keys, index, base, top["Engines"] if index else [])
     tiebreaks = list(keys.Tiebreaks)
-    for i, tb in enumerate(tiebreaks):
-        if tb in tiebreaks[:i]:
-            c.bad(f"Tiebreaks[{i}]", tb, f"each tiebreak once (also Tiebreaks[{tiebreaks.index(tb)}])")
+    written = top.get("Tiebreaks") if isinstance(top.get("Tiebreaks"), list) else tiebreaks
+    for i, tb in enumerate(written):  # as written: a list with a bad name was dropped
+        if tb in written[:i] and not c.reported(f"Tiebreaks[{i}]"):
+            c.bad(f"Tiebreaks[{i}]", tb, f"each tiebreak once (also Tiebreaks[{written.index(tb)}])")
     state_dir = swiss.state_path.parent
     pgn_out = (_output_path(c, "PgnOut", keys.PgnOut or str(state_dir / "games.pgn"), base)
                or state_dir / "games.pgn")
