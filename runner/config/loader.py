@@ -177,17 +177,19 @@ def _at(data: Any, loc: tuple[Any, ...]) -> Any:
     return data
 
 
-def _prune(data: Any, loc: tuple[Any, ...]) -> None:
+def _prune(data: Any, loc: tuple[Any, ...]) -> bool:
     """Drop the key ``loc`` names from ``data`` (a list item: the whole list, whose every bad
-    item was reported)."""
+    item was reported); False if there was nothing to drop."""
     while loc and isinstance(loc[-1], int):
         loc = loc[:-1]
     try:
         parent = _at(data, loc[:-1])
-        if isinstance(parent, dict):
-            parent.pop(loc[-1], None)
     except (KeyError, IndexError, TypeError):
-        pass  # already gone with the mapping around it
+        return False
+    if not loc or not isinstance(parent, dict) or loc[-1] not in parent:
+        return False
+    del parent[loc[-1]]
+    return True
 
 
 def _plain(data: Any, engines: bool = False) -> Any:
@@ -247,13 +249,19 @@ def _validate(c: _Checker, kind: Any, data: dict[str, Any], shown: tuple[Any, ..
         field = _FIELD.match(match["what"])
         loc = (*where, field["name"]) if field else where
         key = _key_path((*shown, *loc))
-        if not loc or key in c.schema_keys:
+        if not loc:
             return None  # not a problem of a key: stop rather than loop
         if field and field["kind"] == "missing required":
             _missing(c, kind, data, where, (*shown, *where))
+            if not where and not shown and not {"SwissOptions", "TimeControl"} <= set(data):
+                data.setdefault("SwissOptions", None)  # stand-ins for the config's own
+                data.setdefault("TimeControl", "inf")  # (reported; not checked further)
+                continue
             if not where:
                 return None  # this mapping lacks a key it cannot do without
             loc = where  # drop the mapping that lacks it
+        elif key in c.schema_keys:
+            pass  # reported in an earlier pass: only dropped now
         elif field:
             c.schema_keys.add(key)
             c.unknown(key, field["name"], list(_fields(_walk(kind, where)[0])))
@@ -263,12 +271,8 @@ def _validate(c: _Checker, kind: Any, data: dict[str, Any], shown: tuple[Any, ..
             c.schema_keys.add(key)
             value = _at(data, loc)
             c.bad(key, value, _expected(kind, loc, value))
-        if loc == ("TimeControl",) and not shown:
-            data["TimeControl"] = "inf"  # reported; its syntax is not checked again
-        elif loc == ("SwissOptions",) and not shown:
-            data["SwissOptions"] = None  # the defaults
-        else:
-            _prune(data, loc)
+        if not _prune(data, loc):
+            return None  # nothing left to drop: stop rather than loop
     return None
 
 
