@@ -95,10 +95,11 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
     keys = path.split(".")
     for k in keys[:-1]:
         data = data[int(k)] if isinstance(data, list) else data.setdefault(k, {})
+    last: Any = int(keys[-1]) if isinstance(data, list) else keys[-1]
     if value is _DELETE:
-        del data[keys[-1]]
+        del data[last]
     else:
-        data[keys[-1]] = value
+        data[last] = value
 
 
 _DELETE = object()
@@ -269,3 +270,42 @@ def test_the_command_line_parser_does_not_import_the_schema_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.split() == ["False", "False"]
+
+
+# (changes, every key validate must name at once): msgspec stops at the first error, so the
+# loader validates again after each; none may hide another
+TOGETHER = [
+    ({"Cluster": {"Scheduler": ["x"]}, "SwissOptions.UniquePerMatchOnly": 1},
+     ["Cluster.Scheduler", "SwissOptions.UniquePerMatchOnly"]),
+    ({"Engines.0": {"Plies": 3000, "Name": 10**20}},
+     ["Engines[0].Plies", "Engines[0].Name", "Engines[0].Command"]),
+    ({"SwissOptions": _DELETE, "Concurrency": 0, "Engines.2.Protocol": "uic"},
+     ["SwissOptions", "Concurrency", "Engines[2].Protocol"]),
+    ({"Tiebreaks": ["Bucholz", "Wins", "Wins"], "Alerts": {"Retries": 50}},
+     ["Tiebreaks[0]", "Tiebreaks[2]", "Alerts.Retries", "Alerts"]),
+    ({"Engines.0": None, "Engines.1": 5, "PgnExtras": ["ECO", "Eco", "X"]},
+     ["Engines[0].Name", "Engines[0].Command", "Engines[1]", "PgnExtras[1]", "PgnExtras[2]"]),
+]
+
+
+@pytest.mark.parametrize(("changes", "keys"), TOGETHER, ids=[",".join(t[1]) for t in TOGETHER])
+def test_every_problem_at_once_whatever_msgspec_reports_first(
+        tmp_path: Path, changes: dict[str, Any], keys: list[str]) -> None:
+    data = _base(tmp_path)
+    for path, value in changes.items():
+        _set(data, path, value)
+    with pytest.raises(ConfigError) as err:
+        load_config(write_config(tmp_path, data))
+    named = [p.split(": ")[1] for p in err.value.problems]
+    assert sorted(named) == sorted(keys), err.value.problems
+
+
+def test_many_bad_engines_are_all_named(tmp_path: Path) -> None:
+    data = _base(tmp_path)
+    data["Engines"] = [{"Name": f"E{i}", "Command": "stockfish", "Protocol": "uic", "Nodes": 0}
+                       for i in range(300)]
+    with pytest.raises(ConfigError) as err:
+        load_config(write_config(tmp_path, data))
+    assert len(err.value.problems) == 600
+    assert any(p.endswith("Engines[299].Protocol: got 'uic', expected uci | xboard")
+               for p in err.value.problems)
