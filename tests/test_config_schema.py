@@ -148,7 +148,7 @@ BAD = [
     ("Alerts", {"Url": "https://example.org/x", "Retries": 50}, "Alerts.Retries"),
     ("Alerts", {"Url": "https://example.org/x", "TimeoutS": 0}, "Alerts.TimeoutS"),
     ("Alerts", {"Url": "https://example.org/x", "QueueSize": 0}, "Alerts.QueueSize"),
-    ("Alerts", {"Url": "https://example.org/x", "On": ["round_ended", "lunch"]}, "Alerts.On"),
+    ("Alerts", {"Url": "https://example.org/x", "On": ["round_ended", "lunch"]}, "Alerts.On[1]"),
     ("Alerts", {"Command": [], "Url": "https://example.org/x"}, "Alerts.Command"),
 ]
 

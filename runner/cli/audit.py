@@ -10,13 +10,21 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import chess.pgn
 
-from runner.domain.audit import _ROUND_RE, AuditInputError, PgnGame, audit_event, describe_round
-from runner.domain.models import RESULTS, TIEBREAK_PAIR_TAG
+from runner.domain.audit import (
+    _ROUND_RE,
+    AuditInputError,
+    PgnGame,
+    audit_event,
+    describe_round,
+    parse_withdrawn,
+)
+from runner.domain.models import RESULTS, TIEBREAK_PAIR_TAG, WITHDRAWN_TAG
 from runner.domain.pgn import unescape_tag
 from runner.domain.text import printable, printable_lines
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
@@ -92,7 +100,7 @@ def _open_regular(path: str | Path, what: str, **kwargs: Any) -> TextIO:
     return open(fd, **kwargs)  # noqa: SIM115 - the caller closes it
 
 
-def read_pgn_games(path: str | Path) -> list[PgnGame]:
+def read_pgn_games(path: str | Path, seeds: Sequence[str] = ()) -> list[PgnGame]:
     """The games' Round, White, Black and Result tags, in file order."""
     games: list[PgnGame] = []
     try:
@@ -117,7 +125,9 @@ def read_pgn_games(path: str | Path) -> list[PgnGame]:
                 black = unescape_tag(headers.get("Black", "")).strip()
                 result = headers.get("Result", "*").strip()
                 game = PgnGame(index, number, game_in_round, white, black, result,
-                               extra=bool(headers.get(TIEBREAK_PAIR_TAG, "").strip()))
+                               extra=bool(headers.get(TIEBREAK_PAIR_TAG, "").strip()),
+                               withdrawn=parse_withdrawn(
+                                   unescape_tag(headers.get(WITHDRAWN_TAG, "")), seeds))
                 if not white or not black or white == "?" or black == "?":
                     raise AuditInputError(f"{path}: {game.label}: missing White or Black tag")
                 if result not in RESULTS:
@@ -141,7 +151,7 @@ def cli_audit(args: argparse.Namespace) -> int:
     """Entry point of `swiss-runner audit`; returns the exit code."""
     try:
         seeds = read_seeds(args.seeds)
-        games = read_pgn_games(args.pgn)
+        games = read_pgn_games(args.pgn, seeds)
         report = audit_event(games, seeds, args.games_per_match, args.schedule, source=args.pgn)
     except AuditInputError as exc:
         print(f"error: {printable_lines(str(exc))}", file=sys.stderr)

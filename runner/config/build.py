@@ -355,31 +355,60 @@ def _cluster(c: Any, keys: Any) -> ClusterConfig | None:
                          max_lost_attempts=k.MaxLostAttempts, insecure=k.Insecure)
 
 
-def _alerts(c: Any, keys: Any) -> AlertsConfig | None:
+def _http_url(value: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        return (parts.scheme in ("http", "https") and bool(parts.hostname)
+                and (parts.port is None or 0 < parts.port < 65536)
+                and not any(ch.isspace() for ch in value))
+    except ValueError:  # a bad port or IPv6 literal
+        return False
+
+
+def _alerts(c: Any, keys: Any, given: set[str]) -> AlertsConfig | None:
+    """The Alerts block (docs/alerts.md); None without one."""
     a = keys.Alerts
     if a is None:
         return None
+    k = "Alerts"
     command: tuple[str, ...] | None = None
-    if isinstance(a.Command, str) and a.Command.strip():
+    value = a.Command
+    if isinstance(value, str) and value.strip() and "\0" not in value:
         try:
-            command = tuple(shlex.split(a.Command))
-        except ValueError as exc:
-            c.bad("Alerts.Command", a.Command, f"a command line ({exc})")
-    elif isinstance(a.Command, list) and a.Command and all(
-            isinstance(w, str) and w and "\0" not in w for w in a.Command):
-        command = tuple(a.Command)
-    elif a.Command is not None:
-        c.bad("Alerts.Command", a.Command, "a command: a non-empty list of strings, or one "
-              "string split as a shell would")
-    if a.Command is None and a.Url is None and "Alerts" not in c.schema_keys:
-        c.problem("Alerts", "missing Command or Url: at least one says where alerts go")
+            command = tuple(shlex.split(value))
+        except ValueError as exc:  # an unclosed quote
+            c.bad(f"{k}.Command", value, f"a command line the shell could read ({exc})")
+    elif (isinstance(value, list) and value
+          and all(isinstance(w, str) and w and "\0" not in w for w in value)):
+        command = tuple(value)
+    elif value is not None:
+        c.bad(f"{k}.Command", value, "a command: a list of strings (the program first) or one "
+              "string, split as a shell would")
+    if command is not None and not command:
+        c.bad(f"{k}.Command", value, "a command with a program")
+        command = None
+    url = a.Url
+    if url is not None and not _http_url(url):
+        c.bad(f"{k}.Url", url, "an http:// or https:// URL with a host, such as "
+              "https://example.org/hook")
+        url = None
+    if not given & {"Command", "Url"}:
+        c.problem(k, "expected Command (run with the JSON on its stdin) or Url (the JSON "
+                     "POSTed to it), or both")
     kinds: tuple[str, ...] = ALERT_KINDS
     if a.On != "all":
-        if not isinstance(a.On, list) or any(k not in ALERT_KINDS for k in a.On):
-            c.bad("Alerts.On", a.On, "all, or a list of " + " | ".join(ALERT_KINDS))
+        if not isinstance(a.On, list) or not a.On:
+            c.bad(f"{k}.On", a.On, "all, or a list of: " + ", ".join(ALERT_KINDS))
         else:
-            kinds = tuple(dict.fromkeys(a.On))
-    return AlertsConfig(command=command, url=a.Url, timeout_s=float(a.TimeoutS),
+            for i, kind in enumerate(a.On):
+                if kind not in ALERT_KINDS:
+                    hint = difflib.get_close_matches(str(kind), ALERT_KINDS, n=1)
+                    c.bad(f"{k}.On[{i}]", kind, " | ".join(ALERT_KINDS)
+                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+            kinds = tuple(kind for kind in ALERT_KINDS if kind in a.On)
+    return AlertsConfig(command=command, url=url, timeout_s=float(a.TimeoutS),
                         retries=a.Retries, queue_size=a.QueueSize, disk_free_mb=a.DiskFreeMb,
                         on=kinds)
 
@@ -425,7 +454,8 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
         backend=keys.Backend, cutechess_path=cutechess, pgn_out=pgn_out, database=database,
         openings=_openings(c, keys, top, base, swiss), adjudication=_adjudication(c, keys, base),
         engines=engines, tiebreaks=tuple(tiebreaks), raw=raw,
-        ratings=_ratings(c, keys, _given(top, "Ratings"), engines), cluster=_cluster(c, keys), alerts=_alerts(c, keys))
+        ratings=_ratings(c, keys, _given(top, "Ratings"), engines), cluster=_cluster(c, keys),
+        alerts=_alerts(c, keys, _given(top, "Alerts")))
     config = apply_operations(c, top, keys, index, config, base, written)
     check_distinct_outputs(c, config)
     if writes and not c.problems:

@@ -310,25 +310,30 @@ class EngineLogsKeys:
 
 @block
 class AlertsKeys:
+    """Where the runner sends alerts (docs/alerts.md): Command, Url or both."""
+
     Command: Annotated[Any, _any({"anyOf": [
         {"type": "string", "pattern": _TEXT},
-        {"type": "array", "minItems": 1, "items": {"type": "string"}}]})] = key(
-        None, "a command (a list of strings, or one string split as a shell would) given the "
-        "alert's JSON on its stdin")
-    Url: Annotated[str | None, Expected("an http:// or https:// URL")] = key(
+        {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}]})] = key(
+        None, "a command (a list of strings, the program first, or one string split as a "
+        "shell would) given the alert's JSON on its stdin")
+    Url: Annotated[str | None, Expected(
+        "an http:// or https:// URL with a host, such as https://example.org/hook")] = key(
         None, "an http:// or https:// URL the alert's JSON is POSTed to",
-        pattern=r"^https?://[^\s\x00]+$")
-    TimeoutS: Annotated[float, Expected("seconds from 0.1 to 300")] = key(
-        10.0, "time-out of each attempt, seconds", ge=0.1, le=300)
-    Retries: Annotated[int, Expected("an integer from 0 to 20")] = key(
-        3, "attempts after the first", ge=0, le=20)
-    QueueSize: Annotated[int, Expected("a positive integer, at most 10_000")] = key(
+        pattern=r"^https?://[^\s/?#\x00]+(?:[/?#][^\s\x00]*)?$")
+    TimeoutS: Annotated[float, Expected(
+        "a finite number from 0.1 to 300 (seconds per attempt)")] = key(
+        10.0, "time-out of each attempt, seconds (a command is then killed)", ge=0.1, le=300)
+    Retries: Annotated[int, Expected("an integer from 0 to 20 (attempts after the first)")] = key(
+        3, "attempts after the first, with a back-off", ge=0, le=20)
+    QueueSize: Annotated[int, Expected("a positive integer (alerts), at most 10_000")] = key(
         100, "alerts waiting to be sent (the oldest is dropped when full)", ge=1, le=10_000)
-    DiskFreeMb: Annotated[int, Expected("megabytes from 0 to 1_000_000_000 (0 = off)")] = key(
-        1024, "alert when the state's disk has less free (0 = off)", ge=0, le=10**9)
+    DiskFreeMb: Annotated[int, Expected(
+        "an integer from 0 to 1_000_000_000 (MB; 0 = off)")] = key(
+        1024, "disk_low when the database's disk has less free, MB (0 = off)", ge=0, le=10**9)
     On: Annotated[Any, _any({"anyOf": [
         {"const": "all"},
-        {"type": "array", "uniqueItems": True, "items": {"enum": list(ALERT_KINDS)}}]})] = key(
+        {"type": "array", "minItems": 1, "items": {"enum": list(ALERT_KINDS)}}]})] = key(
         "all", "the kinds of alert sent, or all")
 
 

@@ -32,6 +32,7 @@ class PgnGame:
     black: str
     result: str
     extra: bool = False  # a game of an extra tie-break pair (TieBreakPair tag)
+    withdrawn: tuple[str, ...] = ()  # engines the TD withdrew before the round (Withdrawn tag)
 
     @property
     def label(self) -> str:
@@ -47,6 +48,7 @@ class RoundAudit:
     played_bye: str | None
     dropped_history_rounds: list[int]
     error: str | None = None  # the rules cannot pair this round from the games before it
+    withdrawn: tuple[str, ...] = ()  # engines the TD withdrew (Withdrawn tags): not paired
 
     @property
     def match(self) -> bool:
@@ -56,6 +58,7 @@ class RoundAudit:
         return {"round": self.number, "computed": [list(g) for g in self.computed],
                 "bye": self.bye, "played": [list(g) for g in self.played],
                 "dropped_history_rounds": list(self.dropped_history_rounds),
+                **({"withdrawn": list(self.withdrawn)} if self.withdrawn else {}),
                 "match": self.match}
 
 
@@ -178,30 +181,59 @@ def audit_event(games: Sequence[PgnGame], seeds: Sequence[str], games_per_match:
                          extra_games=extra_games)
     history: list[RoundRecord] = []
     excluded: frozenset[int] = frozenset()
+    withdrawn: frozenset[str] = frozenset()
     for number, round_games in rounds.items():
+        # a withdrawal stands for the rest of the event, whether or not a game repeats it
+        withdrawn = withdrawn.union(*(g.withdrawn for g in round_games))
+        for name in withdrawn:
+            if name not in seeds:
+                raise AuditInputError(f"{source}: round {number}: withdrawn engine {name!r} "
+                                      "is not in the seeds file")
         playing = {g.white for g in round_games} | {g.black for g in round_games}
-        missing = [name for name in seeds if name not in playing]
+        missing = [name for name in seeds if name not in playing and name not in withdrawn]
         played_bye = missing[0] if len(missing) == 1 else None
         played = [(g.white, g.black) for g in round_games]
         try:
-            plan = pair_round(seeds, history, number, gpm, sched, excluded)
+            plan = pair_round(seeds, history, number, gpm, sched, excluded, withdrawn)
         except PairingError as exc:
             # The games before this round break the rules so badly (e.g. colours) that no
             # pairing exists: a mismatch of this round, not bad input; later rounds go on.
             report.rounds.append(RoundAudit(number, [], played, None, played_bye, [],
-                                            error=str(exc).removeprefix(f"round {number}: ")))
+                                            error=str(exc).removeprefix(f"round {number}: "),
+                                            withdrawn=_in_seed_order(withdrawn, seeds)))
         else:
             excluded = plan.excluded
             report.rounds.append(RoundAudit(
                 number=number, computed=[(g.white, g.black) for g in plan.games], played=played,
                 bye=plan.bye, played_bye=played_bye,
-                dropped_history_rounds=list(plan.dropped_history_rounds)))
+                dropped_history_rounds=list(plan.dropped_history_rounds),
+                withdrawn=_in_seed_order(withdrawn, seeds)))
         history.append(record_from_result(RoundResult(
             number=number,
             games=tuple(PlayedGame(g.round, g.game_in_round, g.white, g.black, g.result)
                         for g in round_games),
-            bye=played_bye if len(seeds) % 2 else None)))
+            bye=played_bye if (len(seeds) - len(withdrawn)) % 2 else None)))
     return report
+
+
+def _in_seed_order(names: frozenset[str], seeds: Sequence[str]) -> tuple[str, ...]:
+    return tuple(s for s in seeds if s in names)
+
+
+def parse_withdrawn(value: str, seeds: Sequence[str]) -> tuple[str, ...]:
+    """The engines of a ``Withdrawn`` tag: seed names joined by ", " in seed order (names
+    may hold ", " themselves: they are matched against the seeds, longest first). A part
+    that is no seed is kept as it is, for the audit to name it."""
+    names: list[str] = []
+    rest = value.strip()
+    by_length = sorted(seeds, key=len, reverse=True)
+    while rest:
+        name = next((s for s in by_length if rest == s or rest.startswith(s + ", ")), None)
+        if name is None:
+            name, _, _ = rest.partition(", ")
+        names.append(name.strip())
+        rest = rest[len(name):].removeprefix(",").strip()
+    return tuple(n for n in names if n)
 
 
 def describe_round(audit: RoundAudit) -> str:
@@ -213,6 +245,8 @@ def describe_round(audit: RoundAudit) -> str:
                      + ", ".join(map(str, audit.dropped_history_rounds)))
     if audit.bye is not None or audit.played_bye is not None:
         notes.append(f"bye {audit.bye}")
+    if audit.withdrawn:
+        notes.append(f"withdrawn: {', '.join(audit.withdrawn)}")
     if audit.error is not None:
         return (f"round {audit.number}: mismatch: the rules cannot pair this round from the "
                 f"games before it ({audit.error})")

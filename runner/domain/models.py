@@ -21,6 +21,9 @@ RESULTS = (WHITE_WIN, BLACK_WIN, DRAW)
 # PGN tag on the games of an extra tie-break pair (AllowExtraPairsOnTie): its value is the
 # pair's number (1, 2, ...). Such games are not paired by the Swiss rules; audit skips them.
 TIEBREAK_PAIR_TAG = "TieBreakPair"
+# engines the tournament director withdrew before the game's round was paired, in seed order,
+# ", "-separated (runner.service.tdrules); `audit` pairs the round without them
+WITHDRAWN_TAG = "Withdrawn"
 
 
 def white_score(result: str) -> float:
@@ -57,6 +60,7 @@ class GameSpec:
     pgn_comments: str = "cutechess"  # cutechess | extended (runner.domain.pgnextended)
     pgn_extras: tuple[str, ...] = ()  # ECO, Elo, TCEC
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
+    withdrawn: tuple[str, ...] = ()  # engines withdrawn before this round (WITHDRAWN_TAG)
 
     @property
     def round_label(self) -> str:
@@ -120,3 +124,4 @@ class EventResults:
     seeds: tuple[str, ...]
     games_per_match: int
     rounds: tuple[RoundResult, ...]
+    withdrawn: tuple[tuple[str, int], ...] = ()  # (engine, first round paired without it)

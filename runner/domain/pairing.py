@@ -486,12 +486,18 @@ def _encounters(seeds: Sequence[str], index: dict[str, int], history: Sequence[R
 
 def pair_round(seeds: Sequence[str], history: Sequence[RoundRecord], number: int,
                games_per_match: int, schedule: str = "split",
-               excluded: frozenset[int] = frozenset()) -> RoundPlan:
+               excluded: frozenset[int] = frozenset(),
+               withdrawn: frozenset[str] = frozenset()) -> RoundPlan:
     """Pair round ``number`` from the seeds (seed 1 first) and the finished rounds.
 
     ``excluded`` are the history rounds already removed from the encounter history by
     earlier rounds (RoundPlan.excluded of the previous round). Rounds are dropped earliest
     first, permanently, until a viable pairing exists.
+
+    ``withdrawn``: engines withdrawn by the tournament director before this round. They keep
+    their seed, their games and their score (the others' scores, WGD and encounters still
+    count those games), but are not paired: the rules run on the players left, so the bye
+    goes by parity of the players left (seed 000 "in case of an odd number of players").
     """
     if games_per_match not in (1, 2):
         raise ValueError(f"games_per_match {games_per_match}: expected 1 or 2")
@@ -499,10 +505,13 @@ def pair_round(seeds: Sequence[str], history: Sequence[RoundRecord], number: int
         raise ValueError(f"schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError("seeds: duplicate player names")
+    unknown = sorted(set(withdrawn) - set(seeds))
+    if unknown:
+        raise ValueError(f"withdrawn: {', '.join(map(repr, unknown))} not seeded")
     points = scores(seeds, history, games_per_match=games_per_match)
     wgd = white_differences(seeds, history)
     byes = bye_counts(seeds, history)
-    order = pairing_order(seeds, points)
+    order = pairing_order([name for name in seeds if name not in withdrawn], points)
     bye = choose_bye(order, byes)
     players = [name for name in order if name != bye]
     index = {name: i for i, name in enumerate(players)}

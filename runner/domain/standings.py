@@ -88,10 +88,16 @@ class StandingRow:
     history: tuple[GameView, ...] = field(default=(), repr=False)
     bye_rounds: tuple[int, ...] = ()
     chain: tuple[str, ...] = ()  # the tiebreak chain the ranking used (for rendering)
+    withdrawn_from: int | None = None  # withdrawn by the TD: the first round it was not paired
 
     @property
     def shared(self) -> bool:
         return "-" in self.place_label
+
+    @property
+    def label(self) -> str:
+        """The engine's name as the tables show it: a withdrawn engine is marked."""
+        return self.name if self.withdrawn_from is None else f"{self.name} (withdrawn)"
 
 
 @dataclass
@@ -300,6 +306,10 @@ def compute_standings(results: EventResults, tiebreaks: Sequence[str]) -> list[S
     players = _collect(results)
     values = _values(players, results)
     ranker = _Ranker(players, values)
+    withdrawn = dict(results.withdrawn)
+    unknown = sorted(set(withdrawn) - set(players))
+    if unknown:
+        raise RecordInvalid(f"withdrawn engine(s) {', '.join(map(repr, unknown))} not seeded")
     groups = ranker.rank(list(players), ["Score", "Byes", "ExtraPairs", *tiebreaks])
     rows: list[StandingRow] = []
     for group, decided_by in groups:
@@ -316,6 +326,7 @@ def compute_standings(results: EventResults, tiebreaks: Sequence[str]) -> list[S
                 decided_by=decided_by if i == len(group) - 1 else None,
                 extra_score=p.extra_score if p.extra_games else None, extra_games=p.extra_games,
                 history=tuple(p.history), bye_rounds=tuple(p.bye_rounds), chain=tuple(tiebreaks),
+                withdrawn_from=withdrawn.get(name),
             ))
     return rows
 
@@ -412,7 +423,7 @@ def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[
     rmob_places = distinguishing_places([r.tiebreaks.get("RMobility") for r in rows])
     body = []
     for r in rows:
-        line = [str(r.rank), r.place_label, r.name, str(r.seed), fmt_num(r.score), str(r.games),
+        line = [str(r.rank), r.place_label, r.label, str(r.seed), fmt_num(r.score), str(r.games),
                 str(r.wins), str(r.draws), str(r.losses), str(r.byes)]
         if has_extra:
             line.append(f"{fmt_num(r.extra_score)}/{r.extra_games}" if r.extra_games else "")
@@ -434,7 +445,7 @@ def _crosstable(rows: Sequence[StandingRow]) -> tuple[list[str], list[list[str]]
             if not v.extra:
                 per_opp[v.opponent].append(v)
         cells = ["*" if o.name == r.name else _cell_games(per_opp.get(o.name, [])) for o in rows]
-        body.append([str(index[r.name]), r.name, *cells])
+        body.append([str(index[r.name]), r.label, *cells])
     return header, body
 
 
@@ -452,9 +463,11 @@ def _round_table(rows: Sequence[StandingRow], results: EventResults) -> tuple[li
                 cells.append("BYE")
             elif views:
                 cells.append(f"{index[views[0].opponent]}:{_cell_games(views)}")
+            elif r.withdrawn_from is not None and n >= r.withdrawn_from:
+                cells.append("WD")  # withdrawn: not paired
             else:
                 cells.append("-")
-        body.append([str(r.rank), r.name, *cells])
+        body.append([str(r.rank), r.label, *cells])
     return header, body
 
 
@@ -487,7 +500,7 @@ def _legend(tiebreaks: Sequence[str]) -> str:
     return (f"Ranking: score, byes (fewer first), extra pairs for 1st, then {', '.join(tiebreaks) or 'nothing'}; "
             f"'Ahead by' = the tiebreak that puts an engine above the next one. {names}. "
             f"Crosstable/rounds cells: points and colour per game (1w = won with White, "
-            f"5:½b = vs #5, drew with Black).")
+            f"5:½b = vs #5, drew with Black; WD = withdrawn by the TD, not paired).")
 
 
 def rating_options(config: Config | None) -> RatingOptions:
@@ -605,7 +618,7 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
             "white_games": r.white_games, "black_games": r.black_games,
             "tiebreaks": {k: _float(r.tiebreaks[k]) for k in TIEBREAKS},
             "tiebreaks_exact": {k: _exact(r.tiebreaks[k]) for k in TIEBREAKS},
-            "decided_by": r.decided_by,
+            "decided_by": r.decided_by, "withdrawn_from_round": r.withdrawn_from,
             "extra_games": r.extra_games, "extra_score": _float(r.extra_score),
             "crosstable": dict(zip([o.name for o in rows], cross_body[r.rank - 1][2:], strict=True)),
             "rounds": rounds,

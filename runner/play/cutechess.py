@@ -37,7 +37,15 @@ import psutil
 
 from runner.domain.adjudication import TcecDrawWindow
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, spec_to_json
-from runner.domain.models import DRAW, RESULTS, TIEBREAK_PAIR_TAG, GameRecord, GameSpec, Opening
+from runner.domain.models import (
+    DRAW,
+    RESULTS,
+    TIEBREAK_PAIR_TAG,
+    WITHDRAWN_TAG,
+    GameRecord,
+    GameSpec,
+    Opening,
+)
 from runner.domain.pgn import write_game
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
@@ -466,6 +474,8 @@ def _build_pgn(record: GameRecord, cutechess_headers: chess.pgn.Headers, spec: G
             tags[key] = value
     if spec.extra_pair:
         tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
+    if spec.withdrawn:
+        tags[WITHDRAWN_TAG] = ", ".join(spec.withdrawn)
     return write_game(tags, record.start_fen, record.moves, record.comments, record.reason,
                       chess960=is_960(spec.variant))
 

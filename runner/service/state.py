@@ -23,6 +23,7 @@ from runner.domain.models import EventResults
 from runner.errors import ViewError, view
 from runner.service.lock import runner_alive
 from runner.store.database import Store, atomic_write
+from runner.store.tdstore import swiss_games, td_counts, voided_games, withdrawals
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -53,7 +54,7 @@ def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]
     from runner.domain.standings import compute_standings
 
     key = (results.seeds, results.games_per_match, tuple(tiebreaks),
-           tuple(r for r in results.rounds if r.games or r.bye is not None))
+           tuple(r for r in results.rounds if r.games or r.bye is not None), results.withdrawn)
     with _RANKED_LOCK:
         rows = _RANKED.get(key)
     if rows is None:
@@ -78,7 +79,8 @@ def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
                  "tiebreaks": {k: None if r.tiebreaks.get(k) is None else float(r.tiebreaks[k])
                                for k in config.tiebreaks},
                  "extra_games": r.extra_games,
-                 "extra_score": None if r.extra_score is None else float(r.extra_score)}
+                 "extra_score": None if r.extra_score is None else float(r.extra_score),
+                 "withdrawn_from_round": r.withdrawn_from}
                 for r in rows]
 
 
@@ -174,6 +176,7 @@ class StateCache:
         self.fixed: dict[str, Any] | None = None
         self.base: tuple[dict[str, Any], list[dict[str, Any]]] = ({}, [])
         self.base_key: Any = None
+        self.write_error: int | None = None  # errno of the failing snapshot write (reported)
 
     def started_event(self, text: str) -> dict[str, Any]:
         """A stored GameStarted, decoded once (the caller must not change it)."""
@@ -283,7 +286,7 @@ def _structure_key(store: Store) -> tuple[Any, ...]:
         "group_concat(CASE WHEN status='running' THEN game_id || '.' || attempt END) "
         "FROM games").fetchone()
     rounds = store.conn.execute("SELECT COUNT(*), SUM(state='complete') FROM rounds").fetchone()
-    return (*games, *rounds, store.meta(WORKERS_META))
+    return (*games, *rounds, store.meta(WORKERS_META), *td_counts(store.conn))
 
 
 def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool,
@@ -315,7 +318,7 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
                  "seeds": store.seeds(), "opening_order": store.opening_order()}
         if fixed["seeds"] and not fresh:  # the event exists: none of these change any more
             cache.fixed = fixed
-    scheduled_total = len(fixed["seeds"]) // 2 * s.games_per_match * s.rounds
+    scheduled_total = swiss_games(store.conn, len(fixed["seeds"]), s.games_per_match, s.rounds)
     extra = sum(1 for g in games if g["extra"])
     finished = sum(1 for g in games if g["status"] == "finished")
     running = [g for g in games if g["status"] == "running"]
@@ -349,6 +352,10 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
         "workers": workers_table(store, games, decoded),
         "standings": results[0],
         "ratings": results[1],
+        "withdrawn": [{"engine": w.engine, "from_round": w.from_round, "forfeit": w.forfeit,
+                       "decision_id": w.decision_id, "reason": w.reason}
+                      for w in withdrawals(store.conn)],
+        "voided_games": len(voided_games(store.conn)),
     }
     cache.forget_started(started_texts)
     return doc, running
@@ -453,10 +460,16 @@ def write_snapshot(config: Config, store: Store, cache: StateCache | None = None
                            ratings=False)
         atomic_write(path, _encode(data) + "\n", durable=False)
     except OSError as exc:
-        print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the previous "
-              f"snapshot is intact and the games are safe in {store.path}", file=sys.stderr,
-              flush=True)
+        if cache is None or cache.write_error != exc.errno:  # once while it keeps failing
+            print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the "
+                  f"previous snapshot is intact and the games are safe in {store.path}; it is "
+                  "written again at the next update (reported once)", file=sys.stderr,
+                  flush=True)
+        if cache is not None:
+            cache.write_error = exc.errno
         return False
+    if cache is not None:
+        cache.write_error = None
     return True
 
 

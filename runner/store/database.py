@@ -46,6 +46,7 @@ from runner.store.schema import (
     check_identity,
     check_integrity,
 )
+from runner.store.tdstore import withdrawals
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
@@ -367,8 +368,10 @@ class Store:
 
     def start_game(self, game_id: int, attempt: int, started_event: str, *,
                    keep_plies: int = 0) -> None:
-        """A game (attempt) started: mark it running, keep its GameStarted, and drop logged
-        moves past ``keep_plies`` (a replay keeps none; a resume keeps those it goes on from).
+        """A game (attempt) started: mark it running, keep its GameStarted, and drop the
+        logged moves of earlier attempts past ``keep_plies`` (a replay keeps none; a resume
+        keeps those it goes on from). Rows of this attempt are never deleted: a start that
+        is committed after some of its own moves (runner.store.movelog) loses none.
 
         Not synced: a power cut that loses this loses every move of the attempt with it (they
         are committed after it), and the game is then as it was before it started."""
@@ -376,7 +379,8 @@ class Store:
             c.execute("UPDATE games SET status='running', started=?, attempt=?, started_event=? "
                       "WHERE game_id=? AND status!='finished'",
                       (_now(), attempt, started_event, game_id))
-            c.execute("DELETE FROM moves WHERE game_id=? AND ply>?", (game_id, keep_plies))
+            c.execute("DELETE FROM moves WHERE game_id=? AND ply>? AND attempt<?",
+                      (game_id, keep_plies, attempt))
 
     def attempts(self, game_id: int) -> int:
         row = self.conn.execute("SELECT attempt FROM games WHERE game_id=?", (game_id,)).fetchone()
@@ -396,6 +400,14 @@ class Store:
             return []
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
+
+    def logged_rows(self, game_id: int) -> list[tuple[int, str]]:
+        """The game's per-move log as stored: (ply, JSON text), in ply order, unparsed
+        (runner.domain.interruption.parse_log reads what of it is sound)."""
+        if self.version < 2:
+            return []
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT ply, data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
 
     def logged_moves_after(self, game_id: int, ply: int) -> list[tuple[int, dict[str, Any]]]:
         """(ply, MovePlayed in wire form) of the game's logged moves past ``ply``, in order."""
@@ -542,7 +554,8 @@ class Store:
             RoundResult(number=rd.number, games=tuple(by_round.get(rd.number, ())), bye=rd.bye,
                         complete=rd.number not in unfinished)
             for rd in self.rounds())
-        return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds)
+        return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds,
+                            withdrawn=tuple((w.engine, w.from_round) for w in withdrawals(self.conn)))
 
     def rebuild_pgn(self, path: Path) -> Path | None:
         """Rewrite ``path`` with exactly the recorded games (see runner.store.pgnfile)."""

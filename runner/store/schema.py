@@ -7,8 +7,10 @@ import sqlite3
 from pathlib import Path
 
 from runner.errors import BadInput
+from runner.store.tdstore import TD_MIGRATION, TD_SCHEMA
 
-SCHEMA_VERSION = 3  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256
+SCHEMA_VERSION = 4  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256;
+# 4: the tournament director's withdrawals and voided games (runner.store.tdstore)
 APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
 
 SCHEMA = """
@@ -59,7 +61,7 @@ CREATE TABLE processes (
     pid INTEGER NOT NULL, create_time REAL NOT NULL, game_id INTEGER,
     PRIMARY KEY (pid, create_time)
 );
-"""
+""" + TD_SCHEMA
 
 
 # Upgrades of an existing event's database, applied by `run` (one transaction each).
@@ -73,11 +75,15 @@ MIGRATIONS = {
     3: [  # games recorded before have no checksum; they are checked for NUL bytes instead
         "ALTER TABLE games ADD COLUMN record_sha256 TEXT",
     ],
+    4: TD_MIGRATION,
 }
 
 
 class StoreError(BadInput):
     """The state cannot be used; the message says which file and why (nothing was changed)."""
+
+
+CORE_TABLES = ("meta", "players", "opening_order", "rounds", "games")
 
 
 def check_identity(conn: sqlite3.Connection, path: Path) -> None:
@@ -90,6 +96,15 @@ def check_identity(conn: sqlite3.Connection, path: Path) -> None:
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path}: written by a newer swiss-runner (schema {version}, "
                          f"this one knows {SCHEMA_VERSION}); upgrade swiss-runner")
+    # swiss-runner marks a file in the transaction that creates its tables: marked without
+    # them, it was emptied by hand (tables dropped), and holds no event to resume or replace
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    missing = [t for t in CORE_TABLES if t not in tables]
+    if len(missing) == len(CORE_TABLES):  # some missing: damaged, as any read then says
+        raise StoreError(f"{path}: a swiss-runner state database without its tables "
+                         f"({', '.join(missing)} missing: dropped by hand?); it holds no event "
+                         "and was left untouched: restore it from a backup to resume, or move "
+                         "it away (with the JSON snapshot and the PGN) to start a new event")
 
 
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
