@@ -430,10 +430,10 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
             c.bad("TimeControl", top["TimeControl"], str(exc))
     engines = _engines(c, keys, index, base, top["Engines"] if index else [])
     tiebreaks = list(keys.Tiebreaks)
-    written = top.get("Tiebreaks") if isinstance(top.get("Tiebreaks"), list) else tiebreaks
-    for i, tb in enumerate(written):  # as written: a list with a bad name was dropped
-        if tb in written[:i] and not c.reported(f"Tiebreaks[{i}]"):
-            c.bad(f"Tiebreaks[{i}]", tb, f"each tiebreak once (also Tiebreaks[{written.index(tb)}])")
+    chain = top.get("Tiebreaks") if isinstance(top.get("Tiebreaks"), list) else tiebreaks
+    for i, tb in enumerate(chain):  # as written: a list with a bad name was dropped
+        if tb in chain[:i] and not c.reported(f"Tiebreaks[{i}]"):
+            c.bad(f"Tiebreaks[{i}]", tb, f"each tiebreak once (also Tiebreaks[{chain.index(tb)}])")
     state_dir = swiss.state_path.parent
     pgn_out = (_output_path(c, "PgnOut", keys.PgnOut or str(state_dir / "games.pgn"), base)
                or state_dir / "games.pgn")
