@@ -9,13 +9,15 @@ import logging
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from testkit import spec_for
+from testkit import fake, spec_for
 
 from runner.config.schema import AdjudicationConfig, EngineConfig
 from runner.play.enginelog import FAILURES, GameLog
+from runner.play.keep import EnginePool
 from runner.play.referee import play_game
 
 STOCKFISH = "/usr/games/stockfish"
@@ -31,10 +33,10 @@ def full_disk(directory: Path, size: str = "64k") -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
         (directory / "logs").mkdir()
-        with open(directory / "filler", "wb", buffering=0) as filler:
-            with contextlib.suppress(OSError):
-                while True:
-                    filler.write(b"\0" * 512)
+        with open(directory / "filler", "wb", buffering=0) as filler, \
+                contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 512)
         yield directory
     finally:
         subprocess.run(["umount", "-l", str(directory)], check=False)
@@ -59,3 +61,66 @@ def test_engine_log_on_a_full_disk_turns_off_and_the_game_goes_on(tmp_path: Path
         said = [r for r in caplog.records if "turned off" in r.getMessage()]
         assert len(said) == 1 and "game-00001.log" in said[0].getMessage()
         log.close(record.termination, record.reason)  # never raises
+
+
+# --------------------------------------------------------------------------- kept engines
+
+
+def _two_cores() -> tuple[int, int]:
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs 2 cores")
+    return cores[0], cores[1]
+
+
+@pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="needs Debian's stockfish")
+def test_a_kept_engine_pinned_to_half_a_slot_gets_the_whole_slot_back() -> None:
+    """A pondering game pins each engine to half of its slot; the referee hands the engine
+    back with the slot's cores. The next game that wants the whole slot must get an engine
+    the kernel lets run on the whole slot."""
+    slot = _two_cores()
+    engine = EngineConfig("SF", STOCKFISH, options={"Hash": 8}, restart=False)
+
+    async def main() -> tuple[set[int], set[int], int]:
+        pool = EnginePool(2)
+        proc = await pool.acquire(engine, timeout=20, cpus=slot[:1])  # half: it pondered
+        half = os.sched_getaffinity(proc.pid)
+        await pool.release(proc, None, slot)  # as the referee does: the game's slot
+        again = await pool.acquire(engine, timeout=20, cpus=slot)
+        whole = os.sched_getaffinity(again.pid)
+        same = again.pid == proc.pid
+        await pool.release(again, None, slot)
+        await pool.aclose()
+        return half, whole, same
+
+    half, whole, same = asyncio.run(main())
+    assert same, "the engine was not kept"
+    assert half == {slot[0]}
+    assert whole == set(slot)
+
+
+def _kept_after_one_game(white: EngineConfig, black: EngineConfig) -> list[str]:
+    async def main() -> list[str]:
+        pool = EnginePool(4)
+        record = await play_game(spec_for(white, black, "10+0.1",
+                                          adjudication=AdjudicationConfig(max_moves=4)),
+                                 engines=pool)
+        assert record.termination not in FAILURES, record.reason
+        kept = [entry.proc.config.name for entry in pool.idle]
+        await pool.aclose()
+        return kept
+
+    return asyncio.run(main())
+
+
+def test_an_engine_that_does_not_answer_stop_is_not_kept() -> None:
+    deaf = fake("Deaf", "--ponder", "right-deaf")  # stopped only when the game is over
+    deaf = replace(deaf, restart=False, ponder=True)
+    calm = replace(fake("Calm"), restart=False)
+    assert _kept_after_one_game(deaf, calm) == ["Calm"]
+
+
+def test_an_engine_that_sent_a_bestmove_nobody_asked_for_is_not_kept() -> None:
+    stray = replace(fake("Stray", "--extra-bestmove", "2"), restart=False)
+    calm = replace(fake("Calm"), restart=False)
+    assert sorted(_kept_after_one_game(stray, calm)) == ["Calm"]

@@ -40,7 +40,7 @@ def cli_worker(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from runner.cli.common import referee_refused
 
-    refused = referee_refused(say)  # its loop, and the python-chess internals it reads
+    refused = referee_refused(say)  # the event loop it names
     if refused is not None:
         return refused
     if args.slots < 1:

@@ -21,6 +21,7 @@ import concurrent.futures
 import contextlib
 import ctypes
 import errno
+import functools
 import itertools
 import logging
 import os
@@ -220,21 +221,108 @@ def _popen_args(engine: EngineConfig, token: str,
     return args
 
 
+#: The states of an engine client (:class:`TimedUciProtocol`, :class:`TimedXBoardProtocol`):
+#: ``idle`` (started, between moves, or kept between games), ``thinking`` (``go`` sent, its
+#: move not read yet), ``pondering`` (``go ponder``), ``stopping`` (``stop`` sent, its
+#: ``bestmove`` not read yet) and ``gone`` (the process exited). Only an idle engine that
+#: never sent a move nobody asked for (``stray``) is sound to keep for another game.
+IDLE, THINKING, PONDERING, STOPPING, GONE = "idle", "thinking", "pondering", "stopping", "gone"
+
+
 class _Timed:
-    """Mixin: timestamps of the last ``go`` sent and the last move received, and its text.
+    """Mixin: the runner's side of an engine client, over python-chess's public protocol API.
+
+    One line reader (:meth:`pipe_data_received`) reads every byte the engine writes, stamps
+    its arrival (``read_at``, taken before any other work), logs each line (``io_log``) and
+    keeps what the referee needs: the time and text of the last move (``move_received``,
+    ``last_move_text``), the last PV line and the first other lines (what a failing engine
+    said). While a UCI move is on (``searching``: a runner.play.uci.UciMove) the bytes are
+    that move's; otherwise the whole lines are handed to python-chess's protocol (the
+    handshake, options, XBoard moves, quit), which never sees a partial line.
 
     The referee's clock is wall time from sending ``go`` to receiving the move, measured
-    here at the protocol level so handshakes, ``isready`` and ``ping`` are not charged.
+    here so handshakes, ``isready`` and ``ping`` are not charged.
     """
 
     move_token = "bestmove"
-    go_sent: float | None = None
-    move_received: float | None = None
-    last_move_text: str | None = None
-    last_pv_line: str | None = None  # the last search line with a PV, as the engine sent it
-    io_log: Callable[[str, str], None] | None = None  # EngineLogs: (">" / "<", line)
-    other_lines: list[str]  # the first lines that are neither moves nor PVs (set on first use)
-    _go_future: asyncio.Future[float] | None = None
+
+    def __init__(self, io_log: Callable[[str, str], None] | None = None) -> None:
+        super().__init__()  # python-chess's Protocol
+        self.io_log = io_log  # EngineLogs: (">" / "<", line)
+        self.state = IDLE
+        self.stray: str | None = None  # a move line that came in no search (not kept)
+        self.go_sent: float | None = None
+        self.move_received: float | None = None
+        self.last_move_text: str | None = None
+        self.last_pv_line: str | None = None  # the last search line with a PV, as sent
+        self.other_lines: list[str] = []  # the first lines that are neither moves nor PVs
+        self.searching: Any = None  # the UCI move being played (runner.play.uci.UciMove)
+        self.ponder_told = False  # "setoption name Ponder value true" sent
+        self.partial = b""  # the start of a line not complete yet
+        self.read_at = 0.0  # when the data being read came
+        self.pipes: asyncio.SubprocessTransport | None = None
+        self.exit_code: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.go_future: asyncio.Future[float] | None = None
+
+    # -- asyncio's protocol callbacks (python-chess's are called after ours)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.pipes = transport  # type: ignore[assignment]
+        super().connection_made(transport)  # type: ignore[misc]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.state = GONE
+        if not self.exit_code.done():
+            code = self.pipes.get_returncode() if self.pipes is not None else None
+            self.exit_code.set_result(-1 if code is None else code)
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        read_at = time.monotonic()  # a move in it came now, whatever is done before
+        if fd != 1 or isinstance(data, str):
+            super().pipe_data_received(fd, data)  # type: ignore[misc]
+            return
+        self.read_at = read_at
+        move = self.searching
+        if move is not None:
+            data = move.feed(data, read_at)  # what the engine wrote after its bestmove
+            if not data:
+                return
+        text = self.partial + data if self.partial else data
+        end = text.rfind(b"\n")
+        if end < 0:
+            self.partial = text
+            return
+        self.partial = text[end + 1:]
+        whole = text[:end + 1]
+        for raw in whole.split(b"\n")[:-1]:
+            self.line_read(raw.decode("utf-8", errors="replace").rstrip("\r"))
+        super().pipe_data_received(1, self.handed_on(whole))  # type: ignore[misc]
+
+    # -- the lines
+
+    def handed_on(self, whole: bytes) -> bytes:
+        """What python-chess's protocol gets of these whole lines."""
+        return whole
+
+    def line_read(self, line: str) -> None:
+        """One line the engine wrote, outside a UCI move (the handshake, XBoard, idle)."""
+        if self.io_log is not None:
+            self.io_log("<", line)
+        if line.startswith(self.move_token):
+            tokens = line.split()
+            if tokens[0] == self.move_token:
+                if self.state == IDLE and self.stray is None:  # a move nobody asked for
+                    self.stray = line
+                if self.move_received is None:
+                    self.move_received = self.read_at
+                    self.last_move_text = tokens[1] if len(tokens) > 1 else ""
+                if self.state == THINKING:
+                    self.state = IDLE
+        elif self._is_pv_line(line):
+            self.last_pv_line = line
+        elif len(self.other_lines) < 20:
+            self.other_lines.append(line)  # what a failing engine said (probe, preflight)
 
     def _is_pv_line(self, line: str) -> bool:
         return line.startswith("info ") and " pv " in line
@@ -252,72 +340,68 @@ class _Timed:
         ``ucinewgame``/``isready`` (``new``/``ping``) exchange before it starts.
         """
         self.go_sent = None
-        self._go_future = asyncio.get_running_loop().create_future()
-        return self._go_future
+        self.go_future = asyncio.get_running_loop().create_future()
+        return self.go_future
 
     def send_line(self, line: str) -> None:
+        """python-chess's public ``send_line``: every line it sends passes here."""
         if line == "go" or line.startswith("go "):
             self.go_sent = time.monotonic()
             self.move_received = None
             self.last_move_text = None
-            if self._go_future is not None and not self._go_future.done():
-                self._go_future.set_result(self.go_sent)
+            self.state = THINKING
+            if self.go_future is not None and not self.go_future.done():
+                self.go_future.set_result(self.go_sent)
         if self.io_log is not None:
             self.io_log(">", line)
         super().send_line(line)  # type: ignore[misc]
 
-    def _line_received(self, line: str) -> None:
+    def write_lines(self, *lines: str) -> None:
+        """Lines sent by the runner itself (a UCI move), in one write."""
         if self.io_log is not None:
-            self.io_log("<", line)
-        if line.startswith(self.move_token):
-            tokens = line.split()
-            if tokens[0] == self.move_token and self.move_received is None:
-                self.move_received = time.monotonic()
-                self.last_move_text = tokens[1] if len(tokens) > 1 else ""
-        elif self._is_pv_line(line):
-            self.last_pv_line = line
-        elif len(self.__dict__.setdefault("other_lines", [])) < 20:
-            self.other_lines.append(line)  # what a failing engine said (probe, preflight)
-        super()._line_received(line)  # type: ignore[misc]
+            for line in lines:
+                self.io_log(">", line)
+        assert self.pipes is not None
+        self.pipes.get_pipe_transport(0).write(("\n".join(lines) + "\n").encode("utf-8"))
+
+    @property
+    def sound(self) -> bool:
+        """Idle, and never sent a move nobody asked for: fit for another game."""
+        return self.state == IDLE and self.stray is None
 
 
 class TimedUciProtocol(_Timed, chess.engine.UciProtocol):
     move_token = "bestmove"
-    #: The move being played (runner.play.uci.UciMove), if any: it reads the engine's
-    #: output itself while python-chess's protocol is idle.
-    searching: Any = None
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        read_at = time.monotonic()  # a bestmove in it came now, whatever is done before
-        move = self.searching
-        if move is None or fd != 1 or isinstance(data, str):
-            super().pipe_data_received(fd, data)
-            return
-        rest = move.feed(data, read_at)
-        if rest:  # what the engine wrote after its bestmove
-            super().pipe_data_received(fd, rest)
 
 
 class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
     """XBoard protocol that also accepts engines without ``setboard`` (e.g. Fairy-Max).
 
     python-chess refuses such engines; they are fine for games from the standard start
-    position (moves are sent one by one), so ``setboard=0`` is accepted here and
-    ``no_setboard`` lets the referee refuse FEN starts for them.
+    position (moves are sent one by one), so ``setboard=0`` is handed on as ``setboard=1``
+    and ``no_setboard`` lets the referee refuse FEN starts for them.
     """
 
     move_token = "move"
-    no_setboard = False
+
+    def __init__(self, io_log: Callable[[str, str], None] | None = None) -> None:
+        super().__init__(io_log)
+        self.no_setboard = False
 
     def _is_pv_line(self, line: str) -> bool:
         # thinking output: "ply score time nodes [seldepth nps tbhits] pv..."
         return line[:1].isdigit()
 
-    def _line_received(self, line: str) -> None:
+    def line_read(self, line: str) -> None:
         if line.startswith("feature") and "setboard=0" in line:
             self.no_setboard = True
-            line = line.replace("setboard=0", "setboard=1")
-        super()._line_received(line)
+        super().line_read(line)
+
+    def handed_on(self, whole: bytes) -> bytes:
+        if b"setboard=0" not in whole:
+            return whole
+        return b"\n".join(raw.replace(b"setboard=0", b"setboard=1")
+                          if raw.startswith(b"feature") else raw for raw in whole.split(b"\n"))
 
 
 @dataclass
@@ -338,6 +422,11 @@ class EngineProcess:
     def alive(self) -> bool:
         return not self.killed and self.transport.get_returncode() is None
 
+    @property
+    def sound(self) -> bool:
+        """Alive, idle and never sent a move nobody asked for (runner.play.keep)."""
+        return self.alive and self.protocol.sound
+
     def _kill_group(self) -> None:
         reaped = self.transport.get_returncode() is not None
         kill_owned(self.pid, None, handle=self.handle, reaped=reaped)  # the group, at once
@@ -349,10 +438,6 @@ class EngineProcess:
         machine with many processes)."""
         if self.token is not None:
             kill_owned(self.pid, self.token, handle=None, reaped=True, since_pid=self.pid)
-
-    def _kill_all(self) -> None:
-        self._kill_group()
-        self._sweep()
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole process group whatever happened
@@ -368,9 +453,13 @@ class EngineProcess:
                 await asyncio.wrap_future(spawn.off_loop(self._sweep))
 
     def kill(self) -> None:
-        """Synchronous hard kill (hung engine, cancelled task)."""
+        """Hard kill (hung engine, cancelled task): the process group at once (a signal),
+        the sweep for what left the group (a scan of /proc) on the spawner thread, off the
+        loop."""
         self.killed = True
-        self._kill_all()
+        self._kill_group()
+        if self.token is not None:
+            spawn.off_loop(self._sweep)
 
 
 class EngineStartError(Exception):
@@ -390,7 +479,7 @@ def _printed(protocol: Any, limit: int = 300) -> str:
     short and made printable), or "" when it printed none."""
     from runner.domain.text import printable
 
-    lines = [line for line in protocol.__dict__.get("other_lines") or []
+    lines = [line for line in getattr(protocol, "other_lines", None) or []
              if not line.startswith(_HANDSHAKE_LINES)]
     if not lines:
         return ""
@@ -457,8 +546,7 @@ async def start_engine(
     """
     command = [engine.command, *engine.args]
     cls: Any = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
-    if io_log is not None:  # set on the class, so that not even a banner line is missed
-        cls = type(cls.__name__, (cls,), {"io_log": staticmethod(io_log)})
+    factory = functools.partial(cls, io_log)  # logged from the first line on
     token = new_owner_token()
     refused = exec_precheck(engine.command)
     if refused is not None:  # what exec would say; through setpriv it would be an early exit
@@ -467,10 +555,12 @@ async def start_engine(
     try:
         argv = child_argv(pinned_argv(command, cpus))
         if spawn.available():  # no thread or fork in the loop thread per engine
-            transport, protocol = await spawn.spawn(cls, argv,
+            transport, protocol = await spawn.spawn(factory, argv,
                                                     **_popen_args(engine, token, cpus, stderr))
         else:
-            transport, protocol = await cls.popen(argv, **_popen_args(engine, token, cpus, stderr))
+            transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+                factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                **_popen_args(engine, token, cpus, stderr))
             _lean_pipes(transport, protocol)
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
@@ -510,9 +600,9 @@ async def start_engine(
                     f"it exited once its Options were set ({set_}): {exc}" if options
                     else str(exc)) from None
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
-            from runner.play.affinity import pin_tree
+            from runner.play.affinity import pin_tree  # (a walk of /proc: off the loop)
 
-            pin_tree(pid, cpus)
+            await asyncio.wrap_future(spawn.off_loop(functools.partial(pin_tree, pid, cpus)))
     except TimeoutError:
         proc.kill()
         said = _printed(protocol)

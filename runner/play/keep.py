@@ -6,7 +6,13 @@ and given to the next game that needs the same engine (any slot: it is pinned ag
 new slot's cores under Affinity); that game starts it with ``ucinewgame`` + ``isready``
 (XBoard: ``new`` + ``ping``) as it does a fresh one. An engine whose game ended by a crash,
 a stall, an illegal move or a time forfeit is never kept: the next game starts a fresh one,
-as does a game that finds its kept engine dead.
+as does a game that finds its kept engine dead. Nor is an engine that is not idle when its
+game ends (it did not answer ``stop`` in time) or that once sent a ``bestmove`` nobody asked
+for (runner.play.engines, ``sound``). A kept engine is pinned to the cores the next game
+wants whenever the kernel's mask of the process (``os.sched_getaffinity``, not what was
+asked before) differs from them: an engine pinned to half a slot for a pondering game gets
+the whole slot back. Pinning walks the process's threads and children: it runs on the
+spawner thread, off the event loop.
 
 At most ``capacity`` engine processes (2 x Concurrency: what the games in progress hold with
 ``Restart: on``) are alive at once: an idle engine is closed (the oldest first) before a new
@@ -15,16 +21,30 @@ one would exceed it. Idle engines are recorded for the orphan sweep like engines
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runner.config.schema import EngineConfig
+from runner.play import spawn
 from runner.play.enginelog import FAILURES
 from runner.play.engines import EngineProcess, start_engine
 
 LOG = logging.getLogger(__name__)
+
+
+async def repin(pid: int, cpus: tuple[int, ...]) -> None:
+    """Pin ``pid`` (every thread, its children) to ``cpus`` unless the kernel says it is
+    pinned there already; on the spawner thread (a walk of /proc must not stall the loop)."""
+    from runner.play.affinity import pin_tree, pinned_to
+
+    def pin() -> None:
+        if pinned_to(pid) != cpus:
+            pin_tree(pid, cpus)
+
+    await asyncio.wrap_future(spawn.off_loop(pin))
 
 
 @dataclass
@@ -82,10 +102,8 @@ class EnginePool:
                 continue
             proc.protocol.io_log = io_log  # this game's engine log (None: none)
             proc.protocol.last_pv_line = None
-            if wanted and wanted != idle.cpus:
-                from runner.play.affinity import pin_tree
-
-                pin_tree(proc.pid, wanted)
+            if wanted:
+                await repin(proc.pid, wanted)
             if on_process is not None:
                 on_process(proc.pid, proc.create_time)
             if note is not None:
@@ -111,7 +129,7 @@ class EnginePool:
         """The game that held ``proc`` ended with ``termination`` (PGN Termination): keep the
         engine for a later game, or close it (Restart: on, a failure, not alive, closed)."""
         self._busy.pop(id(proc), None)
-        keep = (not proc.config.restart and not self.closed and proc.alive
+        keep = (not proc.config.restart and not self.closed and proc.sound
                 and (termination or "") not in FAILURES)
         if not keep:
             await proc.close()
