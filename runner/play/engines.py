@@ -312,8 +312,8 @@ class _Timed:
         if line.startswith(self.move_token):
             tokens = line.split()
             if tokens[0] == self.move_token:
-                if self.state == IDLE and self.stray is None:  # a move nobody asked for
-                    self.stray = line
+                if self.state != THINKING and self.stray is None:  # nobody asked for it (a
+                    self.stray = line  # stop answered too late included): never kept
                 if self.move_received is None:
                     self.move_received = self.read_at
                     self.last_move_text = tokens[1] if len(tokens) > 1 else ""
@@ -395,6 +395,9 @@ class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
     def line_read(self, line: str) -> None:
         if line.startswith("feature") and "setboard=0" in line:
             self.no_setboard = True
+        elif self.state == THINKING and (line.strip() == "resign"
+                                         or line.startswith(("1-0", "0-1", "1/2-1/2"))):
+            self.state = IDLE  # it answered its go with a result, not a move
         super().line_read(line)
 
     def handed_on(self, whole: bytes) -> bytes:
