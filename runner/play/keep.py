@@ -21,30 +21,17 @@ one would exceed it. Idle engines are recorded for the orphan sweep like engines
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runner.config.schema import EngineConfig
-from runner.play import spawn
 from runner.play.enginelog import FAILURES
 from runner.play.engines import EngineProcess, start_engine
+from runner.play.processes import pin_off_loop
 
 LOG = logging.getLogger(__name__)
-
-
-async def repin(pid: int, cpus: tuple[int, ...]) -> None:
-    """Pin ``pid`` (every thread, its children) to ``cpus`` unless the kernel says it is
-    pinned there already; on the spawner thread (a walk of /proc must not stall the loop)."""
-    from runner.play.affinity import pin_tree, pinned_to
-
-    def pin() -> None:
-        if pinned_to(pid) != cpus:
-            pin_tree(pid, cpus)
-
-    await asyncio.wrap_future(spawn.off_loop(pin))
 
 
 @dataclass
@@ -102,8 +89,8 @@ class EnginePool:
                 continue
             proc.protocol.io_log = io_log  # this game's engine log (None: none)
             proc.protocol.last_pv_line = None
-            if wanted:
-                await repin(proc.pid, wanted)
+            if wanted:  # the kernel's mask, not what was asked before (half a slot?)
+                await pin_off_loop(proc.pid, wanted, unless_pinned=True)
             if on_process is not None:
                 on_process(proc.pid, proc.create_time)
             if note is not None:
