@@ -124,3 +124,42 @@ def test_an_engine_that_sent_a_bestmove_nobody_asked_for_is_not_kept() -> None:
     stray = replace(fake("Stray", "--extra-bestmove", "2"), restart=False)
     calm = replace(fake("Calm"), restart=False)
     assert sorted(_kept_after_one_game(stray, calm)) == ["Calm"]
+
+
+# --------------------------------------------------------------------------- off the loop
+
+
+def test_no_kill_sweep_or_pin_walk_runs_on_the_event_loop(monkeypatch) -> None:  # noqa: ANN001
+    """An engine's kill scans /proc for its owner token and its pinning walks its threads:
+    both on the spawner thread (runner.play.processes), never on the loop's."""
+    import threading
+
+    from runner.play import affinity, processes
+    from runner.play.engines import start_engine
+
+    threads: dict[str, set[int]] = {"kill": set(), "pin": set()}
+    real_kill, real_pin = processes.kill_owned, affinity.pin_tree
+
+    def kill_owned(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        threads["kill"].add(threading.get_ident())
+        return real_kill(*args, **kwargs)
+
+    def pin_tree(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        threads["pin"].add(threading.get_ident())
+        return real_pin(*args, **kwargs)
+
+    monkeypatch.setattr(processes, "kill_owned", kill_owned)
+    monkeypatch.setattr(affinity, "pin_tree", pin_tree)
+    cpus = sorted(os.sched_getaffinity(0))[:1]
+
+    async def main() -> int:
+        proc = await start_engine(fake("A"), timeout=10, cpus=cpus)
+        proc.kill()
+        closing = await start_engine(fake("B"), timeout=10, cpus=cpus)
+        await closing.close()
+        await asyncio.sleep(0.3)  # the kill's sweep ends on the spawner thread
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert threads["kill"] and loop_thread not in threads["kill"]
+    assert threads["pin"] and loop_thread not in threads["pin"]

@@ -385,34 +385,46 @@ class Process:
         signal_group(self.pid, reaped=self.returncode is not None)
         return kill_tree_off_loop(self.pid, self.token, handle=self.handle, known=known, wait=2)
 
+    def terminate(self) -> None:
+        """SIGTERM, unless its exit was seen (its pid may be another's by then)."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.transport.send_signal(signal.SIGTERM)
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.transport.close()
 
 
-async def start_process(argv: Sequence[str], token: str | None = None) -> Process:
-    """Start ``argv`` as the runner starts every process (own session, parent-death signal,
-    owner token ``token`` or a new one), its stdin at end of file, its stdout and stderr
-    read into ``Process.stdout``: on the spawner thread with a pidfd for its exit where the
-    system has them (runner.play.spawn), else with ``loop.subprocess_exec``."""
+async def start_process(argv: Sequence[str], token: str | None = None, *,
+                        capture: bool = True, session: bool = True) -> Process:
+    """Start ``argv`` as the runner starts every process (parent-death signal, owner token
+    ``token`` or a new one), its stdin at end of file: on the spawner thread with a pidfd for
+    its exit where the system has them (runner.play.spawn), else with
+    ``loop.subprocess_exec``. ``capture``: its stdout and stderr are read into
+    ``Process.stdout`` (else both are the runner's). ``session``: in a session (process
+    group) of its own (else in the runner's, where a terminal's Ctrl-C reaches it too)."""
     loop = asyncio.get_running_loop()
     token = token or new_owner_token()
     argv = child_argv(list(argv))
     args = child_popen_args(token)
+    args["start_new_session"] = session
+    output = {"stdout": subprocess.PIPE if capture else None,
+              "stderr": subprocess.STDOUT if capture else None}
     piped = _Piped(loop)
+    if not capture:
+        piped.stdout.feed_eof()
     handle: psutil.Process | None = None
     created = 0.0
     if spawn.available():
-        transport, _ = await spawn.spawn(lambda: piped, argv, stderr=subprocess.STDOUT, **args)
+        transport, _ = await spawn.spawn(lambda: piped, argv, **output, **args)
         handle, created = transport.handle, transport.create_time
         stdin = transport.get_pipe_transport(0)
         if stdin is not None:
             stdin.close()  # end of file, as /dev/null would give
     else:
         transport, _ = await loop.subprocess_exec(lambda: piped, *argv,
-                                                  stdin=subprocess.DEVNULL,
-                                                  stdout=subprocess.PIPE,
-                                                  stderr=subprocess.STDOUT, **args)
+                                                  stdin=subprocess.DEVNULL, **output, **args)
         if transport.get_returncode() is None:
             with contextlib.suppress(psutil.Error):
                 handle = psutil.Process(transport.get_pid())

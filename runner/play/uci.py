@@ -223,8 +223,8 @@ class UciMove:
             self.end()
             self.result.set_exception(exc)
 
-    def _terminated(self, returncode: asyncio.Future[int]) -> None:
-        code = returncode.result() if not returncode.cancelled() else None
+    def _terminated(self, exit_code: asyncio.Future[int]) -> None:
+        code = exit_code.result() if not exit_code.cancelled() else None
         self._fail(chess.engine.EngineTerminatedError(
             f"engine process died unexpectedly (exit code: {code})"))
 
