@@ -535,7 +535,7 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
     Like the referee's engines, cutechess gets the parent-death signal and an owner token:
     if the runner is killed with ``kill -9`` the kernel kills cutechess, and the engines it
     started (in its process group, with its token) are removed by the next start's
-    :func:`runner.play.engines.sweep_orphans`. ``on_line`` gets every line of its output as
+    :func:`runner.play.processes.sweep_orphans`. ``on_line`` gets every line of its output as
     it comes; an exception it raises ends the game (cutechess and its engines are killed).
     """
     proc = await start_process(argv)  # runner.play.processes: as every process it starts
