@@ -282,7 +282,8 @@ class EngineProcess:
         signal_group(self.pid, reaped=self.transport.get_returncode() is not None)
         with contextlib.suppress(Exception):
             self.transport.close()
-        return kill_tree_off_loop(self.pid, self.token, handle=self.handle, since_pid=self.pid)
+        return kill_tree_off_loop(self.pid, self.token, handle=self.handle, since_pid=self.pid,
+                                  descendants=self.token is None)
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole tree whatever happened (a

@@ -287,17 +287,19 @@ def signal_group(pid: int, reaped: bool) -> None:
 
 def kill_tree(pid: int, token: str | None, *, handle: psutil.Process | None = None,
               known: dict[int, float] | None = None, since_pid: int | None = None,
-              reaped: bool = True, wait: float = 0.0) -> None:
+              reaped: bool = True, wait: float = 0.0, descendants: bool = True) -> None:
     """Kill process ``pid`` (started by the runner with owner ``token``) and everything it
     started: its process group while the leader is not reaped, its descendants (through
     ``handle``, a psutil.Process that checks the create time), the processes ``known`` by pid
     and create time (recorded while it ran: they may have left the group), and every
     process carrying ``token``. ``wait``: then wait up to that many seconds for them to end.
+    ``descendants`` False: no walk of its descendants (what left its group carries its
+    token: an engine's tree is its group plus its token).
 
     The one function that kills a tree. It reads /proc: call it off the event loop
     (:func:`kill_tree_off_loop`)."""
     victims: list[psutil.Process] = []
-    if handle is not None:
+    if handle is not None and descendants:
         with contextlib.suppress(psutil.Error):
             if handle.is_running():
                 victims = handle.children(recursive=True)
