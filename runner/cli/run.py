@@ -103,7 +103,7 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
                                      "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
         play_game = cluster
     if play_game is None and config.backend == "python-chess":
-        refused = referee_refused()  # its loop, and the python-chess internals it reads
+        refused = referee_refused()  # the event loop it names
         if refused is not None:
             return refused
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):

@@ -40,7 +40,7 @@ def cli_worker(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from runner.cli.common import referee_refused
 
-    refused = referee_refused(say)  # its loop, and the python-chess internals it reads
+    refused = referee_refused(say)  # the event loop it names
     if refused is not None:
         return refused
     if args.slots < 1:
@@ -80,22 +80,21 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
     """Run ``slots`` slot processes NAME/1..NAME/N and start again any that dies, until
     SIGINT/SIGTERM (exit 130) or a slot gives up (``--wait`` without a scheduler: exit 1;
     bad input: exit 2)."""
-    from runner.play.engines import child_argv, die_with_parent
+    from runner.play.processes import Process, start_process
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    procs: dict[str, asyncio.subprocess.Process] = {}
+    procs: dict[str, Process] = {}
     code = EXIT_OK
 
     async def start(slot: str) -> None:
         # same process group (a terminal's Ctrl-C, systemd's control group reach every
-        # slot), and SIGKILL when this supervisor dies (the slot's engines follow it)
-        procs[slot] = await asyncio.create_subprocess_exec(
-            *child_argv(slot_argv(scheduler, slot, wait_s, engines or {})),
-            stdin=asyncio.subprocess.DEVNULL,
-            preexec_fn=None if child_argv([]) else die_with_parent)  # [] when no setpriv
+        # slot), and SIGKILL when this supervisor dies (the slot's engines follow it);
+        # started and reaped as every process of the runner (runner.play.processes)
+        procs[slot] = await start_process(slot_argv(scheduler, slot, wait_s, engines or {}),
+                                          capture=False, session=False)
 
     async def keep(slot: str) -> None:
         nonlocal code
@@ -104,6 +103,7 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
             started = time.monotonic()
             await start(slot)
             returned = await procs[slot].wait()
+            procs[slot].close()
             if stop.is_set():
                 return
             if returned in (EXIT_BAD_INPUT, EXIT_FAIL):  # it gave up, or cannot run at all
@@ -122,16 +122,14 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
     await stop.wait()
     code = code or EXIT_INTERRUPTED
     for proc in procs.values():
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
+        proc.terminate()
     for proc in procs.values():
         try:
             await asyncio.wait_for(proc.wait(), 30)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            await asyncio.wrap_future(proc.kill_tree())  # the one tree kill, off the loop
             await proc.wait()
+        proc.close()
     for keeper in keepers:
         keeper.cancel()
     await asyncio.gather(*keepers, return_exceptions=True)
