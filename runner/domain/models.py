@@ -57,6 +57,10 @@ class GameSpec:
     pgn_comments: str = "cutechess"  # cutechess | extended (runner.domain.pgnextended)
     pgn_extras: tuple[str, ...] = ()  # ECO, Elo, TCEC
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
+    # the engines' builds the event allows (runner.play.builds digests; "" = not checked):
+    # a worker refuses an engine whose build differs; the PGN tags WhiteBuild/BlackBuild
+    white_build: str = ""
+    black_build: str = ""
 
     @property
     def round_label(self) -> str:

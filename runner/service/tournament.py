@@ -73,6 +73,9 @@ class Tournament:
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
     view_errors: ViewErrors = field(init=False)
+    accept_build: tuple[str, ...] = ()  # run --accept-build ENGINE ... --reason TEXT
+    build_reason: str = ""
+    builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -90,7 +93,14 @@ class Tournament:
 
     def prepare(self) -> int | None:
         """Create or check the event; sweep leftovers. Return an exit code to stop early."""
+        new_event = not self.store.has_event()
         self.book, code = open_event(self.config, self.store, self.say, self.total_games)
+        if code is not None:
+            return code
+        from runner.service.builds import open_builds
+
+        self.builds, code = open_builds(self.config, self.store, self.say, new_event=new_event,
+                                        accept=self.accept_build, reason=self.build_reason)
         if code is not None:
             return code
         for path in (self.config.pgn_out, self.config.swiss.state_path,
@@ -243,7 +253,8 @@ class Tournament:
             time_margin_ms=config.time_margin_ms,
             extra_pair=game.round - config.swiss.rounds if game.extra else 0,
             pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
-            variant=config.variant,
+            variant=config.variant, white_build=self.builds.get(game.white, ""),
+            black_build=self.builds.get(game.black, ""),
         )
 
     async def play_one(self, game: StoredGame) -> None:
@@ -255,6 +266,10 @@ class Tournament:
         """
         assert self.router is not None
         spec = self.spec_for(game)
+        if self.play_game is None:  # engines started here: their files as the event's (rule 8)
+            from runner.service.builds import check_local
+
+            check_local(spec, self.builds, self.store.builds)
         attempt = self.store.attempts(game.game_id) + 1
         seen: set[str] = set()
         router = self.router
@@ -426,17 +441,21 @@ class Tournament:
         if task.cancelled():
             return
         exc = task.exception()
-        if isinstance(exc, RecordError):
+        from runner.service.builds import BuildChanged
+
+        if isinstance(exc, BuildChanged):  # no new game; the games in progress finish
+            self.fail(str(exc), cancel=False)
+        elif isinstance(exc, RecordError):
             self.fail(str(exc))
         elif exc is not None:
             self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
                       "it will be played again when you run the same command again")
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, cancel: bool = True) -> None:
         if self.failure is None:
             self.failure = message
             err(message)
-        self.stop(cancel=True)
+        self.stop(cancel=cancel)
 
     def stop(self, cancel: bool) -> None:
         self.stopping = True
