@@ -183,8 +183,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
-    p.add_argument("--token", help="access token required on every request "
-                   "(default: $SWISS_RUNNER_TOKEN; required unless bound to localhost)")
+    p.add_argument("--token", help="access token required on every request (refused unless "
+                   "bound to localhost: other users see it in ps; use --token-file or "
+                   "$SWISS_RUNNER_TOKEN)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="read the access token from FILE's first line (required unless bound "
+                        "to localhost, or $SWISS_RUNNER_TOKEN)")
+    p.add_argument("--secure-cookie", action="store_true",
+                   help="mark the token cookie Secure (https only) even without "
+                        "X-Forwarded-Proto: https from a trusted proxy")
+    p.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
+                   help="a reverse proxy whose X-Forwarded-Proto is believed (repeatable; "
+                        "default 127.0.0.1 and ::1)")
     p.set_defaults(func=cmd_serve)
     return parser
 

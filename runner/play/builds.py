@@ -80,7 +80,7 @@ def build_of(engine: Any) -> Build:
     return Build(combined, files)
 
 
-def build_difference(name: str, recorded: dict[str, Any], now: Build) -> str:
+def build_difference(name: str, recorded: dict[str, Any], now: Build, named: bool = True) -> str:
     """What differs, for a refusal: both digests and the files whose contents changed."""
     old_files = dict(recorded.get("files") or {})
     old_by_order, new_by_order = list(old_files.items()), list(now.files.items())
@@ -90,6 +90,8 @@ def build_difference(name: str, recorded: dict[str, Any], now: Build) -> str:
         if before != digest:
             changed.append(f"{path}: {before or '(none)'} -> {digest}")
     changed += [f"{path}: {digest} -> (none)" for path, digest in old_by_order[len(new_by_order):]]
-    return (f"engine {name}: its build differs from the event's (TCEC rule 8): the event's "
-            f"build {recorded.get('digest')}, this one {now.digest}"
+    if not old_files:  # only the digest is known (a worker): this one's files
+        changed = [f"{path}: {digest}" for path, digest in new_by_order]
+    return ((f"engine {name}: " if named else "") + "its build differs from the event's "
+            f"(TCEC rule 8): the event's build {recorded.get('digest')}, this one {now.digest}"
             + (f" ({'; '.join(changed)})" if changed else ""))

@@ -82,17 +82,18 @@ def open_builds(config: Config, store: Store, say: Callable[..., None], *, new_e
     return {name: b.digest for name, b in now.items()}, None
 
 
-def check_local(spec: Any, allowed: dict[str, str], recorded: Callable[[], dict[str, Any]]
-                ) -> None:
+def check_local(spec: Any, allowed: dict[str, str],
+                recorded: Callable[[], dict[str, list[dict[str, Any]]]]) -> None:
     """Before a game played here: BuildChanged when an engine's files changed on disk since
-    its build was recorded (``recorded``: the store's current builds, read only then)."""
+    its build was recorded (``recorded``: Store.builds, read only then)."""
     for engine in (spec.white, spec.black):
         want = allowed.get(engine.name)
         if not want:
             continue
         now = build_of(engine)
         if now.digest != want:
-            old = recorded().get(engine.name) or {"digest": want}
+            rows = recorded().get(engine.name) or [{"digest": want}]
+            old = rows[-1]
             raise BuildChanged(
                 f"{build_difference(engine.name, old, now)}: its files changed on disk since "
                 f"the event started, so game {spec.game_id} ({spec.white.name} vs "
