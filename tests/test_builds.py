@@ -144,3 +144,8 @@ def test_a_local_binary_replaced_during_the_event(tmp_path: Path) -> None:
 
     again = run(config)  # the accepted build is the event's now: nothing to refuse
     assert again.returncode == 0 and "differs" not in again.stderr
+    status = subprocess.run([sys.executable, "-m", "runner", "status", str(config), "--json"],
+                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr  # the same event, its accepted build
+    assert [b["digest"] for b in json.loads(status.stdout)["builds"]["Toga"]] == [old_build,
+                                                                                new_build]

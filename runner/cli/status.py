@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 from runner.cli.common import err as _err
-from runner.cli.common import other_event
+from runner.cli.common import other_event, stored_fingerprint
 from runner.config import Config
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
@@ -32,7 +32,7 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
               "empty); start it with `swiss-runner run`", flush=True)
         return EXIT_FAIL
     try:
-        changed = other_event(config, store.fingerprint())
+        changed = other_event(config, stored_fingerprint(store))
         if changed:
             _err(changed)
             return EXIT_BAD_INPUT
