@@ -28,8 +28,13 @@ _cache: dict[tuple[Any, ...], str] = {}
 _lock = threading.Lock()
 
 
-def file_digest(path: str) -> str:
-    """The SHA-256 of a file (cached while the file is unchanged)."""
+class _NotCached(Exception):
+    pass
+
+
+def file_digest(path: str, cached_only: bool = False) -> str:
+    """The SHA-256 of a file (cached while the file is unchanged; ``cached_only``: raise
+    _NotCached rather than read a file that changed)."""
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -38,6 +43,8 @@ def file_digest(path: str) -> str:
            st.st_ctime_ns)
     with _lock:
         known = _cache.get(key)
+    if known is None and cached_only:
+        raise _NotCached(path)
     if known is None:
         known = _file_sha256(path)
         with _lock:
@@ -75,9 +82,21 @@ def _named_files(engine: Any) -> list[str]:
 
 def build_of(engine: Any) -> Build:
     """The build of an engine (EngineConfig) as this machine would start it."""
-    files = {path: file_digest(path) for path in _named_files(engine)}
-    combined = hashlib.sha256("\n".join(files.values()).encode()).hexdigest()
-    return Build(combined, files)
+    return _build({path: file_digest(path) for path in _named_files(engine)})
+
+
+def _build(files: dict[str, str]) -> Build:
+    return Build(hashlib.sha256("\n".join(files.values()).encode()).hexdigest(), files)
+
+
+def cached_build(engine: Any) -> Build | None:
+    """build_of when none of the engine's files changed since they were last hashed (a
+    ``stat`` each: cheap enough for an event loop), else None (build_of must read them)."""
+    try:
+        files = {path: file_digest(path, cached_only=True) for path in _named_files(engine)}
+    except _NotCached:
+        return None
+    return _build(files)
 
 
 def build_difference(name: str, recorded: dict[str, Any], now: Build, named: bool = True) -> str:

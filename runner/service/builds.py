@@ -13,13 +13,14 @@ only ones that play (runner.play.builds, runner.store.builds).
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.schema import Config
 from runner.errors import EXIT_BAD_INPUT, StopEvent
-from runner.play.builds import build_difference, build_of
+from runner.play.builds import build_difference, build_of, cached_build
 from runner.store.database import Store
 
 ACCEPT_HINT = ("restore the event's build, or, where a decision allows the new one, record it "
@@ -82,15 +83,20 @@ def open_builds(config: Config, store: Store, say: Callable[..., None], *, new_e
     return {name: b.digest for name, b in now.items()}, None
 
 
-def check_local(spec: Any, allowed: dict[str, str],
-                recorded: Callable[[], dict[str, list[dict[str, Any]]]]) -> None:
+async def check_local(spec: Any, allowed: dict[str, str],
+                      recorded: Callable[[], dict[str, list[dict[str, Any]]]]) -> None:
     """Before a game played here: BuildChanged when an engine's files changed on disk since
-    its build was recorded (``recorded``: Store.builds, read only then)."""
-    for engine in (spec.white, spec.black):
-        want = allowed.get(engine.name)
-        if not want:
-            continue
-        now = build_of(engine)
+    its build was recorded (``recorded``: Store.builds, read only then, on the loop's
+    thread). The files are looked at on another thread: a changed one is hashed again
+    there, never on the loop that stamps the other games' moves."""
+    engines = [e for e in (spec.white, spec.black) if allowed.get(e.name)]
+    if not engines:
+        return
+    builds = [cached_build(e) for e in engines]
+    if None in builds:  # a file changed: hashed again on another thread
+        builds = await asyncio.to_thread(lambda: [build_of(e) for e in engines])
+    for engine, now in zip(engines, builds, strict=True):
+        want = allowed[engine.name]
         if now.digest != want:
             rows = recorded().get(engine.name) or [{"digest": want}]
             old = rows[-1]

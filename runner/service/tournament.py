@@ -269,7 +269,7 @@ class Tournament:
         if self.play_game is None:  # engines started here: their files as the event's (rule 8)
             from runner.service.builds import check_local
 
-            check_local(spec, self.builds, self.store.builds)
+            await check_local(spec, self.builds, self.store.builds)
         attempt = self.store.attempts(game.game_id) + 1
         seen: set[str] = set()
         router = self.router
