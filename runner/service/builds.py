@@ -51,9 +51,12 @@ def accept_problem(config: Config, accept: Sequence[str], reason: str | None) ->
 
 
 def open_builds(config: Config, store: Store, say: Callable[..., None], *, new_event: bool,
-                accept: Sequence[str] = (), reason: str = "") -> tuple[dict[str, str], int | None]:
+                accept: Sequence[str] = (), reason: str = "",
+                needs_games: Callable[[], bool] = lambda: True
+                ) -> tuple[dict[str, str], int | None]:
     """Record or check every engine's build; returns {engine: allowed digest} and an exit
-    code when the run must not start (a changed build that was not accepted)."""
+    code when the run must not start (a changed build that was not accepted, in an event
+    that still has games to play: ``needs_games``)."""
     recorded = {name: rows[-1] for name, rows in store.builds().items()}
     now = {e.name: build_of(e) for e in config.engines}
     first = {name: b.to_json() for name, b in now.items() if name not in recorded}
@@ -63,6 +66,8 @@ def open_builds(config: Config, store: Store, say: Callable[..., None], *, new_e
     changed = {name for name, b in now.items()
                if name in recorded and recorded[name]["digest"] != b.digest}
     refused = sorted(changed - set(accept))
+    if refused and not needs_games():  # a complete event: no engine plays any more
+        refused = []
     if refused:
         for name in refused:
             _err(f"{build_difference(name, recorded[name], now[name])}; "

@@ -98,9 +98,11 @@ class Tournament:
         if code is not None:
             return code
         from runner.service.builds import open_builds
+        from runner.service.setup import event_needs_games
 
         self.builds, code = open_builds(self.config, self.store, self.say, new_event=new_event,
-                                        accept=self.accept_build, reason=self.build_reason)
+                                        accept=self.accept_build, reason=self.build_reason,
+                                        needs_games=lambda: event_needs_games(self.config))
         if code is not None:
             return code
         for path in (self.config.pgn_out, self.config.swiss.state_path,
