@@ -8,6 +8,7 @@ again while the other slot's games go on."""
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import re
 import shutil
@@ -83,6 +84,13 @@ def test_scheduler_and_workers_listen_only_on_their_address(tmp_path: Path) -> N
         assert {host for host, _ in scheduler} == {"127.0.0.2"}, scheduler
         assert ("127.0.0.2", c.port) in scheduler
         assert not any(port == 8787 for _, port in scheduler)  # no dashboard
+        (http_port,) = {port for _, port in scheduler} - {c.port}  # Dask's HTTP server
+        for path, status in (("/health", 200), ("/status", 404), ("/json/identity.json", 404),
+                             ("/info/main/workers.html", 404)):
+            conn = http.client.HTTPConnection("127.0.0.2", http_port, timeout=10)
+            conn.request("GET", path)
+            assert conn.getresponse().status == status, path  # nothing but its health
+            conn.close()
         own = local_address_to("127.0.0.2", c.port)
         w1 = listening(c.procs["w1"].pid)
         assert w1 and {host for host, _ in w1} == {own}, w1

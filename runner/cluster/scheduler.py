@@ -63,13 +63,17 @@ def cli_scheduler(args: argparse.Namespace) -> int:
 
 
 async def serve(address: str, security: object, dashboard: str | None) -> int:
+    import dask
     from distributed import Scheduler
 
     scheme, host, port = network.split_address(address)
     shown = f"[{host}]" if ":" in host else host
+    if dashboard is None:  # Dask's HTTP server still runs: it answers /health only
+        dask.config.set({"distributed.scheduler.http.routes": ["distributed.http.health"]})
+    # no dashboard: the HTTP server on the scheduler's own host (None: its host, for IPv6)
     scheduler = Scheduler(host=shown, port=port, protocol=scheme, security=security,
                           dashboard=dashboard is not None,
-                          dashboard_address=dashboard or f"{shown}:0")
+                          dashboard_address=dashboard or (None if ":" in host else f"{host}:0"))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
