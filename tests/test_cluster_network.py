@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -30,6 +31,7 @@ from test_cluster import (
     slot_processes,
     wait_until,
 )
+from web_support import serve
 
 from runner.cluster.network import local_address_to
 
@@ -227,6 +229,9 @@ def test_a_worker_with_another_build_is_refused_for_that_engine_only(tmp_path: P
         assert set(w1["refused"]) == {"SF1"} and event_build in w1["refused"]["SF1"]
         text = cli("status", str(config)).stdout
         assert "refused SF1: its build differs" in text, text
+        with serve(config) as served:  # the dashboard's workers table says it too
+            page = urllib.request.urlopen(served.url, timeout=30).read().decode()
+        assert "SF1: its build differs from the event" in page and event_build in page
     finally:
         c.close()
     no_engines_left(c.pids)
