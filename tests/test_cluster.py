@@ -288,6 +288,11 @@ def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     """kill -9 of the worker playing a game: the game continues from its logged position on
     the other worker; no loss is scored and the dead worker's engines die with it."""
     config = cluster_config(tmp_path, cluster.address, real=False, rounds=1)
+    alerts = tmp_path / "alerts.jsonl"  # Alerts (docs/alerts.md): a command keeps each one
+    keep = f"import sys; open({str(alerts)!r}, 'a').write(sys.stdin.read() + chr(10))"
+    with open(config, "a", encoding="utf-8") as out:
+        out.write("Alerts: " + json.dumps({"Command": [sys.executable, "-c", keep],
+                                           "On": ["worker_lost"], "DiskFreeMb": 0}) + "\n")
     runner = cluster.run(config)
     game_id, victim = game_in_progress(tmp_path, runner)
     victim_pid = cluster.procs[victim].pid
@@ -306,6 +311,9 @@ def test_worker_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     assert len(resumed) == 1 and resumed[0].headers["Worker"] == f"{victim}, {survivor}"
     assert int(resumed[0].headers["ResumedFromPly"]) >= 12
     assert "forfeit" not in out.lower() and "disconnect" not in out.lower()
+    lost = [json.loads(line) for line in alerts.read_text().splitlines()]
+    assert any(a["kind"] == "worker_lost" and a["data"]["worker"] == victim
+               and a["data"]["games"] == [game_id] for a in lost), lost
     no_engines_left(cluster.pids)
 
 

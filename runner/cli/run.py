@@ -163,6 +163,10 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
                             quiet=getattr(args, "quiet", False), play_game=play_game,
                             accept_build=tuple(getattr(args, "accept_build", None) or ()),
                             build_reason=getattr(args, "reason", None) or "")
+    from runner.service.alerts import Alerter, after_crash, after_run
+
+    # alerts raised from here on are queued, and sent once the run starts (docs/alerts.md)
+    tournament.alerts = Alerter.for_config(config)  # does nothing without an Alerts block
     if cluster is not None:
         from runner.service.state import WORKERS_META
 
@@ -181,4 +185,13 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
     if code is not None:
         return code
     lock.claim(store)
-    return eventloop.run(tournament.run())
+    alerts = tournament.alerts.start()
+    if cluster is not None:
+        cluster.alert = alerts.emit
+    try:
+        return after_run(alerts, tournament, eventloop.run(tournament.run()))
+    except BaseException as exc:
+        after_crash(alerts, tournament, exc)
+        raise
+    finally:
+        alerts.close()

@@ -83,6 +83,11 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
         pondering = " (engines that ponder: White on the first half, Black on the second)" \
             if any(e.ponder for e in config.engines) else ""
         print(f"Affinity ({config.affinity.mode}): {plan}{pondering}")
+    if config.alerts is not None:
+        from runner.service.alerts import describe
+
+        for line in describe(config.alerts, config.path):
+            print(line)
     for note in advice(config):
         print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds

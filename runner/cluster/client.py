@@ -119,6 +119,7 @@ class ClusterBackend:
         # last_seen (ISO 8601 UTC), refused {engine: why}; handed to on_workers on changes
         self.workers: dict[str, dict[str, Any]] = {}
         self.on_workers: Callable[[list[dict[str, Any]]], None] | None = None
+        self.alert: Callable[..., None] = lambda kind, **fields: None  # Alerter.emit (run)
         self._connecting: asyncio.Lock | None = None
 
     def _seen(self, address: str, *, name: str | None = None, slots: float | None = None,
@@ -229,9 +230,13 @@ class ClusterBackend:
             name = self.names.get(address, address)
             self.say(f"Worker left: {name} ({address})", always=True)
             self._seen(address, state="left", publish=True)
+            games = []
             for attempt in self.attempts.values():
                 if attempt.owner == address:
+                    games.append(attempt.game_id)
                     attempt.lose(f"worker {name} was lost at ply {attempt.ply}")
+            self.alert("worker_lost", worker=name, address=address, games=games,
+                       reason="it left the cluster")
 
     async def _describe(self, address: str) -> None:
         """A joined worker's name and slots (a task nobody awaits: it never raises; the
@@ -385,6 +390,8 @@ class ClusterBackend:
                 name = state.owner_name or state.owner or "?"
                 state.lose(f"worker {name} sent nothing for {state.budget_s:.0f} s (cut off?) "
                            f"at ply {state.ply}")
+                self.alert("worker_lost", worker=name, address=state.owner or "",
+                           games=[state.game_id], reason=state.why)
 
     async def _outcome(self, future: Any, state: _Attempt) -> dict[str, Any]:
         async def result() -> Any:

@@ -23,10 +23,12 @@ import yaml
 
 from runner.config.paths import resolve_path
 from runner.config.schema import (
+    ALERT_KINDS,
     DEFAULT_TIEBREAKS,
     ENGINE_SEARCH_DIRS,
     TIEBREAKS,
     AdjudicationConfig,
+    AlertsConfig,
     ClusterConfig,
     Config,
     EngineConfig,
@@ -340,8 +342,10 @@ _TOP = {
     "Affinity": False, "EngineLogs": False, "StartupTimeoutS": False, "PgnComments": False,
     "PgnExtras": False, "EpdOut": False, "EnginesFile": False, "LivePgn": False,
     "Ponder": False, "Restart": False,
-    "Ratings": False, "Cluster": False, "Variant": False,
+    "Ratings": False, "Cluster": False, "Variant": False, "Alerts": False,
 }
+_ALERTS = {"Command": False, "Url": False, "TimeoutS": False, "Retries": False,
+           "QueueSize": False, "DiskFreeMb": False, "On": False}
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
             "MaxLostAttempts": False, "Insecure": False}
 _RATINGS = {
@@ -781,6 +785,71 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                          insecure=bool(insecure))
 
 
+def _alerts(c: _Checker, raw: Any) -> AlertsConfig | None:
+    """The Alerts block (docs/alerts.md); None without one."""
+    if raw is None:
+        return None
+    k = "Alerts"
+    d = c.mapping(k, raw, _ALERTS)
+    if not isinstance(raw, dict):
+        return None  # reported: not a mapping
+    command: tuple[str, ...] | None = None
+    value = d.get("Command")
+    if isinstance(value, str) and value.strip() and "\0" not in value:
+        import shlex
+
+        try:
+            command = tuple(shlex.split(value))
+        except ValueError as exc:  # an unclosed quote
+            c.bad(f"{k}.Command", value, f"a command line the shell could read ({exc})")
+    elif (isinstance(value, list) and value
+          and all(isinstance(a, str) and a and "\0" not in a for a in value)):
+        command = tuple(value)
+    elif value is not None:
+        c.bad(f"{k}.Command", value, "a command: a list of strings (the program first) or one "
+              "string, split as a shell would")
+    if command is not None and not command:
+        c.bad(f"{k}.Command", value, "a command with a program")
+        command = None
+    url = c.get(d, k, "Url", "str", None, _http_url,
+                "an http:// or https:// URL with a host, such as https://example.org/hook")
+    if command is None and url is None and not any(key in d for key in ("Command", "Url")):
+        c.problem(k, "expected Command (run with the JSON on its stdin) or Url (the JSON "
+                     "POSTed to it), or both")
+    on = d.get("On", "all")
+    kinds: tuple[str, ...] = ALERT_KINDS
+    if on != "all":
+        if not isinstance(on, list) or not on:
+            c.bad(f"{k}.On", on, "all, or a list of: " + ", ".join(ALERT_KINDS))
+        else:
+            for i, kind in enumerate(on):
+                if kind not in ALERT_KINDS:
+                    hint = difflib.get_close_matches(str(kind), ALERT_KINDS, n=1)
+                    c.bad(f"{k}.On[{i}]", kind, " | ".join(ALERT_KINDS)
+                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+            kinds = tuple(kind for kind in ALERT_KINDS if kind in on)
+    return AlertsConfig(
+        command=command, url=url,
+        timeout_s=float(c.number(d, k, "TimeoutS", "float", 10.0, 0.1, 300, "seconds per attempt")),
+        retries=int(c.number(d, k, "Retries", "int", 3, 0, 20, "attempts after the first")),
+        queue_size=int(c.number(d, k, "QueueSize", "int", 100, 1, 10_000, "alerts")),
+        disk_free_mb=int(c.number(d, k, "DiskFreeMb", "int", 1024, 0, 10**9, "MB; 0 = off")),
+        on=kinds,
+    )
+
+
+def _http_url(value: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        return (parts.scheme in ("http", "https") and bool(parts.hostname)
+                and (parts.port is None or 0 < parts.port < 65536)
+                and not any(ch.isspace() for ch in value))
+    except ValueError:  # a bad port or IPv6 literal
+        return False
+
+
 def _code(character: int | str) -> int:
     return character if isinstance(character, int) else ord(character)
 
@@ -891,6 +960,7 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
         raw=raw,
         ratings=_ratings(c, top.get("Ratings"), engines),
         cluster=_cluster(c, top.get("Cluster")),
+        alerts=_alerts(c, top.get("Alerts")),
     )
     config = apply_operations(c, top, config, base, written)
     _check_distinct_outputs(c, config)

@@ -166,6 +166,26 @@ class EngineLogsConfig:
 
 PGN_EXTRAS = ("ECO", "Elo", "TCEC")
 
+# what the Alerts block can report (runner.service.alerts, docs/alerts.md)
+ALERT_KINDS = ("event_stopped", "event_failed", "engine_crashed", "engine_stalled",
+               "engine_forfeit", "worker_lost", "disk_low", "round_ended", "event_ended",
+               "td_decision")
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    """The ``Alerts`` block: run a command and/or POST JSON to a URL on events worth a person's
+    attention (docs/alerts.md). Not part of the event's fingerprint: it may change between
+    runs."""
+
+    command: tuple[str, ...] | None = None  # Command: the JSON payload on its stdin
+    url: str | None = None  # Url: http:// or https://; the JSON POSTed to it
+    timeout_s: float = 10.0  # TimeoutS: per attempt
+    retries: int = 3  # Retries: attempts after the first, with back-off
+    queue_size: int = 100  # QueueSize: the oldest dropped when full (counted and reported)
+    disk_free_mb: int = 1024  # DiskFreeMb: disk_low under this many MB free; 0 = off
+    on: tuple[str, ...] = ALERT_KINDS  # On: the kinds sent
+
 
 @dataclass(frozen=True)
 class Config:
@@ -198,6 +218,7 @@ class Config:
     engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
+    alerts: AlertsConfig | None = None  # None: no alerts (runner.service.alerts)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

@@ -174,6 +174,12 @@ class Adjudicator:
         self.win_count = 0
         self.win_side: chess.Color | None = None
 
+    def will_probe(self, board: chess.Board) -> bool:
+        """Would :meth:`update` probe the tablebase for this position (file reads)?"""
+        tbc = self.config.tablebases
+        return (self.tablebase is not None and tbc is not None and not board.castling_rights
+                and chess.popcount(board.occupied) <= tbc.max_pieces)
+
     def update(self, board: chess.Board, score: chess.engine.Score | None = None, *,
                book: bool = False) -> Verdict | None:
         """Feed the position after a ply and the mover's score (relative to the mover).

@@ -24,7 +24,8 @@ interrupted game from its first move instead (the behaviour before rule 7.c was 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any
 
 import chess
@@ -55,6 +56,8 @@ class Decision:
     end: End | None = None
     resume: ResumePoint | None = None
     board: chess.Board | None = None  # the position reached (move stack from the start)
+    moves: tuple[dict[str, Any], ...] = ()  # the logged moves the decision stands on
+    problem: str | None = None  # why the log was cut short (None: it all replayed)
 
     @property
     def ply(self) -> int:
@@ -81,6 +84,61 @@ def board_after(start_fen: str | None, moves: list[dict[str, Any]]) -> chess.Boa
     return board
 
 
+def parse_log(rows: list[tuple[int, str]]) -> tuple[list[dict[str, Any]], str | None]:
+    """A game's logged moves from their stored rows (ply, JSON text): the rows that parse,
+    up to the first that does not, and what was wrong with it (None: all parsed)."""
+    moves: list[dict[str, Any]] = []
+    for ply, text in rows:
+        try:
+            move = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            return moves, f"the logged move of ply {ply} is not valid JSON ({exc})"
+        if not isinstance(move, dict):
+            return moves, f"the logged move of ply {ply} is not an object"
+        moves.append(move)
+    return moves, None
+
+
+def replayable(start_fen: str | None, moves: list[dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], chess.Board | None, str | None]:
+    """The longest prefix of ``moves`` that replays from ``start_fen``: plies 1, 2, 3 ...
+    without a gap, each a legal move whose position matches the FEN logged with it.
+
+    Returns the prefix, the board after it (None when the start position itself does not
+    parse) and what stopped the replay (None: the whole log replays)."""
+    try:
+        board = board_at(start_fen)
+    except ValueError as exc:
+        return [], None, f"the logged start position {start_fen!r} is not valid ({exc})"
+    for i, move in enumerate(moves):
+        ply = i + 1
+        got = move.get("ply")
+        if got != ply:
+            what = f"ply {ply} is missing (the next logged ply is {got})" if isinstance(
+                got, int) and got > ply else f"ply {ply} is logged as ply {got!r}"
+            return moves[:i], board, what
+        uci = move.get("uci")
+        try:
+            parsed = chess.Move.from_uci(uci) if isinstance(uci, str) else None
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            return moves[:i], board, f"the move of ply {ply} ({uci!r}) does not parse"
+        if not board.is_legal(parsed):
+            try:  # a castling move written the other way (king to rook / two squares)
+                parsed = board.parse_uci(uci)
+            except ValueError:
+                return moves[:i], board, f"the move of ply {ply} ({uci}) is illegal " \
+                    f"in {board.fen()}"
+        board.push(parsed)
+        fen = move.get("fen")
+        if isinstance(fen, str) and fen.split()[:2] != board.fen().split()[:2]:
+            board.pop()
+            return moves[:i], board, (f"the position logged after ply {ply} ({fen}) is not "
+                                      f"the one its move gives ({board.fen()} + {uci})")
+    return list(moves), board, None
+
+
 def decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], *,
            interruption: InterruptionConfig, adjudication: AdjudicationConfig,
            time_control: TimeControl,
@@ -88,12 +146,22 @@ def decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], *,
     """What to do with an interrupted game whose log is ``started`` + ``moves``."""
     if interruption.mode == "replay":
         return Decision("replay", "replay")
-    engine_moves = [m for m in moves if not m.get("book")]
-    if not engine_moves:  # nothing the engines played would be kept
-        return Decision("replay", "replay")
     start_fen = (started or {}).get("start_fen") or chess.STARTING_FEN
-    board = board_after(start_fen, moves)
+    moves, replayed, problem = replayable(start_fen, moves)
+    engine_moves = [m for m in moves if not m.get("book")]
+    if replayed is None or not engine_moves:  # nothing the engines played would be kept
+        return Decision("replay", "replay", problem=problem)
+    board = replayed
     last = moves[-1]
+    found = _decide(started, moves, board, last, start_fen, interruption=interruption,
+                    adjudication=adjudication, time_control=time_control, tablebase=tablebase)
+    return replace(found, moves=tuple(moves), problem=problem)
+
+
+def _decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], board: chess.Board,
+            last: dict[str, Any], start_fen: str, *, interruption: InterruptionConfig,
+            adjudication: AdjudicationConfig, time_control: TimeControl,
+            tablebase: chess.syzygy.Tablebase | None) -> Decision:
 
     # 0. the log already shows the end
     end = natural_end(board)

@@ -704,7 +704,10 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                       mobility: RMobility | None = None) -> _End:
     tc = spec.time_control
     margin = spec.time_margin_ms / 1000
-    adjudicator = Adjudicator(spec.adjudication)
+    tbc = spec.adjudication.tablebases
+    # opening the Syzygy tables reads their directories (once per process): off the loop
+    adjudicator = await asyncio.to_thread(Adjudicator, spec.adjudication) \
+        if tbc is not None and tbc.paths else Adjudicator(spec.adjudication)
     # + " moves ..." (the whole game) per move; Chess960 in Shredder-FEN, as python-chess sends it
     position = position_line(chess960_fen(board.root()) if board.chess960 else fen(board.root()))
     sans = [] if sans is None else sans  # SAN of every move, for the PGN
@@ -794,7 +797,10 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
         pov = info.get("score")
         score = pov.pov(color) if pov is not None else None
         if end is None:
-            verdict = adjudicator.update(board, score)
+            if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop
+                verdict = await asyncio.to_thread(adjudicator.update, board, score)
+            else:
+                verdict = adjudicator.update(board, score)
         if wanted:
             draw = adjudicator.draw_window
             event = MovePlayed(

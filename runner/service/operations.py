@@ -101,9 +101,10 @@ class RunViews:
         self.console = ProgressConsoleSink(say, total, self.progress)
         self.live = LiveView(live_stream, self.progress) if live_stream is not None else None
         self.epd = EpdSink(config.epd_out) if config.epd_out is not None else None
+        self.alerts: Sink | None = None  # engine crashes, stalls, forfeits (runner.service.alerts)
 
     def sinks(self) -> list[Sink]:
-        return [s for s in (self.console, self.live, self.epd) if s is not None]
+        return [s for s in (self.console, self.live, self.epd, self.alerts) if s is not None]
 
     def close(self) -> None:
         if self.live is not None:
@@ -119,8 +120,10 @@ def run_views(tournament: Any) -> RunViews:
         live = stream
         tournament.out = LiveOut(stream)
     done = tournament.store.counts().get("finished", 0)
-    return RunViews(tournament.config, tournament.say, tournament.total_games, done,
-                    recorded_durations(tournament.store.conn), live)
+    views = RunViews(tournament.config, tournament.say, tournament.total_games, done,
+                     recorded_durations(tournament.store.conn), live)
+    views.alerts = tournament.alerts.sink()
+    return views
 
 
 __all__ = ["EpdSink", "GameResources", "RunViews", "final_fen", "run_views"]

@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -21,12 +22,41 @@ from typing import Any, Protocol
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
 from runner.errors import RecordInvalid, StopEvent, ViewError
-from runner.store.database import Store, append_pgn
+from runner.store.database import Store, StoreError, append_pgn
 from runner.store.movelog import MoveLog
 
 
 def err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    """An error line on stderr; a stderr that cannot be written (a full disk, a closed
+    pipe) loses the line, never the event."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+class Console:
+    """The console lines of a run (a view): a write that fails (stdout redirected to a full
+    disk, a pipe whose reader went away) drops that line and is reported once on stderr;
+    the next lines are tried again."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.failing = False
+
+    def say(self, text: str) -> None:
+        try:
+            print(text, file=self.stream, flush=True)
+        except (OSError, ValueError) as exc:
+            gone = isinstance(exc, BrokenPipeError)
+            if gone:  # nobody reads it any more: its lines (and the final flush) go nowhere
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            if not self.failing:
+                self.failing = True
+                err(f"the console (standard output) cannot be written ({exc}); its lines are "
+                    + ("dropped from now on" if gone else "dropped until it can be")
+                    + ", the event goes on and the record is intact (reported once)")
+        else:
+            self.failing = False
 
 
 class ViewErrors:
@@ -182,7 +212,13 @@ class ConsoleSink:
 
 
 class PgnSink:
-    """Appends each finished game to PgnOut; rebuilds the file from the store when needed."""
+    """Appends each finished game to PgnOut; rebuilds the file from the store when needed.
+
+    A rebuild (every recorded game read back, the file rewritten and synced) runs in a
+    worker thread on a read-only connection of its own, never on the event loop; a game
+    that finishes meanwhile is in the next rebuild. A write that fails (a full disk, a
+    directory removed) is reported once and the file is rebuilt at the next game's end or
+    at the end of the run."""
 
     moves = False
 
@@ -191,37 +227,73 @@ class PgnSink:
         self.store = store
         self.say = say
         self.dirty = False
+        self.reported = False  # the current failure was reported
+        self._task: asyncio.Task[None] | None = None
 
-    def sync(self) -> None:
-        """Make the file hold exactly the recorded games (rebuilt from the database if not)."""
-        if self.store.pgn_matches(self.path):
-            self.dirty = False
-            return
+    def sync(self) -> bool:
+        """Make the file hold exactly the recorded games (rebuilt from the database if not);
+        False when it could not be written. Any thread: it reads through its own
+        connection."""
         try:
-            backup = self.store.rebuild_pgn(self.path)
-            self.dirty = False
-            if backup is not None:
-                self.say(f"{self.path} held games that are not this event's; kept it as {backup}",
-                         always=True)
-            self.say(f"Rebuilt {self.path} from the database "
-                     f"({self.store.counts().get('finished', 0)} games)")
+            reader = Store.open_readonly(self.store.path, threads=True)
+        except (StoreError, sqlite3.Error) as exc:
+            return self._failed(f"cannot read the recorded games ({exc})")
+        if reader is None:
+            return True
+        try:
+            if reader.pgn_matches(self.path):
+                self.dirty = self.reported = False
+                return True
+            backup = reader.rebuild_pgn(self.path)
+            count = reader.counts().get("finished", 0)
         except OSError as exc:
-            self.dirty = True
-            err(f"{self.path}: cannot write the PGN ({exc.strerror}); the games are safe in "
-                f"{self.store.path} and the PGN will be rebuilt on the next try")
+            return self._failed(f"cannot write the PGN ({exc.strerror or exc})")
+        finally:
+            reader.close()
+        self.dirty = self.reported = False
+        if backup is not None:
+            self.say(f"{self.path} held games that are not this event's; kept it as {backup}",
+                     always=True)
+        self.say(f"Rebuilt {self.path} from the database ({count} games)")
+        return True
+
+    def _failed(self, what: str) -> bool:
+        self.dirty = True
+        if not self.reported:
+            self.reported = True
+            err(f"{self.path}: {what}; the games are safe in {self.store.path} and the PGN "
+                "will be rebuilt from there (reported once)")
+        return False
 
     def handle(self, event: GameEvent) -> None:
         if not isinstance(event, GameFinished):
             return
-        if self.dirty:
-            self.sync()
+        if self.dirty or (self._task is not None and not self._task.done()):
+            self.dirty = True  # in the next rebuild
+            self._rebuild()
             return
         try:
             append_pgn(self.path, event.record.pgn)
         except OSError as exc:
-            self.dirty = True
-            err(f"{self.path}: cannot append the game ({exc.strerror}); it is safe in "
-                f"{self.store.path} and the PGN will be rebuilt from there")
+            self._failed(f"cannot append game {event.game_id} ({exc.strerror or exc})")
+
+    def _rebuild(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._rebuilding())
+
+    async def _rebuilding(self) -> None:
+        while self.dirty:
+            self.dirty = False
+            if not await asyncio.to_thread(self.sync):
+                return  # tried again at the next game's end, or at flush
+
+    async def flush(self) -> None:
+        """At the end of the run: the file holds every recorded game, if it can be written."""
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._task)
+        if self.dirty:
+            await asyncio.to_thread(self.sync)
 
 
 class SnapshotSink:

@@ -174,6 +174,7 @@ class StateCache:
         self.fixed: dict[str, Any] | None = None
         self.base: tuple[dict[str, Any], list[dict[str, Any]]] = ({}, [])
         self.base_key: Any = None
+        self.write_error: int | None = None  # errno of the failing snapshot write (reported)
 
     def started_event(self, text: str) -> dict[str, Any]:
         """A stored GameStarted, decoded once (the caller must not change it)."""
@@ -457,10 +458,16 @@ def write_snapshot(config: Config, store: Store, cache: StateCache | None = None
                            ratings=False)
         atomic_write(path, _encode(data) + "\n", durable=False)
     except OSError as exc:
-        print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the previous "
-              f"snapshot is intact and the games are safe in {store.path}", file=sys.stderr,
-              flush=True)
+        if cache is None or cache.write_error != exc.errno:  # once while it keeps failing
+            print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the "
+                  f"previous snapshot is intact and the games are safe in {store.path}; it is "
+                  "written again at the next update (reported once)", file=sys.stderr,
+                  flush=True)
+        if cache is not None:
+            cache.write_error = exc.errno
         return False
+    if cache is not None:
+        cache.write_error = None
     return True
 
 

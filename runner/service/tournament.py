@@ -24,11 +24,13 @@ from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc
 from runner.domain.interruption import Decision, played_by
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame, StopEvent
 from runner.play import eventloop
+from runner.service.alerts import Alerter, brief_standings
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
 from runner.service.sinks import (
+    Console,
     EventRouter,
     PgnSink,
     RecordError,
@@ -45,7 +47,7 @@ from runner.store.database import (
     StoreError,
     remove_stale_temp_files,
 )
-from runner.store.movelog import MoveLog
+from runner.store.movelog import DiskFull, MoveLog
 
 # A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
 PlayGame = Callable[..., Awaitable[GameRecord]]
@@ -69,10 +71,13 @@ class Tournament:
     movelog: MoveLog | None = None
     snapshot: SnapshotSink | None = None
     resources: Any = None  # runner.service.operations.GameResources, made on first use
+    alerts: Alerter = field(default_factory=lambda: Alerter(None))  # runner.service.alerts
     _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
     view_errors: ViewErrors = field(init=False)
+    _writes: list[Any] = field(default_factory=list)  # futures of the loop's own writes
+    _console: Console | None = None  # the console view (say)
     accept_build: tuple[str, ...] = ()  # run --accept-build ENGINE ... --reason TEXT
     build_reason: str = ""
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
@@ -87,7 +92,9 @@ class Tournament:
 
     def say(self, text: str, *, always: bool = False) -> None:
         if always or not self.quiet:
-            print(text, file=self.out, flush=True)
+            if self._console is None or self._console.stream is not self.out:
+                self._console = Console(self.out)
+            self._console.say(text)
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -129,6 +136,24 @@ class Tournament:
         future.add_done_callback(lambda f: f.exception() is None or err(
             f"{self.store.path}: cannot store {key} ({f.exception()}); the games are not "
             "affected"))
+
+    def write(self, job: Callable[[Store], Any]) -> None:
+        """A write of the loop's own (a round's pairing): through the store's one writer
+        while the event runs, in order with the games' writes (a full disk is waited out
+        there), else at once. :meth:`written` waits for it."""
+        if self.router is not None and self.router.store.movelog.gave_up:
+            raise DiskFull(f"{self.store.path}: not written, the disk is full")
+        if self.router is None or not self.router.store.movelog.running:
+            job(self.store)
+            return
+        writer = self.router.store.writer
+        self._writes.append(self.router.store.movelog.submit(lambda conn: job(writer)))
+
+    async def written(self) -> list[Any]:
+        """Wait for the loop's writes (their results, in order); the loop's connection then
+        reads them."""
+        writes, self._writes = self._writes, []
+        return [await asyncio.wrap_future(f) for f in writes]
 
     def total_games(self) -> int:
         s = self.config.swiss
@@ -209,7 +234,8 @@ class Tournament:
             rows.append({"game_id": next_id + i, "game_in_round": g.game_in_round,
                          "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
                          "black": g.black, "match_index": match, "opening": opening})
-        self.store.add_round(number, pairs, bye, dropped, excluded, rows, extra=extra)
+        self.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded, rows,
+                                                 extra=extra))
         self._extra_games = None
 
     def pair(self, number: int) -> None:
@@ -289,13 +315,24 @@ class Tournament:
             self.resources = GameResources(
                 self.config, self.play_game is None and self.config.backend == "python-chess",
                 record=lambda pid, created: router.store.record_process(pid, created, None))
+        from_start = False  # the logged position failed: replayed from move one
         while True:
-            decision = self.decide_interrupted(game, spec) if attempt > 1 else None
+            decision = self.decide_interrupted(game, spec) if attempt > 1 and not from_start \
+                else None
             extra: dict[str, Any] = {}
             if decision is not None and decision.action == "finish":
-                self.finish_from_log(spec, game, decision, attempt, emit)
-                await router.store.settled(game.game_id)
-                return
+                try:
+                    self.finish_from_log(spec, game, decision, attempt, emit)
+                except (RecordError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one game's log never stops the event
+                    self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not be "
+                             f"decided from its log ({type(exc).__name__}: {exc}); it is played "
+                             "again from its start", always=True)
+                    decision = None
+                else:
+                    await router.store.settled(game.game_id)
+                    return
             if decision is not None and decision.action == "resume":
                 extra["resume"] = decision.resume
             try:
@@ -314,6 +351,19 @@ class Tournament:
                     await asyncio.to_thread(self.movelog.flush)
                 attempt = max(attempt, self.store.attempts(game.game_id)) + 1
                 seen.clear()
+            except (StopEvent, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                if "resume" not in extra:
+                    raise
+                # the position the log gave could not be played on: from the start instead
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not go on "
+                         f"from its logged position ({type(exc).__name__}: {exc}); it is played "
+                         "again from its start", always=True)
+                await router.store.settled(game.game_id)
+                attempt = max(attempt, self.store.attempts(game.game_id)) + 1
+                seen.clear()
+                from_start = True
         # a backend that reports only its result still goes through every sink
         if "started" not in seen:
             emit(GameStarted(game_id=game.game_id, white=game.white, black=game.black,
@@ -340,22 +390,47 @@ class Tournament:
         evaluations, rule counts), from the move log: the backend has the data of the moves
         it plays itself only, and the PGN must be what an uninterrupted game gives.
         """
+        try:
+            return self._decide_interrupted(game, spec)
+        except Exception as exc:  # noqa: BLE001 - one game's bad log never stops the event
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log could "
+                     f"not be read ({type(exc).__name__}: {exc}); it is played again from its "
+                     "start", always=True)
+            return Decision("replay", "replay", problem=str(exc))
+
+    def _decide_interrupted(self, game: StoredGame, spec: GameSpec | None) -> Decision | None:
         from runner.domain.adjudication import open_tablebase
-        from runner.domain.interruption import decide
+        from runner.domain.interruption import decide, parse_log
         from runner.domain.pgnextended import enrich_comments
 
-        moves = self.store.logged_moves(game.game_id)
-        if not moves:
+        rows = self.store.logged_rows(game.game_id)
+        if not rows:
             return None
+        moves, unreadable = parse_log(rows)
+        started: dict[str, Any] | None = None
+        try:
+            started = self.store.started_event(game.game_id)
+        except ValueError as exc:
+            unreadable = unreadable or f"its GameStarted is not valid JSON ({exc})"
+            moves = []
         config = self.config
         interruption = config.interruption
         if not self.can_resume() and interruption.mode == "resume":
             interruption = replace(interruption, mode="replay")
         tbc = config.adjudication.tablebases
         tablebase = open_tablebase(tbc) if tbc is not None and tbc.paths else None
-        decision = decide(self.store.started_event(game.game_id), moves,
-                          interruption=interruption, adjudication=config.adjudication,
-                          time_control=config.time_control, tablebase=tablebase)
+        decision = decide(started, moves, interruption=interruption,
+                          adjudication=config.adjudication, time_control=config.time_control,
+                          tablebase=tablebase)
+        problem = decision.problem or unreadable
+        if problem:
+            kept = len(decision.moves)
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log does "
+                     f"not replay past ply {kept}: {problem}; "
+                     + (f"it is decided from its first {kept} plies (TCEC rule 7.c)" if kept
+                        and decision.action != "replay" else "it is played again from its start"),
+                     always=True)
+        moves = list(decision.moves)
         if decision.action == "resume":
             assert decision.resume is not None and decision.board is not None
             point = decision.resume
@@ -372,8 +447,9 @@ class Tournament:
             why = "Interruption.Mode is replay" if config.interruption.mode == "replay" else (
                 "no engine move was logged" if interruption.mode == "resume"
                 else f"the {config.backend} backend cannot continue a game from a position")
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at "
-                     f"ply {len(moves)}: it is played again from its start ({why})")
+            if not problem:
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted "
+                         f"at ply {len(rows)}: it is played again from its start ({why})")
         return decision
 
     def finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
@@ -383,13 +459,16 @@ class Tournament:
         from runner.play.referee import finish_record
 
         assert decision.board is not None and decision.end is not None
-        started = self.store.started_event(game.game_id) or {}
+        try:
+            started = self.store.started_event(game.game_id) or {}
+        except ValueError:
+            started = {}
         board = decision.board
         if is_960(spec.variant) and not board.chess960:  # a 960 start that reads as standard
             board = replay_960(board)
         start_board = board.root()
         moves = [m.uci() for m in board.move_stack]
-        logged = self.store.logged_moves(game.game_id)
+        logged = list(decision.moves)
         comments = [m.get("comment", "") for m in logged]
         start = parse_utc(started.get("start_time")) or datetime.now(UTC)
         rule = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
@@ -430,9 +509,11 @@ class Tournament:
         lost = await self.router.store.drain()  # the loop's connection reads what was written
         if lost is not None:
             self.fail(lost)
-        aborted = self.store.reset_running()
+        self.write(lambda store: store.reset_running())
+        aborted = (await self.written())[0]
         if aborted:
-            self.store.clear_processes()
+            self.write(lambda store: store.clear_processes())
+            await self.written()
             self.say(f"{aborted} game(s) aborted; they will be played again on resume",
                      always=True)
         return all(g.status == "finished" for g in self.store.games(number))
@@ -461,6 +542,8 @@ class Tournament:
 
     def stop(self, cancel: bool) -> None:
         self.stopping = True
+        if cancel and self.movelog is not None and self.movelog.waiting is not None:
+            self.movelog.give_up()  # waiting for disk space: what is not written is not
         if cancel:
             for task in list(self.running.values()):
                 task.cancel()
@@ -487,6 +570,11 @@ class Tournament:
         self.say(f"{label} {number} complete: {len(games)} games, white wins {counts['1-0']}, "
                  f"black wins {counts['0-1']}, draws {counts['1/2-1/2']}{bye}", always=True)
         self.show_standings()
+        if self.alerts.enabled:
+            self.alerts.emit("round_ended", round=number, extra=label != "Round",
+                             games=len(games), white_wins=counts["1-0"],
+                             black_wins=counts["0-1"], draws=counts["1/2-1/2"], bye=rd.bye,
+                             standings=brief_standings(self.config, self.store))
 
     def show_standings(self) -> None:
         table = None
@@ -525,6 +613,7 @@ class Tournament:
                              f"(at most {s.max_extra_pairs})", always=True)
                 games = extra_pair_games(a, b, s.games_per_match, k)
                 self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
+                await self.written()
             was_complete = number in stored and stored[number].state == "complete"
             if not await self.play_round(number):
                 return False
@@ -558,10 +647,20 @@ class Tournament:
                 loop.call_soon_threadsafe(live.request)
 
         def log_failed(exc: BaseException) -> None:
+            if isinstance(exc, DiskFull):  # stopped while waiting for space
+                err(f"{self.store.path}: {exc}")
+                return
             err(f"{self.store.path}: cannot write the move log ({exc}); finished games are "
                 "still recorded, the moves are kept in memory and written when possible")
 
-        self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed).start()
+        def no_space(text: str) -> None:  # on the writer thread: once, then every 5 min
+            err(text)
+
+        def space_again(text: str) -> None:
+            loop.call_soon_threadsafe(lambda: self.say(text, always=True))
+
+        self.movelog = MoveLog(self.store.path, on_flush=moves_written, on_error=log_failed,
+                               on_wait=no_space, on_space=space_again).start()
         from runner.service.operations import run_views
 
         views = run_views(self)  # console lines with progress/ETA, EPD file, live view
@@ -581,6 +680,7 @@ class Tournament:
             views.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
+            await self.pgn.flush()
             self._close_reader()
             if live is not None:
                 await live.flush()
@@ -602,6 +702,20 @@ class Tournament:
                 self.store.clear_processes()
 
     async def _run(self) -> int:
+        try:
+            return await self._rounds()
+        except DiskFull:
+            if not self.stopping:
+                raise
+            return self._stopped()
+
+    def _stopped(self) -> int:
+        counts = self.store.counts()
+        self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
+                 f"recorded; run the same command to resume", always=True)
+        return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
+
+    async def _rounds(self) -> int:
         s = self.config.swiss
         for number in range(1, s.rounds + 1):
             if self.stopping:
@@ -611,6 +725,7 @@ class Tournament:
                 continue
             if number not in stored:
                 self.pair(number)
+                await self.written()
             if not await self.play_round(number):
                 break
             self.round_summary(number)
@@ -620,10 +735,7 @@ class Tournament:
         if self.failure:
             return EXIT_FAIL
         if self.stopping:
-            counts = self.store.counts()
-            self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
-                     f"recorded; run the same command to resume", always=True)
-            return EXIT_INTERRUPTED if self.interrupted else EXIT_FAIL
+            return self._stopped()
         self.say("Event complete. Final standings:", always=True)
         self.show_standings()
         return EXIT_OK

@@ -380,8 +380,10 @@ class Store:
 
     def start_game(self, game_id: int, attempt: int, started_event: str, *,
                    keep_plies: int = 0) -> None:
-        """A game (attempt) started: mark it running, keep its GameStarted, and drop logged
-        moves past ``keep_plies`` (a replay keeps none; a resume keeps those it goes on from).
+        """A game (attempt) started: mark it running, keep its GameStarted, and drop the
+        logged moves of earlier attempts past ``keep_plies`` (a replay keeps none; a resume
+        keeps those it goes on from). Rows of this attempt are never deleted: a start that
+        is committed after some of its own moves (runner.store.movelog) loses none.
 
         Not synced: a power cut that loses this loses every move of the attempt with it (they
         are committed after it), and the game is then as it was before it started."""
@@ -389,7 +391,8 @@ class Store:
             c.execute("UPDATE games SET status='running', started=?, attempt=?, started_event=? "
                       "WHERE game_id=? AND status!='finished'",
                       (_now(), attempt, started_event, game_id))
-            c.execute("DELETE FROM moves WHERE game_id=? AND ply>?", (game_id, keep_plies))
+            c.execute("DELETE FROM moves WHERE game_id=? AND ply>? AND attempt<?",
+                      (game_id, keep_plies, attempt))
 
     def attempts(self, game_id: int) -> int:
         row = self.conn.execute("SELECT attempt FROM games WHERE game_id=?", (game_id,)).fetchone()
@@ -409,6 +412,14 @@ class Store:
             return []
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
+
+    def logged_rows(self, game_id: int) -> list[tuple[int, str]]:
+        """The game's per-move log as stored: (ply, JSON text), in ply order, unparsed
+        (runner.domain.interruption.parse_log reads what of it is sound)."""
+        if self.version < 2:
+            return []
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT ply, data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
 
     def logged_moves_after(self, game_id: int, ply: int) -> list[tuple[int, dict[str, Any]]]:
         """(ply, MovePlayed in wire form) of the game's logged moves past ``ply``, in order."""

@@ -1,17 +1,36 @@
-"""The store's one writer: every MovePlayed appended to the database, and every other write
-of a running event (game starts, records, engine processes), durably but off the event loop.
+"""The store's one writer: every write of a running event, in the order it was submitted.
 
-Moves are buffered in memory and written by one background thread, in one transaction every
-``interval`` seconds (default 0.25 s), through its own connection with ``synchronous=FULL``:
-a power cut loses at most the moves of the last interval, never a recorded game. The same
-thread runs the other writes (:meth:`MoveLog.submit`), in the order they were submitted and
-as soon as they come; the loop gets a future for each, so that it never waits for an fsync
-or an SQLite lock and still learns of a failed commit before it acts on it. When a game
-finishes, its moves that are still buffered are handed to its record's job
-(:meth:`MoveLog.settle`) and committed in the same transaction.
+One queue holds everything the event loop hands the store: each MovePlayed, and every other
+write as a job (a game's start, its record, an engine process to sweep, a round's pairing, a
+metadata value, a barrier). One background thread takes the queue in order, through its own
+connection with ``synchronous=FULL``. The ordering rule:
 
-The events are buffered as they come and turned into rows (JSON) by whoever writes them:
-the thread, or the game's record at its end; the event loop only appends to a list.
+* **Nothing is written out of order.** A job runs only after every move and every job
+  submitted before it is committed; consecutive moves are committed together, in one
+  transaction every ``interval`` seconds (default 0.25 s; a power cut loses at most the
+  moves of the last interval, never a recorded game), or at once when a job follows them.
+  :meth:`MoveLog.flush` is a barrier in the same queue, never a second writer: whoever calls
+  it (the loop's worker threads, a test) waits for the writer to reach it.
+* **Writes are idempotent on (game, attempt, ply).** A logged move never replaces a row of a
+  later attempt, and is not written at all for an attempt older than the game's current one;
+  a game's start deletes only rows of *earlier* attempts beyond the kept prefix, never rows
+  of its own attempt. So a write repeated after an error, or a stale event, cannot undo a
+  newer one.
+* **A game's record takes its moves along.** When a finished game's record job
+  (:meth:`MoveLog.settle`) comes up, the game's moves queued before it are committed in the
+  record's own transaction.
+* **A full disk is waited out.** A write that fails because the disk is full (SQLITE_FULL,
+  ENOSPC) is not dropped and not failed: it goes back to the head of the queue with all that
+  came after it, the writer says so (``on_wait``: once, then every ``report_every`` seconds,
+  with the space it needs) and tries again until it succeeds, then goes on in order
+  (``on_space``). The loop meanwhile only appends. Closing the writer while it waits gives up:
+  the jobs still queued fail (the games they belong to are decided again by rule 7.c on
+  resume), and nothing committed before is touched. Any other failed job hands its error to
+  its future; a failed batch of moves is kept in memory and tried again (reported once).
+
+The events are turned into rows (JSON) by the writer thread; the event loop only appends.
+Test seam: ``MoveLog.between`` (None in production) is called on the writer thread after it
+has taken its next piece of the queue and before it writes it.
 """
 
 from __future__ import annotations
@@ -20,8 +39,10 @@ import collections
 import concurrent.futures
 import contextlib
 import dataclasses
+import errno
 import json
 import operator
+import os
 import sqlite3
 import threading
 import time
@@ -56,33 +77,106 @@ def move_rows(events: Iterable[MovePlayed]) -> list[MoveRow]:
     return [(e.game_id, e.ply, e.attempt, move_json(e)) for e in events]
 
 
-INSERT_MOVES = "INSERT OR REPLACE INTO moves (game_id, ply, attempt, data) VALUES (?, ?, ?, ?)"
+
+# A move never replaces a row of a later attempt, nor is written for an attempt older than
+# the game's current one (the module's ordering rule).
+INSERT_MOVES = (
+    "INSERT INTO moves (game_id, ply, attempt, data) SELECT ?1, ?2, ?3, ?4"
+    " WHERE ?3 >= COALESCE((SELECT attempt FROM games WHERE game_id=?1), 0)"
+    " ON CONFLICT (game_id, ply) DO UPDATE SET attempt=excluded.attempt, data=excluded.data"
+    " WHERE excluded.attempt >= moves.attempt")
 
 Job = Callable[[sqlite3.Connection], Any]
+Settle = Callable[[sqlite3.Connection, list[MoveRow]], Any]
+
+
+@dataclasses.dataclass(eq=False)
+class _Job:
+    run: Job | None
+    future: concurrent.futures.Future[Any]
+    settle: Settle | None = None  # a game's record: it commits the game's queued moves
+    game_id: int | None = None
+    started: bool = False  # its future is RUNNING (a job tried again after a full disk)
+
+    def begin(self) -> bool:
+        """Mark the future running (once); False if it was cancelled before."""
+        if not self.started:
+            if not self.future.set_running_or_notify_cancel():
+                return False
+            self.started = True
+        return True
+
+
+class DiskFull(Exception):
+    """The writer was closed while it waited for disk space; the write was not made."""
+
+
+def disk_full(exc: BaseException, path: Path | None = None) -> bool:
+    """Did this write fail because the disk (or the user's quota) is full?
+
+    SQLite reports a full disk as SQLITE_FULL, except where the write that failed was the
+    WAL's index or an fsync (SQLITE_IOERR_*): that counts as full when the database's file
+    system has (next to) no space left."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_FULL" or "disk is full" in str(exc):
+        return True
+    if name.startswith("SQLITE_IOERR") and path is not None:
+        return free_bytes(path) < 1 << 20
+    return False
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes this user may still write on the file system that holds ``path``."""
+    try:
+        st = os.statvfs(path.parent if not path.is_dir() else path)
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 class MoveLog:
-    """Buffer + writer thread for the ``moves`` table of one database, and the thread that
-    runs every other write of a running event (:meth:`submit`)."""
+    """The store's one ordered writer: the ``moves`` table of one database, and every other
+    write of a running event (:meth:`submit`), through one queue and one thread."""
+
+    retry_s = 1.0  # a write that found the disk full is tried again this often
+    report_every = 300.0  # "still waiting for disk space" at most this often
 
     def __init__(self, path: Path, *, interval: float = 0.25,
                  on_flush: Callable[[], None] | None = None,
-                 on_error: Callable[[BaseException], None] | None = None):
+                 on_error: Callable[[BaseException], None] | None = None,
+                 on_wait: Callable[[str], None] | None = None,
+                 on_space: Callable[[str], None] | None = None):
         self.path = path
         self.interval = interval
         self.on_flush = on_flush
         self.on_error = on_error
-        self._pending: list[MovePlayed] = []  # in arrival order; encoded when written
-        self._lock = threading.Lock()  # guards _pending and _jobs
-        self._wake = threading.Condition(self._lock)  # a job was submitted, or stop
-        self._jobs: collections.deque[tuple[Job, concurrent.futures.Future[Any]]] = \
-            collections.deque()
-        self._writing = threading.RLock()  # held while a batch is written (or a game settled)
+        self.on_wait = on_wait  # the disk is full: what is waiting and what it needs
+        self.on_space = on_space  # the disk has space again: the writer goes on
+        self._queue: collections.deque[MovePlayed | _Job] = collections.deque()
+        self._jobs = 0  # _Job items in the queue (they wake the thread)
+        self._lock = threading.Lock()  # guards _queue and _jobs
+        self._wake = threading.Condition(self._lock)
+        self._writing = threading.RLock()  # held while the writer (or close) writes
         self._stop = threading.Event()
         self._conn: sqlite3.Connection | None = None
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
-        self.failed: BaseException | None = None
+        self.failed: BaseException | None = None  # the last failed batch of moves (None: ok)
+        self.waiting: BaseException | None = None  # the disk-full error being waited out
         self.written = 0
+        self.between: Callable[[], None] | None = None  # test seam (module docstring)
+        self.gave_up = False  # stopped while waiting for disk space (give_up)
 
     def start(self) -> MoveLog:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
@@ -106,115 +200,216 @@ class MoveLog:
         """Is this the writer thread?"""
         return threading.current_thread() is self._thread
 
-    # ---- called on the event loop ----------------------------------------------------------
+    # ---- called on the event loop (or any thread) ------------------------------------------
 
     def append(self, event: MovePlayed) -> None:
         with self._lock:
-            self._pending.append(event)
+            self._queue.append(event)
 
     def submit(self, job: Job) -> concurrent.futures.Future[Any]:
-        """Run ``job(connection)`` on the writer thread, after every job submitted before it
-        its result (or its exception) in the future. Before :meth:`start`, or once the thread
-        has stopped, it runs in the caller's thread."""
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        with self._lock:
-            if self.running:
-                self._jobs.append((job, future))
-                self._wake.notify()
-                return future
-        self._run_job(job, future)
-        return future
+        """Run ``job(connection)`` on the writer thread after everything submitted before it
+        (moves included); its result (or its exception) in the future. Before :meth:`start`,
+        or once the thread has stopped, it runs at once in the caller's thread (after what is
+        queued)."""
+        return self._enqueue(_Job(job, concurrent.futures.Future()))
 
-    def settle(self, game_id: int, job: Callable[[sqlite3.Connection, list[MoveRow]], Any]
-               ) -> concurrent.futures.Future[Any]:
-        """Take the game's buffered moves and submit ``job(connection, rows)``: the game's
-        record commits them in its transaction. If the job fails, the moves go back to the
-        buffer."""
-        with self._lock:
-            events = [e for e in self._pending if e.game_id == game_id]
-            self._pending = [e for e in self._pending if e.game_id != game_id]
-
-        def run(conn: sqlite3.Connection) -> Any:
-            try:
-                return job(conn, move_rows(events))
-            except BaseException:
-                with self._lock:
-                    self._pending[:0] = events
-                raise
-
-        return self.submit(run)
+    def settle(self, game_id: int, job: Settle) -> concurrent.futures.Future[Any]:
+        """Submit the game's record: ``job(connection, rows)`` gets the game's moves queued
+        before it, and commits them in its transaction."""
+        return self._enqueue(_Job(None, concurrent.futures.Future(), job, game_id))
 
     def restart(self, game_id: int, attempt: int, job: Job) -> concurrent.futures.Future[Any]:
-        """Drop buffered moves of the game's earlier attempts and submit ``job``, which deletes
-        the stored ones that the new attempt replaces (it runs before the new attempt's
-        moves are written)."""
+        """A new attempt of a game: queued moves of its earlier attempts are dropped (the
+        start job deletes the stored ones it replaces) and ``job`` is submitted."""
         with self._lock:
-            self._pending = [e for e in self._pending
-                             if e.game_id != game_id or e.attempt >= attempt]
+            if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
+                   for e in self._queue):
+                self._queue = collections.deque(
+                    e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id ==
+                                                   game_id and e.attempt < attempt))
         return self.submit(job)
 
     def flush(self) -> None:
-        """Write what is buffered now (used at shutdown and by tests)."""
-        self._write_batch()
+        """Wait until everything submitted so far is written: a barrier in the queue (never a
+        second writer). On the writer thread, before start or after close: written here."""
+        if self.on_writer():
+            return  # the writer reaches what is queued after the job that called this
+        self.submit(lambda conn: None).result()
 
     def close(self) -> None:
+        """Write what is queued and stop the thread (a writer waiting for disk space gives
+        up: see the module docstring)."""
         with self._lock:
             self._stop.set()
             self._wake.notify()
         if self._thread.is_alive():
             self._thread.join()
-        self._run_jobs()  # none is left unless the thread died
-        with contextlib.suppress(sqlite3.Error):
-            self._write_batch()
+        self._drain_here()  # none is left unless the thread died or gave up
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
+    def give_up(self) -> None:
+        """Stop waiting for disk space (a stop signal): the writes still queued fail with
+        DiskFull at once; :meth:`close` then finishes the thread."""
+        with self._lock:
+            self.gave_up = True
+            self._stop.set()
+            self._wake.notify()
+
+    def pending(self) -> int:
+        """Items (moves and jobs) not written yet."""
+        with self._lock:
+            return len(self._queue)
+
     # ---- the thread ---------------------------------------------------------------------
 
-    def _write_batch(self) -> int:
-        with self._writing:
-            with self._lock:
-                batch, self._pending = self._pending, []
-            if not batch or self._conn is None:
-                return 0
-            try:
-                rows = move_rows(batch)
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany(INSERT_MOVES, rows)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                with self._lock:
-                    self._pending[:0] = batch
-                raise
-            self.written += len(batch)
-            return len(batch)
+    def _enqueue(self, job: _Job) -> concurrent.futures.Future[Any]:
+        with self._lock:
+            if self.running:
+                self._queue.append(job)
+                self._jobs += 1
+                self._wake.notify()
+                return job.future
+            self._queue.append(job)
+            self._jobs += 1
+        self._drain_here()
+        return job.future
 
-    def _run_job(self, job: Job, future: concurrent.futures.Future[Any]) -> None:
-        if not future.set_running_or_notify_cancel():
+    def _take(self) -> list[MovePlayed | _Job]:
+        with self._lock:
+            items = list(self._queue)
+            self._queue.clear()
+            self._jobs = 0
+        return items
+
+    def _put_back(self, items: list[MovePlayed | _Job]) -> None:
+        """Return unwritten items to the head of the queue, in their order."""
+        if not items:
             return
-        try:
-            with self._writing:
+        with self._lock:
+            self._queue.extendleft(reversed(items))
+            self._jobs += sum(1 for e in items if isinstance(e, _Job))
+
+    def _drain_here(self) -> None:
+        """Write the whole queue in the calling thread (before start, after close)."""
+        with self._writing:
+            items = self._take()
+            left = self._write_items(items, trailing=True, giving_up=True)
+            assert not left
+
+    def _write_items(self, items: list[MovePlayed | _Job], *, trailing: bool,
+                     giving_up: bool = False) -> list[MovePlayed | _Job]:
+        """Write ``items`` in order; return what was not written (to go back to the queue):
+        the moves after the last job unless ``trailing``, or everything from a write that
+        found the disk full. ``giving_up``: a full disk fails the rest instead."""
+        batch: list[MovePlayed] = []
+        for i, item in enumerate(items):
+            if isinstance(item, MovePlayed):
+                batch.append(item)
+                continue
+            mine: list[MovePlayed] = []
+            if item.game_id is not None:
+                mine = [e for e in batch if e.game_id == item.game_id]
+                if mine:
+                    batch = [e for e in batch if e.game_id != item.game_id]
+            full = self._write_moves(batch)
+            if full is not None:
+                return self._full(full, [*batch, *mine, *items[i:]], giving_up)
+            batch = []
+            if not item.begin():
+                continue
+            try:
                 if self._conn is None:
                     raise sqlite3.ProgrammingError(f"{self.path}: the store's writer is closed")
-                result = job(self._conn)
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
+                if item.settle is not None:
+                    result = item.settle(self._conn, move_rows(mine))
+                else:
+                    assert item.run is not None
+                    result = item.run(self._conn)
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
+                if disk_full(exc, self.path):  # not failed: it waits at the queue's head
+                    return self._full(exc, [*mine, *items[i:]], giving_up)
+                item.future.set_exception(exc)
+                batch = mine  # a record that failed: its moves are still logged
+            else:
+                item.future.set_result(result)
+        if not trailing:
+            return list(batch)
+        full = self._write_moves(batch)
+        if full is not None:
+            return self._full(full, list(batch), giving_up)
+        return []
 
-    def _run_jobs(self) -> None:
-        while True:
-            with self._lock:
-                if not self._jobs:
-                    return
-                job, future = self._jobs.popleft()
-            self._run_job(job, future)
+    def _full(self, exc: BaseException, rest: list[MovePlayed | _Job], giving_up: bool
+              ) -> list[MovePlayed | _Job]:
+        if not giving_up:
+            self.waiting = exc
+            return rest
+        moves = 0
+        for item in rest:
+            if isinstance(item, MovePlayed):
+                moves += 1
+            elif item.begin():
+                item.future.set_exception(DiskFull(
+                    f"{self.path}: not written, the disk is full ({exc})"))
+        if moves and self.on_error is not None:
+            self.on_error(DiskFull(f"{moves} logged move(s) not written: the disk is full "
+                                   f"({exc}); the games they belong to go on from the last "
+                                   "move written, by rule 7.c"))
+        return []
+
+    def _write_moves(self, batch: list[MovePlayed]) -> BaseException | None:
+        """Commit a batch of moves. A full disk is returned (the caller waits it out); any
+        other error keeps the moves queued (reported once) and lets the jobs go on: the
+        ordering rule makes a late move harmless."""
+        if not batch or self._conn is None:
+            return None
+        try:
+            rows = move_rows(batch)
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(INSERT_MOVES, rows)
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            if disk_full(exc, self.path):
+                return exc
+            self._put_back(list(batch))
+            if self.failed is None:
+                self.failed = exc
+                if self.on_error is not None:
+                    self.on_error(exc)
+            return None
+        self.failed = None
+        self.written += len(batch)
+        return None
+
+    def _need(self, items: list[MovePlayed | _Job]) -> int:
+        """A generous estimate of the space the waiting writes need (rows, WAL frames)."""
+        moves = sum(len(move_json(e)) for e in items if isinstance(e, MovePlayed))
+        return max(1 << 20, 4 * moves + 64 * 1024 * sum(isinstance(e, _Job) for e in items))
+
+    def _wait_for_space(self, rest: list[MovePlayed | _Job], since: float,
+                        last_report: float) -> float:
+        now = time.monotonic()
+        if self.on_wait is not None and (last_report == 0.0
+                                         or now - last_report >= self.report_every):
+            waited = "" if last_report == 0.0 else f" (waiting for {now - since:.0f} s)"
+            self.on_wait(
+                f"{self.path}: the disk is full ({self.waiting}){waited}; waiting for space: "
+                f"about {_size(self._need(rest))} needed, {_size(free_bytes(self.path))} free "
+                "now. The games in progress go on and the event continues by itself when "
+                "space is freed; a stop signal stops it (nothing recorded is lost)")
+            last_report = now
+        with self._lock:
+            if not self._stop.is_set():
+                self._wake.wait(self.retry_s)
+        return last_report
 
     def _run(self) -> None:
         due = time.monotonic() + self.interval
+        since = last_report = 0.0
         while True:
             with self._lock:
                 while not self._jobs and not self._stop.is_set():
@@ -223,19 +418,31 @@ class MoveLog:
                         break
                     self._wake.wait(wait)
                 stopping = self._stop.is_set()
-            self._run_jobs()
+            now = time.monotonic()
+            trailing = stopping or now >= due
+            if trailing:
+                due = now + self.interval
+            with self._writing:
+                items = self._take()
+                if self.between is not None and items:
+                    self.between()
+                self.waiting = None
+                before = self.written
+                rest = self._write_items(items, trailing=trailing, giving_up=stopping)
+                self._put_back(rest)
+            if self.waiting is not None:
+                if since == 0.0:
+                    since = time.monotonic()
+                last_report = self._wait_for_space(rest, since, last_report)
+                continue
+            if since:
+                if self.on_space is not None and not stopping:
+                    self.on_space(f"{self.path}: disk space is back after "
+                                  f"{time.monotonic() - since:.0f} s; every waiting write is "
+                                  "done and the event goes on")
+                since = last_report = 0.0
             if stopping:
                 return
-            if time.monotonic() < due:
-                continue
-            due = time.monotonic() + self.interval
-            try:
-                if self._write_batch() and self.on_flush is not None:
-                    self.on_flush()
-            except sqlite3.Error as exc:  # disk full, I/O error: keep the moves, say so once
-                if self.failed is None:
-                    self.failed = exc
-                    if self.on_error is not None:
-                        self.on_error(exc)
-            else:
-                self.failed = None
+            if self.written > before and self.on_flush is not None:
+                self.on_flush()
+

@@ -80,6 +80,9 @@ class StoreError(BadInput):
     """The state cannot be used; the message says which file and why (nothing was changed)."""
 
 
+CORE_TABLES = ("meta", "players", "opening_order", "rounds", "games")
+
+
 def check_identity(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a database that is not swiss-runner's, or is from a newer swiss-runner."""
     app = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -90,6 +93,15 @@ def check_identity(conn: sqlite3.Connection, path: Path) -> None:
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path}: written by a newer swiss-runner (schema {version}, "
                          f"this one knows {SCHEMA_VERSION}); upgrade swiss-runner")
+    # swiss-runner marks a file in the transaction that creates its tables: marked without
+    # them, it was emptied by hand (tables dropped), and holds no event to resume or replace
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    missing = [t for t in CORE_TABLES if t not in tables]
+    if len(missing) == len(CORE_TABLES):  # some missing: damaged, as any read then says
+        raise StoreError(f"{path}: a swiss-runner state database without its tables "
+                         f"({', '.join(missing)} missing: dropped by hand?); it holds no event "
+                         "and was left untouched: restore it from a backup to resume, or move "
+                         "it away (with the JSON snapshot and the PGN) to start a new event")
 
 
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
