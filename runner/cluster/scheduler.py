@@ -29,12 +29,13 @@ def say(text: str) -> None:
 
 
 def cli_scheduler(args: argparse.Namespace) -> int:
-    try:
-        from distributed import Scheduler  # noqa: F401
-        from distributed.security import Security
-    except ImportError:
-        say("the 'distributed' package is not installed: pip install 'swiss-runner[cluster]'")
-        return EXIT_BAD_INPUT
+    from runner.cluster.worker import distributed_missing
+
+    missing = distributed_missing(say)
+    if missing is not None:
+        return missing
+    from distributed.security import Security
+
     security = Security()  # the Dask configuration: distributed.comm.tls.*
     try:
         scheme, host, port = network.split_address(args.listen, network.DEFAULT_PORT)

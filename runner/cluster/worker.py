@@ -30,6 +30,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 
 from runner.cluster import network
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
@@ -39,12 +40,20 @@ def say(text: str) -> None:
     print(f"swiss-runner worker: {text}", file=sys.stderr, flush=True)
 
 
-def cli_worker(args: argparse.Namespace) -> int:
+def distributed_missing(say: Callable[[str], None]) -> int | None:
+    """EXIT_BAD_INPUT after saying so when the cluster extra is not installed, else None."""
     try:
         import distributed  # noqa: F401
     except ImportError:
         say("the 'distributed' package is not installed: pip install 'swiss-runner[cluster]'")
         return EXIT_BAD_INPUT
+    return None
+
+
+def cli_worker(args: argparse.Namespace) -> int:
+    missing = distributed_missing(say)
+    if missing is not None:
+        return missing
     from runner.cli.common import referee_refused
 
     refused = referee_refused(say)  # its loop, and the python-chess internals it reads
