@@ -8,8 +8,8 @@ rules of `swiss-runner worker` and `run`: it listens on one address (default
 127.0.0.1:8786); plain tcp:// beyond loopback is refused unless ``--insecure`` (then one
 warning); ``tls://`` takes its certificates from the Dask configuration (DASK_CONFIG, the
 ``distributed.comm.tls`` keys), as the workers and the runner do; the dashboard is off
-unless ``--dashboard HOST:PORT`` asks for it, and Dask's other HTTP routes listen on the
-scheduler's own address only.
+unless ``--dashboard HOST:PORT`` asks for it, and Dask's HTTP server (on the scheduler's
+own address only) then answers ``/health`` and nothing else.
 """
 
 from __future__ import annotations
