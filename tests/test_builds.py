@@ -149,3 +149,7 @@ def test_a_local_binary_replaced_during_the_event(tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr  # the same event, its accepted build
     assert [b["digest"] for b in json.loads(status.stdout)["builds"]["Toga"]] == [old_build,
                                                                                 new_build]
+    text = subprocess.run([sys.executable, "-m", "runner", "status", str(config)], cwd=REPO,
+                          env=ENV, capture_output=True, text=True, timeout=120).stdout
+    assert f"Engine builds accepted during the event:\n  Toga: build {new_build} since " in text
+    assert "(crash fix, decision 12)" in text
