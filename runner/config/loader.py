@@ -347,7 +347,7 @@ _TOP = {
 _ALERTS = {"Command": False, "Url": False, "TimeoutS": False, "Retries": False,
            "QueueSize": False, "DiskFreeMb": False, "On": False}
 _CLUSTER = {"Scheduler": True, "WaitS": False, "OverdueS": False, "RetryRefusedS": False,
-            "MaxLostAttempts": False}
+            "MaxLostAttempts": False, "Insecure": False}
 _RATINGS = {
     "Anchor": False, "Average": False, "Elo": False, "WhiteAdvantage": False, "DrawRate": False,
     "Simulations": False, "Seed": False, "Confidence": False,
@@ -777,10 +777,12 @@ def _cluster(c: _Checker, raw: Any) -> ClusterConfig | None:
                   "seconds from 1 to 604800")
     lost = c.get(d, "Cluster", "MaxLostAttempts", "int", 3, lambda v: 1 <= v <= 1000,
                  "a number of attempts from 1 to 1000")
+    insecure = c.get(d, "Cluster", "Insecure", "bool", False)
     return ClusterConfig(scheduler=address, wait_s=float(wait if wait is not None else 600.0),
                          overdue_s=float(overdue if overdue is not None else 60.0),
                          retry_refused_s=float(retry if retry is not None else 600.0),
-                         max_lost_attempts=int(lost if lost is not None else 3))
+                         max_lost_attempts=int(lost if lost is not None else 3),
+                         insecure=bool(insecure))
 
 
 def _alerts(c: _Checker, raw: Any) -> AlertsConfig | None:
