@@ -23,7 +23,7 @@ COMMANDS = {
     "validate": ["c.yaml"], "run": ["c.yaml"], "status": ["c.yaml"], "standings": ["c.yaml"],
     "play": ["c.yaml", "--white", "A", "--black", "B"], "ratings": ["c.yaml"],
     "worker": ["tcp://127.0.0.1:8786"], "audit": ["e.pgn", "--seeds", "s.txt"],
-    "engines-json": ["engines.json"], "schema": [], "serve": ["c.yaml"],
+    "engines-json": ["engines.json"], "schema": [], "serve": ["c.yaml"], "scheduler": [],
 }
 # options whose parser default is None because they override the config: what they say
 # they fall back to, against what the code falls back to
@@ -81,7 +81,7 @@ def _check_command(command: str, capsys: pytest.CaptureFixture[str]) -> list[str
             if fallback is None or not _same(fallback[1], _CONFIG_DEFAULTS[command, dest]):
                 wrong.append(f"{command} {option}: {text!r} (falls back to "
                              f"{_CONFIG_DEFAULTS[command, dest]!r})")
-        elif value not in (None, False) and (said is None or not _same(said[1], value)):
+        elif value not in (None, False, []) and (said is None or not _same(said[1], value)):
             wrong.append(f"{command} {option}: {text!r} (the default is {value!r})")
     return wrong
 

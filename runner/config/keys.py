@@ -297,8 +297,8 @@ class ClusterKeys:
     MaxLostAttempts: Annotated[int, Expected("a number of attempts from 1 to 1000")] = key(
         3, "a game that loses its worker this often stops the event", ge=1, le=1000)
     Insecure: bool = key(
-        False, "the network between runner, scheduler and workers is private; allow a tcp:// "
-        "scheduler address that is not loopback")
+        False, "true: a plain tcp:// scheduler on another machine is allowed (a private "
+        "network; one warning), as run --insecure")
 
 
 @block
