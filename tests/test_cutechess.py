@@ -46,7 +46,6 @@ from runner.play.cutechess import (
     NOT_INSTALLED_REASON,
     TCEC_DRAW_REASON,
     CutechessError,
-    _kill_tree,
     apply_tcec_draw_rule,
     build_command,
     check_binary,
@@ -63,6 +62,7 @@ from runner.play.cutechess import (
 from runner.play.cutechess import play_game as cutechess_play_game
 from runner.play.cutechess_live import LiveMoves, is_debug_line
 from runner.play.engines import sweep_orphans
+from runner.play.processes import kill_tree
 
 # Transcripts of real cutechess-cli 1.5.1 runs made by the project (see data/cutechess/README.md).
 FIXTURES = Path(__file__).resolve().parent / "data" / "cutechess"
@@ -764,7 +764,7 @@ def test_cleanup_after_cutechess_was_reaped_never_hits_a_reused_pid():
 
     try:
         for reused in (other.pid, bystander.pid):
-            _kill_tree(reused, new_owner_token(), None, {}, reaped=True)
+            kill_tree(reused, new_owner_token())  # reaped: never by bare pid
         time.sleep(0.2)
         assert other.poll() is None and bystander.poll() is None
     finally:

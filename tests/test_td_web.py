@@ -71,6 +71,7 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
     db = tmp_path / "state" / "swiss.sqlite3"
     token_file = tmp_path / "admin.token"
     token_file.write_text(ADMIN_TOKEN + "\n")
+    token_file.chmod(0o600)
     runner = start_runner(config, tmp_path / "run.log")
     try:
         wait_for(lambda: db.exists() and commands(db) == [] and _has_games(db), 60,

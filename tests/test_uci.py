@@ -12,6 +12,7 @@ import time
 import chess
 import chess.engine
 
+from runner.play.engines import TimedUciProtocol
 from runner.play.uci import UciMove
 
 LINES = [
@@ -47,17 +48,13 @@ class _Transport:
         return self.stdin
 
 
-class _Protocol:
-    """What UciMove uses of runner.play.engines.TimedUciProtocol."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, logged: bool):
-        self.returncode: asyncio.Future[int] = loop.create_future()
-        self.buffer = {1: bytearray(), 2: bytearray()}
-        self.transport = _Transport()
-        self.searching = None
-        self.last_pv_line = self.move_received = self.last_move_text = self.go_sent = None
-        self.lines: list[tuple[str, str]] = []
-        self.io_log = (lambda way, line: self.lines.append((way, line))) if logged else None
+def _Protocol(loop: asyncio.AbstractEventLoop, logged: bool) -> TimedUciProtocol:
+    """The real engine client (runner.play.engines.TimedUciProtocol) over a stand-in pipe."""
+    lines: list[tuple[str, str]] = []
+    proto = TimedUciProtocol((lambda way, line: lines.append((way, line))) if logged else None)
+    proto.connection_made(_Transport())  # type: ignore[arg-type]
+    proto.lines = lines  # type: ignore[attr-defined]
+    return proto
 
 
 async def _play(chunks: list[bytes], *, logged: bool, new_game: bool = False):
@@ -154,7 +151,7 @@ def test_an_engine_that_exits_mid_search_ends_the_move():
         move = UciMove(proto, "position startpos", "go nodes 100", False, chess.WHITE)
         answer = move.start()
         move.feed(b"info depth 1 score cp 3 pv e2e4\n")
-        proto.returncode.set_result(-9)
+        proto.exit_code.set_result(-9)
         try:
             await answer
         except chess.engine.EngineTerminatedError as exc:

@@ -317,7 +317,8 @@ def test_serve_refuses_to_expose_without_a_token(event, monkeypatch) -> None:  #
     monkeypatch.delenv("SWISS_RUNNER_TOKEN", raising=False)
     code, err = _serve_cli(str(event.path), "--host", "0.0.0.0")
     assert code == 2 and "--token" in err and "Traceback" not in err
-    code, err = _serve_cli(str(event.path), "--host", "0.0.0.0", "--token", "short")
+    monkeypatch.setenv("SWISS_RUNNER_TOKEN", "short")
+    code, err = _serve_cli(str(event.path), "--host", "0.0.0.0")
     assert code == 2 and "at least 8" in err
 
 

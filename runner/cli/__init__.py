@@ -64,6 +64,8 @@ cmd_engines_json = _without_config("runner.cli.enginesjson", "cli_engines_json")
 cmd_serve = _with_config("runner.cli.serve", "cli_serve")
 cmd_worker = _without_config("runner.cluster.worker", "cli_worker")
 cmd_td = _with_config("runner.cli.td", "cli_td")
+cmd_schema = _without_config("runner.cli.schema", "cli_schema")
+cmd_scheduler = _without_config("runner.cluster.scheduler", "cli_scheduler")
 
 
 def _seconds(text: str) -> float:
@@ -101,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="play the games on Dask workers of this scheduler (tcp://HOST:PORT); "
                         "overrides Cluster.Scheduler")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a plain tcp:// scheduler on another machine (a private network; "
+                        "as Cluster.Insecure: true)")
+    p.add_argument("--accept-build", action="append", metavar="ENGINE", default=[],
+                   help="record ENGINE's new build (its files changed since the event started: "
+                        "TCEC rule 8) so that it plays on; needs --reason (repeatable)")
+    p.add_argument("--reason", metavar="TEXT",
+                   help="why the builds of --accept-build may play (recorded with them)")
     p.add_argument("--live-pgn", metavar="FILE",
                    help="rewrite FILE with the current round's games (live PGN for relays, "
                         "docs/broadcast.md) at most every second; overrides LivePgn")
@@ -113,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("standings", help="print standings, tiebreaks and crosstable")
     p.add_argument("config", help="tournament YAML file")
-    p.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text")
+    p.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text",
+                   help="default text")
     p.set_defaults(func=cmd_standings)
 
     p = sub.add_parser("play", help="play one game between two engines of a config and print its PGN")
@@ -144,7 +155,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "(repeatable; default: the config's command)")
     p.add_argument("--wait", type=_seconds, default=0.0,
                    help="give up after this many seconds without a scheduler (default 0: never)")
+    p.add_argument("--listen", metavar="HOST[:PORT]",
+                   help="listen on this address only (default: the local address that reaches "
+                        "the scheduler; 0.0.0.0 = every interface)")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a plain tcp:// scheduler on another machine (a private network)")
+    p.add_argument("--slot", action="store_true", help=argparse.SUPPRESS)  # a supervisor's slot
     p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("scheduler", help="start the Dask scheduler of a cluster, safely "
+                       "(one address, TLS, no dashboard)")
+    p.add_argument("--listen", metavar="[tls://]HOST[:PORT]", default="127.0.0.1:8786",
+                   help="listen on this address only (default 127.0.0.1:8786; tls:// when the "
+                        "Dask configuration has the scheduler's certificate)")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow plain tcp:// beyond loopback (a private network)")
+    p.add_argument("--dashboard", metavar="HOST:PORT",
+                   help="serve Dask's dashboard there (default: none)")
+    p.set_defaults(func=cmd_scheduler)
 
     p = sub.add_parser("audit", help="replay a finished event's PGN through the TCEC Swiss rules")
     p.add_argument("pgn", help="PGN file of the event (tags Round, White, Black, Result)")
@@ -158,16 +186,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="cutechess engines.json")
     p.add_argument("--engine", action="append", metavar="NAME", help="only this engine (repeatable)")
     p.set_defaults(func=cmd_engines_json)
+    p = sub.add_parser("schema", help="print the config's JSON Schema (draft 2020-12), for "
+                       "editors: docs/config.schema.json")
+    p.set_defaults(func=cmd_schema)
+
     p = sub.add_parser("serve", help="serve a live web dashboard of the event (read-only)")
     p.add_argument("config", help="tournament YAML file")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
-    p.add_argument("--token", help="access token required on every request "
-                   "(default: $SWISS_RUNNER_TOKEN; required unless bound to localhost)")
+    p.add_argument("--token", help="access token required on every request (refused unless "
+                   "bound to localhost: other users see it in ps; use --token-file or "
+                   "$SWISS_RUNNER_TOKEN)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="read the access token from FILE's first line (required unless bound "
+                        "to localhost, or $SWISS_RUNNER_TOKEN)")
+    p.add_argument("--secure-cookie", action="store_true",
+                   help="mark the token cookie Secure (https only) even without "
+                        "X-Forwarded-Proto: https from a trusted proxy")
+    p.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
+                   help="a reverse proxy whose X-Forwarded-Proto is believed (repeatable; "
+                        "default 127.0.0.1 and ::1)")
     p.add_argument("--admin-token-file", metavar="FILE",
                    help="turn on the TD's actions (pause, adjudicate, ...: docs/td.md) behind "
-                        "the token in FILE, distinct from --token (default: "
+                        "the token in FILE, distinct from the access token (default: "
                         "$SWISS_RUNNER_ADMIN_TOKEN; off without either)")
     p.set_defaults(func=cmd_serve)
     return parser

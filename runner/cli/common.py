@@ -122,9 +122,19 @@ def recorded_event_fingerprint(config: Config) -> dict | None:
     if store is None:
         return None
     try:
-        return store.fingerprint() if store.has_event() else None
+        return stored_fingerprint(store) if store.has_event() else None
     finally:
         store.close()
+
+
+def stored_fingerprint(store: Any) -> dict | None:
+    """The event's recorded fingerprint as `run` compares it: without the binary digest of
+    an engine whose build is recorded (checked by its build, which `run --accept-build` may
+    have changed: runner.service.builds)."""
+    from runner.config.fingerprint import without_binaries
+
+    recorded = store.fingerprint()
+    return None if recorded is None else without_binaries(recorded, set(store.builds()))
 
 
 def other_event(config: Config, recorded: dict | None) -> str | None:
@@ -133,9 +143,11 @@ def other_event(config: Config, recorded: dict | None) -> str | None:
     binary, the book: `status` by another user) counts as unchanged: `run` checks it."""
     if not recorded:
         return None
-    from runner.config.fingerprint import event_fingerprint, fingerprint_changes
+    from runner.config.fingerprint import event_fingerprint, fingerprint_changes, without_binaries
 
-    current = event_fingerprint(config)
+    current = without_binaries(event_fingerprint(config), {
+        name for name, e in recorded.get("Engines", {}).items()
+        if isinstance(e, dict) and "binary_sha256" not in e})
     for name, engine in current.get("Engines", {}).items():
         old = recorded.get("Engines", {}).get(name)
         if isinstance(old, dict) and str(engine.get("binary_sha256")).startswith("unreadable"):
@@ -159,19 +171,15 @@ def other_event(config: Config, recorded: dict | None) -> str | None:
 
 def referee_refused(say: Any = None) -> int | None:
     """An exit code (after saying why) when the built-in referee cannot run here, else None:
-    SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop; exit 2), or the
-    installed python-chess lacks what the referee reads of it (runner.play.uci; exit 1)."""
-    from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL
+    SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop; exit 2). Any
+    python-chess of the supported range (pyproject.toml) carries it: the referee uses only
+    its public API (docs/referee.md, "The engine client")."""
+    from runner.errors import EXIT_BAD_INPUT
     from runner.play.eventloop import LoopChoiceError, loop_choice
-    from runner.play.uci import python_chess_problem
 
     try:
         loop_choice()
     except LoopChoiceError as exc:
         (say or err)(str(exc))
         return EXIT_BAD_INPUT
-    problem = python_chess_problem()
-    if problem is None:
-        return None
-    (say or err)(problem)
-    return EXIT_FAIL
+    return None

@@ -57,7 +57,7 @@ def cli_play(config: Config, args: argparse.Namespace) -> int:
     from runner.cli.common import referee_refused
     from runner.play import eventloop
 
-    refused = referee_refused()  # its loop, and the python-chess internals it reads
+    refused = referee_refused()  # the event loop it names
     if refused is not None:
         return refused
     names = [e.name for e in config.engines]

@@ -41,18 +41,35 @@ _BOARD_REASONS = {
 }
 
 
+def _fit(value: float | None) -> str:
+    return "fit" if value is None else f"{value:g}"
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of the ``ratings`` subcommand (called by runner.cli.build_parser)."""
+    """The options of the ``ratings`` subcommand (called by runner.cli.build_parser). Each
+    one overrides the config's ``Ratings`` block; the defaults said are those of a config
+    without one (RatingsConfig, which tests/test_help_defaults.py compares them with)."""
+    from runner.config.schema import RatingsConfig
+
+    d = RatingsConfig()
     p.add_argument("config", nargs="?", help="tournament YAML file (or use --pgn)")
     p.add_argument("--pgn", metavar="FILE", help="rate the games of any PGN file instead")
-    p.add_argument("--format", choices=FORMATS, default="text")
-    p.add_argument("--anchor", metavar="ENGINE", help="engine whose rating is fixed at --elo")
-    p.add_argument("--elo", type=float, help="rating of the anchor, or of the pool average (default 0)")
-    p.add_argument("--white-advantage", metavar="fit|ELO", help="fit (default) or a fixed value in Elo")
-    p.add_argument("--draw-rate", metavar="fit|PCT", help="fit (default) or a fixed percentage")
-    p.add_argument("--simulations", type=int, help="simulations for the error margins (default 1000, 0 = none)")
-    p.add_argument("--seed", type=int, help="seed of the simulations (default 0)")
-    p.add_argument("--confidence", type=float, help="confidence of the margins, percent (default 95)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="default text")
+    p.add_argument("--anchor", metavar="ENGINE", help="engine whose rating is fixed at --elo "
+                   "(default: Ratings.Anchor, else none: the pool average is --elo)")
+    p.add_argument("--elo", type=float, help="rating of the anchor, or of the pool average "
+                   f"(default: Ratings.Elo / Average, else {d.elo:g})")
+    p.add_argument("--white-advantage", metavar="fit|ELO",
+                   help="fit, or a fixed value in Elo (default: Ratings.WhiteAdvantage, else "
+                   f"{_fit(d.white_advantage)}, as Ordo)")
+    p.add_argument("--draw-rate", metavar="fit|PCT", help="fit, or a fixed percentage "
+                   f"(default: Ratings.DrawRate, else {_fit(d.draw_rate)})")
+    p.add_argument("--simulations", type=int, help="simulations for the error margins, 0 = "
+                   f"none (default: Ratings.Simulations, else {d.simulations})")
+    p.add_argument("--seed", type=int, help="seed of the simulations (default: Ratings.Seed, "
+                   f"else {d.seed})")
+    p.add_argument("--confidence", type=float, help="confidence of the margins, percent "
+                   f"(default: Ratings.Confidence, else {d.confidence:g})")
 
 
 def _fit_or_number(text: str | None, name: str) -> tuple[bool, float | None]:
@@ -73,7 +90,7 @@ def _fit_or_number(text: str | None, name: str) -> tuple[bool, float | None]:
 def _check_options(args: argparse.Namespace) -> None:
     """The command-line options within the bounds the config's ``Ratings`` block has
     (``--simulations 10**12`` asked numpy for terabytes; ``--elo inf`` printed nonsense)."""
-    from runner.config.loader import (
+    from runner.config.limits import (
         MAX_RATING,
         MAX_SEED,
         MAX_SIMULATIONS,
@@ -100,23 +117,24 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptions:
     """The config's ``Ratings`` block, overridden by command-line options."""
+    from runner.config.schema import RatingsConfig
     from runner.domain.ratings import RatingOptions
 
     _check_options(args)
-    r = config.ratings if config is not None else None
-    anchor = args.anchor if getattr(args, "anchor", None) else (r.anchor if r else None)
-    elo = args.elo if getattr(args, "elo", None) is not None else (r.elo if r else 0.0)
+    r = config.ratings if config is not None else RatingsConfig()
+    anchor = args.anchor if getattr(args, "anchor", None) else r.anchor
+    elo = args.elo if getattr(args, "elo", None) is not None else r.elo
     given, wa = _fit_or_number(getattr(args, "white_advantage", None), "white-advantage")
     if not given:
-        wa = r.white_advantage if r else 0.0  # as Ordo: no white advantage unless asked
+        wa = r.white_advantage  # as Ordo: no white advantage unless asked
     given, dr = _fit_or_number(getattr(args, "draw_rate", None), "draw-rate")
     if not given:
-        dr = r.draw_rate if r else None
+        dr = r.draw_rate
     if dr is not None and not 0 <= dr < 100:
         raise ValueError(f"draw rate {dr}: expected a percentage 0..100")
-    sims = args.simulations if getattr(args, "simulations", None) is not None else (r.simulations if r else 1000)
-    seed = args.seed if getattr(args, "seed", None) is not None else (r.seed if r else 0)
-    conf = args.confidence if getattr(args, "confidence", None) is not None else (r.confidence if r else 95.0)
+    sims = args.simulations if getattr(args, "simulations", None) is not None else r.simulations
+    seed = args.seed if getattr(args, "seed", None) is not None else r.seed
+    conf = args.confidence if getattr(args, "confidence", None) is not None else r.confidence
     return RatingOptions(anchor=anchor, elo=float(elo), white_advantage=wa,
                          draw_rate=None if dr is None else dr / 100, simulations=sims, seed=seed,
                          confidence=conf)

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sqlite3
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +79,13 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
         if problem:  # refuse before any state is created or touched
             _err(f"{config.path}: CutechessPath: {problem}")
             return EXIT_BAD_INPUT
+    from runner.service.builds import accept_problem
+
+    problem = accept_problem(config, getattr(args, "accept_build", None) or (),
+                             getattr(args, "reason", None))
+    if problem:
+        _err(problem)
+        return EXIT_BAD_INPUT
     lost = lost_database_problem(config)
     if lost:
         _err(lost)
@@ -97,13 +105,22 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
                  "(Backend: python-chess), not cutechess-cli")
             return EXIT_BAD_INPUT
         cc = config.cluster
+        from runner.cluster.network import plain_problem, plain_warning
+
+        insecure = getattr(args, "insecure", False) or bool(cc and cc.insecure)
+        problem = plain_problem(address, insecure, "run --insecure or Cluster.Insecure: true")
+        if problem:
+            _err(f"{config.path}: Cluster.Scheduler / --scheduler: {problem}")
+            return EXIT_BAD_INPUT
+        if insecure and plain_problem(address, False, ""):
+            print(plain_warning(address), file=sys.stderr, flush=True)
         cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
                                  overdue_s=cc.overdue_s if cc else 60.0,
                                  **({"retry_refused_s": cc.retry_refused_s,
                                      "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
         play_game = cluster
     if play_game is None and config.backend == "python-chess":
-        refused = referee_refused()  # its loop, and the python-chess internals it reads
+        refused = referee_refused()  # the event loop it names
         if refused is not None:
             return refused
     if play_game is None and not runner_alive(config.database) and event_needs_games(config):
@@ -143,7 +160,9 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
           cluster: ClusterBackend | None, store: Store, lock: EventLock) -> int:
     """Prepare the tournament on the opened store, claim the event and run it."""
     tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
-                            quiet=getattr(args, "quiet", False), play_game=play_game)
+                            quiet=getattr(args, "quiet", False), play_game=play_game,
+                            accept_build=tuple(getattr(args, "accept_build", None) or ()),
+                            build_reason=getattr(args, "reason", None) or "")
     from runner.service.alerts import Alerter, after_crash, after_run
 
     # alerts raised from here on are queued, and sent once the run starts (docs/alerts.md)

@@ -28,11 +28,9 @@ def admin_token(args: argparse.Namespace, token: str | None) -> str | None | int
     path = getattr(args, "admin_token_file", None)
     if path:
         try:
-            with open(path, encoding="utf-8") as handle:
-                admin = handle.read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            err(f"--admin-token-file {path}: cannot read it ({exc}); expected a file holding "
-                "the admin token")
+            admin = read_token_file(path)
+        except ValueError as exc:
+            err(f"--admin-token-file {path}: {exc} (expected the admin token on its first line)")
             return EXIT_BAD_INPUT
         where = f"--admin-token-file {path}"
     else:
@@ -76,14 +74,49 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def read_token_file(path: str) -> str:
+    """The token in FILE (its first line); ValueError with the reason."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            token = handle.readline().strip()
+        mode = os.stat(path).st_mode
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(getattr(exc, "strerror", None) or str(exc)) from None
+    if not token:
+        raise ValueError("the file is empty (expected the token on its first line)")
+    if mode & 0o077:
+        print(f"warning: --token-file {path}: other users may read it (chmod 600 {path})",
+              file=sys.stderr, flush=True)
+    return token
+
+
 def cli_serve(config: Config, args: argparse.Namespace) -> int:
     host: str = args.host
     port: int = args.port
+    token_file = getattr(args, "token_file", None)
+    if args.token and token_file:
+        err("--token and --token-file: give one of them")
+        return EXIT_BAD_INPUT
+    if args.token and not is_loopback(host):
+        err(f"--token on the command line is readable by every user of this machine "
+            f"(/proc/PID/cmdline, ps) and --host {host} exposes the dashboard beyond it: give "
+            f"the token with --token-file FILE or the environment variable {TOKEN_ENV}")
+        return EXIT_BAD_INPUT
+    if args.token:
+        print(f"warning: --token on the command line is readable by every user of this "
+              f"machine (ps); prefer --token-file FILE or {TOKEN_ENV}", file=sys.stderr,
+              flush=True)
     token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token_file:
+        try:
+            token = read_token_file(token_file)
+        except ValueError as exc:
+            err(f"--token-file {token_file}: {exc}")
+            return EXIT_BAD_INPUT
     if not is_loopback(host) and not token:
         err(f"--host {host} exposes the dashboard beyond this machine: give an access token "
-            f"with --token or the environment variable {TOKEN_ENV} (or keep the default "
-            "--host 127.0.0.1 and put a reverse proxy in front)")
+            f"with --token-file FILE or the environment variable {TOKEN_ENV} (or keep the "
+            "default --host 127.0.0.1 and put a reverse proxy in front)")
         return EXIT_BAD_INPUT
     if token is not None and len(token) < 8:
         err("the access token must have at least 8 characters")
@@ -104,7 +137,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from runner.web.app import create_app
+        from runner.web.app import DEFAULT_TRUSTED_PROXIES, create_app
     except ImportError as exc:
         err(f"the dashboard needs the web extra ({exc.name} is missing): "
             "pip install 'swiss-runner[web]' (scripts/install.sh installs it)")
@@ -123,7 +156,10 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     print(f"Dashboard of {config.path.name} at {url} ("
           + ("the TD's actions at admin, behind the admin token" if admin else "read-only")
           + "; Ctrl-C stops it)" + ("; access token required" if token else ""), flush=True)
-    app = create_app(config, token=token, admin_token=admin)
+    app = create_app(config, token=token, secure_cookie=getattr(args, "secure_cookie", False),
+                     trusted_proxies=tuple(getattr(args, "trusted_proxy", None)
+                                           or DEFAULT_TRUSTED_PROXIES),
+                     admin_token=admin)
     hub = app.state.hub
 
     class Server(uvicorn.Server):

@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 from runner.cli.common import err as _err
-from runner.cli.common import other_event
+from runner.cli.common import other_event, stored_fingerprint
 from runner.config import Config
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
@@ -32,7 +32,7 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
               "empty); start it with `swiss-runner run`", flush=True)
         return EXIT_FAIL
     try:
-        changed = other_event(config, store.fingerprint())
+        changed = other_event(config, stored_fingerprint(store))
         if changed:
             _err(changed)
             return EXIT_BAD_INPUT
@@ -70,6 +70,13 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
                 print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
                                 f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
                                 + (f", {refused}" if refused else "")))
+        accepted = [(engine, b) for engine, rows in (data.get("builds") or {}).items()
+                    for b in rows[1:]]
+        if accepted:  # run --accept-build (TCEC rule 8: docs/orchestrator.md)
+            print("Engine builds accepted during the event:")
+            for engine, b in accepted:
+                print(printable(f"  {engine}: build {b['digest']} since {b['recorded']} "
+                                f"({b['reason']})"))
         for line in _td_lines(data.get("td") or {}):
             print(printable(line))
         if data["runner_running"] is not None:

@@ -73,6 +73,23 @@ class EngineProbes(WorkerPlugin):
             return known[0]
 
 
+def build_problem(engine: Any, want: str) -> str:
+    """"" when this worker's build of the engine (its own command, the game's Args and
+    Options) is the event's (``want``; "" = not checked), else why not, with both digests
+    (TCEC rule 8: runner.play.builds). Checked before every game: a file replaced on this
+    machine is caught at its next game."""
+    if not want:
+        return ""
+    from runner.play.builds import build_difference, build_of
+
+    now = build_of(engine)
+    if now.digest == want:
+        return ""
+    return build_difference(engine.name, {"digest": want}, now, named=False) + (
+        f" on worker {get_worker().name}: install the event's build here (or start this "
+        "worker without that engine)")
+
+
 class Abandoned(Exception):
     """The runner no longer wants this game (it was cancelled, or the worker is closing)."""
 
@@ -111,8 +128,8 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
     probes = _probes(worker)
     spec = probes.local(spec_from_json(spec_json))
     resume = resume_from_json(resume_json) if resume_json is not None else None
-    for engine in (spec.white, spec.black):
-        problem = probes.problem(engine, retry_refused_s)
+    for engine, want in ((spec.white, spec.white_build), (spec.black, spec.black_build)):
+        problem = probes.problem(engine, retry_refused_s) or build_problem(engine, want)
         if problem:
             send("refused", engine=engine.name, reason=problem)
             return {"refused": engine.name, "reason": problem}

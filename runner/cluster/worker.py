@@ -5,7 +5,9 @@ and the engine-probe plugin, so that games never compete for one interpreter's G
 other or with another slot's heartbeats. ``--slots 1`` (the TCEC way) runs it in this
 process, named NAME. ``--slots N`` makes this process a supervisor of N slot processes
 (``swiss-runner worker ... --slots 1 --name NAME/k``, k = 1..N): a slot process that dies
-is started again (after 1 s, then up to 30 s while it keeps dying at once); each slot
+is started again (after 1 s, then up to 30 s while it keeps dying at once; an unexpected
+error in one slot, exit 1, is that slot's alone: only a slot that cannot run, exit 2, or
+that gave up waiting for the scheduler stops them all); each slot
 process gets the parent-death signal, so the supervisor's death takes them (and, through
 their own parent-death signal, their engines) with it; SIGINT/SIGTERM stops them all.
 
@@ -13,6 +15,10 @@ A Dask worker shuts down when it loses its scheduler; a slot process then starts
 that waits for the scheduler to come back, until SIGINT/SIGTERM (or ``--wait`` seconds
 without a scheduler). Engines started for a game get the parent-death signal: a worker
 killed with -9 takes its engines with it.
+
+Each slot listens only on ``--listen HOST[:PORT]``, by default on the local address it
+reaches the scheduler from (runner.cluster.network); a plain ``tcp://`` scheduler beyond
+loopback is refused unless ``--insecure``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 
+from runner.cluster import network
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -32,15 +40,23 @@ def say(text: str) -> None:
     print(f"swiss-runner worker: {text}", file=sys.stderr, flush=True)
 
 
-def cli_worker(args: argparse.Namespace) -> int:
+def distributed_missing(say: Callable[[str], None]) -> int | None:
+    """EXIT_BAD_INPUT after saying so when the cluster extra is not installed, else None."""
     try:
         import distributed  # noqa: F401
     except ImportError:
         say("the 'distributed' package is not installed: pip install 'swiss-runner[cluster]'")
         return EXIT_BAD_INPUT
+    return None
+
+
+def cli_worker(args: argparse.Namespace) -> int:
+    missing = distributed_missing(say)
+    if missing is not None:
+        return missing
     from runner.cli.common import referee_refused
 
-    refused = referee_refused(say)  # its loop, and the python-chess internals it reads
+    refused = referee_refused(say)  # the event loop it names
     if refused is not None:
         return refused
     if args.slots < 1:
@@ -54,19 +70,52 @@ def cli_worker(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         engines[engine] = command
     name = args.name or socket.gethostname()
+    insecure = getattr(args, "insecure", False)
+    problem = network.plain_problem(args.scheduler, insecure, "--insecure")
+    if problem:
+        say(problem)
+        return EXIT_BAD_INPUT
+    listen = getattr(args, "listen", None)
+    try:
+        host, port = network.listen_host(args.scheduler, listen)
+    except (ValueError, OSError) as exc:
+        say(f"--listen {listen}: {exc}" if listen else
+            f"{args.scheduler}: cannot find the local address that reaches it ({exc}); "
+            "give it with --listen HOST")
+        return EXIT_BAD_INPUT
+    if args.slots > 1 and port:
+        say(f"--listen {listen}: with --slots {args.slots} each slot listens on a port of its "
+            "own: give the host only")
+        return EXIT_BAD_INPUT
+    if insecure and not getattr(args, "slot", False) and network.plain_problem(
+            args.scheduler, False, ""):
+        say(network.plain_warning(args.scheduler))
     from runner.play import eventloop
 
     if args.slots > 1:
         return eventloop.run(supervise(args.scheduler, slots=args.slots, name=name,
-                                       wait_s=args.wait, engines=engines))
+                                       wait_s=args.wait, engines=engines, listen=host,
+                                       insecure=insecure))
     return eventloop.run(serve(args.scheduler, slots=1, name=name, wait_s=args.wait,
-                               engines=engines))
+                               engines=engines, host=host, port=port,
+                               gave_up=SLOT_GAVE_UP if getattr(args, "slot", False)
+                               else EXIT_FAIL))
 
 
-def slot_argv(scheduler: str, name: str, wait_s: float, engines: dict[str, str]) -> list[str]:
+# a slot process (--slot) that gave up waiting for the scheduler (--wait): the supervisor
+# stops every slot and exits 1; any other exit but 2 is a crash of that slot alone
+SLOT_GAVE_UP = 3
+
+
+def slot_argv(scheduler: str, name: str, wait_s: float, engines: dict[str, str],
+              listen: str | None = None, insecure: bool = False) -> list[str]:
     """The command line of one slot process (this interpreter, this package)."""
     argv = [sys.executable, "-m", "runner", "worker", scheduler, "--slots", "1", "--name", name,
-            "--wait", f"{wait_s:g}"]
+            "--wait", f"{wait_s:g}", "--slot"]
+    if listen:
+        argv += ["--listen", listen]
+    if insecure:
+        argv.append("--insecure")
     for engine, command in engines.items():
         argv += ["--engine", f"{engine}={command}"]
     return argv
@@ -76,26 +125,28 @@ RESTART_S = (1.0, 30.0)  # a slot process that died is started again after 1 s, 
 
 
 async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
-                    engines: dict[str, str] | None = None) -> int:
-    """Run ``slots`` slot processes NAME/1..NAME/N and start again any that dies, until
-    SIGINT/SIGTERM (exit 130) or a slot gives up (``--wait`` without a scheduler: exit 1;
-    bad input: exit 2)."""
-    from runner.play.engines import child_argv, die_with_parent
+                    engines: dict[str, str] | None = None, listen: str | None = None,
+                    insecure: bool = False) -> int:
+    """Run ``slots`` slot processes NAME/1..NAME/N and start again any that dies (a crash,
+    exit 1, included: the other slots and their games go on), until SIGINT/SIGTERM (exit
+    130) or a slot gives up (``--wait`` without a scheduler: exit 1) or cannot run at all
+    (bad input: exit 2)."""
+    from runner.play.processes import Process, start_process
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    procs: dict[str, asyncio.subprocess.Process] = {}
+    procs: dict[str, Process] = {}
     code = EXIT_OK
 
     async def start(slot: str) -> None:
         # same process group (a terminal's Ctrl-C, systemd's control group reach every
-        # slot), and SIGKILL when this supervisor dies (the slot's engines follow it)
-        procs[slot] = await asyncio.create_subprocess_exec(
-            *child_argv(slot_argv(scheduler, slot, wait_s, engines or {})),
-            stdin=asyncio.subprocess.DEVNULL,
-            preexec_fn=None if child_argv([]) else die_with_parent)  # [] when no setpriv
+        # slot), and SIGKILL when this supervisor dies (the slot's engines follow it);
+        # started and reaped as every process of the runner (runner.play.processes)
+        procs[slot] = await start_process(
+            slot_argv(scheduler, slot, wait_s, engines or {}, listen, insecure),
+            capture=False, session=False)
 
     async def keep(slot: str) -> None:
         nonlocal code
@@ -104,11 +155,14 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
             started = time.monotonic()
             await start(slot)
             returned = await procs[slot].wait()
+            procs[slot].close()
             if stop.is_set():
                 return
-            if returned in (EXIT_BAD_INPUT, EXIT_FAIL):  # it gave up, or cannot run at all
-                say(f"slot {slot} exited with {returned}: stopping every slot")
-                code = returned
+            if returned in (EXIT_BAD_INPUT, SLOT_GAVE_UP):  # cannot run at all, or gave up
+                say(f"slot {slot} " + ("cannot run" if returned == EXIT_BAD_INPUT else
+                                       "gave up waiting for the scheduler")
+                    + ": stopping every slot")
+                code = EXIT_BAD_INPUT if returned == EXIT_BAD_INPUT else EXIT_FAIL
                 stop.set()
                 return
             quick = time.monotonic() - started < 60  # dying again and again: wait longer
@@ -122,16 +176,14 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
     await stop.wait()
     code = code or EXIT_INTERRUPTED
     for proc in procs.values():
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
+        proc.terminate()
     for proc in procs.values():
         try:
             await asyncio.wait_for(proc.wait(), 30)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            await asyncio.wrap_future(proc.kill_tree())  # the one tree kill, off the loop
             await proc.wait()
+        proc.close()
     for keeper in keepers:
         keeper.cancel()
     await asyncio.gather(*keepers, return_exceptions=True)
@@ -139,7 +191,10 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
 
 
 async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
-                engines: dict[str, str] | None = None) -> int:
+                engines: dict[str, str] | None = None, host: str | None = None,
+                port: int | None = None, gave_up: int = EXIT_FAIL) -> int:
+    """One Dask worker with ``slots`` game slots in this process, listening on host:port
+    (port None: any free one), started again whenever it loses the scheduler."""
     from distributed import Worker
 
     from runner.cluster import RESOURCE
@@ -154,6 +209,7 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
     while not stop.is_set():
         worker = Worker(scheduler, name=name, nthreads=slots, resources={RESOURCE: slots},
                         plugins=(EngineProbes(engines),), memory_limit=0, dashboard=False,
+                        host=host, port=port,
                         death_timeout=30 if wait_s == 0 else max(1.0, wait_s))
         try:
             await worker
@@ -163,7 +219,7 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
             lost_since = lost_since or time.monotonic()
             if wait_s and time.monotonic() - lost_since > wait_s:
                 say(f"no scheduler at {scheduler} for {wait_s:g} s ({exc}); giving up")
-                code = EXIT_FAIL
+                code = gave_up
                 break
             say(f"waiting for the scheduler at {scheduler} ({type(exc).__name__})")
             with contextlib.suppress(TimeoutError):

@@ -3,10 +3,13 @@ the event fingerprint that ties a state database to the config that started it."
 
 from runner.config.loader import advice, load_config, resolve_command
 from runner.config.schema import (
+    ALERT_KINDS,
     DEFAULT_TIEBREAKS,
     ENGINE_SEARCH_DIRS,
     TIEBREAKS,
     AdjudicationConfig,
+    AlertsConfig,
+    ClusterConfig,
     Config,
     EngineConfig,
     InterruptionConfig,
@@ -19,7 +22,8 @@ from runner.config.schema import (
 from runner.errors import ConfigError
 
 __all__ = [
-    "DEFAULT_TIEBREAKS", "ENGINE_SEARCH_DIRS", "TIEBREAKS", "AdjudicationConfig", "Config",
+    "ALERT_KINDS", "DEFAULT_TIEBREAKS", "ENGINE_SEARCH_DIRS", "TIEBREAKS", "AdjudicationConfig",
+    "AlertsConfig", "ClusterConfig", "Config",
     "ConfigError", "EngineConfig", "InterruptionConfig", "OpeningsConfig", "SwissOptions", "TablebaseConfig",
     "TcecDrawRule", "TcecWinRule", "advice", "load_config", "resolve_command",
 ]

@@ -244,7 +244,7 @@ def config_engines(top: dict[str, Any], base: Path,
             problem("Engines", "missing required key (a list of engines, or name cutechess's "
                     "engines.json with EnginesFile)")
         return top.get("Engines")
-    if not isinstance(file_key, str) or not file_key.strip():
+    if not isinstance(file_key, str) or not file_key.strip() or "\0" in file_key:
         problem("EnginesFile", f"got {file_key!r}, expected the path of a cutechess engines.json")
         return top.get("Engines")
     try:

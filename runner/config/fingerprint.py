@@ -78,6 +78,17 @@ def event_fingerprint(config: Config) -> dict[str, Any]:
     }
 
 
+def without_binaries(fingerprint: dict[str, Any], engines: set[str]) -> dict[str, Any]:
+    """The fingerprint without the binary digest of ``engines``: those whose build is
+    recorded apart (runner.store.builds) and checked by it, with its own refusal."""
+    if not engines:
+        return fingerprint
+    return {**fingerprint, "Engines": {
+        name: ({k: v for k, v in e.items() if k != "binary_sha256"}
+               if name in engines and isinstance(e, dict) else e)
+        for name, e in fingerprint.get("Engines", {}).items()}}
+
+
 def _diff(old: Any, new: Any, prefix: str, out: list[tuple[str, Any, Any]]) -> None:
     """Collect (key path, old, new) for every difference; descend only where both are dicts.
 

@@ -1,7 +1,9 @@
 """The operator keys of a config: Affinity, Ponder, EngineLogs, StartupTimeoutS, PgnComments,
-PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Checked with the loader's
-checker, so every problem names the file, line, key, bad value and what was expected; none of
-them changes the event (they may change between resumes and are not in the fingerprint).
+PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Their types and bounds
+are in the schema (runner.config.keys); what is checked here (cores, backends, files) goes to
+the loader's checker, so every problem names the file, line, key, bad value and what was
+expected; none of them changes the event (they may change between resumes and are not in the
+fingerprint).
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from runner.config.limits import RESTART_EXPECTED
 from runner.config.paths import resolve_path
 from runner.config.schema import (
-    PGN_EXTRAS,
     AffinityConfig,
     Config,
     EngineConfig,
@@ -21,7 +23,6 @@ from runner.config.schema import (
 )
 
 DEFAULT_STARTUP_TIMEOUT_S = 30.0
-_TIMEOUT_EXPECTED = "seconds from 1 to 3600"
 THREAD_OPTIONS = ("threads", "cores")  # UCI Threads; some XBoard engines call it Cores
 
 
@@ -111,11 +112,6 @@ def _affinity(c: Any, value: Any, concurrency: int, engines: tuple[EngineConfig,
     return AffinityConfig("explicit", tuple(tuple(sorted(set(s))) for s in value[:concurrency]))
 
 
-def _timeout_ok(v: Any) -> bool:
-    return 1 <= v <= 3600
-
-
-_RESTART_EXPECTED = "on | off (on: fresh engine processes every game; off: kept between games)"
 
 
 def _restart_value(c: Any, data: dict[str, Any], prefix: str) -> bool | None:
@@ -127,7 +123,7 @@ def _restart_value(c: Any, data: dict[str, Any], prefix: str) -> bool | None:
         return value
     if isinstance(value, str) and value.strip().lower() in ("on", "off"):
         return value.strip().lower() == "on"
-    c.bad(f"{prefix}.Restart" if prefix else "Restart", value, _RESTART_EXPECTED)
+    c.bad(f"{prefix}.Restart" if prefix else "Restart", value, RESTART_EXPECTED)
     return None
 
 
@@ -170,59 +166,51 @@ def _restart(c: Any, top: dict[str, Any], raw_by_name: dict[str, tuple[int, Any]
     return out
 
 
-def apply_operations(c: Any, top: dict[str, Any], config: Config, base: Path,
-                     written: Any = None) -> Config:
-    """``config`` with the operator keys of ``top`` read and checked (problems go to ``c``).
-
-    ``top``'s Engines are merged with EnginesFile; ``written`` is the YAML's own list."""
-    startup = c.get(top, "", "StartupTimeoutS", "float", None, _timeout_ok, _TIMEOUT_EXPECTED)
+def apply_operations(c: Any, top: dict[str, Any], keys: Any, index: list[int], config: Config,
+                     base: Path, written: Any = None) -> Config:
+    """``config`` with the operator keys (validated by the schema in ``keys``) applied and
+    checked against each other (problems go to ``c``). ``top``'s Engines are merged with
+    EnginesFile (``index``: the place of each of ``keys.Engines`` there); ``written`` is the
+    YAML's own list."""
     engines_raw = top.get("Engines") if isinstance(top.get("Engines"), list) else []
+    engine_keys = dict(zip(index, keys.Engines or (), strict=True))
     raw_by_name = {str(e.get("Name", "")).strip(): (i, e) for i, e in enumerate(engines_raw)
                    if isinstance(e, dict)}
-    ponder = c.get(top, "", "Ponder", "bool", False)
+    startup = keys.StartupTimeoutS
     engines = []
     for engine in config.engines:
         i, raw = raw_by_name.get(engine.name, (None, {}))
-        own = c.get(raw, f"Engines[{i}]", "StartupTimeoutS", "float", None, _timeout_ok,
-                    _TIMEOUT_EXPECTED) if i is not None else None
-        timeout = own if own is not None else startup
+        own = engine_keys.get(i) if i is not None else None
+        timeout = own.StartupTimeoutS if own is not None and own.StartupTimeoutS is not None \
+            else startup
         engine = replace(engine, startup_timeout_s=float(timeout)) if timeout else engine
-        own_ponder = c.get(raw, f"Engines[{i}]", "Ponder", "bool") if i is not None else None
-        if own_ponder if own_ponder is not None else ponder:
+        own_ponder = own.Ponder if own is not None else None
+        if own_ponder if own_ponder is not None else keys.Ponder:
             engine = replace(engine, ponder=True)
         engines.append(engine)
     engines = _restart(c, top, raw_by_name, engines, config, written)
     logs = None
-    if top.get("EngineLogs") is not None:
-        d = c.mapping("EngineLogs", top["EngineLogs"], {"Dir": True, "Keep": False})
-        folder = c.get(d, "EngineLogs", "Dir", "str")
-        keep = c.choice(d, "EngineLogs", "Keep", ("failures", "all"), "failures")
-        if folder is not None:
-            path = resolve_path(base, folder)
-            if path.exists() and not path.is_dir():
-                c.bad("EngineLogs.Dir", folder, f"a directory (looked at {path}: it is a file)")
-            logs = EngineLogsConfig(path, keep)
-    comments = c.choice(top, "", "PgnComments", ("cutechess", "extended"), "cutechess")
-    extras = c.get(top, "", "PgnExtras", "list", [])
-    for i, extra in enumerate(extras):
-        if extra not in PGN_EXTRAS:
-            c.bad(f"PgnExtras[{i}]", extra, " | ".join(PGN_EXTRAS))
-    epd = c.get(top, "", "EpdOut", "str")
-    epd_path = resolve_path(base, epd) if epd is not None else None
+    if keys.EngineLogs is not None:
+        folder = keys.EngineLogs.Dir
+        path = resolve_path(base, folder)
+        if path.exists() and not path.is_dir():
+            c.bad("EngineLogs.Dir", folder, f"a directory (looked at {path}: it is a file)")
+        logs = EngineLogsConfig(path, keys.EngineLogs.Keep)
+    epd_path = resolve_path(base, keys.EpdOut) if keys.EpdOut is not None else None
     taken = {config.pgn_out: "PgnOut", config.database: "Database",
              config.swiss.state_path: "SwissOptions.StatePath"}
     if epd_path is not None and epd_path in taken:
-        c.bad("EpdOut", epd, f"a file of its own (it is {taken[epd_path]}: the positions would "
-              "be written into it)")
-    live = c.get(top, "", "LivePgn", "str")  # checked with the other outputs by the loader
-    live_path = resolve_path(base, live) if live is not None else None
+        c.bad("EpdOut", keys.EpdOut, f"a file of its own (it is {taken[epd_path]}: the "
+              "positions would be written into it)")
+    # LivePgn is checked with the other outputs by the loader
+    live_path = resolve_path(base, keys.LivePgn) if keys.LivePgn is not None else None
     engines_file = top.get("EnginesFile")
     return replace(
         config, engines=tuple(engines), engine_logs=logs,
         startup_timeout_s=float(startup) if startup is not None else None,
         affinity=_affinity(c, top.get("Affinity"), config.concurrency, tuple(engines),
                            config.backend, "Affinity" in top),
-        pgn_comments=comments, pgn_extras=tuple(e for e in extras if e in PGN_EXTRAS),
+        pgn_comments=keys.PgnComments, pgn_extras=tuple(keys.PgnExtras),
         epd_out=epd_path, live_pgn=live_path,
         engines_file=resolve_path(base, engines_file) if isinstance(engines_file, str) else None)
 

@@ -147,6 +147,7 @@ class ClusterConfig:
     overdue_s: float = 60.0  # a worker silent this long past the mover's clock is cut off
     retry_refused_s: float = 600.0  # a worker that refused an engine is asked again after this
     max_lost_attempts: int = 3  # a game that loses its worker this often stops the event
+    insecure: bool = False  # a tcp:// scheduler off loopback is allowed (a private network)
 
 
 @dataclass(frozen=True)

@@ -266,4 +266,5 @@ def spec_from_json(data: dict[str, Any]) -> GameSpec:
         time_margin_ms=data.get("time_margin_ms", 0), extra_pair=data.get("extra_pair", 0),
         pgn_comments=data.get("pgn_comments", "cutechess"),
         pgn_extras=tuple(data.get("pgn_extras", ())), variant=data.get("variant", "standard"),
-        withdrawn=tuple(data.get("withdrawn", ())))
+        withdrawn=tuple(data.get("withdrawn", ())),
+        white_build=data.get("white_build", ""), black_build=data.get("black_build", ""))

@@ -61,6 +61,10 @@ class GameSpec:
     pgn_extras: tuple[str, ...] = ()  # ECO, Elo, TCEC
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
     withdrawn: tuple[str, ...] = ()  # engines withdrawn before this round (WITHDRAWN_TAG)
+    # the engines' builds the event allows (runner.play.builds digests; "" = not checked):
+    # a worker refuses an engine whose build differs; the PGN tags WhiteBuild/BlackBuild
+    white_build: str = ""
+    black_build: str = ""
 
     @property
     def round_label(self) -> str:

@@ -359,6 +359,28 @@ def fmt_num(value: Fraction | None, digits: int = 6) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def distinguishing_places(values: Sequence[Fraction | None], most: int = 12) -> int:
+    """The fewest decimals (at most ``most``) at which values that differ still print
+    differently, as TCEC's table shows r-mobility: 6, 5.5 and 2.4998 side by side, not
+    6.00000000 beside 2.49975586."""
+    known = sorted({v for v in values if v is not None})
+    for places in range(most + 1):
+        if len({round(v * 10**places) for v in known}) == len(known):
+            return places
+    return most
+
+
+def fmt_places(value: Fraction | None, places: int) -> str:
+    """A whole number as it is; any other ``value`` rounded to ``places`` decimals (at least
+    one, so 2.0078 is "2.0", never "2"); '' for None."""
+    if value is None:
+        return ""
+    if value.denominator == 1:
+        return str(value.numerator)
+    places = max(1, places)
+    return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
+
+
 def _pts(points: Fraction) -> str:
     return {Fraction(1): "1", Fraction(0): "0", Fraction(1, 2): "½"}[points]
 
@@ -398,13 +420,15 @@ def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[
     has_extra = any(r.extra_games for r in rows)
     if has_extra:
         header.insert(header.index("Byes") + 1, "Extra")
+    rmob_places = distinguishing_places([r.tiebreaks.get("RMobility") for r in rows])
     body = []
     for r in rows:
         line = [str(r.rank), r.place_label, r.label, str(r.seed), fmt_num(r.score), str(r.games),
                 str(r.wins), str(r.draws), str(r.losses), str(r.byes)]
         if has_extra:
             line.append(f"{fmt_num(r.extra_score)}/{r.extra_games}" if r.extra_games else "")
-        line += [fmt_num(r.tiebreaks[t], 8 if t == "RMobility" else 6) for t in chain]
+        line += [fmt_places(r.tiebreaks[t], rmob_places) if t == "RMobility"
+                 else fmt_num(r.tiebreaks[t], 6) for t in chain]
         shown = r.decided_by if r.decided_by not in (None, "Score") else ""
         line.append(SHORT.get(shown, shown))
         body.append(line)

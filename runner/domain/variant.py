@@ -10,7 +10,10 @@ writes them. Pure: no I/O.
 
 from __future__ import annotations
 
-import chess
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import chess
 
 VARIANTS = ("standard", "chess960", "dfrc")
 POSITIONS = 960  # Chess960 start positions, numbered 0..959 (Scharnagl); 518 is the standard one
@@ -25,6 +28,8 @@ def is_960(variant: str) -> bool:
 def position_fen(white: int, black: int | None = None) -> str:
     """The start FEN of Chess960 position ``white`` (``black`` too: DFRC, Black's back rank
     taken from that number's position), X-FEN castling as python-chess writes it."""
+    import chess
+
     for number in (white, black):
         if number is not None and not 0 <= number < POSITIONS:
             raise ValueError(f"Chess960 position {number}: expected 0..{POSITIONS - 1}")
@@ -56,6 +61,8 @@ def board_at(start_fen: str | None, chess960: bool | None = None) -> chess.Board
     standard chess has them plays the same game either way, and python-chess reads both
     ways of writing its castling moves on both kinds of board.
     """
+    import chess
+
     board = chess.Board(start_fen) if start_fen else chess.Board()
     if chess960 is None:
         chess960 = board.has_chess960_castling_rights()
@@ -71,6 +78,8 @@ def start_problem(start: str | chess.Board, variant: str) -> str | None:
     legal position (a book may start after some moves); a standard event refuses castling
     rights that only Chess960 has; a chess960 event refuses a DFRC start (back ranks differ).
     """
+    import chess
+
     board = chess.Board(start, chess960=True) if isinstance(start, str) else start.copy(stack=False)
     if not is_960(variant) and board.has_chess960_castling_rights():
         board.chess960 = True
@@ -87,6 +96,8 @@ def start_problem(start: str | chess.Board, variant: str) -> str | None:
 
 
 def _back_rank(board: chess.Board, color: chess.Color) -> str:
+    import chess
+
     rank = 0 if color == chess.WHITE else 7
     pieces = [board.piece_at(chess.square(file, rank)) for file in range(8)]
     return "".join(p.symbol() if p else "." for p in pieces)
@@ -94,6 +105,8 @@ def _back_rank(board: chess.Board, color: chess.Color) -> str:
 
 def _untouched(board: chess.Board) -> bool:
     """Every pawn on its start rank (a start position, not a book exit)."""
+    import chess
+
     return (board.pawns & board.occupied_co[chess.WHITE] == chess.BB_RANK_2
             and board.pawns & board.occupied_co[chess.BLACK] == chess.BB_RANK_7)
 
@@ -101,6 +114,8 @@ def _untouched(board: chess.Board) -> bool:
 def replay_960(board: chess.Board) -> chess.Board:
     """``board``'s game (start and moves) on a Chess960 board: a 960 game read back without
     knowing its variant from a start whose castling rights look standard (518 and its like)."""
+    import chess
+
     start = board.root()
     out = chess.Board(start.fen(), chess960=True)
     for move in board.move_stack:

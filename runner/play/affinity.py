@@ -47,6 +47,14 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> int:
     return pinned
 
 
+def pinned_to(pid: int) -> tuple[int, ...] | None:
+    """The cores process ``pid`` may run on now, as the kernel has it (None: gone)."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(pid)))
+    except OSError:
+        return None
+
+
 class SlotPool:
     """The game slots' core sets; a game holds one while it is played."""
 
@@ -65,4 +73,4 @@ class SlotPool:
             self.free.sort()
 
 
-__all__ = ["SlotPool", "pin_self", "pin_tree"]
+__all__ = ["SlotPool", "pin_self", "pin_tree", "pinned_to"]

@@ -51,7 +51,7 @@ from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
 from runner.play.cutechess_live import LiveMoves, is_debug_line
-from runner.play.engines import child_argv, child_popen_args, kill_owned, new_owner_token
+from runner.play.processes import start_process
 
 if TYPE_CHECKING:
     from runner.config.schema import EngineConfig, TcecDrawRule
@@ -502,42 +502,23 @@ def finalize_record(record: GameRecord, spec: GameSpec,
 # --------------------------------------------------------------------------- processes
 
 
-def _kill_tree(pid: int, token: str, handle: psutil.Process | None, known: dict[int, float],
-               *, reaped: bool) -> None:
-    """Kill cutechess-cli ``pid``, its process group and every engine it started.
-
-    Nothing is signalled by bare pid once cutechess has been reaped (``reaped``): the engines
-    are found by the owner token they inherited from cutechess, by the pid AND create time
-    recorded while cutechess ran, and cutechess itself through ``handle`` (a psutil.Process
-    that checks the create time).
-    """
-    victims: list[psutil.Process] = []
-    if handle is not None and not reaped:
-        with contextlib.suppress(psutil.Error):
-            victims = handle.children(recursive=True)
-    for child_pid, created in known.items():  # engines that left the group still match
-        with contextlib.suppress(psutil.Error):
-            proc = psutil.Process(child_pid)
-            if abs(proc.create_time() - created) < 0.01 and proc not in victims:
-                victims.append(proc)
-    for proc in victims:
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
-    kill_owned(pid, token, handle=handle, reaped=reaped)
-    psutil.wait_procs(victims, timeout=2)
-
-
 async def _report_children(handle: psutil.Process, seen: dict[int, float],
                            on_process: Callable[[int, float], None] | None) -> None:
     """Report every engine process cutechess starts (for the orchestrator's orphan sweep)."""
-    while True:
+    def children() -> list[tuple[int, float]]:  # a walk of /proc: off the loop
+        found: list[tuple[int, float]] = []
         with contextlib.suppress(psutil.Error):  # the handle refuses a reused pid
             for child in handle.children(recursive=True):
                 if child.pid not in seen:
                     with contextlib.suppress(psutil.Error):
-                        seen[child.pid] = child.create_time()
-                        if on_process is not None:
-                            on_process(child.pid, seen[child.pid])
+                        found.append((child.pid, child.create_time()))
+        return found
+
+    while True:
+        for pid, created in await asyncio.to_thread(children):
+            seen[pid] = created
+            if on_process is not None:
+                on_process(pid, created)
         await asyncio.sleep(_CHILD_POLL_S)
 
 
@@ -564,30 +545,21 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
     Like the referee's engines, cutechess gets the parent-death signal and an owner token:
     if the runner is killed with ``kill -9`` the kernel kills cutechess, and the engines it
     started (in its process group, with its token) are removed by the next start's
-    :func:`runner.play.engines.sweep_orphans`. ``on_line`` gets every line of its output as
+    :func:`runner.play.processes.sweep_orphans`. ``on_line`` gets every line of its output as
     it comes; an exception it raises ends the game (cutechess and its engines are killed).
     """
-    token = new_owner_token()
-    proc = await asyncio.create_subprocess_exec(
-        *child_argv(list(argv)), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, **child_popen_args(token))
+    proc = await start_process(argv)  # runner.play.processes: as every process it starts
     seen: dict[int, float] = {}
-    handle: psutil.Process | None = None
-    created = 0.0
-    if proc.returncode is None:
-        with contextlib.suppress(psutil.Error):
-            handle = psutil.Process(proc.pid)
-            created = handle.create_time()
+    handle = proc.handle
     if on_process is not None:
-        on_process(proc.pid, created)
+        on_process(proc.pid, proc.create_time)
     watcher = asyncio.create_task(_report_children(handle, seen, on_process)) if handle else None
-    assert proc.stdout is not None
     reader = asyncio.create_task(_read_output(proc.stdout, on_line))
     try:
-        # Wait for cutechess itself, not for EOF: a leftover engine may hold the pipe open
-        # (asyncio's wait() also waits for the pipes), so watch the return code instead.
+        # Wait for cutechess itself, not for EOF: a leftover engine may hold the pipe open,
+        # so watch its exit (its pidfd) instead.
         while proc.returncode is None:
-            await asyncio.sleep(0.1)
+            await asyncio.wait({proc.exited}, timeout=0.1)
             if reader.done() and reader.exception() is not None:
                 raise reader.exception()  # type: ignore[misc]  # on_line failed: stop the game
         code = proc.returncode
@@ -595,21 +567,23 @@ async def _run_cutechess(argv: list[str], on_process: Callable[[int, float], Non
         if watcher is not None:
             watcher.cancel()
         reader.cancel()
-        _kill_tree(proc.pid, token, handle, seen, reaped=proc.returncode is not None)
+        await asyncio.wrap_future(proc.kill_tree(dict(seen)))
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=5)
+            await asyncio.wait_for(proc.wait(), timeout=5)
+        proc.close()
         raise
     if watcher is not None:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
-    # cutechess is gone (and reaped); nothing it started may outlive it
-    _kill_tree(proc.pid, token, handle, seen, reaped=True)
+    # cutechess is gone (and reaped); nothing it started may outlive it (off the loop)
+    await asyncio.wrap_future(proc.kill_tree(dict(seen)))
     try:
         stdout = await asyncio.wait_for(reader, timeout=10)
     except TimeoutError:
         stdout = b""
         log.warning("cutechess-cli exited but its output pipe stayed open; output lost")
+    proc.close()
     return code, stdout.decode("utf-8", "replace")
 
 

@@ -10,19 +10,27 @@ illegal move or a time forfeit.
 Line format: ``+<ms since the log opened> <engine name> <direction> <line>``, where the
 direction is ``>`` for a line sent to the engine and ``<`` for a line it printed, e.g.
 ``   +1532.104 Stockfish(white) > go wtime 9850 btime 10000 winc 100 binc 100``.
+
+A log is a view of the game, never part of it: the first error writing it (ENOSPC, EIO, a
+directory removed under it) turns that game's log off, reported once (a warning naming the
+file and the error); the game goes on, and the engines' output is delivered as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 # PGN Termination values of the games whose logs Keep: failures keeps
 FAILURES = ("abandoned", "stalled connection", "illegal move", "time forfeit")
 LOG_TAG = "EngineLog"  # the PGN tag naming a kept log
+
+LOG = logging.getLogger(__name__)
 
 
 def log_name(game_id: int, attempt: int) -> str:
@@ -32,45 +40,81 @@ def log_name(game_id: int, attempt: int) -> str:
 class GameLog:
     """The engine I/O log of one game (both engines, interleaved as it happened)."""
 
+    closed = False
+
     def __init__(self, path: Path, keep: str = "failures", title: str = ""):
         self.path = path
         self.keep = keep
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
-                          errors="replace")
+        self.failed: str | None = None  # why the log was turned off (None: it is on)
+        self._file: TextIO | None = None
         self._t0 = time.monotonic()
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        self._file.write(f"# swiss-runner engine log{': ' + title if title else ''}; opened "
-                         f"{now}; times are ms since then; > to the engine, < from it\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(path, "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
+                              errors="replace")
+            self._file.write(f"# swiss-runner engine log{': ' + title if title else ''}; "
+                             f"opened {now}; times are ms since then; > to the engine, < from it\n")
+        except OSError as exc:
+            self._off(exc)
+
+    def _off(self, exc: OSError) -> None:
+        """The first write error: the log is off for the rest of the game (said once)."""
+        if self.failed is not None:
+            return
+        self.failed = f"{type(exc).__name__}: {exc.strerror or exc}"
+        LOG.warning("engine log %s turned off for the rest of its game: %s (the game goes on)",
+                    self.path, self.failed)
+        handle, self._file = self._file, None
+        if handle is not None:
+            with contextlib.suppress(OSError, ValueError):
+                handle.close()  # what is still buffered may be lost with it
+
+    def _write(self, text: str) -> None:
+        handle = self._file
+        if handle is None:
+            return
+        try:
+            handle.write(text)
+        except OSError as exc:  # a full disk, an I/O error, a vanished directory
+            self._off(exc)
 
     def writer(self, who: str) -> Callable[[str, str], None]:
-        """A function ``(direction, line)`` that logs lines of engine ``who``."""
-        write = self._file.write
+        """A function ``(direction, line)`` that logs lines of engine ``who``; it never
+        raises (the log turns itself off instead)."""
+        write = self._write
         t0 = self._t0
         monotonic = time.monotonic
 
         def log(direction: str, line: str) -> None:
-            if not self._file.closed:
-                write(f"{(monotonic() - t0) * 1000:+12.3f} {who} {direction} {line}\n")
+            write(f"{(monotonic() - t0) * 1000:+12.3f} {who} {direction} {line}\n")
 
         return log
 
     def note(self, text: str) -> None:
-        if not self._file.closed:
-            self._file.write(f"{(time.monotonic() - self._t0) * 1000:+12.3f} # {text}\n")
+        self._write(f"{(time.monotonic() - self._t0) * 1000:+12.3f} # {text}\n")
 
     def close(self, termination: str | None, reason: str = "") -> Path | None:
         """Close the log; return its path when it is kept, else delete it and return None.
 
-        Only the first call counts (later ones return its answer)."""
-        if self._file.closed:
+        Never raises. A log that was turned off by a write error is kept as far as it got
+        (when its game's log would be kept and the file is there). Only the first call
+        counts (later ones return its answer)."""
+        if self._file is not None:
+            if reason:
+                self.note(f"game over: {reason}")
+            handle, self._file = self._file, None
+            if handle is not None:
+                try:
+                    handle.close()
+                except (OSError, ValueError) as exc:
+                    if isinstance(exc, OSError):
+                        self._off(exc)
+        elif self.closed:
             return self.path if self.path.exists() else None
-        if reason:
-            self.note(f"game over: {reason}")
-        with contextlib.suppress(OSError):
-            self._file.close()
+        self.closed = True
         if self.keep == "all" or (termination or "") in FAILURES:
-            return self.path
+            return self.path if self.path.exists() else None
         with contextlib.suppress(OSError):
             self.path.unlink()
         return None

@@ -1,17 +1,9 @@
-"""Engine processes: starting, probing, restarting and killing them (the one place for it).
+"""Engines: starting one, its client (the UCI and XBoard protocols), probing and closing it.
 
-Every engine is started without a shell, in its own session (process group), with a Linux
-parent-death signal so it dies with the runner even when the runner is killed with
-``kill -9``. The referee starts one fresh process per engine per game (so an engine that
-crashed is "restarted" simply by the next game) and kills the whole process group when the
-game ends. ``sweep_orphans`` removes processes left over by a runner that died anyway
-(PIDs recorded by the orchestrator, matched on pid AND create time).
-
-Every process the runner starts (engines, cutechess-cli) gets an owner token in its
-environment (``SWISS_RUNNER_OWNER=<runner pid>:<runner create time>:<n>``), which its own
-children inherit. A process is only ever killed by a plain pid/pgid signal while its leader
-has not been reaped; afterwards (and in the sweep) only processes that carry the token are
-killed, so a pid or process-group id reused by an unrelated process is never hit.
+The referee starts one fresh process per engine per game (so an engine that crashed is
+"restarted" simply by the next game) and kills its whole tree when the game ends; engines
+kept between games (``Restart: off``) are runner.play.keep's. How processes are started,
+owned, pinned, killed and swept is runner.play.processes (the one place for it).
 """
 
 from __future__ import annotations
@@ -19,17 +11,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import ctypes
 import errno
-import itertools
+import functools
 import logging
 import os
-import shutil
-import signal
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,172 +26,29 @@ import psutil
 
 from runner.config.schema import EngineConfig
 from runner.play import spawn
+from runner.play.processes import (  # noqa: F401 - the process API, also used from here
+    OWNER_ENV,
+    TASKSET,
+    child_argv,
+    child_popen_args,
+    die_with_parent,
+    kill_process_group,
+    kill_tree_off_loop,
+    new_owner_token,
+    owned_env,
+    pin_off_loop,
+    pinned_argv,
+    signal_group,
+    sweep_orphans,
+)
 
 LOG = logging.getLogger(__name__)
-
-_PR_SET_PDEATHSIG = 1
-try:  # resolved once here: the forked child must not dlopen/dlsym (locks held by other threads)
-    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-except (OSError, AttributeError):
-    _PRCTL = None
-
-
-def die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    """preexec_fn: ask the kernel to SIGKILL this child when the runner dies (Linux only).
-
-    The signal fires when the thread that started the engine exits, i.e. the runner's
-    engine-spawner thread (runner.play.spawn), which lives as long as the runner's process
-    (or its event-loop thread where engines start through ``loop.subprocess_exec``). It reaches only this
-    child, not the processes it starts itself: those are found by their owner token
-    (:func:`sweep_orphans`).
-    """
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-
-# --------------------------------------------------------------------------- ownership
-
-OWNER_ENV = "SWISS_RUNNER_OWNER"
-_TIME_SLACK = 0.01  # psutil create times are rounded to clock ticks
-_owner_counter = itertools.count(1)
-_runner_mark: str | None = None
-
-
-def _this_runner() -> str:
-    global _runner_mark
-    if _runner_mark is None or not _runner_mark.startswith(f"{os.getpid()}:"):  # after a fork
-        _runner_mark = f"{os.getpid()}:{psutil.Process().create_time():.3f}"
-    return _runner_mark
-
-
-def new_owner_token() -> str:
-    """A token naming this runner (pid and create time) and one process it starts."""
-    return f"{_this_runner()}:{next(_owner_counter)}"
-
-
-def owned_env(token: str) -> dict[bytes, bytes]:
-    """The environment for a child process: the runner's own, plus the owner token.
-
-    As bytes (``os.environb``): ``os.environ`` would decode and re-encode every variable
-    for every engine started."""
-    return {**os.environb, OWNER_ENV.encode(): token.encode()}
-
-
-# util-linux's setpriv (Debian: essential) sets the parent-death signal and then execs the
-# command in the same process. Starting it needs no Python code in the child, so the engine
-# is started with vfork/posix_spawn (0.1 ms of the runner's CPU) instead of a fork of the
-# whole runner for a preexec_fn (3 ms here, growing with the runner's memory).
-_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin") if _PRCTL is not None else None
-_TASKSET = shutil.which("taskset", path="/usr/bin:/bin")  # Affinity, util-linux like setpriv
-
-
-def child_argv(argv: list[str]) -> list[str]:
-    """The command line that starts ``argv`` with the parent-death signal (see below)."""
-    if _SETPRIV is None:
-        return argv
-    return [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
-
-
-def child_popen_args(token: str) -> dict[str, Any]:
-    """Popen arguments for every process the runner starts: own session, owner token in the
-    environment, and (on Linux) SIGKILL when the runner dies: through :func:`child_argv`
-    where setpriv exists, else a preexec_fn."""
-    args: dict[str, Any] = {"start_new_session": True, "env": owned_env(token)}
-    if _PRCTL is not None and _SETPRIV is None:
-        args["preexec_fn"] = die_with_parent
-    return args
-
-
-def _owner_of(proc: psutil.Process) -> str | None:
-    try:
-        return proc.environ().get(OWNER_ENV)
-    except (psutil.Error, OSError):
-        return None  # gone, or not ours to read
-
-
-def _runner_alive(token: str) -> bool:
-    """Whether the runner named by ``token`` ("pid:create time:n") is still running."""
-    try:
-        pid_text, created_text, _ = token.split(":", 2)
-        proc = psutil.Process(int(pid_text))
-        return abs(proc.create_time() - float(created_text)) <= _TIME_SLACK
-    except (ValueError, psutil.Error):
-        return False
-
-
-def _group_members(pgid: int) -> list[psutil.Process]:
-    members: list[psutil.Process] = []
-    if pgid <= 0:
-        return members
-    for proc in psutil.process_iter():
-        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-            if os.getpgid(proc.pid) == pgid:
-                members.append(proc)
-    return members
-
-
-def _owned_processes(token: str, since_pid: int | None = None) -> list[psutil.Process]:
-    """Every running process whose environment carries exactly this owner token.
-
-    The environments are read straight from /proc (a process of another user is not
-    readable and cannot be ours). ``since_pid``: the token's first process had this pid, so
-    (pids being handed out in increasing order until they wrap around at pid_max) only
-    processes with a higher pid can carry it. After a wrap-around a process that escaped is
-    still found by the sweep of the next start (:func:`sweep_orphans`).
-    """
-    found: list[psutil.Process] = []
-    me = os.getpid()
-    needle = f"{OWNER_ENV}={token}".encode()
-    for pid in psutil.pids():
-        if pid == me or (since_pid is not None and pid <= since_pid):
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:
-            continue
-        # entries are NUL-terminated "NAME=value"; the whole entry must match
-        if b"\0" + needle + b"\0" in b"\0" + environ.rstrip(b"\0") + b"\0":
-            with contextlib.suppress(psutil.Error):
-                found.append(psutil.Process(pid))
-    return found
-
-
-def kill_owned(pid: int, token: str | None, *, handle: psutil.Process | None,
-               reaped: bool, since_pid: int | None = None) -> None:
-    """SIGKILL process ``pid`` (started by the runner with ``token``) and its process group.
-
-    While the leader has not been reaped (``reaped`` False) its pid and its process-group
-    id are still ours, so the group is signalled directly. After that only processes that
-    can be proven ours are killed: the leader through ``handle`` (a psutil.Process that
-    checks the create time) and every process carrying ``token`` in its environment.
-    """
-    if not reaped:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-    if handle is not None:
-        with contextlib.suppress(psutil.Error):
-            handle.kill()
-    if token is not None:
-        for proc in _owned_processes(token, since_pid):
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-
-
-def pinned_argv(argv: list[str], cpus: Sequence[int] | None) -> list[str]:
-    """``argv`` run through ``taskset`` on ``cpus`` (pinned before the engine's exec, so every
-    thread it creates inherits the mask, without a fork for a preexec_fn); unchanged when
-    there are no cpus or no taskset (then :func:`_popen_args` pins in a preexec_fn)."""
-    if not cpus or _TASKSET is None:
-        return argv
-    return [_TASKSET, "--cpu-list", ",".join(map(str, sorted(cpus))), *argv]
 
 
 def _popen_args(engine: EngineConfig, token: str,
                 cpus: Sequence[int] | None = None, stderr: Any = None) -> dict[str, Any]:
     args = child_popen_args(token)
-    if cpus and _TASKSET is None:  # pinned before exec: every thread inherits the mask
+    if cpus and TASKSET is None:  # pinned before exec: every thread inherits the mask
         from runner.play.affinity import pin_self
 
         steps = [args.get("preexec_fn"), pin_self(cpus)]
@@ -220,21 +65,108 @@ def _popen_args(engine: EngineConfig, token: str,
     return args
 
 
+#: The states of an engine client (:class:`TimedUciProtocol`, :class:`TimedXBoardProtocol`):
+#: ``idle`` (started, between moves, or kept between games), ``thinking`` (``go`` sent, its
+#: move not read yet), ``pondering`` (``go ponder``), ``stopping`` (``stop`` sent, its
+#: ``bestmove`` not read yet) and ``gone`` (the process exited). Only an idle engine that
+#: never sent a move nobody asked for (``stray``) is sound to keep for another game.
+IDLE, THINKING, PONDERING, STOPPING, GONE = "idle", "thinking", "pondering", "stopping", "gone"
+
+
 class _Timed:
-    """Mixin: timestamps of the last ``go`` sent and the last move received, and its text.
+    """Mixin: the runner's side of an engine client, over python-chess's public protocol API.
+
+    One line reader (:meth:`pipe_data_received`) reads every byte the engine writes, stamps
+    its arrival (``read_at``, taken before any other work), logs each line (``io_log``) and
+    keeps what the referee needs: the time and text of the last move (``move_received``,
+    ``last_move_text``), the last PV line and the first other lines (what a failing engine
+    said). While a UCI move is on (``searching``: a runner.play.uci.UciMove) the bytes are
+    that move's; otherwise the whole lines are handed to python-chess's protocol (the
+    handshake, options, XBoard moves, quit), which never sees a partial line.
 
     The referee's clock is wall time from sending ``go`` to receiving the move, measured
-    here at the protocol level so handshakes, ``isready`` and ``ping`` are not charged.
+    here so handshakes, ``isready`` and ``ping`` are not charged.
     """
 
     move_token = "bestmove"
-    go_sent: float | None = None
-    move_received: float | None = None
-    last_move_text: str | None = None
-    last_pv_line: str | None = None  # the last search line with a PV, as the engine sent it
-    io_log: Callable[[str, str], None] | None = None  # EngineLogs: (">" / "<", line)
-    other_lines: list[str]  # the first lines that are neither moves nor PVs (set on first use)
-    _go_future: asyncio.Future[float] | None = None
+
+    def __init__(self, io_log: Callable[[str, str], None] | None = None) -> None:
+        super().__init__()  # python-chess's Protocol
+        self.io_log = io_log  # EngineLogs: (">" / "<", line)
+        self.state = IDLE
+        self.stray: str | None = None  # a move line that came in no search (not kept)
+        self.go_sent: float | None = None
+        self.move_received: float | None = None
+        self.last_move_text: str | None = None
+        self.last_pv_line: str | None = None  # the last search line with a PV, as sent
+        self.other_lines: list[str] = []  # the first lines that are neither moves nor PVs
+        self.searching: Any = None  # the UCI move being played (runner.play.uci.UciMove)
+        self.ponder_told = False  # "setoption name Ponder value true" sent
+        self.partial = b""  # the start of a line not complete yet
+        self.read_at = 0.0  # when the data being read came
+        self.pipes: asyncio.SubprocessTransport | None = None
+        self.exit_code: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.go_future: asyncio.Future[float] | None = None
+
+    # -- asyncio's protocol callbacks (python-chess's are called after ours)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.pipes = transport  # type: ignore[assignment]
+        super().connection_made(transport)  # type: ignore[misc]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.state = GONE
+        if not self.exit_code.done():
+            code = self.pipes.get_returncode() if self.pipes is not None else None
+            self.exit_code.set_result(-1 if code is None else code)
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        read_at = time.monotonic()  # a move in it came now, whatever is done before
+        if fd != 1 or isinstance(data, str):
+            super().pipe_data_received(fd, data)  # type: ignore[misc]
+            return
+        self.read_at = read_at
+        move = self.searching
+        if move is not None:
+            data = move.feed(data, read_at)  # what the engine wrote after its bestmove
+            if not data:
+                return
+        text = self.partial + data if self.partial else data
+        end = text.rfind(b"\n")
+        if end < 0:
+            self.partial = text
+            return
+        self.partial = text[end + 1:]
+        whole = text[:end + 1]
+        for raw in whole.split(b"\n")[:-1]:
+            self.line_read(raw.decode("utf-8", errors="replace").rstrip("\r"))
+        super().pipe_data_received(1, self.handed_on(whole))  # type: ignore[misc]
+
+    # -- the lines
+
+    def handed_on(self, whole: bytes) -> bytes:
+        """What python-chess's protocol gets of these whole lines."""
+        return whole
+
+    def line_read(self, line: str) -> None:
+        """One line the engine wrote, outside a UCI move (the handshake, XBoard, idle)."""
+        if self.io_log is not None:
+            self.io_log("<", line)
+        if line.startswith(self.move_token):
+            tokens = line.split()
+            if tokens[0] == self.move_token:
+                if self.state != THINKING and self.stray is None:  # nobody asked for it (a
+                    self.stray = line  # stop answered too late included): never kept
+                if self.move_received is None:
+                    self.move_received = self.read_at
+                    self.last_move_text = tokens[1] if len(tokens) > 1 else ""
+                if self.state == THINKING:
+                    self.state = IDLE
+        elif self._is_pv_line(line):
+            self.last_pv_line = line
+        elif len(self.other_lines) < 20:
+            self.other_lines.append(line)  # what a failing engine said (probe, preflight)
 
     def _is_pv_line(self, line: str) -> bool:
         return line.startswith("info ") and " pv " in line
@@ -252,72 +184,71 @@ class _Timed:
         ``ucinewgame``/``isready`` (``new``/``ping``) exchange before it starts.
         """
         self.go_sent = None
-        self._go_future = asyncio.get_running_loop().create_future()
-        return self._go_future
+        self.go_future = asyncio.get_running_loop().create_future()
+        return self.go_future
 
     def send_line(self, line: str) -> None:
+        """python-chess's public ``send_line``: every line it sends passes here."""
         if line == "go" or line.startswith("go "):
             self.go_sent = time.monotonic()
             self.move_received = None
             self.last_move_text = None
-            if self._go_future is not None and not self._go_future.done():
-                self._go_future.set_result(self.go_sent)
+            self.state = THINKING
+            if self.go_future is not None and not self.go_future.done():
+                self.go_future.set_result(self.go_sent)
         if self.io_log is not None:
             self.io_log(">", line)
         super().send_line(line)  # type: ignore[misc]
 
-    def _line_received(self, line: str) -> None:
+    def write_lines(self, *lines: str) -> None:
+        """Lines sent by the runner itself (a UCI move), in one write."""
         if self.io_log is not None:
-            self.io_log("<", line)
-        if line.startswith(self.move_token):
-            tokens = line.split()
-            if tokens[0] == self.move_token and self.move_received is None:
-                self.move_received = time.monotonic()
-                self.last_move_text = tokens[1] if len(tokens) > 1 else ""
-        elif self._is_pv_line(line):
-            self.last_pv_line = line
-        elif len(self.__dict__.setdefault("other_lines", [])) < 20:
-            self.other_lines.append(line)  # what a failing engine said (probe, preflight)
-        super()._line_received(line)  # type: ignore[misc]
+            for line in lines:
+                self.io_log(">", line)
+        assert self.pipes is not None
+        self.pipes.get_pipe_transport(0).write(("\n".join(lines) + "\n").encode("utf-8"))
+
+    @property
+    def sound(self) -> bool:
+        """Idle, and never sent a move nobody asked for: fit for another game."""
+        return self.state == IDLE and self.stray is None
 
 
 class TimedUciProtocol(_Timed, chess.engine.UciProtocol):
     move_token = "bestmove"
-    #: The move being played (runner.play.uci.UciMove), if any: it reads the engine's
-    #: output itself while python-chess's protocol is idle.
-    searching: Any = None
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        read_at = time.monotonic()  # a bestmove in it came now, whatever is done before
-        move = self.searching
-        if move is None or fd != 1 or isinstance(data, str):
-            super().pipe_data_received(fd, data)
-            return
-        rest = move.feed(data, read_at)
-        if rest:  # what the engine wrote after its bestmove
-            super().pipe_data_received(fd, rest)
 
 
 class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
     """XBoard protocol that also accepts engines without ``setboard`` (e.g. Fairy-Max).
 
     python-chess refuses such engines; they are fine for games from the standard start
-    position (moves are sent one by one), so ``setboard=0`` is accepted here and
-    ``no_setboard`` lets the referee refuse FEN starts for them.
+    position (moves are sent one by one), so ``setboard=0`` is handed on as ``setboard=1``
+    and ``no_setboard`` lets the referee refuse FEN starts for them.
     """
 
     move_token = "move"
-    no_setboard = False
+
+    def __init__(self, io_log: Callable[[str, str], None] | None = None) -> None:
+        super().__init__(io_log)
+        self.no_setboard = False
 
     def _is_pv_line(self, line: str) -> bool:
         # thinking output: "ply score time nodes [seldepth nps tbhits] pv..."
         return line[:1].isdigit()
 
-    def _line_received(self, line: str) -> None:
+    def line_read(self, line: str) -> None:
         if line.startswith("feature") and "setboard=0" in line:
             self.no_setboard = True
-            line = line.replace("setboard=0", "setboard=1")
-        super()._line_received(line)
+        elif self.state == THINKING and (line.strip() == "resign"
+                                         or line.startswith(("1-0", "0-1", "1/2-1/2"))):
+            self.state = IDLE  # it answered its go with a result, not a move
+        super().line_read(line)
+
+    def handed_on(self, whole: bytes) -> bytes:
+        if b"setboard=0" not in whole:
+            return whole
+        return b"\n".join(raw.replace(b"setboard=0", b"setboard=1")
+                          if raw.startswith(b"feature") else raw for raw in whole.split(b"\n"))
 
 
 @dataclass
@@ -338,39 +269,37 @@ class EngineProcess:
     def alive(self) -> bool:
         return not self.killed and self.transport.get_returncode() is None
 
-    def _kill_group(self) -> None:
-        reaped = self.transport.get_returncode() is not None
-        kill_owned(self.pid, None, handle=self.handle, reaped=reaped)  # the group, at once
+    @property
+    def sound(self) -> bool:
+        """Alive, idle and never sent a move nobody asked for (runner.play.keep)."""
+        return self.alive and self.protocol.sound
+
+    def _stop(self) -> concurrent.futures.Future[None]:
+        """Kill its whole tree (runner.play.processes): the process group at once from the
+        loop (where the leader is reaped, so its pid is still its own), the rest (what
+        left the group, what carries its owner token: a walk of /proc) on the spawner
+        thread, off the loop."""
+        signal_group(self.pid, reaped=self.transport.get_returncode() is not None)
         with contextlib.suppress(Exception):
             self.transport.close()
-
-    def _sweep(self) -> None:
-        """Whatever is left of it, wherever it is (a scan of /proc: about 1 ms, more on a
-        machine with many processes)."""
-        if self.token is not None:
-            kill_owned(self.pid, self.token, handle=None, reaped=True, since_pid=self.pid)
-
-    def _kill_all(self) -> None:
-        self._kill_group()
-        self._sweep()
+        return kill_tree_off_loop(self.pid, self.token, handle=self.handle, since_pid=self.pid,
+                                  descendants=self.token is None)
 
     async def close(self, quit_timeout: float = 1.0) -> None:
-        """Ask the engine to quit, then kill its whole process group whatever happened
-        (a cancellation or a stop signal while it quits included); the sweep for what it
-        started elsewhere runs on the spawner thread, off the loop, and is awaited."""
+        """Ask the engine to quit, then kill its whole tree whatever happened (a
+        cancellation or a stop signal while it quits included), and wait for that."""
         try:
             if self.alive:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.protocol.quit(), quit_timeout)
         finally:
-            self._kill_group()
-            if self.token is not None:  # done even if this await is cancelled
-                await asyncio.wrap_future(spawn.off_loop(self._sweep))
+            await asyncio.wrap_future(self._stop())  # done even if this await is cancelled
 
     def kill(self) -> None:
-        """Synchronous hard kill (hung engine, cancelled task)."""
+        """Hard kill (hung engine, cancelled task); nothing of it runs on the loop but the
+        one signal to its process group."""
         self.killed = True
-        self._kill_all()
+        self._stop()
 
 
 class EngineStartError(Exception):
@@ -390,7 +319,7 @@ def _printed(protocol: Any, limit: int = 300) -> str:
     short and made printable), or "" when it printed none."""
     from runner.domain.text import printable
 
-    lines = [line for line in protocol.__dict__.get("other_lines") or []
+    lines = [line for line in getattr(protocol, "other_lines", None) or []
              if not line.startswith(_HANDSHAKE_LINES)]
     if not lines:
         return ""
@@ -457,8 +386,7 @@ async def start_engine(
     """
     command = [engine.command, *engine.args]
     cls: Any = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
-    if io_log is not None:  # set on the class, so that not even a banner line is missed
-        cls = type(cls.__name__, (cls,), {"io_log": staticmethod(io_log)})
+    factory = functools.partial(cls, io_log)  # logged from the first line on
     token = new_owner_token()
     refused = exec_precheck(engine.command)
     if refused is not None:  # what exec would say; through setpriv it would be an early exit
@@ -467,10 +395,12 @@ async def start_engine(
     try:
         argv = child_argv(pinned_argv(command, cpus))
         if spawn.available():  # no thread or fork in the loop thread per engine
-            transport, protocol = await spawn.spawn(cls, argv,
+            transport, protocol = await spawn.spawn(factory, argv,
                                                     **_popen_args(engine, token, cpus, stderr))
         else:
-            transport, protocol = await cls.popen(argv, **_popen_args(engine, token, cpus, stderr))
+            transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+                factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                **_popen_args(engine, token, cpus, stderr))
             _lean_pipes(transport, protocol)
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
@@ -510,9 +440,7 @@ async def start_engine(
                     f"it exited once its Options were set ({set_}): {exc}" if options
                     else str(exc)) from None
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
-            from runner.play.affinity import pin_tree
-
-            pin_tree(pid, cpus)
+            await pin_off_loop(pid, cpus)
     except TimeoutError:
         proc.kill()
         said = _printed(protocol)
@@ -540,82 +468,6 @@ def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str 
             return (f"engine {engine.name!r}: Nodes is set, but this XBoard engine does not declare "
                     "node-limit support (feature nps=1); use Depth or MoveTime for it")
     return None
-
-
-def kill_process_group(pid: int) -> None:
-    """SIGKILL the process group led by ``pid`` (engines run in their own session).
-
-    Only for a ``pid`` the caller knows is not reaped yet (a running or zombie child, or a
-    process matched on pid and create time): the group id cannot have been reused then.
-    There is deliberately no fallback to ``kill(pid)``: a failing ``killpg`` means the
-    group is gone, and the pid may already belong to someone else.
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _orphaned_group(pgid: int, leader_created: float) -> list[psutil.Process]:
-    """Members of process group ``pgid`` that a dead runner left behind.
-
-    The recorded leader is gone, so the group id alone proves nothing (the leader's pid can
-    be reused once its group is empty). A member is taken only when it was created no
-    earlier than the recorded leader and carries the owner token of a runner that is no
-    longer running: a process started by someone else has no token, and one of a live
-    runner is that runner's business.
-    """
-    victims: list[psutil.Process] = []
-    for proc in _group_members(pgid):
-        try:
-            if proc.create_time() + _TIME_SLACK < leader_created:
-                continue
-        except psutil.Error:
-            continue
-        token = _owner_of(proc)
-        if token is not None and not _runner_alive(token):
-            victims.append(proc)
-    return victims
-
-
-def sweep_orphans(records: Iterable[tuple[int, float]]) -> int:
-    """Kill leftover processes of a dead runner; returns how many records still had some.
-
-    A record is ``(pid, create time)`` of an engine (or cutechess-cli) the previous run
-    started. When a live process matches pid AND create time, it and its process group are
-    killed (the create time guards against a reused pid). When the recorded process is
-    gone or a zombie, the processes it started may live on in its process group (the
-    parent-death signal reached only the leader): those are killed when they carry the
-    owner token of a runner that is no longer running (see :func:`_orphaned_group`).
-    """
-    killed = 0
-    for pid, create_time in records:
-        try:
-            proc: psutil.Process | None = psutil.Process(pid)
-        except psutil.NoSuchProcess:
-            proc = None
-        except psutil.Error:
-            continue
-        try:
-            if proc is not None and abs(proc.create_time() - create_time) > _TIME_SLACK:
-                continue  # the pid was reused: our group was empty, nothing of ours is left
-            zombie = proc is not None and proc.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            proc, zombie = None, False
-        except psutil.Error:
-            continue
-        if proc is None:
-            victims = _orphaned_group(pid, create_time)
-        else:  # matched on pid and create time: it and its group (the id is still held) are ours
-            victims = [m for m in _group_members(pid) if m.pid != pid]
-            with contextlib.suppress(psutil.Error):
-                victims += [c for c in proc.children(recursive=True) if c not in victims]
-            if not zombie:
-                victims.append(proc)
-            kill_process_group(pid)
-        for victim in victims:
-            with contextlib.suppress(psutil.Error):
-                victim.kill()
-        killed += bool(victims)
-    return killed
 
 
 # --------------------------------------------------------------------------- probing

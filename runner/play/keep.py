@@ -6,7 +6,13 @@ and given to the next game that needs the same engine (any slot: it is pinned ag
 new slot's cores under Affinity); that game starts it with ``ucinewgame`` + ``isready``
 (XBoard: ``new`` + ``ping``) as it does a fresh one. An engine whose game ended by a crash,
 a stall, an illegal move or a time forfeit is never kept: the next game starts a fresh one,
-as does a game that finds its kept engine dead.
+as does a game that finds its kept engine dead. Nor is an engine that is not idle when its
+game ends (it did not answer ``stop`` in time) or that once sent a ``bestmove`` nobody asked
+for (runner.play.engines, ``sound``). A kept engine is pinned to the cores the next game
+wants whenever the kernel's mask of the process (``os.sched_getaffinity``, not what was
+asked before) differs from them: an engine pinned to half a slot for a pondering game gets
+the whole slot back. Pinning walks the process's threads and children: it runs on the
+spawner thread, off the event loop.
 
 At most ``capacity`` engine processes (2 x Concurrency: what the games in progress hold with
 ``Restart: on``) are alive at once: an idle engine is closed (the oldest first) before a new
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from runner.config.schema import EngineConfig
 from runner.play.enginelog import FAILURES
 from runner.play.engines import EngineProcess, start_engine
+from runner.play.processes import pin_off_loop
 
 LOG = logging.getLogger(__name__)
 
@@ -82,10 +89,8 @@ class EnginePool:
                 continue
             proc.protocol.io_log = io_log  # this game's engine log (None: none)
             proc.protocol.last_pv_line = None
-            if wanted and wanted != idle.cpus:
-                from runner.play.affinity import pin_tree
-
-                pin_tree(proc.pid, wanted)
+            if wanted:  # the kernel's mask, not what was asked before (half a slot?)
+                await pin_off_loop(proc.pid, wanted, unless_pinned=True)
             if on_process is not None:
                 on_process(proc.pid, proc.create_time)
             if note is not None:
@@ -111,7 +116,7 @@ class EnginePool:
         """The game that held ``proc`` ended with ``termination`` (PGN Termination): keep the
         engine for a later game, or close it (Restart: on, a failure, not alive, closed)."""
         self._busy.pop(id(proc), None)
-        keep = (not proc.config.restart and not self.closed and proc.alive
+        keep = (not proc.config.restart and not self.closed and proc.sound
                 and (termination or "") not in FAILURES)
         if not keep:
             await proc.close()

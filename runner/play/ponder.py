@@ -44,7 +44,7 @@ def start_pondering(protocol: object, board: chess.Board, expected: chess.Move |
     after its own move); None when there is nothing to ponder on or the engine is gone."""
     if expected is None or expected not in board.legal_moves:
         return None
-    told = getattr(protocol, "ponder_told", False)
+    told = protocol.ponder_told  # type: ignore[attr-defined]
     options = getattr(protocol, "options", {})
     prelude = () if told or "Ponder" not in options else (PONDER_OPTION,)
     line = position + " moves " + " ".join([*moves, expected.uci()])

@@ -486,6 +486,9 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                                                                resume_note) if c)
     if worker:
         extra["Worker"] = worker
+    for tag, build in (("WhiteBuild", spec.white_build), ("BlackBuild", spec.black_build)):
+        if build:  # which build of each engine played (TCEC rule 8: runner.play.builds)
+            extra[tag] = build
     start_text = fen(start_board)
     start_fen = None if start_text == chess.STARTING_FEN and not start_board.chess960 else start_text
     if mobility is not None and mobility.plies == len(moves):

@@ -84,7 +84,7 @@ class _Output(Delivery):
         return False  # close the read transport
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.owner._pipe_closed(self.fd, exc)
+        self.owner.pipe_closed(self.fd, exc)
 
 
 class _Input(asyncio.Protocol):
@@ -108,9 +108,9 @@ class EngineTransport(asyncio.SubprocessTransport):
         self.proc = proc
         self.protocol = protocol
         self.pipes: dict[int, asyncio.BaseTransport] = {}
-        self._open_outputs: set[int] = set()
+        self.open_outputs: set[int] = set()
         self._returncode: int | None = None
-        self._pidfd: int | None = None
+        self.pidfd_watched: int | None = None
         self._closed = False
         self._finished = False
         self.handle: psutil.Process | None = None
@@ -155,8 +155,8 @@ class EngineTransport(asyncio.SubprocessTransport):
 
     # -- plumbing
 
-    def _watch_exit(self, pidfd: int) -> None:
-        self._pidfd = pidfd
+    def watch_exit(self, pidfd: int) -> None:
+        self.pidfd_watched = pidfd
         self.loop.add_reader(pidfd, self._exited)
 
     def _exited(self) -> None:
@@ -178,19 +178,19 @@ class EngineTransport(asyncio.SubprocessTransport):
         self._try_finish()
 
     def _stop_watching(self) -> None:
-        if self._pidfd is not None:
-            self.loop.remove_reader(self._pidfd)
-            os.close(self._pidfd)
-            self._pidfd = None
+        if self.pidfd_watched is not None:
+            self.loop.remove_reader(self.pidfd_watched)
+            os.close(self.pidfd_watched)
+            self.pidfd_watched = None
 
-    def _pipe_closed(self, fd: int, exc: Exception | None) -> None:
-        self._open_outputs.discard(fd)
+    def pipe_closed(self, fd: int, exc: Exception | None) -> None:
+        self.open_outputs.discard(fd)
         with contextlib.suppress(Exception):
             self.protocol.pipe_connection_lost(fd, exc)
         self._try_finish()
 
     def _try_finish(self) -> None:
-        if self._finished or self._returncode is None or self._open_outputs:
+        if self._finished or self._returncode is None or self.open_outputs:
             return
         self._finished = True
         stdin = self.pipes.get(0)
@@ -199,10 +199,10 @@ class EngineTransport(asyncio.SubprocessTransport):
         self.loop.call_soon(self.protocol.connection_lost, None)
 
     def __del__(self) -> None:  # the loop is gone: do not leave a file descriptor behind
-        if self._pidfd is not None:
+        if self.pidfd_watched is not None:
             with contextlib.suppress(OSError):
-                os.close(self._pidfd)
-            self._pidfd = None
+                os.close(self.pidfd_watched)
+            self.pidfd_watched = None
 
 
 _spawner: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
@@ -240,7 +240,8 @@ def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
     Popen waits until the vforked child has exec'd (CPython drops the GIL meanwhile), and
     reading /proc of a process in the middle of its exec waits for that exec: neither may
     stall the event loop that times the other games' moves."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+    stdout = popen_args.pop("stdout", subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
                             bufsize=0, **popen_args)
     try:
         pidfd = os.pidfd_open(proc.pid)
@@ -268,8 +269,8 @@ def _discard(future: concurrent.futures.Future[Started]) -> None:
 
 async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv: list[str],
                 **popen_args: Any) -> tuple[EngineTransport, Any]:
-    """Start ``argv`` with stdin and stdout piped to ``protocol_factory()``; ``stderr`` as in
-    ``popen_args`` (PIPE: delivered as fd 2). Raises OSError as ``subprocess_exec`` would.
+    """Start ``argv`` with stdin and stdout piped to ``protocol_factory()``; ``stdout`` (None:
+    inherited) and ``stderr`` as in ``popen_args`` (PIPE: delivered as fd 2). Raises OSError as ``subprocess_exec`` would.
 
     The transport's ``handle`` and ``create_time`` are the process's psutil handle (None if it
     had already exited) and create time, read right after its start."""
@@ -287,8 +288,9 @@ async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv
     transport.handle, transport.create_time = started.handle, started.create_time
     protocol.connection_made(transport)  # before any output can be delivered
     try:
-        outputs = [(1, proc.stdout)] + ([(2, proc.stderr)] if proc.stderr is not None else [])
-        transport._open_outputs.update(fd for fd, _ in outputs)
+        outputs = [(fd, pipe) for fd, pipe in ((1, proc.stdout), (2, proc.stderr))
+                   if pipe is not None]
+        transport.open_outputs.update(fd for fd, _ in outputs)
         for fd, pipe in outputs:
             assert pipe is not None
             read, _ = await loop.connect_read_pipe(lambda fd=fd: _Output(transport, fd), pipe)
@@ -298,10 +300,10 @@ async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv
         assert proc.stdin is not None
         write, _ = await loop.connect_write_pipe(lambda: _Input(transport), proc.stdin)
         transport.pipes[0] = write
-        transport._watch_exit(pidfd)  # an exit before now is seen at once: the fd is readable
+        transport.watch_exit(pidfd)  # an exit before now is seen at once: the fd is readable
     except BaseException:
         transport.close()  # killed; Popen reaps it later if the pidfd was not watched yet
-        if transport._pidfd is None:
+        if transport.pidfd_watched is None:
             os.close(pidfd)
         raise
     return transport, protocol

@@ -29,6 +29,8 @@ from typing import Any
 import chess
 import chess.engine
 
+from runner.play.engines import IDLE, PONDERING, STOPPING, THINKING
+
 
 @dataclass
 class UciReply:
@@ -109,78 +111,6 @@ def position_line(start_fen: str) -> str:
     return f"position fen {start_fen}"
 
 
-#: The python-chess release the lean path below was written and tested against (pyproject.toml
-#: pins it): it reads what python-chess does not publish (:func:`python_chess_problem`).
-TESTED_PYTHON_CHESS = "1.11.2"
-
-
-def python_chess_problem() -> str | None:
-    """Why the installed python-chess cannot carry the lean UCI path (None: it can).
-
-    The path relies on what python-chess's ``Protocol`` does not publish: ``buffer[1]`` (the
-    partial stdout line, a bytearray), ``returncode`` (a future), ``transport`` (set by
-    ``connection_made``) and ``pipe_data_received`` handing each whole stdout line to
-    ``_line_received``, which runner.play.engines overrides to stamp and log every line. An
-    upgrade that changed any of them would break the timing of moves silently, so the
-    runner refuses to play instead (checked on a protocol object of a throwaway loop: ~1 ms).
-    """
-    async def missing() -> list[str]:
-        lines: list[str] = []
-
-        class Probe(chess.engine.UciProtocol):
-            def _line_received(self, line: str) -> None:
-                lines.append(line)
-
-        gone: list[str] = []
-        try:
-            proto = Probe()
-            buffer = getattr(proto, "buffer", None)
-            if not isinstance(buffer, dict) or not isinstance(buffer.get(1), bytearray):
-                gone.append("Protocol.buffer[1] (a bytearray)")
-            if not isinstance(getattr(proto, "returncode", None), asyncio.Future):
-                gone.append("Protocol.returncode (a future)")
-            marker = object()
-            proto.connection_made(marker)  # type: ignore[arg-type]
-            if getattr(proto, "transport", None) is not marker:
-                gone.append("Protocol.transport (set by connection_made)")
-            proto.pipe_data_received(1, b"id name probe\nreadyok\nbestmo")
-            if lines != ["id name probe", "readyok"]:
-                gone.append("Protocol.pipe_data_received -> _line_received (one call a line)")
-            elif isinstance(buffer, dict) and bytes(proto.buffer[1]) != b"bestmo":
-                gone.append("Protocol.buffer[1] (the partial line kept there)")
-        except Exception as exc:  # noqa: BLE001 - any failure here is the same answer
-            gone.append(f"Protocol() as before ({type(exc).__name__}: {exc})")
-        return gone
-
-    global _CHECKED
-    if _CHECKED is not None:
-        return _CHECKED[0]
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        gone = asyncio.run(missing())
-    else:  # called inside a loop (a nested run): the throwaway loop runs in a thread of its own
-        import concurrent.futures
-
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            gone = pool.submit(asyncio.run, missing()).result()
-    _CHECKED = (_internals_text(gone),)
-    return _CHECKED[0]
-
-
-_CHECKED: tuple[str | None] | None = None  # python_chess_problem's answer, once per process
-
-
-def _internals_text(gone: list[str]) -> str | None:
-    if not gone:
-        return None
-    installed = getattr(chess, "__version__", "?")
-    return (f"python-chess {installed} is installed, but swiss-runner's referee was tested with "
-            f"python-chess {TESTED_PYTHON_CHESS} and reads parts of it that are not its public "
-            f"API; these changed: {'; '.join(gone)}. Install the tested version: pip install "
-            f"'chess=={TESTED_PYTHON_CHESS}'")
-
-
 class NotReady(Exception):
     """The engine did not answer ``isready`` in time (before ``go``: not on its clock)."""
 
@@ -223,13 +153,14 @@ class UciMove:
 
     def start(self) -> asyncio.Future[UciReply]:
         proto = self.protocol
-        if proto.returncode.done():
+        if proto.exit_code.done():
             raise chess.engine.EngineTerminatedError(
-                f"engine process dead (exit code: {proto.returncode.result()})")
-        self.pending = bytes(proto.buffer[1])  # a partial line read before is ours now
-        proto.buffer[1].clear()
+                f"engine process dead (exit code: {proto.exit_code.result()})")
+        if proto.state != IDLE:
+            raise chess.engine.EngineError(f"the engine is {proto.state}, not idle: no new search")
+        self.pending, proto.partial = proto.partial, b""  # a partial line read before is ours
         proto.searching = self
-        proto.returncode.add_done_callback(self._terminated)
+        proto.exit_code.add_done_callback(self._terminated)
         if self.new_game:
             self.waiting_ready = True
             self._arm(self.ready_timeout, NotReady)
@@ -241,11 +172,7 @@ class UciMove:
     # ------------------------------------------------------------------ sending
 
     def _send(self, *lines: str) -> None:
-        proto = self.protocol
-        if proto.io_log is not None:
-            for line in lines:
-                proto.io_log(">", line)
-        proto.transport.get_pipe_transport(0).write(("\n".join(lines) + "\n").encode("utf-8"))
+        self.protocol.write_lines(*lines)
 
     def _go(self) -> None:
         proto = self.protocol
@@ -254,6 +181,7 @@ class UciMove:
         # the clock runs from before the write: the engine may read ``go`` (and the writing
         # thread lose its core to it) before the write returns
         proto.go_sent = time.monotonic()
+        proto.state = PONDERING if self.go.startswith("go ponder") else THINKING
         self._send(*self.prelude, self.position, self.go)
         self.gone = True
         self._arm(self.timeout, TimeoutError)
@@ -269,6 +197,7 @@ class UciMove:
             return
         proto.move_received = None
         proto.go_sent = time.monotonic()  # before the write, as for ``go``
+        proto.state = THINKING
         self._send("ponderhit")
         self._arm(timeout, TimeoutError)
 
@@ -276,6 +205,7 @@ class UciMove:
         """A ``go ponder`` search on a move the opponent did not play: ``stop``; its
         ``bestmove`` (awaited within ``timeout``) is not a move of the game."""
         if not self.result.done():
+            self.protocol.state = STOPPING  # not idle (nor kept) until its bestmove comes
             self._send("stop")
             self._arm(timeout, NotReady)
 
@@ -293,8 +223,8 @@ class UciMove:
             self.end()
             self.result.set_exception(exc)
 
-    def _terminated(self, returncode: asyncio.Future[int]) -> None:
-        code = returncode.result() if not returncode.cancelled() else None
+    def _terminated(self, exit_code: asyncio.Future[int]) -> None:
+        code = exit_code.result() if not exit_code.cancelled() else None
         self._fail(chess.engine.EngineTerminatedError(
             f"engine process died unexpectedly (exit code: {code})"))
 
@@ -305,7 +235,7 @@ class UciMove:
             self.timer.cancel()
             self.timer = None
         proto = self.protocol
-        proto.returncode.remove_done_callback(self._terminated)
+        proto.exit_code.remove_done_callback(self._terminated)
         if proto.searching is self:
             proto.searching = None  # feed hands back what it has not read (the caller
             # passes it on to python-chess); after a failure or an abandoned move the rest
@@ -405,6 +335,7 @@ class UciMove:
         proto = self.protocol
         proto.move_received = now
         proto.last_move_text = tokens[1] if len(tokens) > 1 else ""
+        proto.state = IDLE
         info = parse_info(self.score_line or self.bound_line, self.turn)
         if not self.result.done():
             self.end()
@@ -435,8 +366,11 @@ class UciMove:
         elif raw.startswith(b"bestmove"):
             now = self.read_at
             tokens = raw.decode("utf-8", errors="replace").split()
-            if not self.gone or tokens[0] != "bestmove":
-                return  # not the answer to our go ("bestmovez ...", or before go)
+            if tokens[0] != "bestmove":
+                return  # "bestmovez ...": not a move
+            if not self.gone:  # before our go: the answer to no search of ours
+                proto.stray = proto.stray or raw.decode("utf-8", errors="replace")
+                return
             self._answer(tokens, now)
         elif self.waiting_ready and raw.strip() == b"readyok":
             self.waiting_ready = False

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 
 from runner.books.openings import BookError
-from runner.config.fingerprint import event_fingerprint, fingerprint_changes
+from runner.config.fingerprint import event_fingerprint, fingerprint_changes, without_binaries
 from runner.config.schema import Config
 from runner.domain.models import Opening
 from runner.domain.variant import is_960
@@ -33,7 +33,11 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
     book: list[Opening] = []
     fingerprint = event_fingerprint(config)
     if store.has_event():
-        changes = fingerprint_changes(store.fingerprint() or {}, fingerprint)
+        # an engine whose build is recorded (runner.store.builds) is checked by its build,
+        # which `run --accept-build` may change, not by the fingerprint's binary digest
+        tracked = set(store.builds())
+        changes = fingerprint_changes(without_binaries(store.fingerprint() or {}, tracked),
+                                      without_binaries(fingerprint, tracked))
         if changes:
             _err(f"{config.path}: this config does not describe the event recorded in "
                  f"{store.path}; an event cannot change once started (TCEC rule 8). Changed:")

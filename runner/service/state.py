@@ -353,6 +353,7 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
         "rounds": rounds_out,
         "in_progress": None,
         "workers": workers_table(store, games, decoded),
+        "builds": store.builds(),  # each engine's builds, oldest first (TCEC rule 8)
         "standings": results[0],
         "ratings": results[1],
         "withdrawn": [{"engine": w.engine, "from_round": w.from_round, "forfeit": w.forfeit,
@@ -429,8 +430,11 @@ _GAME_KEYS = ("game_id", "game_in_round", "pair_index", "leg", "white", "black",
 def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json.loads
               ) -> dict[str, Any]:
     out = {k: g[k] for k in _GAME_KEYS}
-    out["resumed_from_ply"] = (started(g["started_event"]).get("resumed_from_ply", 0)
-                               if g.get("started_event") else 0)
+    event = started(g["started_event"]) if g.get("started_event") else {}
+    out["resumed_from_ply"] = event.get("resumed_from_ply", 0)
+    spec = event.get("spec") or {}
+    if spec.get("white_build") or spec.get("black_build"):  # which builds played it
+        out["builds"] = {"white": spec.get("white_build", ""), "black": spec.get("black_build", "")}
     return out
 
 

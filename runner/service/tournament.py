@@ -80,6 +80,9 @@ class Tournament:
     view_errors: ViewErrors = field(init=False)
     _writes: list[Any] = field(default_factory=list)  # futures of the loop's own writes
     _console: Console | None = None  # the console view (say)
+    accept_build: tuple[str, ...] = ()  # run --accept-build ENGINE ... --reason TEXT
+    build_reason: str = ""
+    builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -99,7 +102,16 @@ class Tournament:
 
     def prepare(self) -> int | None:
         """Create or check the event; sweep leftovers. Return an exit code to stop early."""
+        new_event = not self.store.has_event()
         self.book, code = open_event(self.config, self.store, self.say, self.total_games)
+        if code is not None:
+            return code
+        from runner.service.builds import open_builds
+        from runner.service.setup import event_needs_games
+
+        self.builds, code = open_builds(self.config, self.store, self.say, new_event=new_event,
+                                        accept=self.accept_build, reason=self.build_reason,
+                                        needs_games=lambda: event_needs_games(self.config))
         if code is not None:
             return code
         for path in (self.config.pgn_out, self.config.swiss.state_path,
@@ -271,7 +283,7 @@ class Tournament:
         return play_game
 
     def spec_for(self, game: StoredGame) -> GameSpec:
-        return game_spec(self.config, self.store, game)
+        return game_spec(self.config, self.store, game, self.builds)
 
     async def play_one(self, game: StoredGame) -> None:
         """Play one game through the backend; its events go to the sinks as they come.
@@ -282,6 +294,10 @@ class Tournament:
         """
         assert self.router is not None
         spec = self.spec_for(game)
+        if self.play_game is None:  # engines started here: their files as the event's (rule 8)
+            from runner.service.builds import check_local
+
+            await check_local(spec, self.builds, self.store.builds)
         attempt = self.store.attempts(game.game_id) + 1
         seen: set[str] = set()
         router = self.router
@@ -584,17 +600,21 @@ class Tournament:
         if task.cancelled():
             return
         exc = task.exception()
-        if isinstance(exc, RecordError):
+        from runner.service.builds import BuildChanged
+
+        if isinstance(exc, BuildChanged):  # no new game; the games in progress finish
+            self.fail(str(exc), cancel=False)
+        elif isinstance(exc, RecordError):
             self.fail(str(exc))
         elif exc is not None:
             self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
                       "it will be played again when you run the same command again")
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, cancel: bool = True) -> None:
         if self.failure is None:
             self.failure = message
             err(message)
-        self.stop(cancel=True)
+        self.stop(cancel=cancel)
 
     def stop(self, cancel: bool) -> None:
         self.stopping = True
@@ -823,9 +843,12 @@ class Tournament:
         return EXIT_OK
 
 
-def game_spec(config: Config, store: Store, game: StoredGame) -> GameSpec:
+def game_spec(config: Config, store: Store, game: StoredGame,
+              builds: dict[str, str] | None = None) -> GameSpec:
     """Everything a backend needs to play ``game``; the engines the TD withdrew before its
-    round was paired are named in its PGN (tag Withdrawn, read by `audit`)."""
+    round was paired are named in its PGN (tag Withdrawn, read by `audit`); ``builds``: the
+    build digest each engine must play with (runner.play.builds)."""
+    builds = builds or {}
     withdrawn: tuple[str, ...] = ()
     if not game.extra:
         out = withdrawn_before(store.conn, game.round)
@@ -839,6 +862,7 @@ def game_spec(config: Config, store: Store, game: StoredGame) -> GameSpec:
         extra_pair=game.round - config.swiss.rounds if game.extra else 0,
         pgn_comments=config.pgn_comments, pgn_extras=config.pgn_extras,
         variant=config.variant, withdrawn=withdrawn,
+        white_build=builds.get(game.white, ""), black_build=builds.get(game.black, ""),
     )
 
 

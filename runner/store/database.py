@@ -298,6 +298,19 @@ class Store:
         text = self.meta("fingerprint")
         return None if text is None else json.loads(text)
 
+    def builds(self) -> dict[str, list[dict[str, Any]]]:
+        """The engines' recorded builds, oldest first (runner.store.builds)."""
+        from runner.store import builds
+
+        return builds.builds(self.conn)
+
+    def record_builds(self, entries: dict[str, dict[str, Any]], reason: str) -> None:
+        """Record a build per engine (runner.store.builds), in one transaction."""
+        from runner.store import builds
+
+        with self.transaction() as c:
+            builds.record(c, entries, reason)
+
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))

@@ -43,6 +43,8 @@ from runner.web.feeds import PgnFeeds
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "swiss_runner_token"
+# a reverse proxy on this machine: its X-Forwarded-Proto is believed (serve --trusted-proxy)
+DEFAULT_TRUSTED_PROXIES = ("127.0.0.1", "::1")
 SECURITY_HEADERS = [
     (b"content-security-policy",
      b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
@@ -228,11 +230,23 @@ class Hub:
 class Guard:
     """Security headers on every response and, when a token is set, the token on every
     request: ``?token=`` (then kept in an HttpOnly cookie), the cookie, or
-    ``Authorization: Bearer``."""
+    ``Authorization: Bearer``. The cookie is ``Secure`` when the request came over https:
+    directly, or through a trusted proxy (``trusted_proxies``: its addresses) that says so
+    with ``X-Forwarded-Proto: https``, or always with ``secure_cookie``."""
 
-    def __init__(self, app: ASGIApp, token: str | None):
+    def __init__(self, app: ASGIApp, token: str | None, *, secure_cookie: bool = False,
+                 trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES):
         self.app = app
         self.token = token
+        self.secure_cookie = secure_cookie
+        self.trusted_proxies = frozenset(trusted_proxies)
+
+    def _over_https(self, scope: Scope, request: Request) -> bool:
+        if self.secure_cookie or scope.get("scheme") == "https":
+            return True
+        peer = (scope.get("client") or ("", 0))[0]
+        forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+        return peer in self.trusted_proxies and forwarded == "https"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -257,7 +271,8 @@ class Guard:
                     "location": location + (f"?{rest}" if rest else ""),
                     "cache-control": "no-store"})
                 response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict",
-                                    path=_cookie_path(scope))
+                                    path=_cookie_path(scope),
+                                    secure=self._over_https(scope, request))
                 await response(scope, receive, send_with_headers)
                 return
             auth = request.headers.get("authorization", "")
@@ -368,9 +383,12 @@ def board_svg(fen: str, last: str | None, size: int) -> bytes:
 
 
 def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25,
+               secure_cookie: bool = False,
+               trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES,
                admin_token: str | None = None) -> Starlette:
-    """The dashboard of one event (``config``); ``token``: required on every request;
-    ``admin_token``: the TD's actions (/admin, /api/td) are on, behind this token."""
+    """The dashboard of one event (``config``); ``token``: required on every request
+    (its cookie ``Secure`` over https: Guard); ``admin_token``: the TD's actions (/admin,
+    /api/td) are on, behind this token."""
     hub = Hub(config, poll_s=poll_s)
     feeds = PgnFeeds(config, lambda: hub.generation)  # built once per change (docs/broadcast.md)
     env = make_env()
@@ -572,7 +590,8 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hub = hub
     app.state.feeds = feeds
-    app.add_middleware(_GuardMiddleware, token=token)
+    app.add_middleware(_GuardMiddleware, token=token, secure_cookie=secure_cookie,
+                       trusted_proxies=trusted_proxies)
     return app
 
 
@@ -606,8 +625,8 @@ def admin_refusal(request: Request, admin_token: str | None, supplied: str | Non
 class _GuardMiddleware(Guard):
     """Guard as Starlette middleware (``app.add_middleware``)."""
 
-    def __init__(self, app: ASGIApp, token: str | None = None):
-        super().__init__(app, token)
+    def __init__(self, app: ASGIApp, token: str | None = None, **cookie: Any):
+        super().__init__(app, token, **cookie)
 
 
 def _download(text: str, filename: str) -> Response:

@@ -94,8 +94,11 @@ def main() -> None:
     ap.add_argument("--log", default=None, help="append every command received to this file")
     ap.add_argument("--ignore-nodes", action="store_true")
     ap.add_argument("--bad-option", action="store_true")
-    ap.add_argument("--ponder", choices=("right", "wrong", "deaf"), default=None)
+    ap.add_argument("--ponder", choices=("right", "wrong", "deaf", "right-deaf"), default=None,
+                    help="deaf: never answers stop; right-deaf: guesses right, never answers stop")
     ap.add_argument("--think", type=float, default=0.0)
+    ap.add_argument("--extra-bestmove", type=int, default=0,
+                    help="on this go, a second bestmove right after the first (nobody asked)")
     opts = ap.parse_args()
     if opts.crash_at_start:
         sys.exit(1)
@@ -143,7 +146,7 @@ def main() -> None:
             send(_bestmove(board, chess.Move.from_uci(pondering), opts.ponder))
             pondering = None
         elif cmd == "stop" and pondering is not None:
-            if opts.ponder != "deaf":
+            if opts.ponder not in ("deaf", "right-deaf"):
                 send("bestmove " + pondering)
             pondering = None
         elif cmd == "go":
@@ -171,6 +174,8 @@ def main() -> None:
                 send("info garbage string with depth x")
                 send("bestmovez nonsense")
             send(_bestmove(board, move, opts.ponder))
+            if gos == opts.extra_bestmove:
+                send("bestmove " + move.uci())
         elif cmd == "stop" and until_stop is not None:
             send("bestmove " + until_stop)
             until_stop = None

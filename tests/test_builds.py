@@ -1,0 +1,155 @@
+"""TCEC rule 8 for the engines' files (runner.play.builds, runner.store.builds): a local
+engine binary replaced in the middle of an event (as `apt` replaces it: a new file renamed
+over the old one) is refused before its next game with both digests; `run` refuses it
+again until `--accept-build ENGINE --reason TEXT` records the new build; the PGN and the JSON
+state name the build that played each game. Real Debian engines (a copy of Toga II is the
+engine that gets replaced)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import chess.pgn
+import pytest
+from testkit import write_config
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO),
+       "PATH": os.environ.get("PATH", "") + os.pathsep + "/usr/games"}
+
+pytestmark = pytest.mark.engines
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def event(tmp_path: Path, toga: Path) -> Path:
+    for name in ("toga2", "stockfish", "ethereal-chess", "fairy-stockfish"):
+        if not shutil.which(name, path=ENV["PATH"]):
+            pytest.skip(f"{name} (Debian package) is not installed")
+    return write_config(tmp_path, {
+        "Event": "builds", "TimeControl": "60+1", "Concurrency": 1,
+        "SwissOptions": {"GamesPerMatch": 1, "Rounds": 2, "Seeding": "listed",
+                         "StatePath": "state/swiss.json"},
+        "Adjudication": {"MaxMoves": 30},
+        "Engines": [
+            {"Name": "Toga", "Command": str(toga), "MoveTime": 40},
+            {"Name": "Stockfish", "Command": "stockfish", "Nodes": 2000,
+             "Options": {"Threads": 1, "Hash": 1}},
+            {"Name": "Ethereal", "Command": "ethereal-chess", "Depth": 5,
+             "Options": {"Threads": 1, "Hash": 2}},
+            {"Name": "Fairy", "Command": "fairy-stockfish", "Nodes": 2000,
+             "Options": {"Threads": 1, "Hash": 1}},
+        ]})
+
+
+def run(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", "run", str(config), *extra],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
+
+
+def toga_running(db: Path) -> bool:
+    if not db.exists():
+        return False
+    try:
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM games WHERE status='running' AND "
+                                "'Toga' IN (white, black)").fetchone()[0] > 0
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return False
+
+
+def test_a_local_binary_replaced_during_the_event(tmp_path: Path) -> None:
+    toga = tmp_path / "bin" / "toga"
+    toga.parent.mkdir()
+    shutil.copy2("/usr/games/toga2", toga)
+    config = event(tmp_path, toga)
+    old_exe = sha(toga)
+    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
+                              env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    db = tmp_path / "state" / "swiss.sqlite3"
+    deadline = time.monotonic() + 120
+    while not toga_running(db):  # Toga's first game is being played: replace its binary
+        assert runner.poll() is None and time.monotonic() < deadline, runner.communicate()
+        time.sleep(0.02)
+    new = toga.with_name("toga.dpkg-new")
+    new.write_bytes(Path("/usr/games/toga2").read_bytes() + b"\0patched build\0")
+    new.chmod(0o755)
+    os.replace(new, toga)  # as dpkg installs a file: the running engine keeps the old one
+    new_exe = sha(toga)
+    out, err = runner.communicate(timeout=300)
+    assert runner.returncode == 1, out + err
+    assert "engine Toga: its build differs from the event's (TCEC rule 8)" in err, err
+    assert f"{toga}: {old_exe} -> {new_exe}" in err, err  # both digests of the executable
+    assert "--accept-build Toga" in err and "Traceback" not in err
+    conn = sqlite3.connect(db)
+    finished = conn.execute("SELECT white, black FROM games WHERE status='finished'").fetchall()
+    recorded = conn.execute("SELECT digest, files FROM builds WHERE engine='Toga'").fetchall()
+    conn.close()
+    assert len(recorded) == 1 and json.loads(recorded[0][1]) == {str(toga): old_exe}
+    old_build = recorded[0][0]
+    played = [g for g in finished if "Toga" in g]
+    assert len(played) == 1  # the game it had started finished; no other was started
+    assert 2 <= len(finished) < 4  # round 1 complete; stopped before Toga's second game
+
+    again = run(config)  # the same command: refused before any game, with both digests
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert old_build in again.stderr and f"{old_exe} -> {new_exe}" in again.stderr
+    no_reason = run(config, "--accept-build", "Toga")
+    assert no_reason.returncode == 2 and "--reason" in no_reason.stderr
+    unknown = run(config, "--accept-build", "Togo", "--reason", "x")
+    assert unknown.returncode == 2 and "Togo" in unknown.stderr
+
+    accepted = run(config, "--accept-build", "Toga", "--reason", "crash fix, decision 12")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "Engine Toga: build" in accepted.stdout and "accepted (crash fix, decision 12)" \
+        in accepted.stdout
+    state = json.loads((tmp_path / "state" / "swiss.json").read_text())
+    toga_builds = state["builds"]["Toga"]
+    assert [b["reason"] for b in toga_builds] == ["event start", "crash fix, decision 12"]
+    assert toga_builds[0]["digest"] == old_build and toga_builds[0]["files"] == {str(toga): old_exe}
+    new_build = toga_builds[1]["digest"]
+    assert toga_builds[1]["files"] == {str(toga): new_exe} and new_build != old_build
+    with open(tmp_path / "state" / "games.pgn", encoding="utf-8") as handle:
+        games = []
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games.append(game)
+    assert len(games) == 4
+    by_round: dict[str, str] = {}
+    for game in games:
+        for color in ("White", "Black"):
+            assert len(game.headers[f"{color}Build"]) == 64
+            if game.headers[color] == "Toga":
+                by_round[game.headers["Round"].split(".")[0]] = game.headers[f"{color}Build"]
+    assert by_round == {"1": old_build, "2": new_build}
+    in_state = {g["white"] if g["white"] == "Toga" else g["black"]: g for r in state["rounds"]
+                for p in r["pairs"] for g in p["games"] if "Toga" in (g["white"], g["black"])}
+    assert len(in_state) == 1
+    builds_played = [g["builds"]["white" if g["white"] == "Toga" else "black"]
+                     for r in state["rounds"] for p in r["pairs"] for g in p["games"]
+                     if "Toga" in (g["white"], g["black"])]
+    assert builds_played == [old_build, new_build]
+
+    again = run(config)  # the accepted build is the event's now: nothing to refuse
+    assert again.returncode == 0 and "differs" not in again.stderr
+    status = subprocess.run([sys.executable, "-m", "runner", "status", str(config), "--json"],
+                            cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr  # the same event, its accepted build
+    assert [b["digest"] for b in json.loads(status.stdout)["builds"]["Toga"]] == [old_build,
+                                                                                new_build]
+    text = subprocess.run([sys.executable, "-m", "runner", "status", str(config)], cwd=REPO,
+                          env=ENV, capture_output=True, text=True, timeout=120).stdout
+    assert f"Engine builds accepted during the event:\n  Toga: build {new_build} since " in text
+    assert "(crash fix, decision 12)" in text
