@@ -12,7 +12,11 @@ the moments that used to stall the loop:
 - ``adjudication``: a ply's adjudication (a Syzygy probe reads table files).
 
 A wake-up's lateness is charged to every kind marked during it (the wake-up was due at most a
-tick before); the table gives, per kind, how often it happened and its longest stall.
+tick before); the table gives, per kind, how often it happened, its longest lateness, and the
+loop thread's own CPU time over that wake-up's interval (``time.thread_time``): lateness
+with little CPU is the loop waiting for a core (two cores shared with four engines), CPU is
+the loop's own work, what the runner can remove. ``round start`` is the garbage collection
+the loop runs on purpose between rounds, when no engine is on the clock.
 
     python bench/bench_stalls.py [--games 16] [--concurrency 2] [--tick 1]
 
@@ -125,9 +129,12 @@ def main() -> None:
         marks.append((time.perf_counter(), "game end"))
 
     Tournament.play_one = play_one_marked
+    from runner.play import eventloop as loops
+
+    loops.collect_garbage = marked("round start", loops.collect_garbage)
 
     tick = args.tick / 1000
-    late: list[tuple[float, float, float]] = []  # (due, woke, lateness)
+    late: list[tuple[float, float, float, float]] = []  # (due, woke, lateness, loop CPU)
 
     with tempfile.TemporaryDirectory() as tmp:
         config = load_config(write_event(Path(tmp), args.games, args.concurrency))
@@ -138,11 +145,12 @@ def main() -> None:
             stop = False
 
             async def ticker() -> None:
+                cpu = time.thread_time()
                 while not stop:
                     due = time.perf_counter() + tick
                     await asyncio.sleep(tick)
-                    now = time.perf_counter()
-                    late.append((due, now, now - due))
+                    now, was, cpu = time.perf_counter(), cpu, time.thread_time()
+                    late.append((due, now, now - due, cpu - was))
 
             task = asyncio.ensure_future(ticker())
             code = tour.prepare()
@@ -164,26 +172,31 @@ def main() -> None:
     import bisect
 
     worst: dict[str, list[float]] = {}
-    other = 0.0
-    for due, woke, lateness in late:
+    busy: dict[str, list[float]] = {}
+    other = other_busy = 0.0
+    for due, woke, lateness, cpu in late:
         lo = bisect.bisect_left(times, due - tick)
         hi = bisect.bisect_right(times, woke)
         kinds = {marks[i][1] for i in range(lo, hi)}
         if not kinds:
-            other = max(other, lateness)
+            other, other_busy = max(other, lateness), max(other_busy, cpu - tick)
         for kind in kinds:
             worst.setdefault(kind, []).append(lateness)
+            busy.setdefault(kind, []).append(max(0.0, cpu))
     counts: dict[str, int] = {}
     for _, kind in marks:
         counts[kind] = counts.get(kind, 0) + 1
     print(f"exit {code}; {wall:.1f} s; loop {eventloop.loop_choice()}; "
           f"{len(late)} wake-ups every {args.tick} ms")
-    print(f"{'moment':<14} {'marks':>7} {'max stall ms':>13} {'p99 ms':>8}")
-    for kind in ("game start", "game end", "kill", "adjudication"):
+    print(f"{'moment':<14} {'marks':>6} {'max late ms':>12} {'p99 late':>9} "
+          f"{'max loop CPU ms':>16} {'p99 CPU':>8}")
+    for kind in ("round start", "game start", "game end", "kill", "adjudication"):
         values = sorted(worst.get(kind, [0.0]))
-        p99 = values[int(0.99 * (len(values) - 1))]
-        print(f"{kind:<14} {counts.get(kind, 0) // 2:>7} {values[-1] * 1000:>13.2f} {p99 * 1000:>8.2f}")
-    print(f"{'other':<14} {'':>7} {other * 1000:>13.2f}")
+        cpu = sorted(busy.get(kind, [0.0]))
+        print(f"{kind:<14} {counts.get(kind, 0) // 2:>6} {values[-1] * 1000:>12.2f} "
+              f"{values[int(0.99 * (len(values) - 1))] * 1000:>9.2f} {cpu[-1] * 1000:>16.2f} "
+              f"{cpu[int(0.99 * (len(cpu) - 1))] * 1000:>8.2f}")
+    print(f"{'other':<14} {'':>6} {other * 1000:>12.2f} {'':>9} {other_busy * 1000:>16.2f}")
 
 
 if __name__ == "__main__":
