@@ -43,7 +43,8 @@ def _drop(db: Path, how: str) -> None:
         import os, sqlite3
         conn = sqlite3.connect({str(db)!r}, isolation_level=None)
         conn.execute("PRAGMA wal_autocheckpoint=0")
-        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                    "AND name NOT LIKE 'sqlite_%'").fetchall():
             conn.execute(f"DROP TABLE {{name}}")
         if {how == "dropped-in-wal"!r}:
             os._exit(0)

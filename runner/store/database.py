@@ -625,8 +625,9 @@ def event_recorded(path: Path) -> bool | None:
         conn = connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", path, uri=True,
                        isolation_level=None)
         try:
-            if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
-                return False
+            if conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name "
+                            "NOT LIKE 'sqlite_%'").fetchone()[0] == 0:
+                return False  # no table (or only SQLite's own, its tables dropped): no event
             check_identity(conn, path)
             return conn.execute("SELECT 1 FROM meta WHERE key='fingerprint'").fetchone() is not None
         finally:
