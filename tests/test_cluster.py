@@ -484,7 +484,10 @@ def test_a_game_decided_from_its_log_after_a_kill_names_its_worker(cluster: Clus
     the PGN still names the worker that played its moves, as the JSON state does."""
     config = cluster_config(tmp_path, cluster.address, real=False, rounds=1,
                             interruption={"Mode": "resume", "Adjudicate": True,
-                                          "DrawScoreCp": 100000, "DrawMoves": 0})
+                                          "DrawScoreCp": 100000, "DrawMoves": 0,
+                                          # the fakes score material: a kill late enough
+                                          # would find both 10 pawns up (7.c.ii) first
+                                          "WinScoreCp": 100000})
     runner = cluster.run(config)
     game_id, victim = game_in_progress(tmp_path, runner)
     os.kill(cluster.procs[victim].pid, signal.SIGKILL)
