@@ -10,16 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.cli.common import err
 from runner.config import Config
+from runner.domain.models import RESULTS
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_OK
-from runner.service.lock import runner_alive
-from runner.service.td import RESULTS, give, open_event, who_am_i
-from runner.store import decisions
-from runner.store.database import damaged_state
+
+if TYPE_CHECKING:
+    from runner.store import decisions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,6 +85,10 @@ def command_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cli_td(config: Config, args: argparse.Namespace) -> int:
+    # here, not at the top: every command's parser imports this module (add_arguments)
+    from runner.service.lock import runner_alive
+    from runner.service.td import give, who_am_i
+
     if args.action == "log":
         return _log(config, bool(args.json))
     action_args = command_args(args)
@@ -119,6 +123,10 @@ def log_lines(log: list[decisions.Command]) -> list[str]:
 
 
 def _log(config: Config, as_json: bool) -> int:
+    from runner.service.td import open_event
+    from runner.store import decisions
+    from runner.store.database import damaged_state
+
     store = open_event(config)
     if isinstance(store, str):
         err(store)

@@ -101,6 +101,8 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
 def _recorded_event_problems(config: Config) -> list[str]:
     """What `run` would refuse in the event already recorded in the config's database: a
     config that no longer describes it, a database that is damaged or not an event's."""
+    if not config.database.exists():  # no event yet: nothing to compare (nor to import)
+        return []
     import sqlite3
 
     from runner.cli.common import other_event, recorded_event_fingerprint
