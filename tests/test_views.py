@@ -82,7 +82,9 @@ def test_an_anchor_that_wins_every_game_neither_stops_nor_freezes_the_event(tmp_
     out, err = runner.communicate()
     assert runner.returncode == 0, err
     assert err == ""  # no warning, no traceback, no error
-    assert lag <= 1  # it froze at the first game the anchor won
+    # it froze at the first game the anchor won (the lag grew to 5); one game more can be
+    # recorded while the snapshot of the one before is being written (its 0.1 s settle)
+    assert lag <= 2
     status = cli("status", str(config), "--json")
     assert status.returncode == 0, status.stderr
     live = json.loads(status.stdout)
