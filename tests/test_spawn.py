@@ -274,9 +274,11 @@ def test_the_loop_closing_a_pipe_never_closes_another_games_descriptor(loop_name
             try:
                 os.fstat(fd)
             except OSError:  # freed by the loop already: another thread gets the number now
-                squatter = os.pipe()  # the lowest free number: often this very one
-                if fd not in squatter:
-                    os.dup2(squatter[0], fd, inheritable=False)
+                squatter = os.pipe()  # the lowest free number: mostly this very one (no
+                if fd not in squatter:  # dup2 onto it: a real thread may hold it by now)
+                    os.close(squatter[0])
+                    os.close(squatter[1])
+                    squatter = None
         real_close(self)
         if squatter is not None:
             try:
