@@ -7,6 +7,8 @@ event loops the runner can run on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import sys
 import threading
@@ -19,7 +21,7 @@ import psutil
 import pytest
 
 from runner.config import EngineConfig
-from runner.play import eventloop, spawn
+from runner.play import eventloop, processes, spawn
 from runner.play.engines import start_engine
 
 HERE = Path(__file__).resolve().parent
@@ -217,3 +219,105 @@ def test_an_exit_reaped_by_a_signal_keeps_its_exit_code(loop_name, monkeypatch) 
         return transport
 
     assert run_on(loop_name, main, monkeypatch).get_returncode() == 7
+
+
+def _open_fds() -> set[int]:
+    return {int(name) for name in os.listdir("/proc/self/fd")}
+
+
+def test_a_pipe_end_closes_its_descriptor_once_and_never_one_that_took_its_number() -> None:
+    read, write = os.pipe()
+    end = spawn.PipeEnd(read)
+    assert end.fileno() == read and not end.closed
+    end.close()
+    with pytest.raises(OSError):
+        os.fstat(read)  # closed: its own descriptor
+    other_read, other_write = os.pipe()  # the lowest free number: the one just closed
+    try:
+        assert other_read == read
+        end.close()  # a second close must not close the other pipe that took the number
+        os.fstat(other_read)
+        with pytest.raises(ValueError):
+            end.fileno()
+        # the loop (libuv) closed the number and another thread took it before close()
+        read2, write2 = os.pipe()
+        late = spawn.PipeEnd(read2)
+        os.dup2(other_read, read2)  # closes read2 and puts another pipe on its number
+        late.close()
+        assert os.fstat(read2).st_ino == os.fstat(other_read).st_ino  # still the other's
+        os.close(read2)
+        os.close(write2)
+    finally:
+        os.close(other_read)
+        os.close(other_write)
+        os.close(write)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_the_loop_closing_a_pipe_never_closes_another_games_descriptor(loop_name,
+                                                                       monkeypatch) -> None:
+    """The EBADF of a cutechess game beside other games (Concurrency 2): uvloop closes each
+    pipe's descriptor in libuv and then the object it was given (MagicStack/uvloop#763).
+    Between the two, another thread of the runner (the spawner starting another game's
+    process, a /proc walk) may be given the number. Here that thread is simulated at the
+    worst moment: when the loop calls ``close()`` on a pipe end whose number is already
+    free, a new pipe takes the number; it must still be open after the close. The processes
+    are a cutechess-like process (runner.play.processes.start_process), an engine of the
+    referee (start_engine) and a bare spawn; every descriptor they had is closed after."""
+    real_close = spawn.PipeEnd.close
+    squatted: list[bool] = []  # per number taken by the stand-in thread: did it survive?
+
+    def close(self: spawn.PipeEnd) -> None:
+        fd = self.fd
+        squatter = None
+        if fd >= 0:
+            try:
+                os.fstat(fd)
+            except OSError:  # freed by the loop already: another thread gets the number now
+                squatter = os.pipe()  # the lowest free number: mostly this very one (no
+                if fd not in squatter:  # dup2 onto it: a real thread may hold it by now)
+                    os.close(squatter[0])
+                    os.close(squatter[1])
+                    squatter = None
+        real_close(self)
+        if squatter is not None:
+            try:
+                squatted.append(os.fstat(fd).st_ino == os.fstat(squatter[0]).st_ino)
+            except OSError:
+                squatted.append(False)  # closed under the thread that owned it: EBADF there
+            for number in {fd, *squatter}:
+                with contextlib.suppress(OSError):
+                    os.close(number)
+
+    monkeypatch.setattr(spawn.PipeEnd, "close", close)
+
+    async def play_all():
+        cutechess = await processes.start_process(
+            [sys.executable, "-c", "print('Finished game 1 (a vs b): 1-0 {White mates}')"])
+        engine = await start_engine(EngineConfig(name="fake", command=sys.executable,
+                                                 args=(str(FAKE),)))
+        transport, proto = await spawn.spawn(
+            Recorder, ["/bin/sh", "-c", "echo out; echo err >&2"], stderr=asyncio.subprocess.PIPE)
+        result = await engine.protocol.play(chess.Board(), chess.engine.Limit(nodes=10))
+        output = await cutechess.stdout.read()
+        assert await asyncio.wait_for(cutechess.wait(), 10) == 0
+        await asyncio.wait_for(proto.lost, 10)
+        await engine.close()
+        cutechess.close()
+        transport.close()
+        for _ in range(20):  # libuv's closes end on a later turn of the loop
+            await asyncio.sleep(0.01)
+        return output, result.move
+
+    async def main():
+        await play_all()  # the first opens what the loop and libraries keep (/dev/null)
+        before = _open_fds()
+        output, move = await play_all()
+        return before, _open_fds(), output, move
+
+    before, after, output, move = run_on(loop_name, main, monkeypatch)
+    assert b"Finished game 1" in output and move in chess.Board().legal_moves
+    assert all(squatted), f"{squatted.count(False)} closes hit a descriptor another thread took"
+    assert after <= before, f"descriptors left open: {sorted(after - before)}"
+    if loop_name == "uvloop":  # libuv closes first: the race was exercised (uvloop 0.23)
+        assert squatted, "uvloop no longer closes the pipe before the object: see PipeEnd"

@@ -55,6 +55,56 @@ def available() -> bool:
     return _available
 
 
+class PipeEnd:
+    """The runner's end of one of an engine's pipes, the one owner of its descriptor, as
+    handed to the loop's ``connect_read_pipe`` / ``connect_write_pipe`` (which read
+    ``fileno()`` and call ``close()`` when the transport ends).
+
+    Not Popen's file object: uvloop (0.23 here) lets libuv close the descriptor number
+    itself and then closes the file object it was given as well (MagicStack/uvloop#763), a
+    second close of the same number. Between the two, another thread of the runner (the
+    spawner starting another game's engine or cutechess, a walk of /proc) may have been
+    given that number, and the second close closes its descriptor: EBADF in another game.
+    asyncio's own loop closes only the file object. So :meth:`close` closes the descriptor
+    at most once, and only while the number still refers to this pipe (device and inode
+    from ``fstat``: another pipe or file has others; no other descriptor of the runner
+    refers to this pipe), whichever loop runs. There is deliberately no finalizer: a
+    transport collected unclosed is closed by libuv (uvloop) or by the transport's own
+    finalizer calling :meth:`close` (asyncio).
+    """
+
+    __slots__ = ("fd", "_identity")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        st = os.fstat(fd)
+        self._identity = (st.st_dev, st.st_ino)
+
+    def fileno(self) -> int:
+        if self.fd < 0:
+            raise ValueError("I/O operation on a closed pipe")
+        return self.fd
+
+    @property
+    def closed(self) -> bool:
+        return self.fd < 0
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd < 0:
+            return
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return  # closed by the loop already (libuv), and the number is free
+        if (st.st_dev, st.st_ino) == self._identity:
+            os.close(fd)
+        # else: closed by the loop already, and the number is another's now: not ours
+
+    def __repr__(self) -> str:
+        return f"<PipeEnd fd={self.fd}>"
+
+
 class Delivery(asyncio.Protocol):
     """An engine's output pipe handed straight to its protocol as it is read, without the
     extra turn of the loop (``call_soon``) that asyncio's subprocess transport takes."""
@@ -232,6 +282,29 @@ class Started:
     pidfd: int
     handle: psutil.Process | None  # None: it had already exited
     create_time: float
+    pipes: dict[int, PipeEnd]  # the runner's ends, by the child's fd (0 stdin, 1, 2)
+
+    def close_pipes(self) -> None:
+        for end in self.pipes.values():
+            end.close()
+
+
+def _take_pipes(proc: subprocess.Popen[bytes]) -> dict[int, PipeEnd]:
+    """The runner's ends of ``proc``'s pipes, each a :class:`PipeEnd` over a duplicate of
+    the descriptor; Popen's file objects are closed, so that only the end closes it."""
+    ends: dict[int, PipeEnd] = {}
+    try:
+        for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+            pipe = getattr(proc, name)
+            if pipe is not None:
+                ends[fd] = PipeEnd(os.dup(pipe.fileno()))
+                pipe.close()
+                setattr(proc, name, None)
+    except BaseException:
+        for end in ends.values():
+            end.close()
+        raise
+    return ends
 
 
 def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
@@ -249,11 +322,18 @@ def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
         proc.kill()
         proc.wait()
         raise
+    try:
+        pipes = _take_pipes(proc)
+    except BaseException:
+        os.close(pidfd)
+        proc.kill()
+        proc.wait()
+        raise
     handle, create_time = None, 0.0
     with contextlib.suppress(psutil.Error):  # not reaped (ours to reap): the pid is this one
         handle = psutil.Process(proc.pid)
         create_time = handle.create_time()
-    return Started(proc, pidfd, handle, create_time)
+    return Started(proc, pidfd, handle, create_time, pipes)
 
 
 def _discard(future: concurrent.futures.Future[Started]) -> None:
@@ -262,6 +342,7 @@ def _discard(future: concurrent.futures.Future[Started]) -> None:
         return
     started = future.result()
     os.close(started.pidfd)
+    started.close_pipes()
     with contextlib.suppress(ProcessLookupError):
         started.proc.kill()
     _spawner_pool().submit(started.proc.wait)
@@ -288,21 +369,21 @@ async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv
     transport.handle, transport.create_time = started.handle, started.create_time
     protocol.connection_made(transport)  # before any output can be delivered
     try:
-        outputs = [(fd, pipe) for fd, pipe in ((1, proc.stdout), (2, proc.stderr))
-                   if pipe is not None]
+        outputs = [(fd, end) for fd, end in started.pipes.items() if fd != 0]
         transport.open_outputs.update(fd for fd, _ in outputs)
-        for fd, pipe in outputs:
-            assert pipe is not None
-            read, _ = await loop.connect_read_pipe(lambda fd=fd: _Output(transport, fd), pipe)
+        for fd, end in outputs:
+            read, _ = await loop.connect_read_pipe(lambda fd=fd: _Output(transport, fd), end)
             if hasattr(read, "max_size"):
                 read.max_size = PIPE_READ_SIZE
             transport.pipes[fd] = read
-        assert proc.stdin is not None
-        write, _ = await loop.connect_write_pipe(lambda: _Input(transport), proc.stdin)
+        write, _ = await loop.connect_write_pipe(lambda: _Input(transport), started.pipes[0])
         transport.pipes[0] = write
         transport.watch_exit(pidfd)  # an exit before now is seen at once: the fd is readable
     except BaseException:
         transport.close()  # killed; Popen reaps it later if the pidfd was not watched yet
+        for fd, end in started.pipes.items():  # not handed to the loop yet (a transport
+            if fd not in transport.pipes:      # closes its own: libuv may do it later)
+                end.close()
         if transport.pidfd_watched is None:
             os.close(pidfd)
         raise
