@@ -153,3 +153,31 @@ def test_a_local_binary_replaced_during_the_event(tmp_path: Path) -> None:
                           env=ENV, capture_output=True, text=True, timeout=120).stdout
     assert f"Engine builds accepted during the event:\n  Toga: build {new_build} since " in text
     assert "(crash fix, decision 12)" in text
+
+
+def test_a_file_is_hashed_once_per_process_until_it_changes(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event fingerprint and the engine's build read the same binary at start-up: it is
+    hashed once (a Stockfish with its network inside is 47 MB), and again once replaced."""
+    from runner.config import fingerprint
+    from runner.play.builds import build_of, cached_build
+
+    binary = tmp_path / "engine"
+    binary.write_bytes(b"first build")
+    reads: list[str] = []
+    real = fingerprint._file_sha256
+    monkeypatch.setattr(fingerprint, "_file_sha256", lambda p: reads.append(str(p)) or real(p))
+
+    class Engine:
+        command, args, options, working_dir = str(binary), (), {}, None
+
+    assert fingerprint.file_digest(binary) == sha(binary)
+    assert build_of(Engine()).files == {str(binary): sha(binary)}
+    assert cached_build(Engine()) is not None
+    assert reads == [str(binary)]
+    replaced = tmp_path / "new"
+    replaced.write_bytes(b"second build")
+    os.replace(replaced, binary)  # as apt replaces it: another inode
+    assert cached_build(Engine()) is None  # changed: not read on the loop
+    assert build_of(Engine()).files == {str(binary): sha(binary)}
+    assert len(reads) == 2

@@ -18,38 +18,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.config.fingerprint import _file_sha256
-
-_cache: dict[tuple[Any, ...], str] = {}
-_lock = threading.Lock()
-
-
-class _NotCached(Exception):
-    pass
-
-
-def file_digest(path: str, cached_only: bool = False) -> str:
-    """The SHA-256 of a file (cached while the file is unchanged; ``cached_only``: raise
-    _NotCached rather than read a file that changed)."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        return f"unreadable: {exc.strerror}"
-    key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-           st.st_ctime_ns)
-    with _lock:
-        known = _cache.get(key)
-    if known is None and cached_only:
-        raise _NotCached(path)
-    if known is None:
-        known = _file_sha256(path)
-        with _lock:
-            _cache[key] = known
-    return known
+from runner.config.fingerprint import NotCached as _NotCached
+from runner.config.fingerprint import file_digest
 
 
 @dataclass(frozen=True)
