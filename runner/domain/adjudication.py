@@ -45,16 +45,23 @@ def win_for(color: chess.Color) -> str:
     return WHITE_WIN if color == chess.WHITE else BLACK_WIN
 
 
-def natural_end(board: chess.Board) -> End | None:
-    """Rules of chess (with the automatic draws cutechess applies), cutechess wording."""
-    if not any(board.generate_legal_moves()):  # one move generation for mate and stalemate
-        if board.is_check():
+def natural_end(board: chess.Board, legal_moves: int | None = None) -> End | None:
+    """Rules of chess (with the automatic draws cutechess applies), cutechess wording.
+
+    ``legal_moves``: how many legal moves the side to move has, when the caller has counted
+    them already (the referee does, for r-mobility): they are not generated again."""
+    if not (any(board.generate_legal_moves()) if legal_moves is None else legal_moves):
+        if board.is_check():  # one move generation (or none) for mate and stalemate
             winner = not board.turn
             return End(win_for(winner), f"{SIDE[winner]} mates")
         return End(DRAW, "Draw by stalemate")
-    if board.is_insufficient_material():
+    # a pawn, rook or queen on the board is mating material (python-chess checks it per side)
+    if not (board.pawns | board.rooks | board.queens) and board.is_insufficient_material():
         return End(DRAW, "Draw by insufficient mating material")
-    if board.is_repetition(3):
+    # No position before a pawn move or a capture comes back, and a position comes back at
+    # the earliest 4 plies later: a third time needs 8 plies without one (the halfmove
+    # clock). python-chess's check walks the whole game's stack at every ply.
+    if board.halfmove_clock >= 8 and board.is_repetition(3):
         return End(DRAW, "Draw by 3-fold repetition")
     if board.halfmove_clock >= 100:
         return End(DRAW, "Draw by fifty moves rule")

@@ -136,9 +136,10 @@ class RMobility:
         self.best: tuple[int, bool] | None = None  # (halves, White achieved)
         self.plies = 0
 
-    def played(self, board: chess.Board, resets: bool) -> None:
-        """After a move was pushed on ``board``; ``resets``: it was a pawn move or a capture."""
-        g = position_halves(board)
+    def played(self, board: chess.Board, resets: bool, halves: int | None = None) -> None:
+        """After a move was pushed on ``board``; ``resets``: it was a pawn move or a capture.
+        ``halves``: :func:`position_halves` of ``board``, when the caller has it already."""
+        g = position_halves(board) if halves is None else halves
         self.plies += 1
         if resets or self.best is None or g < self.best[0]:
             self.best = (g, board.turn == chess.BLACK)  # the mover is the side not to move now

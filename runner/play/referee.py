@@ -45,7 +45,7 @@ from runner.domain.models import (
 )
 from runner.domain.pgn import write_game
 from runner.domain.pgnextended import enrich_comments, extra_tags
-from runner.domain.rmobility import RMobility, record_rmobility
+from runner.domain.rmobility import RMobility, position_halves, record_rmobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
 from runner.play.chess960 import chess960_fen, enable_chess960
@@ -229,13 +229,14 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
 
 
 def _start_board(opening: Opening | None, chess960: bool = False,
-                 mobility: RMobility | None = None
+                 mobility: RMobility | None = None, fens: list[str] | None = None
                  ) -> tuple[chess.Board, chess.Board, list[str], list[str]]:
     """(start position, position after the book, book moves kept, their SAN).
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
     ``chess960``: a Chess960 board (castling king-takes-rook), for a 960 event.
-    ``mobility``: counts the position after each book move kept.
+    ``mobility``: counts the position after each book move kept. ``fens``: gets the FEN
+    after each book move kept (their MovePlayed events).
     """
     try:
         start = board_at(opening.fen if opening else None, chess960)
@@ -250,14 +251,17 @@ def _start_board(opening: Opening | None, chess960: bool = False,
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
-        san = board.san(move)
         resets = board.is_zeroing(move)
-        board.push(move)
-        if natural_end(board) is not None:
+        san = board.san_and_push(move)
+        # the legal moves counted once, for the natural end and r-mobility
+        halves = position_halves(board) if mobility is not None else None
+        if natural_end(board, None if halves is None else halves // 2) is not None:
             board.pop()
             break
         if mobility is not None:
-            mobility.played(board, resets)
+            mobility.played(board, resets, halves)
+        if fens is not None:
+            fens.append(fen(board))
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
     if not any(True for _ in board.legal_moves):
@@ -396,7 +400,9 @@ async def play_game(
             raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
                                "MoveTime for the engine, or the game never ends")
     mobility = RMobility()  # kept as the game goes: its end costs no replay
-    start_board, board, moves, sans = _start_board(spec.opening, is_960(spec.variant), mobility)
+    book_fens: list[str] = []  # the FEN after each book ply, for their events
+    start_board, board, moves, sans = _start_board(spec.opening, is_960(spec.variant), mobility,
+                                                   book_fens if emit is not None else None)
     comments = ["book"] * len(moves)
     started = datetime.now(UTC)
     clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
@@ -429,7 +435,7 @@ async def play_game(
                                    "cannot start from a FEN position")
         if emit is not None:
             _emit_start(emit, spec, procs, start_board, moves, sans, started, clocks, attempt,
-                        resume=resume, worker=worker)
+                        resume=resume, worker=worker, book_fens=book_fens)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
                                    startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
@@ -553,10 +559,12 @@ def _clock_ms(clock: Clock) -> int | None:
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], book_sans: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
-                resume: ResumePoint | None = None, worker: str = "") -> None:
+                resume: ResumePoint | None = None, worker: str = "",
+                book_fens: Sequence[str] | None = None) -> None:
     """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched).
 
-    A resumed game's earlier moves are in its log already: only GameStarted is emitted."""
+    A resumed game's earlier moves are in its log already: only GameStarted is emitted.
+    ``book_fens``: the FEN after each book ply (from :func:`_start_board`), else replayed."""
     def id_name(color: chess.Color) -> str:
         proc = procs.get(color)
         return str(proc.protocol.id.get("name", "")) if proc is not None else ""
@@ -574,10 +582,14 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         played_by=resume.workers if resume is not None else ()))
     if resume is not None:
         return
-    board = start_board.copy(stack=False)
-    for ply, (uci, san) in enumerate(zip(book, book_sans, strict=True), 1):
-        board.push(chess.Move.from_uci(uci))
-        emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=fen(board),
+    if book_fens is None or len(book_fens) != len(book):
+        board = start_board.copy(stack=False)
+        book_fens = []
+        for uci in book:
+            board.push(chess.Move.from_uci(uci))
+            book_fens.append(fen(board))
+    for ply, (uci, san, after) in enumerate(zip(book, book_sans, book_fens, strict=True), 1):
+        emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=after,
                         white_clock_ms=white_ms, black_clock_ms=black_ms, book=True,
                         comment="book", attempt=attempt, at_ms=now_ms))
 
@@ -629,7 +641,8 @@ class _NotReady(Exception):
 async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess.Board,
                      limit: chess.engine.Limit, game_id: int, timeout: float,
                      ready_timeout: float, *, position: str = "",
-                     new_game: bool = False, ponder: bool = False) -> chess.engine.PlayResult:
+                     new_game: bool = False, ponder: bool = False,
+                     go: str | None = None) -> chess.engine.PlayResult:
     """One move, with its hard deadline ``timeout`` counted from sending ``go``.
 
     UCI engines get ``position`` (the game so far) and ``go`` through the lean UciMove
@@ -637,10 +650,11 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
     go through python-chess's ``play`` (``new``/``ping`` before their first move). What is
     sent before ``go`` is not on the clock, as for cutechess; an engine still not ready after
     ``ready_timeout`` raises :class:`_NotReady` (a stall). Raises TimeoutError when the move
-    has not come ``timeout`` seconds after ``go``.
+    has not come ``timeout`` seconds after ``go``. ``go``: ``go_line(limit)``, when the
+    caller has it already.
     """
     if isinstance(proto, TimedUciProtocol):
-        move = UciMove(proto, position, go_line(limit), new_game, board.turn,
+        move = UciMove(proto, position, go or go_line(limit), new_game, board.turn,
                        timeout=timeout, ready_timeout=ready_timeout)
         try:
             return _played(await move.start())
@@ -715,6 +729,15 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
     position = position_line(chess960_fen(board.root()) if board.chess960 else fen(board.root()))
     sans = [] if sans is None else sans  # SAN of every move, for the PGN
     engaged: set[chess.Color] = set()  # engines that had ucinewgame
+    # a limit without the clocks in it (Nodes, Depth, MoveTime, or no time control) is the
+    # same at every move: made once per game, with its go line
+    fixed: dict[chess.Color, tuple[chess.engine.Limit, str | None]] = {}
+    for color, proc in procs.items():
+        engine = proc.config
+        if tc.infinite or engine.nodes is not None or engine.depth is not None \
+                or engine.movetime_ms is not None:
+            limit = _limit(spec, engine, clocks, color)
+            fixed[color] = (limit, go_line(limit))
     if resume is not None:  # the TCEC rule counts as they stood at the interruption
         if adjudicator.draw_window is not None:
             adjudicator.draw_window.count = resume.draw_plies
@@ -732,7 +755,7 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
             timeout = engine.movetime_ms / 1000 + margin + grace
         else:
             timeout = stall_timeout
-        limit = _limit(spec, engine, clocks, color)
+        limit, go = fixed.get(color) or (_limit(spec, engine, clocks, color), None)
         proto = proc.protocol
         called = time.monotonic()
         new_game = color not in engaged
@@ -748,7 +771,7 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                                           engine.startup_timeout_s or ready_timeout,
                                           position=position + " moves " + " ".join(moves)
                                           if moves else position, new_game=new_game,
-                                          ponder=engine.ponder)
+                                          ponder=engine.ponder, go=go)
         except (_NotReady, NotReady):
             proc.kill()
             return _stalled(board, color)
@@ -787,15 +810,17 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
         pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
         resets = board.is_zeroing(move)
         san = board.san_and_push(move)
+        # the legal moves counted once, for r-mobility and the natural end
+        halves = position_halves(board) if mobility is not None else None
         if mobility is not None:
-            mobility.played(board, resets)
+            mobility.played(board, resets, halves)
         uci = move.uci()
         moves.append(uci)
         sans.append(san)
         info = searched_info(played.info)
         comment = move_comment(info, color, elapsed)
         comments.append(comment)
-        end = natural_end(board)
+        end = natural_end(board, None if halves is None else halves // 2)
         verdict = None
         pov = info.get("score")
         score = pov.pov(color) if pov is not None else None
