@@ -13,7 +13,7 @@ import chess
 import chess.engine
 
 from runner.play.engines import TimedUciProtocol
-from runner.play.uci import UciMove
+from runner.play.uci import UciMove, last_search_lines, parse_info
 
 LINES = [
     b"info depth 1 seldepth 1 multipv 1 score cp 20 nodes 20 nps 1 pv e2e4",
@@ -180,3 +180,49 @@ def test_the_move_time_is_the_read_time_stamped_by_the_caller():
     for logged in (False, True):
         received, read_at = asyncio.run(run(logged))
         assert received == read_at
+
+
+def test_the_last_lines_are_found_from_the_end_as_a_line_by_line_reading_keeps_them():
+    """last_search_lines reads backwards and stops early: the same lines as keeping the last
+    of each kind while reading forwards, whatever the lines and their ends."""
+    rng = random.Random(5)
+
+    def forwards(text: bytes) -> tuple[str | None, str | None, str | None]:
+        score = bound = pv = None
+        for raw in text.split(b"\n"):
+            try:
+                line = raw.decode("utf-8").rstrip("\r")
+            except UnicodeDecodeError:
+                continue
+            if not line.startswith("info ") or (" multipv " in line and " multipv 1 " not in line):
+                continue
+            if " score " in line:
+                if " lowerbound" in line or " upperbound" in line:
+                    bound = line
+                else:
+                    score = line
+            if " pv " in line:
+                pv = line
+        return score, bound, pv
+
+    assert last_search_lines(b"") == (None, None, None)
+    assert last_search_lines(b"info depth 2 score cp 5 pv e2e4") == (
+        "info depth 2 score cp 5 pv e2e4", None, "info depth 2 score cp 5 pv e2e4")
+    for _ in range(3000):
+        body = [rng.choice(LINES) for _ in range(rng.randint(0, 14))]
+        if rng.random() < 0.3:
+            body = [line + b"\r" for line in body]
+        text = b"\n".join(body) + (b"\n" if rng.random() < 0.8 else b"")
+        score, bound, pv = last_search_lines(text)
+        want_score, want_bound, want_pv = forwards(text)
+        assert (score, pv) == (want_score, want_pv)
+        if score is None or pv is None:  # read to the first line: every bound line seen
+            assert bound == want_bound
+
+
+def test_a_field_that_is_not_a_number_is_skipped():
+    info = parse_info("info depth x seldepth 7 score cp y nodes 30 time 5z pv e2e4", chess.WHITE)
+    assert info == {"seldepth": 7, "nodes": 30}
+    info = parse_info("info depth 3 score mate -2 time 1500 pv e2e4", chess.BLACK)
+    assert info == {"depth": 3, "score": chess.engine.PovScore(chess.engine.Mate(-2), chess.BLACK),
+                    "time": 1.5}

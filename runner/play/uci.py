@@ -21,7 +21,6 @@ XBoard engines keep python-chess's ``play``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,13 +39,15 @@ class UciReply:
     ponder: str | None = None  # the move it expects in reply ("bestmove X ponder Y")
 
 
-_INT_KEYS = ("depth", "seldepth", "nodes", "nps", "tbhits", "hashfull", "multipv")
+_INT_KEYS = frozenset(("depth", "seldepth", "nodes", "nps", "tbhits", "hashfull", "multipv"))
 
 
 def parse_info(line: str | None, turn: chess.Color) -> dict[str, Any]:
     """The fields of one ``info`` line the referee uses, as python-chess names them.
 
     ``score`` is a :class:`chess.engine.PovScore` from the side to move (``turn``).
+    A value that is not a number is skipped (``try`` rather than ``contextlib.suppress``:
+    no context manager made per field, once a ply).
     """
     if not line:
         return {}
@@ -59,20 +60,26 @@ def parse_info(line: str | None, turn: chess.Color) -> dict[str, Any]:
         if key == "pv" or key == "string":
             break
         if key in _INT_KEYS and i + 1 < n:
-            with contextlib.suppress(ValueError):
+            try:  # noqa: SIM105 - no context manager made per field
                 info[key] = int(tokens[i + 1])
+            except ValueError:
+                pass
             i += 2
         elif key == "time" and i + 1 < n:
-            with contextlib.suppress(ValueError):
+            try:  # noqa: SIM105 - no context manager made per field
                 info["time"] = int(tokens[i + 1]) / 1000
+            except ValueError:
+                pass
             i += 2
         elif key == "score" and i + 2 < n:
             kind, value = tokens[i + 1], tokens[i + 2]
-            with contextlib.suppress(ValueError):
+            try:
                 if kind == "cp":
                     info["score"] = chess.engine.PovScore(chess.engine.Cp(int(value)), turn)
                 elif kind == "mate":
                     info["score"] = chess.engine.PovScore(chess.engine.Mate(int(value)), turn)
+            except ValueError:
+                pass
             i += 3
             if i < n and tokens[i] in ("lowerbound", "upperbound"):
                 info[tokens[i]] = True
@@ -109,6 +116,39 @@ def position_line(start_fen: str) -> str:
     if start_fen == chess.STARTING_FEN:
         return "position startpos"
     return f"position fen {start_fen}"
+
+
+def last_search_lines(text: bytes) -> tuple[str | None, str | None, str | None]:
+    """(the last score line, the last bound line, the last PV line) of ``text``, what an
+    engine wrote in one search, of its first (or only) PV; None for those it has not.
+
+    Read backwards from the end one line at a time, until a score and a PV are found (an
+    engine's last ``info`` line usually has both): the search's other lines are neither
+    split nor decoded."""
+    score = bound = pv = None
+    hi = len(text)
+    while hi >= 0:
+        lo = text.rfind(b"\n", 0, hi) + 1
+        raw = text[lo:hi]
+        hi = lo - 1
+        if not raw.startswith(b"info ") or (b" score " not in raw and b" pv " not in raw):
+            continue
+        try:
+            line = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            continue
+        if " multipv " in line and " multipv 1 " not in line:
+            continue
+        if " score " in line:
+            if " lowerbound" in line or " upperbound" in line:
+                bound = bound or line
+            else:
+                score = score or line
+        if " pv " in line:
+            pv = pv or line
+        if score and pv:
+            break
+    return score, bound, pv
 
 
 class NotReady(Exception):
@@ -302,26 +342,8 @@ class UciMove:
 
     def _searched(self, text: bytes) -> None:
         """The last score, bound and PV lines of what the engine wrote before bestmove
-        (as the line-by-line reading keeps them), read backwards from the end."""
-        score = bound = pv = None
-        for raw in reversed(text.split(b"\n")):
-            if not raw.startswith(b"info ") or (b" score " not in raw and b" pv " not in raw):
-                continue
-            try:
-                line = raw.decode("utf-8").rstrip("\r")
-            except UnicodeDecodeError:
-                continue
-            if " multipv " in line and " multipv 1 " not in line:
-                continue
-            if " score " in line:
-                if " lowerbound" in line or " upperbound" in line:
-                    bound = bound or line
-                else:
-                    score = score or line
-            if " pv " in line:
-                pv = pv or line
-            if score and pv:
-                break
+        (as the line-by-line reading keeps them): :func:`last_search_lines`."""
+        score, bound, pv = last_search_lines(text)
         if score:
             self.score_line = score
         if bound:
