@@ -8,6 +8,7 @@ import random
 
 import chess
 
+from runner.domain.adjudication import natural_end
 from runner.domain.rmobility import legal_move_count, position_halves
 
 SPECIAL = [
@@ -46,3 +47,29 @@ def test_random_games_standard_and_chess960() -> None:
             assert position_halves(board) == 2 * expected + (0 if board.is_check() else 1)
             checked += 1
     assert checked > 10000
+
+
+STALEMATES = [
+    "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",  # the king alone
+    "8/5b2/5P2/8/p7/1k6/p7/K7 w - - 1 122",  # a blocked pawn
+    "8/8/3q4/4R3/6pp/3k1p2/7K/3n1r2 w - - 0 116",  # a pinned rook (from random games)
+    "5kbQ/8/1P3BP1/8/8/4R3/6N1/6K1 b - - 0 103",  # a pinned bishop
+    "1R2R1bk/6p1/6P1/5p2/5P1K/8/8/8 b - - 0 120",  # a pinned bishop, blocked pawns
+]
+
+
+def test_the_count_tells_the_natural_end_of_stalemates_and_mates() -> None:
+    """The referee ends a game on r-mobility's count (no second move generation): a count
+    of 0 with pinned or blocked pieces on the board is a stalemate, as python-chess says."""
+    for text in STALEMATES:
+        board = chess.Board(text)
+        assert board.is_stalemate(), text
+        assert legal_move_count(board) == 0, text
+        end = natural_end(board, position_halves(board) // 2)
+        assert end is not None and end.reason == "Draw by stalemate", text
+        assert end == natural_end(board)
+    mate = chess.Board("6rk/5Npp/8/8/8/8/8/6K1 b - - 0 1")  # smothered
+    assert mate.is_checkmate() and position_halves(mate) == 0
+    assert natural_end(mate, 0) == natural_end(mate) and natural_end(mate, 0).reason == "White mates"
+    busy = chess.Board("k7/p1q5/P7/8/8/8/8/RR5K b - - 0 1")
+    assert natural_end(busy, position_halves(busy) // 2) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import random
 import re
 import signal
 import subprocess
@@ -123,6 +124,45 @@ def test_threefold_repetition_is_detected():
         assert natural_end(board) is None
     board.push_san("Ng8")
     assert natural_end(board).reason == "Draw by 3-fold repetition"
+
+
+def test_natural_ends_match_python_chess_on_shuffling_random_games():
+    """The shortcuts (no 3-fold check below a halfmove clock of 8, no material check with a
+    pawn, rook or queen on the board, the legal moves counted by r-mobility) decide every
+    position as python-chess's own checks do: random games that shuffle pieces back and
+    forth (repetitions, long non-zeroing runs, bare endings), from the start and from FENs
+    with a halfmove clock already running."""
+    from runner.domain.rmobility import position_halves
+
+    rng = random.Random(3)
+    ends: set[str] = set()
+    for game in range(400):
+        board = chess.Board() if game % 2 else chess.Board("4k3/8/8/8/8/8/8/R3K2R w KQ - 7 40")
+        for _ in range(300):
+            moves = list(board.legal_moves)
+            quiet = [m for m in moves if not board.is_zeroing(m)]
+            board.push(rng.choice(quiet if quiet and rng.random() < 0.85 else moves))
+            if board.is_checkmate():
+                want = "mates"
+            elif board.is_stalemate():
+                want = "Draw by stalemate"
+            elif board.is_insufficient_material():
+                want = "Draw by insufficient mating material"
+            elif board.is_repetition(3):
+                want = "Draw by 3-fold repetition"
+            elif board.halfmove_clock >= 100:
+                want = "Draw by fifty moves rule"
+            else:
+                want = None
+            for end in (natural_end(board), natural_end(board, position_halves(board) // 2)):
+                got = None if end is None else end.reason
+                assert got == want or (want == "mates" and got and got.endswith(" mates")), \
+                    board.fen()
+            if want is not None:
+                ends.add(want)
+                break
+    assert ends >= {"Draw by 3-fold repetition", "Draw by insufficient mating material",
+                    "mates", "Draw by fifty moves rule"}
 
 
 def test_limit_from_runner_clocks_with_repeating_periods():
