@@ -129,12 +129,14 @@ class StoreSink:
             return None
         if isinstance(event, GameStarted):
             self.check_files()
-            started = json.dumps(event_to_json(event), separators=(",", ":"))
             gid, attempt, keep = event.game_id, event.attempt, event.resumed_from_ply
             writer = self.writer
-            self.pending.setdefault(gid, []).append(self.movelog.restart(
-                gid, attempt, lambda conn: writer.start_game(gid, attempt, started,
-                                                             keep_plies=keep)))
+
+            def start(conn: sqlite3.Connection) -> Any:  # its JSON made on the writer thread
+                started = json.dumps(event_to_json(event), separators=(",", ":"))
+                return writer.start_game(gid, attempt, started, keep_plies=keep)
+
+            self.pending.setdefault(gid, []).append(self.movelog.restart(gid, attempt, start))
             return None
         if isinstance(event, GameFinished):
             gid, record, writer = event.game_id, event.record, self.writer

@@ -363,8 +363,8 @@ class Director:
 
         from runner.domain.pgn import escape_tag
 
-        restarts = [c for c in decisions.commands(self.t.store.conn, "applied")
-                    if c.action == "restart" and c.args.get("game") == game_id]
+        restarts = [c for c in decisions.applied(self.t.store.conn, "restart")
+                    if c.args.get("game") == game_id]
         head, sep, rest = record.pgn.partition("\n\n")
         if not restarts or not sep or "[TDRestart " in head:
             return record
