@@ -11,7 +11,8 @@ this one). Both packages are byte-compiled first (the shell may set PYTHONDONTWR
 and both run on this checkout's configs with this interpreter and its site-packages.
 
 Each run starts fresh processes, the base's and the current one's in turn (alternating
-which goes first), so a machine loaded by others slows both alike. Reported: the median
+which goes first), so a machine loaded by others slows both alike; each is ``python -m
+runner COMMAND CONFIG``, as the console script runs it. Reported: the median
 CPU time of the whole process (user + system: what such a machine blurs least) over N runs
 of each, its minimum, the median wall time, and the median of the paired differences
 (now minus base, run by run). `status` runs on configs without an event: it loads and
@@ -34,7 +35,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((REPO / "configs").glob("*.yaml"))
 BASE_COMMIT = "ba3cd0b"  # the hand-written checker, before msgspec
-MAIN = "import sys; from runner.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _cpu() -> float:
@@ -47,7 +47,7 @@ def _run(argv: list[str], pythonpath: Path) -> tuple[float, float, int]:
     runner."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     start, cpu = time.perf_counter(), _cpu()
-    done = subprocess.run([sys.executable, "-c", MAIN, *argv], env=env, cwd="/",
+    done = subprocess.run([sys.executable, "-m", "runner", *argv], env=env, cwd="/",
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - start, _cpu() - cpu, done.returncode
 
