@@ -2,6 +2,7 @@
 the config's schema library (issue #42), and what loading a config costs in-process.
 
     .venv/bin/python bench/bench_config.py [--runs N] [--base COMMIT|DIR|none] [--now DIR]
+                                           [--commands validate,status] [--instructions]
 
 ``--base`` is the code compared with: a commit (its ``runner`` package is unpacked with
 ``git archive COMMIT runner`` into a temporary directory), a directory holding a ``runner``
@@ -16,7 +17,10 @@ runner COMMAND CONFIG``, as the console script runs it. Reported: the median
 CPU time of the whole process (user + system: what such a machine blurs least) over N runs
 of each, its minimum, the median wall time, and the median of the paired differences
 (now minus base, run by run). `status` runs on configs without an event: it loads and
-validates the config, then says there is none. Measurements: docs/performance.md.
+validates the config, then says there is none. ``--instructions`` also counts the
+instructions of one run of each under ``valgrind --tool=callgrind`` (PYTHONHASHSEED=0): a
+number the machine's load does not change, slow (seconds a run). Measurements:
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -50,6 +55,19 @@ def _run(argv: list[str], pythonpath: Path) -> tuple[float, float, int]:
     done = subprocess.run([sys.executable, "-m", "runner", *argv], env=env, cwd="/",
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - start, _cpu() - cpu, done.returncode
+
+
+def _instructions(argv: list[str], pythonpath: Path) -> int:
+    """Instructions executed by one ``python -m runner`` process (callgrind's Ir)."""
+    env = {**os.environ, "PYTHONPATH": str(pythonpath), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           sys.executable, "-m", "runner", *argv], env=env, cwd="/",
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          check=False)
+    counted = re.search(r"Collected : (\d+)", done.stderr)
+    if counted is None:
+        sys.exit(f"valgrind counted nothing: {done.stderr.strip()[-500:]}")
+    return int(counted[1])
 
 
 def _in_process(pythonpath: Path) -> str:
@@ -94,6 +112,8 @@ def main() -> None:
     parser.add_argument("--now", default=str(REPO), help="the checkout measured (default: this one)")
     parser.add_argument("--commands", default="validate,status",
                         help="commands measured, comma-separated (default validate,status)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each one's instructions under valgrind (slow)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_config.") as tmp:
         trees = {"now": Path(args.now).resolve()}
@@ -126,6 +146,17 @@ def main() -> None:
                 print(line, flush=True)
         for name, tree in trees.items():
             print(f"in-process ({name}):", _in_process(tree))
+        if args.instructions:
+            print("instructions (callgrind Ir, one run each, millions)")
+            for command in args.commands.split(","):
+                for config in CONFIGS:
+                    counts = {name: _instructions([command, str(config)], tree)
+                              for name, tree in trees.items()}
+                    line = f"{command:9} {config.name:16}" + "".join(
+                        f" {name} {count / 1e6:7.1f}" for name, count in counts.items())
+                    if len(counts) == 2:
+                        line += f"  {counts['now'] / counts['base'] - 1:+.1%}"
+                    print(line, flush=True)
 
 
 if __name__ == "__main__":
