@@ -504,8 +504,10 @@ def main() -> None:
           + ", ".join(f"{r} x{n}" for r, n in ends))
     if args.explain is not None:
         explain(late, args.explain)
-    emit(args, {"games": sum(n for _, n in ends), "moves": len(over), "exit": code,
-                "forfeits": forfeits, "load": load[0], "wall": wall, **quantiles(over),
+    # the cutechess backend's moves are not the referee's: what it recorded is the figure
+    figure = as_recorded if args.backend == "cutechess" else over
+    emit(args, {"games": sum(n for _, n in ends), "moves": len(figure), "exit": code,
+                "forfeits": forfeits, "load": load[0], "wall": wall, **quantiles(figure),
                 "recorded_p99": quantiles(as_recorded).get("p99")})
 
 
