@@ -220,7 +220,7 @@ def print_table(args: argparse.Namespace, tools: dict[str, str | None], modes: t
     """One markdown table: a row per mode and tool; medians over the repeats."""
     print(f"\n{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1, "
           f"{args.repeat} run(s) per cell; start {before}; end {after}\n")
-    steady = f" steady ms/ply ({args.steady} openings off) | x cutechess-cli |" if args.steady else ""
+    steady = f" steady ms/ply ({args.steady} openings off) | steady x cutechess-cli |" if args.steady else ""
     print(f"| mode | tool | games | engine plies | CPU s | ms/ply | x cutechess-cli |{steady}")
     print("|---|---|---|---|---|---|---|" + ("---|---|" if args.steady else ""))
     for mode in modes:
