@@ -386,7 +386,8 @@ def main() -> None:
                     help="the fastchess binary (default: FASTCHESS, or fastchess on PATH)")
     ap.add_argument("--cutechess", metavar="BINARY",
                     default=peers.find("cutechess-cli"),
-                    help="the cutechess-cli binary (default: CUTECHESS_CLI, or cutechess-cli on PATH)")
+                    help="the cutechess-cli binary (default: CUTECHESS_CLI, or "
+                         "cutechess-cli on PATH)")
     args = ap.parse_args()
     if args.cell is None:
         drive(ap, args)
@@ -534,7 +535,8 @@ def drive(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 for tool in tools:
                     if tool != "swiss-runner" and binaries[tool] is None:
                         results.setdefault((mode, tool), []).append(
-                            "not found (PATH, CUTECHESS_CLI / FASTCHESS, --cutechess / --fastchess)")
+                            "not found (PATH, CUTECHESS_CLI / FASTCHESS, --cutechess / "
+                            "--fastchess)")
                         continue
                     out = Path(tmp) / "cell.json"
                     out.unlink(missing_ok=True)
@@ -543,13 +545,20 @@ def drive(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                                     "--restart", mode, "--json", str(out)], check=False)
                     results.setdefault((mode, tool), []).append(
                         json.loads(out.read_text()) if out.exists() else "failed (see above)")
+    print_table(args, tools, modes, results, binaries, start)
+
+
+def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ...],
+                results: dict[tuple[str, str], list[dict[str, Any] | str]],
+                binaries: dict[str, str | None], start: str) -> None:
+    """One markdown table: a row per mode and tool; medians over the repeats."""
     engines_n = max(2, 2 * args.concurrency)
     games = round_robins(args, engines_n) * engines_n * (engines_n - 1)
     print(f"\n{games} games per cell ({engines_n} engines, each pair twice), {args.concurrency} at "
           f"once, think {args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, "
           f"{args.repeat} run(s) per cell, in turn; start {start}; end {peers.stamp()}\n")
-    print("| mode | tool | games | engine moves | p50 ms | p99 ms | max ms | p99 - cutechess-cli's "
-          "| time forfeits | load before |")
+    print("| mode | tool | games | engine moves | p50 ms | p99 ms | max ms "
+          "| p99 - cutechess-cli's | time forfeits | load before |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for mode in modes:
         label = "fresh engines (restart on)" if mode == "on" else "kept engines (restart off)"
@@ -559,23 +568,24 @@ def drive(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             runs = results[(mode, tool)]
             done = [r for r in runs if isinstance(r, dict) and "p99" in r]
             if not done:
-                print(f"| {label} | {tool} | {runs[0] if isinstance(runs[0], str) else 'no moves'} |"
-                      + " |" * 7)
+                why = runs[0] if isinstance(runs[0], str) else "no moves"
+                print(f"| {label} | {tool} | {why} |" + " |" * 7)
                 continue
             name = peers.version(tool, binaries.get(tool))
             if tool == "swiss-runner":
                 name += ", Backend: cutechess" if args.backend == "cutechess" else ""
-                recorded_p99 = [r["recorded_p99"] for r in done if r.get("recorded_p99") is not None]
-                name += f" (whole ms as recorded: p99 {peers.spread(recorded_p99)})" if recorded_p99 else ""
+                recorded_p99 = [r["recorded_p99"] for r in done
+                                if r.get("recorded_p99") is not None]
+                if recorded_p99:
+                    name += f" (whole ms as recorded: p99 {peers.spread(recorded_p99)})"
             p99 = [r["p99"] for r in done]
-            loads = "/".join(f"{r['load']:.1f}" for r in done)
-            ratio = f"{statistics.median(p99) - statistics.median(base):+.2f}" if base else "-"
+            gap = f"{statistics.median(p99) - statistics.median(base):+.2f}" if base else "-"
             print(f"| {label} | {name} | {'/'.join(str(r['games']) for r in done)} | "
-                  f"{'/'.join(str(r['moves']) for r in done)} | {peers.spread([r['p50'] for r in done])} | "
-                  f"{peers.spread(p99)} | {peers.spread([r['max'] for r in done])} | {ratio} | "
+                  f"{'/'.join(str(r['moves']) for r in done)} | "
+                  f"{peers.spread([r['p50'] for r in done])} | {peers.spread(p99)} | "
+                  f"{peers.spread([r['max'] for r in done])} | {gap} | "
                   f"{sum(r['forfeits'] for r in done)} | "
-                  f"{loads} |")
-
+                  f"{'/'.join(format(r['load'], '.1f') for r in done)} |")
 
 if __name__ == "__main__":
     main()

@@ -182,7 +182,8 @@ Result = tuple[tuple[float, int, int] | str, tuple[float, int, int] | str | None
 TOOLS = ("swiss-runner", "cutechess-cli", "fastchess")
 
 
-def run_all(args: argparse.Namespace, tools: dict[str, str | None], mode: str) -> dict[str, Result]:
+def run_all(args: argparse.Namespace, tools: dict[str, str | None],
+            mode: str) -> dict[str, Result]:
     """Every tool in turn with ``Restart`` ``mode``: (whole run, the first K openings alone)."""
     global RESTART
     RESTART = mode
@@ -193,7 +194,8 @@ def run_all(args: argparse.Namespace, tools: dict[str, str | None], mode: str) -
             if args.only and name != args.only:
                 continue
             whole = play(name, tools[name], args.pairs, args.nodes, base)
-            print(f"restart {mode}, {name}: {whole} (load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
+            print(f"restart {mode}, {name}: {whole} (load {os.getloadavg()[0]:.2f})",
+                  file=sys.stderr, flush=True)
             small = None
             if args.steady and not isinstance(whole, str):
                 small = play(name, tools[name], args.steady, args.nodes, base)
@@ -220,7 +222,8 @@ def print_table(args: argparse.Namespace, tools: dict[str, str | None], modes: t
     """One markdown table: a row per mode and tool; medians over the repeats."""
     print(f"\n{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1, "
           f"{args.repeat} run(s) per cell; start {before}; end {after}\n")
-    steady = f" steady ms/ply ({args.steady} openings off) | steady x cutechess-cli |" if args.steady else ""
+    steady = (f" steady ms/ply ({args.steady} openings off) | steady x cutechess-cli |"
+              if args.steady else "")
     print(f"| mode | tool | games | engine plies | CPU s | ms/ply | x cutechess-cli |{steady}")
     print("|---|---|---|---|---|---|---|" + ("---|---|" if args.steady else ""))
     for mode in modes:
@@ -233,15 +236,18 @@ def print_table(args: argparse.Namespace, tools: dict[str, str | None], modes: t
                 continue
             first = results[0][0]
             if isinstance(first, str):
-                print(f"| {label} | {peers.version(name, tools[name])} | {first} |" + " |" * (4 + 2 * bool(args.steady)))
+                print(f"| {label} | {peers.version(name, tools[name])} | {first} |"
+                      + " |" * (4 + 2 * bool(args.steady)))
                 continue
             whole = [r[0] for r in rates[name]]
             cpus = [res[0][0] for res in results if not isinstance(res[0], str)]
             row = (f"| {label} | {peers.version(name, tools[name])} | {first[1]} | {first[2]} | "
-                   f"{statistics.median(cpus):.2f} | {peers.spread(whole, 3)} | {ratio(whole, [b[0] for b in base])} |")
+                   f"{statistics.median(cpus):.2f} | {peers.spread(whole, 3)} | "
+                   f"{ratio(whole, [b[0] for b in base])} |")
             if args.steady:
                 marginal = [r[1] for r in rates[name] if r[1] is not None]
-                row += f" {peers.spread(marginal, 3)} | {ratio(marginal, [b[1] for b in base if b[1] is not None])} |"
+                row += (f" {peers.spread(marginal, 3)} | "
+                        f"{ratio(marginal, [b[1] for b in base if b[1] is not None])} |")
             print(row)
 
 

@@ -22,7 +22,8 @@ def version(tool: str, binary: str | None) -> str:
     if binary is None or tool not in ENV:
         return tool
     try:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                             timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return tool
     return out.splitlines()[0].strip() if out.strip() else tool
