@@ -25,15 +25,30 @@ other work, or was blocked (the GIL or a blocking call) while the move was there
 remaining time plus half the increment (never more than they have), so a time forfeit is the
 runner's, unless the engine's own log shows it took longer than its clock.
 
-    python bench/bench_clock.py [--think 30] [--concurrency N] [--games 64] [--max-moves 8]
-                                [--restart on|off] [--loop asyncio|uvloop] [--tc 60+1]
-                                [--backend builtin|cutechess] [--explain MS]
-                                [--fastchess BINARY | --cutechess BINARY]
+One invocation plays every tool in both modes, like for like: swiss-runner, cutechess-cli
+and fastchess (``--tools``), each with fresh engines every game and with kept ones
+(``--restart both``, the default; ``on`` or ``off`` for one), each cell in a process of its
+own (this script again, with ``--cell``), the cells in turn, ``--repeat`` times; then one
+markdown table (median over the repeats, [lowest, highest] after it) with the time and the
+load averages at the start and the end: the machine may be shared, so only tools measured in
+the same run compare. Every tool plays the same games: the ``2 x --concurrency`` engines
+each meet each other twice (colours reversed), as many times over as make about ``--games``
+(the runner as ``engines - 1`` Swiss rounds per round robin; 64 or 60 games at 4 at once
+make one: 56 games).
 
-``--fastchess BINARY`` (or FASTCHESS) and ``--cutechess BINARY`` (or CUTECHESS_CLI) play the
-same games (same engines, time control, concurrency, game length; ``-each restart=``) with
-that tool instead: the time charged is what its PGN says for each move (in ms), matched to
-the engines' logs on the moves played.
+    PATH=$PATH:/usr/games python bench/bench_clock.py [--think 30] [--concurrency N] [--games 64]
+                                [--max-moves 8] [--restart on|off|both] [--tools T1,T2]
+                                [--repeat R] [--loop asyncio|uvloop] [--tc 60+1]
+                                [--backend builtin|cutechess] [--explain MS] [--ponder]
+                                [--fastchess BINARY] [--cutechess BINARY]
+
+The peers are on no package registry (build them by hand, docs/performance.md): the
+binaries are ``--fastchess`` / ``--cutechess``, else FASTCHESS / CUTECHESS_CLI, else
+fastchess / cutechess-cli on PATH; a missing one is a row that says so. They play the same
+games (same engines, time control, concurrency, game length; ``-each restart=``): the time
+charged is what their PGN says for each move (in ms), matched to the engines' logs on the
+moves played. ``--ponder`` and ``--explain`` are for swiss-runner alone (the default
+``--tools`` then).
 
 ``--backend cutechess`` runs the event with swiss-runner's ``Backend: cutechess`` (one
 cutechess-cli process per game; CUTECHESS_CLI or cutechess-cli on PATH). For every runner
@@ -45,9 +60,9 @@ is the only figure, for the built-in referee it shows what rounding to ms does.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -57,6 +72,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import peers  # bench/peers.py
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,13 +177,34 @@ with open(os.path.join({logdir!r}, f"{{os.getpid()}}.log"), "w") as f:
     f.write("\\n".join(log) + "\\n")
 '''
 
+def quantiles(values: list[float]) -> dict[str, float]:
+    """p50, p99, max and mean of ``values`` (seconds), in ms; {} for no values."""
+    if not values:
+        return {}
+    values = sorted(values)
+    p = lambda q: values[min(len(values) - 1, int(q * (len(values) - 1) + 0.5))]  # noqa: E731
+    return {"p50": p(0.5) * 1000, "p99": p(0.99) * 1000, "max": values[-1] * 1000,
+            "mean": statistics.fmean(values) * 1000}
+
+
 def percentiles(values: list[float]) -> str:
     if not values:
         return "no moves"
-    values = sorted(values)
-    p = lambda q: values[min(len(values) - 1, int(q * (len(values) - 1) + 0.5))]  # noqa: E731
-    return (f"p50 {p(0.5) * 1000:7.3f}  p99 {p(0.99) * 1000:7.3f}  max {values[-1] * 1000:7.3f}"
-            f"  mean {statistics.fmean(values) * 1000:7.3f} ms")
+    q = quantiles(values)
+    return (f"p50 {q['p50']:7.3f}  p99 {q['p99']:7.3f}  max {q['max']:7.3f}"
+            f"  mean {q['mean']:7.3f} ms")
+
+
+def round_robins(args: argparse.Namespace, engines_n: int) -> int:
+    """How many double round robins of the engines (``-games 2``) make about ``--games``: every
+    tool plays that many, the runner as (engines - 1) Swiss rounds each (the same games)."""
+    return max(1, round(args.games / (engines_n * (engines_n - 1))))
+
+
+def emit(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """A cell's result for the driver (``--json PATH``)."""
+    if args.json:
+        Path(args.json).write_text(json.dumps(result))
 
 
 def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
@@ -209,7 +246,7 @@ def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: P
     for i in range(engines_n):
         argv += ["-engine", f"name=S{i}", f"cmd={engine}"]
     argv += ["-each", "proto=uci", f"tc={args.tc}", f"restart={args.restart}",
-             "-rounds", str(max(1, args.games // (engines_n * (engines_n - 1)))), "-games", "2",
+             "-rounds", str(round_robins(args, engines_n)), "-games", "2",
              "-repeat", "-maxmoves", str(args.max_moves), "-concurrency", str(args.concurrency)]
     if tool == "fastchess":
         argv += ["-force-concurrency", "-pgnout", f"file={pgn}"]
@@ -241,6 +278,8 @@ def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: P
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)} (charged in ms, as its PGN has it)")
     print(f"  time forfeits: {forfeits}")
+    emit(args, {"games": games, "moves": len(over), "exit": code, "forfeits": forfeits,
+                "load": load[0], "wall": wall, **quantiles(over)})
 
 
 def recorded(conn: sqlite3.Connection) -> list[tuple[list[str], str, float]]:
@@ -325,7 +364,14 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=64)
     ap.add_argument("--max-moves", type=int, default=8, help="full moves per game (adjudicated)")
     ap.add_argument("--tc", default="60+1")
-    ap.add_argument("--restart", choices=("on", "off"), default="on")
+    ap.add_argument("--restart", choices=("on", "off", "both"), default="both",
+                    help="fresh engines every game (on), kept ones (off) or both in turn (default)")
+    ap.add_argument("--tools", default=None,
+                    help="comma-separated, of swiss-runner, cutechess-cli, fastchess (default: "
+                         "all three; swiss-runner alone with --ponder or --explain)")
+    ap.add_argument("--repeat", type=int, default=1, help="every cell R times, in turn (default 1)")
+    ap.add_argument("--cell", choices=TOOLS, help=argparse.SUPPRESS)  # one run, for the driver
+    ap.add_argument("--json", help=argparse.SUPPRESS)
     ap.add_argument("--ponder", action="store_true",
                     help="Ponder: true (the test engines ponder; about 70%% of them hit)")
     ap.add_argument("--loop", choices=("asyncio", "uvloop"), default=None,
@@ -335,16 +381,21 @@ def main() -> None:
     ap.add_argument("--explain", type=float, default=None, metavar="MS",
                     help="say where each move charged more than MS ms over its time went "
                          "(Linux; the loop reads its own schedstat at each engine read)")
-    peers = ap.add_mutually_exclusive_group()
-    peers.add_argument("--fastchess", metavar="BINARY", default=os.environ.get("FASTCHESS"),
-                       help="play the same games with this fastchess instead (FASTCHESS)")
-    peers.add_argument("--cutechess", metavar="BINARY",
-                       help="play the same games with this cutechess-cli instead")
+    ap.add_argument("--fastchess", metavar="BINARY",
+                    default=peers.find("fastchess"),
+                    help="the fastchess binary (default: FASTCHESS, or fastchess on PATH)")
+    ap.add_argument("--cutechess", metavar="BINARY",
+                    default=peers.find("cutechess-cli"),
+                    help="the cutechess-cli binary (default: CUTECHESS_CLI, or "
+                         "cutechess-cli on PATH)")
     args = ap.parse_args()
+    if args.cell is None:
+        drive(ap, args)
+        return
     if args.loop:
         os.environ["SWISS_RUNNER_LOOP"] = args.loop
     engines_n = max(2, 2 * args.concurrency)
-    rounds = max(1, -(-args.games // (engines_n // 2 * 2)))
+    rounds = round_robins(args, engines_n) * (engines_n - 1)
     from runner.cli import main as cli
     from runner.play import referee
 
@@ -389,19 +440,15 @@ def main() -> None:
         engine.write_text(ENGINE.format(python=sys.executable, think=args.think,
                                         ponder=args.ponder, logdir=str(logdir)))
         engine.chmod(0o755)
-        tool = "cutechess-cli" if args.cutechess else "fastchess" if args.fastchess else None
-        if tool is not None:
-            if args.ponder or args.explain is not None:
-                option = "--ponder" if args.ponder else "--explain"
-                sys.exit(f"{option}: the swiss-runner run only (not with {tool})")
-            peer(tool, args, args.cutechess or args.fastchess, engine, work, engines_n)
+        if args.cell != "swiss-runner":
+            binary = args.cutechess if args.cell == "cutechess-cli" else args.fastchess
+            peer(args.cell, args, binary, engine, work, engines_n)
             return
         backend: dict[str, Any] = {}
         if args.backend == "cutechess":
-            binary = os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli")
-            if binary is None:
+            if args.cutechess is None:
                 sys.exit("--backend cutechess: no cutechess-cli on PATH (or CUTECHESS_CLI)")
-            backend = {"Backend": "cutechess", "CutechessPath": binary}
+            backend = {"Backend": "cutechess", "CutechessPath": args.cutechess}
         config = work / "event.yaml"
         config.write_text(yaml.safe_dump({
             "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
@@ -458,7 +505,87 @@ def main() -> None:
           + ", ".join(f"{r} x{n}" for r, n in ends))
     if args.explain is not None:
         explain(late, args.explain)
+    # the cutechess backend's moves are not the referee's: what it recorded is the figure
+    figure = as_recorded if args.backend == "cutechess" else over
+    emit(args, {"games": sum(n for _, n in ends), "moves": len(figure), "exit": code,
+                "forfeits": forfeits, "load": load[0], "wall": wall, **quantiles(figure),
+                "recorded_p99": quantiles(as_recorded).get("p99")})
 
+
+TOOLS = ("swiss-runner", "cutechess-cli", "fastchess")
+
+
+def drive(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every tool in both modes (or those asked for), each cell in a process of its own (this
+    script with ``--cell``), in turn, ``--repeat`` times; then one markdown table."""
+    solo = args.ponder or args.explain is not None
+    tools = args.tools.split(",") if args.tools else ["swiss-runner"] if solo else list(TOOLS)
+    for tool in tools:
+        if tool not in TOOLS:
+            ap.error(f"--tools: got {tool!r}, expected some of {', '.join(TOOLS)}")
+        if tool != "swiss-runner" and solo:
+            ap.error(f"--tools {tool}: --ponder and --explain are for swiss-runner only")
+    modes = ("on", "off") if args.restart == "both" else (args.restart,)
+    binaries = {"cutechess-cli": args.cutechess, "fastchess": args.fastchess}
+    results: dict[tuple[str, str], list[dict[str, Any] | str]] = {}
+    start = peers.stamp()
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.repeat):
+            for mode in modes:
+                for tool in tools:
+                    if tool != "swiss-runner" and binaries[tool] is None:
+                        results.setdefault((mode, tool), []).append(
+                            "not found (PATH, CUTECHESS_CLI / FASTCHESS, --cutechess / "
+                            "--fastchess)")
+                        continue
+                    out = Path(tmp) / "cell.json"
+                    out.unlink(missing_ok=True)
+                    # the options given, then this cell's: the last of each wins
+                    subprocess.run([sys.executable, __file__, *sys.argv[1:], "--cell", tool,
+                                    "--restart", mode, "--json", str(out)], check=False)
+                    results.setdefault((mode, tool), []).append(
+                        json.loads(out.read_text()) if out.exists() else "failed (see above)")
+    print_table(args, tools, modes, results, binaries, start)
+
+
+def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ...],
+                results: dict[tuple[str, str], list[dict[str, Any] | str]],
+                binaries: dict[str, str | None], start: str) -> None:
+    """One markdown table: a row per mode and tool; medians over the repeats."""
+    engines_n = max(2, 2 * args.concurrency)
+    games = round_robins(args, engines_n) * engines_n * (engines_n - 1)
+    print(f"\n{games} games per cell ({engines_n} engines, each pair twice), {args.concurrency} at "
+          f"once, think {args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, "
+          f"{args.repeat} run(s) per cell, in turn; start {start}; end {peers.stamp()}\n")
+    print("| mode | tool | games | engine moves | p50 ms | p99 ms | max ms "
+          "| p99 - cutechess-cli's | time forfeits | load before |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for mode in modes:
+        label = "fresh engines (restart on)" if mode == "on" else "kept engines (restart off)"
+        base = [r["p99"] for r in results.get((mode, "cutechess-cli"), [])
+                if isinstance(r, dict) and "p99" in r]
+        for tool in tools:
+            runs = results[(mode, tool)]
+            done = [r for r in runs if isinstance(r, dict) and "p99" in r]
+            if not done:
+                why = runs[0] if isinstance(runs[0], str) else "no moves"
+                print(f"| {label} | {tool} | {why} |" + " |" * 7)
+                continue
+            name = peers.version(tool, binaries.get(tool))
+            if tool == "swiss-runner":
+                name += ", Backend: cutechess" if args.backend == "cutechess" else ""
+                recorded_p99 = [r["recorded_p99"] for r in done
+                                if r.get("recorded_p99") is not None]
+                if recorded_p99:
+                    name += f" (whole ms as recorded: p99 {peers.spread(recorded_p99)})"
+            p99 = [r["p99"] for r in done]
+            gap = f"{statistics.median(p99) - statistics.median(base):+.2f}" if base else "-"
+            print(f"| {label} | {name} | {'/'.join(str(r['games']) for r in done)} | "
+                  f"{'/'.join(str(r['moves']) for r in done)} | "
+                  f"{peers.spread([r['p50'] for r in done])} | {peers.spread(p99)} | "
+                  f"{peers.spread([r['max'] for r in done])} | {gap} | "
+                  f"{sum(r['forfeits'] for r in done)} | "
+                  f"{'/'.join(format(r['load'], '.1f') for r in done)} |")
 
 if __name__ == "__main__":
     main()

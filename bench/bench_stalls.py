@@ -15,10 +15,19 @@ A wake-up's lateness is charged to every kind marked during it (the wake-up was 
 tick before); the table gives, per kind, how often it happened, its longest lateness, and the
 loop thread's own CPU time over that wake-up's interval (``time.thread_time``): lateness
 with little CPU is the loop waiting for a core (two cores shared with four engines), CPU is
-the loop's own work, what the runner can remove. ``round start`` is the garbage collection
-the loop runs on purpose between rounds, when no engine is on the clock.
+the loop's own work, what the runner can remove. ``between rounds`` is the work done when
+every game of a round has ended and no engine is on the clock: the garbage collection the loop
+runs on purpose then, the round's summary and standings, the next round's pairing.
 
-    python bench/bench_stalls.py [--games 16] [--concurrency 2] [--tick 1]
+    python bench/bench_stalls.py [--games 16] [--concurrency 2] [--tick 1] [--spin] [--top N]
+
+``--spin`` measures the stall itself: the ticker is a callback that puts itself back on the
+loop's ready queue (``call_soon``), so it runs once in every iteration of the loop and each
+gap between two of its runs is one iteration: the longest time an engine's pipe, readable
+during it, waits before the loop reads it. The loop thread's CPU over the gap is the runner's
+own work; the rest of the gap is the thread waiting for a core. The loop then never sleeps
+(it uses a core all the time: the engines get the other one), so the event runs slower; the
+rows keep only iterations of over 0.05 ms of CPU.
 
 Run it on a quiet machine: another process's load shows up as lateness too (the ``other``
 row: wake-ups late with no marked moment in them).
@@ -78,6 +87,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
     parser.add_argument("--tick", type=float, default=1.0,
                         help="ticker period in ms (1: libuv counts whole ms)")
+    parser.add_argument("--top", type=int, default=0,
+                        help="also list the N wake-ups (iterations) with the most loop CPU")
+    parser.add_argument("--spin", action="store_true",
+                        help="a ticker in every loop iteration: the stall of each iteration")
     args = parser.parse_args()
 
     from runner.config import load_config
@@ -131,7 +144,9 @@ def main() -> None:
     Tournament.play_one = play_one_marked
     from runner.play import eventloop as loops
 
-    loops.collect_garbage = marked("round start", loops.collect_garbage)
+    loops.collect_garbage = marked("between rounds", loops.collect_garbage)
+    for name in ("pair", "round_summary", "show_standings"):
+        setattr(Tournament, name, marked("between rounds", getattr(Tournament, name)))
 
     tick = args.tick / 1000
     late: list[tuple[float, float, float, float]] = []  # (due, woke, lateness, loop CPU)
@@ -152,7 +167,20 @@ def main() -> None:
                     now, was, cpu = time.perf_counter(), cpu, time.thread_time()
                     late.append((due, now, now - due, cpu - was))
 
-            task = asyncio.ensure_future(ticker())
+            def spin(was: list[float]) -> None:
+                now, cpu = time.perf_counter(), time.thread_time()
+                if cpu - was[1] > 0.00005:
+                    late.append((was[0], now, now - was[0], cpu - was[1]))
+                if not stop:
+                    was[0], was[1] = time.perf_counter(), time.thread_time()
+                    loop.call_soon(spin, was)
+
+            loop = asyncio.get_running_loop()
+            if args.spin:
+                spin([time.perf_counter(), time.thread_time()])
+                task = asyncio.ensure_future(asyncio.sleep(0))
+            else:
+                task = asyncio.ensure_future(ticker())
             code = tour.prepare()
             if code is None:
                 code = await tour.run()
@@ -174,12 +202,14 @@ def main() -> None:
     worst: dict[str, list[float]] = {}
     busy: dict[str, list[float]] = {}
     other = other_busy = 0.0
+    tops: list[tuple[float, float, float, list[str]]] = []
     for due, woke, lateness, cpu in late:
-        lo = bisect.bisect_left(times, due - tick)
+        lo = bisect.bisect_left(times, due - (0 if args.spin else tick))
         hi = bisect.bisect_right(times, woke)
         kinds = {marks[i][1] for i in range(lo, hi)}
+        tops.append((cpu, lateness, due - started, sorted(kinds)))
         if not kinds:
-            other, other_busy = max(other, lateness), max(other_busy, cpu - tick)
+            other, other_busy = max(other, lateness), max(other_busy, cpu - (0 if args.spin else tick))
         for kind in kinds:
             worst.setdefault(kind, []).append(lateness)
             busy.setdefault(kind, []).append(max(0.0, cpu))
@@ -187,15 +217,19 @@ def main() -> None:
     for _, kind in marks:
         counts[kind] = counts.get(kind, 0) + 1
     print(f"exit {code}; {wall:.1f} s; loop {eventloop.loop_choice()}; "
-          f"{len(late)} wake-ups every {args.tick} ms")
+          + (f"{len(late)} loop iterations of over 0.05 ms of CPU" if args.spin else
+             f"{len(late)} wake-ups every {args.tick} ms"))
     print(f"{'moment':<14} {'marks':>6} {'max late ms':>12} {'p99 late':>9} "
           f"{'max loop CPU ms':>16} {'p99 CPU':>8}")
-    for kind in ("round start", "game start", "game end", "kill", "adjudication"):
+    for kind in ("between rounds", "game start", "game end", "kill", "adjudication"):
         values = sorted(worst.get(kind, [0.0]))
         cpu = sorted(busy.get(kind, [0.0]))
         print(f"{kind:<14} {counts.get(kind, 0) // 2:>6} {values[-1] * 1000:>12.2f} "
               f"{values[int(0.99 * (len(values) - 1))] * 1000:>9.2f} {cpu[-1] * 1000:>16.2f} "
               f"{cpu[int(0.99 * (len(cpu) - 1))] * 1000:>8.2f}")
+    for cpu, lateness, at, kinds in sorted(tops, reverse=True)[:args.top]:
+        print(f"  at {at:8.3f} s: loop CPU {cpu * 1000:6.2f} ms, late {lateness * 1000:6.2f} ms: "
+              f"{', '.join(kinds) or '-'}")
     print(f"{'other':<14} {'':>6} {other * 1000:>12.2f} {'':>9} {other_busy * 1000:>16.2f}")
 
 

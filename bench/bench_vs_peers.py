@@ -14,9 +14,12 @@ from /proc when it has exited and before it is reaped (exact, its child processe
   package is byte-compiled first, as an installed one is.
 - cutechess-cli and fastchess: their process.
 
-``--restart on|off``: fresh engines every game (swiss-runner ``Restart: on``, cutechess-cli
-``restart=on``, fastchess ``restart=on``) or kept ones (``off``, the peers' defaults keep
-them too); default ``on``.
+``--restart on|off|both``: fresh engines every game (swiss-runner ``Restart: on``,
+cutechess-cli ``restart=on``, fastchess ``restart=on``), kept ones (``off``, the peers'
+defaults keep them too), or both in turn (the default): one invocation measures every tool
+in both modes and prints one markdown table (the median over ``--repeat`` runs, [lowest, highest]
+after it, and each tool's ratio to cutechess-cli's), with the time and the load averages at
+its start and end (the machine may be shared: compare only tools measured in the same run).
 
 ``--steady K`` also plays the first K lines alone with each tool and reports the CPU per
 ply of the games beyond them ((CPU(N) - CPU(K)) / (plies(N) - plies(K))): the cost per ply
@@ -26,19 +29,21 @@ cutechess-cli and fastchess are on no package registry: the bench looks for them
 (or CUTECHESS_CLI / FASTCHESS) and reports a missing one instead of failing.
 
     PATH=$PATH:/usr/games python bench/bench_vs_peers.py [--pairs 24] [--nodes 3000] [--steady 4]
+                                                         [--restart on|off|both] [--repeat R]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import chess.pgn
+import peers  # bench/peers.py
 import psutil
 import yaml
 
@@ -153,48 +158,103 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=3000)
     ap.add_argument("--steady", type=int, default=0, metavar="K",
                     help="also play K openings alone: CPU per ply beyond them (default: off)")
-    ap.add_argument("--only", choices=("swiss-runner", "cutechess-cli", "fastchess"))
-    ap.add_argument("--restart", choices=("on", "off"), default="on")
+    ap.add_argument("--only", choices=TOOLS)
+    ap.add_argument("--restart", choices=("on", "off", "both"), default="both",
+                    help="fresh engines every game (on), kept ones (off), or both in turn (default)")
     ap.add_argument("--repeat", type=int, default=1, help="the whole bench R times (default 1)")
     args = ap.parse_args()
-    global RESTART
-    RESTART = args.restart
     tools = {
         "swiss-runner": sys.executable,
-        "cutechess-cli": os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli"),
-        "fastchess": os.environ.get("FASTCHESS") or shutil.which("fastchess"),
+        "cutechess-cli": peers.find("cutechess-cli"),
+        "fastchess": peers.find("fastchess"),
     }
+    modes = ("on", "off") if args.restart == "both" else (args.restart,)
+    runs: dict[tuple[str, str], list[Result]] = {}
+    before = peers.stamp()
     for _ in range(args.repeat):  # the tools in turn, each repeat: same minutes, same load
-        run_all(args, tools)
+        for mode in modes:
+            for name, result in run_all(args, tools, mode).items():
+                runs.setdefault((mode, name), []).append(result)
+    print_table(args, tools, modes, runs, before, peers.stamp())
 
 
-def run_all(args: argparse.Namespace, tools: dict[str, str | None]) -> None:
-    results: dict[str, tuple[float, int, int] | str] = {}
-    steady: dict[str, tuple[float, int, int] | str] = {}
+Result = tuple[tuple[float, int, int] | str, tuple[float, int, int] | str | None]
+TOOLS = ("swiss-runner", "cutechess-cli", "fastchess")
+
+
+def run_all(args: argparse.Namespace, tools: dict[str, str | None],
+            mode: str) -> dict[str, Result]:
+    """Every tool in turn with ``Restart`` ``mode``: (whole run, the first K openings alone)."""
+    global RESTART
+    RESTART = mode
+    results: dict[str, Result] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        for name in ("swiss-runner", "cutechess-cli", "fastchess"):
+        for name in TOOLS:
             if args.only and name != args.only:
                 continue
-            results[name] = play(name, tools[name], args.pairs, args.nodes, base)
-            print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
-            if args.steady and not isinstance(results[name], str):
-                steady[name] = play(name, tools[name], args.steady, args.nodes, base)
-                print(f"{name} ({args.steady} pairs): {steady[name]}", file=sys.stderr, flush=True)
-    print(f"{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1, "
-          f"restart {args.restart}, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    head = f"{'tool':<14} {'games':>5} {'plies':>6} {'CPU s':>7} {'ms/ply':>7}"
-    print(head + (f" {'steady ms/ply':>13}" if args.steady else ""))
-    for name, value in results.items():
-        if isinstance(value, str):
-            print(f"{name:<14} {value}")
-            continue
-        cpu, games, plies = value
-        line = f"{name:<14} {games:>5} {plies:>6} {cpu:>7.2f} {1000 * cpu / max(plies, 1):>7.3f}"
-        small = steady.get(name)
-        if small is not None and not isinstance(small, str) and plies > small[2]:
-            line += f" {1000 * (cpu - small[0]) / (plies - small[2]):>13.3f}"
-        print(line)
+            whole = play(name, tools[name], args.pairs, args.nodes, base)
+            print(f"restart {mode}, {name}: {whole} (load {os.getloadavg()[0]:.2f})",
+                  file=sys.stderr, flush=True)
+            small = None
+            if args.steady and not isinstance(whole, str):
+                small = play(name, tools[name], args.steady, args.nodes, base)
+                print(f"restart {mode}, {name} ({args.steady} pairs): {small}", file=sys.stderr,
+                      flush=True)
+            results[name] = (whole, small)
+    return results
+
+
+def per_ply(result: Result) -> tuple[float, float | None] | str:
+    """(ms per ply over the whole run, ms per ply beyond the first K openings)."""
+    whole, small = result
+    if isinstance(whole, str):
+        return whole
+    cpu, _, plies = whole
+    steady = None
+    if small is not None and not isinstance(small, str) and plies > small[2]:
+        steady = 1000 * (cpu - small[0]) / (plies - small[2])
+    return 1000 * cpu / max(plies, 1), steady
+
+
+def print_table(args: argparse.Namespace, tools: dict[str, str | None], modes: tuple[str, ...],
+                runs: dict[tuple[str, str], list[Result]], before: str, after: str) -> None:
+    """One markdown table: a row per mode and tool; medians over the repeats."""
+    print(f"\n{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1, "
+          f"{args.repeat} run(s) per cell; start {before}; end {after}\n")
+    steady = (f" steady ms/ply ({args.steady} openings off) | steady x cutechess-cli |"
+              if args.steady else "")
+    print(f"| mode | tool | games | engine plies | CPU s | ms/ply | x cutechess-cli |{steady}")
+    print("|---|---|---|---|---|---|---|" + ("---|---|" if args.steady else ""))
+    for mode in modes:
+        label = "fresh engines (restart on)" if mode == "on" else "kept engines (restart off)"
+        rates = {name: [r for r in map(per_ply, results) if not isinstance(r, str)]
+                 for (m, name), results in runs.items() if m == mode}
+        base = rates.get("cutechess-cli") or []
+        for (m, name), results in runs.items():
+            if m != mode:
+                continue
+            first = results[0][0]
+            if isinstance(first, str):
+                print(f"| {label} | {peers.version(name, tools[name])} | {first} |"
+                      + " |" * (4 + 2 * bool(args.steady)))
+                continue
+            whole = [r[0] for r in rates[name]]
+            cpus = [res[0][0] for res in results if not isinstance(res[0], str)]
+            row = (f"| {label} | {peers.version(name, tools[name])} | {first[1]} | {first[2]} | "
+                   f"{statistics.median(cpus):.2f} | {peers.spread(whole, 3)} | "
+                   f"{ratio(whole, [b[0] for b in base])} |")
+            if args.steady:
+                marginal = [r[1] for r in rates[name] if r[1] is not None]
+                row += (f" {peers.spread(marginal, 3)} | "
+                        f"{ratio(marginal, [b[1] for b in base if b[1] is not None])} |")
+            print(row)
+
+
+def ratio(values: list[float], base: list[float]) -> str:
+    if not values or not base:
+        return "-"
+    return f"{statistics.median(values) / statistics.median(base):.2f}x"
 
 
 if __name__ == "__main__":

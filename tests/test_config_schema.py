@@ -309,3 +309,10 @@ def test_many_bad_engines_are_all_named(tmp_path: Path) -> None:
     assert len(err.value.problems) == 600
     assert any(p.endswith("Engines[299].Protocol: got 'uic', expected uci | xboard")
                for p in err.value.problems)
+
+
+def test_the_readme_shows_the_schema_line_the_shipped_configs_start_with() -> None:
+    line = "# yaml-language-server: $schema=../docs/config.schema.json"
+    assert f"```yaml\n{line}\n```" in (REPO / "README.md").read_text()
+    assert (REPO / "configs" / line.rsplit("=", 1)[1]).resolve() == (
+        REPO / "docs" / "config.schema.json")

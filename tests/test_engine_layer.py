@@ -163,3 +163,64 @@ def test_no_kill_sweep_or_pin_walk_runs_on_the_event_loop(monkeypatch) -> None: 
     loop_thread = asyncio.run(main())
     assert threads["kill"] and loop_thread not in threads["kill"]
     assert threads["pin"] and loop_thread not in threads["pin"]
+
+
+@pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="needs Debian's stockfish")
+def test_a_games_start_and_end_give_the_loop_back_between_their_steps(tmp_path: Path,
+                                                                      monkeypatch) -> None:  # noqa: ANN001
+    """A game's start and end are each several steps of the loop, never one long one (an
+    engine of another game may be thinking, and its move is stamped when the loop reads
+    it): the engine log is closed on another thread, the record's PGN is built in a step
+    of its own before GameFinished goes to the views, and GameStarted's views run before
+    the first move is asked for. A callback that puts itself back on the loop counts the
+    loop's iterations; each step boundary must see it run."""
+    import threading
+
+    from runner.play import referee
+
+    ticks = 0
+    seen: dict[str, int] = {}
+    closed_on: list[int] = []
+    real_finish, real_close, real_loop = referee.finish_record, GameLog.close, referee._game_loop
+
+    def finish_record(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen["record built"] = ticks
+        return real_finish(*args, **kwargs)
+
+    def close(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        closed_on.append(threading.get_ident())
+        return real_close(self, *args, **kwargs)
+
+    async def game_loop(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen["moves asked for"] = ticks
+        return await real_loop(*args, **kwargs)
+
+    monkeypatch.setattr(referee, "finish_record", finish_record)
+    monkeypatch.setattr(referee, "_game_loop", game_loop)
+    monkeypatch.setattr(GameLog, "close", close)
+
+    def emit(event) -> None:  # noqa: ANN001
+        seen.setdefault(event.kind, ticks)
+
+    async def main() -> int:
+        nonlocal ticks
+        stop = False
+
+        def tick() -> None:
+            nonlocal ticks
+            ticks += 1
+            if not stop:
+                asyncio.get_running_loop().call_soon(tick)
+
+        tick()
+        log = GameLog(tmp_path / "game.log", "all", "steps")
+        spec = spec_for(_stockfish("A", 500), _stockfish("B", 500), "inf",
+                        adjudication=AdjudicationConfig(max_moves=6))
+        await play_game(spec, emit=emit, engine_log=log, stall_timeout=20)
+        stop = True
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert closed_on and loop_thread not in closed_on  # the log's close: off the loop
+    assert seen["started"] < seen["moves asked for"], seen  # the start's views, then moves
+    assert seen["record built"] < seen["finished"], seen  # the PGN, then the views

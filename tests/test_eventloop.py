@@ -205,3 +205,21 @@ def test_the_loop_thread_asks_for_a_short_slice_its_children_do_not_inherit() ->
         pytest.skip(f"Linux {os.uname().release}: {problem}")
     assert seen["mine"] == eventloop.LOOP_SLICE_NS
     assert seen["child"] != eventloop.LOOP_SLICE_NS and seen["thread"] != eventloop.LOOP_SLICE_NS
+
+
+def test_a_computing_thread_hands_the_gil_to_the_loop_within_half_a_millisecond() -> None:
+    """The loop runs with a GIL switch interval of 0.5 ms (Python's default is 5 ms): a
+    thread that computes (the JSON snapshot, a PGN rebuild) makes the loop wait at most that
+    long to read an engine's move (a lower setting of the process's own is kept)."""
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+
+    async def probe() -> None:
+        seen.append(sys.getswitchinterval())
+
+    try:
+        eventloop.run(probe())
+        assert seen == [pytest.approx(min(before, eventloop.SWITCH_INTERVAL_S))]
+        assert eventloop.SWITCH_INTERVAL_S <= 0.0005
+    finally:
+        sys.setswitchinterval(before)

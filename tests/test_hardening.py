@@ -664,3 +664,49 @@ def test_status_and_standings_work_in_a_read_only_directory(tmp_path: Path,
             ["games.pgn", "swiss.json", "swiss.sqlite3", "swiss.sqlite3.lock"])
     finally:
         subprocess.run(["chattr", "-i", str(state)], check=True)
+
+
+@pytest.mark.parametrize("how", ["deleted", "moved", "replaced", "appended to"])
+def test_a_pgn_file_deleted_moved_or_changed_during_a_run_is_rebuilt(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    """PgnOut is a view of the database: a file deleted, moved away, replaced or written to
+    by someone else while the event runs is rebuilt with every recorded game (appending to
+    it would leave a file without the earlier ones); text that is not ours is kept aside."""
+    from runner.cli.run import cli_run
+    from runner.config import load_config as load
+    from runner.store.database import Store
+
+    config = load(loop_config(tmp_path, players=4, Rounds=2))
+    pgn = config.pgn_out
+    foreign = '[Event "someone else\'s"]\n\n1. e4 *\n\n'
+
+    def meddle(spec) -> None:  # noqa: ANN001 - a GameSpec
+        if spec.game_id != 3:
+            return
+        assert pgn.exists()  # games 1 and 2 are in it
+        if how == "deleted":
+            pgn.unlink()
+        elif how == "moved":
+            pgn.rename(tmp_path / "elsewhere.pgn")
+        elif how == "replaced":
+            (tmp_path / "new.pgn").write_text(foreign)
+            os.replace(tmp_path / "new.pgn", pgn)
+        else:
+            with open(pgn, "a", encoding="utf-8") as out:
+                out.write(foreign)
+
+    assert cli_run(config, run_args(), play_game=backend(hook=meddle)) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    store = Store.open(config.database)
+    try:
+        rounds = [line for line in pgn.read_text().splitlines() if line.startswith("[Round")]
+        assert store.pgn_matches(pgn), rounds
+        assert store.counts().get("finished") == 8
+    finally:
+        store.close()
+    assert f"Rebuilt {pgn}" in out, out
+    if how in ("replaced", "appended to"):  # the text that was not ours, kept aside
+        kept = [p for p in pgn.parent.iterdir() if p != pgn and "someone else" in
+                p.read_text(errors="replace")]
+        assert kept, sorted(pgn.parent.iterdir())

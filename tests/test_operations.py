@@ -11,13 +11,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import chess
 import chess.pgn
 import psutil
 import pytest
-from testkit import write_config
+from testkit import make_record, spec_for, write_config
 
 from runner.cli import main
 from runner.config import AdjudicationConfig, EngineConfig, TcecDrawRule, load_config
@@ -275,6 +276,38 @@ def test_event_with_logs_epd_progress_and_status(tmp_path, capsys):
     status = capsys.readouterr().out
     assert "Engine logs of failed games:" in status and str(logs[0]) in status
     assert "disconnects" in status
+
+
+def test_epd_positions_are_replayed_and_written_off_the_event_loop(tmp_path, monkeypatch):
+    """EpdOut replays each game to its final position: on the sink's own thread, in the
+    order the games ended, never on the loop (an engine of another game may be thinking)."""
+    import threading
+
+    from runner.domain.events import GameFinished
+    from runner.service import operations
+
+    threads: list[int] = []
+    real = operations.final_fen
+
+    def final_fen(start_fen, moves):
+        threads.append(threading.get_ident())
+        return real(start_fen, moves)
+
+    monkeypatch.setattr(operations, "final_fen", final_fen)
+    sink = operations.EpdSink(tmp_path / "out" / "final.epd")
+    games = [["e2e4", "e7e5"], ["d2d4"], ["g1f3", "g8f6", "c2c4"]]
+    for n, moves in enumerate(games, 1):
+        record = make_record(spec_for(fake("A"), fake("B"), game=n), "1-0")
+        sink.handle(GameFinished(n, replace(record, moves=moves), 1))
+    sink.close()
+    assert threads and threading.get_ident() not in threads
+    expected = []
+    for moves in games:
+        board = chess.Board()
+        for uci in moves:
+            board.push_uci(uci)
+        expected.append(board.fen())
+    assert (tmp_path / "out" / "final.epd").read_text().splitlines() == expected
 
 
 # --------------------------------------------------------------------------- progress

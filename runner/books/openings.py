@@ -63,10 +63,16 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
     With ``matches`` (see :func:`event_matches`) the size is checked as ``run`` checks it:
     with ``unique_per_match_only=False`` the book must hold an opening for every match.
     """
-    openings, problems = _read_book(config, random_seed)
+    if config.file is None:  # numbered starts, each checked by the loader: only how many
+        from runner.books.chess960 import position_numbers
+
+        size, problems = len(position_numbers(config, random_seed)), []
+    else:
+        openings, problems = _read_book(config, random_seed)
+        size = len(openings)
     if not problems and matches is not None:
         try:
-            check_book_size(len(openings), matches, unique_per_match_only,
+            check_book_size(size, matches, unique_per_match_only,
                             config.file or "Openings.Positions")
         except BookError as exc:
             problems = list(exc.problems)
@@ -355,10 +361,11 @@ def _read_pgn(path: Path, text: str, plies: int,
         if not moves and fen is None:
             problem("no moves left once the move that ends the game is dropped")
             continue
-        san = _start_of(board).variation_san(moves) if moves else ""
+        if not name:  # the moves' SAN (a third of the reading time: only when needed)
+            name = _start_of(board).variation_san(moves) if moves else ""
         openings.append(Opening(
             index=len(openings),
-            name=name or san or f"{path.name} game {number}",
+            name=name or f"{path.name} game {number}",
             fen=fen,
             moves=tuple(move.uci() for move in moves),
         ))

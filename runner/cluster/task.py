@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import threading
 import time
+import weakref
 from typing import Any
 
 from distributed import WorkerPlugin, get_worker
@@ -94,13 +95,17 @@ class Abandoned(Exception):
     """The runner no longer wants this game (it was cancelled, or the worker is closing)."""
 
 
+# a worker started without the preload (plain ``dask worker``): its probes, kept here (no
+# attribute is set on Dask's object)
+_UNPLUGGED: weakref.WeakKeyDictionary[Any, EngineProbes] = weakref.WeakKeyDictionary()
+
+
 def _probes(worker: Any) -> EngineProbes:
     plugin = worker.plugins.get(PLUGIN)
     if not isinstance(plugin, EngineProbes):  # plain `dask worker` without the preload
-        plugin = getattr(worker, "_swiss_runner_probes", None)
+        plugin = _UNPLUGGED.get(worker)
         if plugin is None:
-            plugin = EngineProbes()
-            worker._swiss_runner_probes = plugin
+            plugin = _UNPLUGGED[worker] = EngineProbes()
     return plugin
 
 

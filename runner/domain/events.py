@@ -159,16 +159,25 @@ def workers_tag(played_by: tuple[str, ...] | list[str], worker: str = "") -> str
 
 # --------------------------------------------------------------------------- JSON codec
 
+_SIMPLE = (str, int, float, bool, type(None))
+_SIMPLE_TYPES = frozenset(_SIMPLE)
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, by its type
+
 
 def _plain(value: Any) -> Any:
+    if type(value) in _SIMPLE_TYPES:  # most values: before the costlier tests
+        return value
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = _FIELDS.get(type(value))
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     return value
 
 
@@ -180,8 +189,6 @@ def record_from_json(data: dict[str, Any]) -> GameRecord:
     return GameRecord(**data)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
-_SIMPLE = (str, int, float, bool, type(None))
 
 
 def event_to_json(event: GameEvent) -> dict[str, Any]:
@@ -196,7 +203,8 @@ def event_to_json(event: GameEvent) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in names:
         value = getattr(event, name)
-        data[name] = value if isinstance(value, _SIMPLE) else _plain(value)
+        # GameStarted.spec is JSON already (spec_to_json): not walked again
+        data[name] = value if isinstance(value, _SIMPLE) or name == "spec" else _plain(value)
     data["v"] = EVENT_VERSION
     return data
 

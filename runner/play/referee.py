@@ -436,6 +436,7 @@ async def play_game(
         if emit is not None:
             _emit_start(emit, spec, procs, start_board, moves, sans, started, clocks, attempt,
                         resume=resume, worker=worker, book_fens=book_fens)
+            await asyncio.sleep(0)  # the start's views apart from the first move's (the loop)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
                                    startup_timeout, clocks=clocks, emit=emit, attempt=attempt,
@@ -455,13 +456,18 @@ async def play_game(
         else:
             await asyncio.gather(*(engines.release(proc, end.termination, cpus)
                                    for proc in procs.values()))
-    kept_log = engine_log.close(end.termination, end.reason) if engine_log is not None else None
+    # The game's end in steps of its own, each under a millisecond of the loop (an engine of
+    # another game may be thinking; its pipe is read between them): the engine log's close
+    # (a flush, maybe an unlink) in a thread, the record and its PGN, then its event.
+    kept_log = None if engine_log is None else await asyncio.to_thread(
+        engine_log.close, end.termination, end.reason)
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=resume_note, move_data=move_data, engine_log=kept_log,
                            worker=workers_tag(resume.workers if resume else (), worker),
                            sans=sans, mobility=mobility)
     if emit is not None:
+        await asyncio.sleep(0)
         emit(GameFinished(spec.game_id, record, attempt))
     return record
 

@@ -269,6 +269,12 @@ def _spawner_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _spawner[1]
 
 
+def warm_up() -> None:
+    """Start the spawner thread now (with its module's imports), before any engine is on
+    the clock: the first game's start then costs the loop no import."""
+    _spawner_pool().submit(lambda: None).result()
+
+
 def off_loop(fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     """Run ``fn`` on the spawner thread (process-table work that must not stall the loop)."""
     return _spawner_pool().submit(fn)

@@ -129,12 +129,14 @@ class StoreSink:
             return None
         if isinstance(event, GameStarted):
             self.check_files()
-            started = json.dumps(event_to_json(event), separators=(",", ":"))
             gid, attempt, keep = event.game_id, event.attempt, event.resumed_from_ply
             writer = self.writer
-            self.pending.setdefault(gid, []).append(self.movelog.restart(
-                gid, attempt, lambda conn: writer.start_game(gid, attempt, started,
-                                                             keep_plies=keep)))
+
+            def start(conn: sqlite3.Connection) -> Any:  # its JSON made on the writer thread
+                started = json.dumps(event_to_json(event), separators=(",", ":"))
+                return writer.start_game(gid, attempt, started, keep_plies=keep)
+
+            self.pending.setdefault(gid, []).append(self.movelog.restart(gid, attempt, start))
             return None
         if isinstance(event, GameFinished):
             gid, record, writer = event.game_id, event.record, self.writer
@@ -218,7 +220,9 @@ class PgnSink:
     worker thread on a read-only connection of its own, never on the event loop; a game
     that finishes meanwhile is in the next rebuild. A write that fails (a full disk, a
     directory removed) is reported once and the file is rebuilt at the next game's end or
-    at the end of the run."""
+    at the end of the run. A file deleted, moved away, replaced or written by someone else
+    since the sink last wrote it is rebuilt, not appended to (a file that holds text of
+    another's is kept aside first: runner.store.pgnfile.rebuild_pgn)."""
 
     moves = False
 
@@ -229,11 +233,27 @@ class PgnSink:
         self.dirty = False
         self.reported = False  # the current failure was reported
         self._task: asyncio.Task[None] | None = None
+        self._written: tuple[int, int, int] | None = None  # the file as we last left it
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        """(device, inode, size) of the file now; None when it is not there."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size)
+
+    def _changed(self) -> bool:
+        """Was the file deleted, replaced, moved away or written by someone else since we
+        last wrote it? (Appending to it then would leave a file without the earlier games.)"""
+        return self._written is not None and self._identity() != self._written
 
     def sync(self) -> bool:
         """Make the file hold exactly the recorded games (rebuilt from the database if not);
         False when it could not be written. Any thread: it reads through its own
-        connection."""
+        connection. A game that ends while it runs sets ``dirty`` again: it may be missing
+        from what this call read, and is in the next rebuild."""
+        self.dirty = False
         try:
             reader = Store.open_readonly(self.store.path, threads=True)
         except (StoreError, sqlite3.Error) as exc:
@@ -242,7 +262,8 @@ class PgnSink:
             return True
         try:
             if reader.pgn_matches(self.path):
-                self.dirty = self.reported = False
+                self.reported = False
+                self._written = self._identity()
                 return True
             backup = reader.rebuild_pgn(self.path)
             count = reader.counts().get("finished", 0)
@@ -250,7 +271,8 @@ class PgnSink:
             return self._failed(f"cannot write the PGN ({exc.strerror or exc})")
         finally:
             reader.close()
-        self.dirty = self.reported = False
+        self.reported = False
+        self._written = self._identity()
         if backup is not None:
             self.say(f"{self.path} held games that are not this event's; kept it as {backup}",
                      always=True)
@@ -268,14 +290,16 @@ class PgnSink:
     def handle(self, event: GameEvent) -> None:
         if not isinstance(event, GameFinished):
             return
-        if self.dirty or (self._task is not None and not self._task.done()):
-            self.dirty = True  # in the next rebuild
+        if self.dirty or (self._task is not None and not self._task.done()) or self._changed():
+            self.dirty = True  # in the next rebuild (with this game: it is committed)
             self._rebuild()
             return
         try:
             append_pgn(self.path, event.record.pgn)
         except OSError as exc:
             self._failed(f"cannot append game {event.game_id} ({exc.strerror or exc})")
+        else:
+            self._written = self._identity()
 
     def _rebuild(self) -> None:
         if self._task is None or self._task.done():
@@ -292,7 +316,7 @@ class PgnSink:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._task)
-        if self.dirty:
+        if self.dirty or self._changed():
             await asyncio.to_thread(self.sync)
 
 

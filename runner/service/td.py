@@ -255,6 +255,7 @@ class Director:
         self.rewound = False
         self.failed: set[int] = set()  # commands whose application raised (not retried)
         self._announced: int | None = None
+        self._restarts: dict[int, list[Command]] | None = None  # applied, by game (None: read)
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -363,8 +364,11 @@ class Director:
 
         from runner.domain.pgn import escape_tag
 
-        restarts = [c for c in decisions.commands(self.t.store.conn, "applied")
-                    if c.action == "restart" and c.args.get("game") == game_id]
+        if self._restarts is None:  # read once, and again after a command is decided
+            self._restarts = {}
+            for c in decisions.applied(self.t.store.conn, "restart"):
+                self._restarts.setdefault(c.args.get("game"), []).append(c)
+        restarts = self._restarts.get(game_id, [])
         head, sep, rest = record.pgn.partition("\n\n")
         if not restarts or not sep or "[TDRestart " in head:
             return record
@@ -375,6 +379,7 @@ class Director:
                 args: dict[str, Any] | None = None) -> None:
         """A command was applied or refused: the console line (and the one place a listener
         of TD decisions, such as an alert, hooks in)."""
+        self._restarts = None  # a restart applied: the PGN tags read it again
         who = f" by {cmd.who}" + (f" ({cmd.reason})" if cmd.reason else "")
         if state == "refused":
             self.t.say(f"TD command #{cmd.id} ({cmd.text()}){who} refused: {outcome}",
@@ -521,6 +526,7 @@ class Director:
                 ok = await self._write(job)
             except decisions.AlreadyDone:
                 return False
+            self._restarts = None  # the PGN's TDRestart tags read it again
             said.append(outcome if ok else f"refused: game {gid} ended before the restart")
             return ok and when == "now"
 

@@ -76,6 +76,7 @@ class Tournament:
     _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
     _reader: Store | None = None  # the snapshot thread's read-only connection
     _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
+    _scheduled_games: int = 0  # the Swiss rounds' games, read with _extra_games
     td: Any = None  # runner.service.td.Director: the TD's commands, made by run()
     view_errors: ViewErrors = field(init=False)
     _writes: list[Any] = field(default_factory=list)  # futures of the loop's own writes
@@ -129,6 +130,13 @@ class Tournament:
                 self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or "
                          f"cut short; rebuilt from {self.store.path}")
             write_snapshot(self.config, self.store, self._state_cache)  # the run goes on from it
+        # the backend's modules and the spawner thread now, not at the first game's start
+        # (the loop stalls for their imports while another game's engine may be thinking)
+        self.backend()
+        if self.play_game is None:
+            from runner.play import spawn
+
+            spawn.warm_up()
         return None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -159,16 +167,24 @@ class Tournament:
         """Wait for the loop's writes (their results, in order); the loop's connection then
         reads them."""
         writes, self._writes = self._writes, []
-        return [await asyncio.wrap_future(f) for f in writes]
+        done = [await asyncio.wrap_future(f) for f in writes]
+        if writes:
+            self._extra_games = None  # the schedule may have changed: total_games reads it again
+        return done
 
     def total_games(self) -> int:
-        s = self.config.swiss
-        scheduled = swiss_games(self.store.conn, len(self.config.engines), s.games_per_match,
-                                s.rounds)
-        if self._extra_games is None:  # read again when extra games are scheduled
+        """The event's games: the Swiss rounds' (fewer after a withdrawal) and the extra
+        tie-break games scheduled. Read again after the schedule changed (a round paired,
+        a TD withdrawal or rewind: ``_extra_games`` is reset), else from memory: every
+        game's start line asks for it."""
+        if self._extra_games is None:
+            s = self.config.swiss
+            scheduled = swiss_games(self.store.conn, len(self.config.engines),
+                                    s.games_per_match, s.rounds)
             self._extra_games = int(self.store.conn.execute(
                 "SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0])
-        return scheduled + self._extra_games
+            self._scheduled_games = scheduled
+        return self._scheduled_games + self._extra_games
 
     # ---- the JSON state document --------------------------------------------------------
 

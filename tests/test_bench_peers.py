@@ -1,0 +1,112 @@
+"""The side-by-side benches in small (bench/bench_clock.py, bench/bench_vs_peers.py): one
+invocation plays every tool in both Restart modes, the same games in each, and prints one
+markdown table; a peer that is not installed (cutechess-cli, fastchess: on no package
+registry) is a row that says so, not a failure. The numbers themselves are not asserted here
+(speed is measured by the benches, not by tests), only that the table is whole and like for
+like."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
+PEERS = {"cutechess-cli": "CUTECHESS_CLI", "fastchess": "FASTCHESS"}
+
+pytestmark = [pytest.mark.engines]
+
+
+def installed(tool: str) -> str | None:
+    return os.environ.get(PEERS[tool]) or shutil.which(tool)
+
+
+def without_peers() -> dict[str, str]:
+    """The environment with neither peer findable: no variable, no PATH entry holding one."""
+    env = {k: v for k, v in os.environ.items() if k not in PEERS.values()}
+    env["PATH"] = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                  if d and not any(Path(d, t).exists() for t in PEERS))
+    return env
+
+
+def table(out: str) -> dict[tuple[str, str], list[str]]:
+    """(mode, tool) -> the row's other cells, from the bench's markdown table."""
+    rows = {}
+    for line in out.splitlines():
+        if line.startswith(("| fresh engines", "| kept engines")):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            mode = "on" if cells[0].startswith("fresh") else "off"
+            tool = next(t for t in ("swiss-runner", "cutechess-cli", "fastchess") if t in cells[1])
+            rows[(mode, tool)] = cells[2:]
+    return rows
+
+
+def clock(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH / "bench_clock.py"), "--games", "2", "--concurrency", "1",
+         "--max-moves", "3", "--think", "5", "--tc", "10+0.1", *extra],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_clock_bench_without_the_peers_still_measures_the_runner_in_both_modes() -> None:
+    run = clock(without_peers())
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = table(run.stdout)
+    assert set(rows) == {(m, t) for m in ("on", "off")
+                         for t in ("swiss-runner", "cutechess-cli", "fastchess")}, run.stdout
+    for mode in ("on", "off"):
+        games, moves, p50, p99 = rows[(mode, "swiss-runner")][:4]
+        assert games == "2" and int(moves) > 0 and float(p99) >= float(p50), run.stdout
+        for peer in PEERS:
+            assert rows[(mode, peer)][0].startswith("not found"), run.stdout
+
+
+@pytest.mark.skipif(not all(installed(t) for t in PEERS),
+                    reason="cutechess-cli and fastchess are on no package registry: build them "
+                           "by hand (docs/performance.md, 'The peers, built by hand')")
+def test_clock_bench_plays_the_same_games_with_every_tool() -> None:
+    run = clock(dict(os.environ))
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = table(run.stdout)
+    for mode in ("on", "off"):
+        counts = {tool: rows[(mode, tool)][:2] for tool in ("swiss-runner", *PEERS)}
+        # 2 engines, each colour once: 2 games of 3 moves a side, 12 engine moves, everywhere
+        assert set(map(tuple, counts.values())) == {("2", "12")}, run.stdout
+        assert rows[(mode, "cutechess-cli")][5] == "+0.00", run.stdout  # p99 - its own
+        assert rows[(mode, "swiss-runner")][6] == "0", run.stdout  # no time forfeit
+
+
+def test_clock_bench_refuses_an_unknown_tool_and_a_peer_with_ponder() -> None:
+    bad = clock(dict(os.environ), "--tools", "swiss-runner,arena")
+    assert bad.returncode == 2 and "--tools: got 'arena', expected some of swiss-runner, " \
+        "cutechess-cli, fastchess" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
+    ponder = clock(dict(os.environ), "--tools", "fastchess", "--ponder")
+    assert ponder.returncode == 2 and "swiss-runner only" in ponder.stderr, ponder.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("stockfish", path="/usr/games")
+                         and shutil.which("ethereal-chess", path="/usr/games")),
+                    reason="Debian's stockfish and ethereal-chess are needed")
+def test_cpu_bench_plays_the_same_plies_with_every_tool_in_both_modes() -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "bench_vs_peers.py"), "--pairs", "1", "--nodes", "500"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = table(run.stdout)
+    for mode in ("on", "off"):
+        played = {tool: cells for (m, tool), cells in rows.items()
+                  if m == mode and not cells[0].startswith("not found")}
+        assert "swiss-runner" in played, run.stdout
+        for tool in PEERS:
+            assert (tool in played) == bool(installed(tool)), run.stdout
+        # the same 2 games, so the same engine plies, in every tool that ran
+        assert {cells[0] for cells in played.values()} == {"2"}, run.stdout
+        assert len({cells[1] for cells in played.values()}) == 1, run.stdout
+        if "cutechess-cli" in played:
+            assert played["cutechess-cli"][4] == "1.00x", run.stdout
