@@ -205,15 +205,20 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
 # --------------------------------------------------------------------------- the game
 
 
+def _without_clocks(spec: GameSpec, engine: EngineConfig) -> bool:
+    """Is the engine's limit sent without the clocks (then the same at every move)? A
+    per-engine limit (Nodes/Depth/MoveTime) is sent alone: engines such as Ethereal ignore
+    "go nodes" when clocks come with it. The runner still charges and enforces the clock,
+    so a limit that is too slow for the time control still loses on time."""
+    return spec.time_control.infinite or engine.nodes is not None \
+        or engine.depth is not None or engine.movetime_ms is not None
+
+
 def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock],
            turn: chess.Color) -> chess.engine.Limit:
     tc = spec.time_control
     kw: dict[str, object] = {}
-    # A per-engine limit (Nodes/Depth/MoveTime) is sent alone: engines such as Ethereal
-    # ignore "go nodes" when clocks come with it. The runner still charges and enforces
-    # the clock, so a limit that is too slow for the time control still loses on time.
-    per_move = engine.nodes is not None or engine.depth is not None or engine.movetime_ms is not None
-    if not tc.infinite and not per_move:
+    if not _without_clocks(spec, engine):
         kw.update(white_clock=clocks[chess.WHITE].remaining, black_clock=clocks[chess.BLACK].remaining,
                   white_inc=tc.increment, black_inc=tc.increment,
                   remaining_moves=clocks[turn].moves_to_go)
@@ -435,7 +440,7 @@ async def play_game(
                                    "cannot start from a FEN position")
         if emit is not None:
             _emit_start(emit, spec, procs, start_board, moves, sans, started, clocks, attempt,
-                        resume=resume, worker=worker, book_fens=book_fens)
+                        book_fens, resume=resume, worker=worker)
             await asyncio.sleep(0)  # the start's views apart from the first move's (the loop)
         if end is None:  # else an engine failed to start: it loses, no move is played
             end = await _game_loop(spec, board, procs, moves, comments, stall_timeout, grace,
@@ -565,12 +570,12 @@ def _clock_ms(clock: Clock) -> int | None:
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], book_sans: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
-                resume: ResumePoint | None = None, worker: str = "",
-                book_fens: Sequence[str] | None = None) -> None:
+                book_fens: Sequence[str], resume: ResumePoint | None = None,
+                worker: str = "") -> None:
     """GameStarted, then a MovePlayed for each book ply (no engine data, clocks untouched).
 
     A resumed game's earlier moves are in its log already: only GameStarted is emitted.
-    ``book_fens``: the FEN after each book ply (from :func:`_start_board`), else replayed."""
+    ``book_fens``: the FEN after each book ply (from :func:`_start_board`)."""
     def id_name(color: chess.Color) -> str:
         proc = procs.get(color)
         return str(proc.protocol.id.get("name", "")) if proc is not None else ""
@@ -588,12 +593,6 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         played_by=resume.workers if resume is not None else ()))
     if resume is not None:
         return
-    if book_fens is None or len(book_fens) != len(book):
-        board = start_board.copy(stack=False)
-        book_fens = []
-        for uci in book:
-            board.push(chess.Move.from_uci(uci))
-            book_fens.append(fen(board))
     for ply, (uci, san, after) in enumerate(zip(book, book_sans, book_fens, strict=True), 1):
         emit(MovePlayed(game_id=spec.game_id, ply=ply, uci=uci, san=san, fen=after,
                         white_clock_ms=white_ms, black_clock_ms=black_ms, book=True,
@@ -739,10 +738,8 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
     # same at every move: made once per game, with its go line
     fixed: dict[chess.Color, tuple[chess.engine.Limit, str | None]] = {}
     for color, proc in procs.items():
-        engine = proc.config
-        if tc.infinite or engine.nodes is not None or engine.depth is not None \
-                or engine.movetime_ms is not None:
-            limit = _limit(spec, engine, clocks, color)
+        if _without_clocks(spec, proc.config):
+            limit = _limit(spec, proc.config, clocks, color)
             fixed[color] = (limit, go_line(limit))
     if resume is not None:  # the TCEC rule counts as they stood at the interruption
         if adjudicator.draw_window is not None:

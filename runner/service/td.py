@@ -366,8 +366,9 @@ class Director:
 
         if self._restarts is None:  # read once, and again after a command is decided
             self._restarts = {}
-            for c in decisions.applied(self.t.store.conn, "restart"):
-                self._restarts.setdefault(c.args.get("game"), []).append(c)
+            for c in decisions.commands(self.t.store.conn, "applied"):
+                if c.action == "restart":
+                    self._restarts.setdefault(c.args.get("game"), []).append(c)
         restarts = self._restarts.get(game_id, [])
         head, sep, rest = record.pgn.partition("\n\n")
         if not restarts or not sep or "[TDRestart " in head:

@@ -75,8 +75,7 @@ class Tournament:
     alerts: Alerter = field(default_factory=lambda: Alerter(None))  # runner.service.alerts
     _state_cache: StateCache = field(default_factory=StateCache)  # kept between snapshots
     _reader: Store | None = None  # the snapshot thread's read-only connection
-    _extra_games: int | None = None  # extra tie-break games scheduled (None: not read yet)
-    _scheduled_games: int = 0  # the Swiss rounds' games, read with _extra_games
+    _total_games: int | None = None  # total_games() as last read (None: read it again)
     td: Any = None  # runner.service.td.Director: the TD's commands, made by run()
     view_errors: ViewErrors = field(init=False)
     _writes: list[Any] = field(default_factory=list)  # futures of the loop's own writes
@@ -169,22 +168,21 @@ class Tournament:
         writes, self._writes = self._writes, []
         done = [await asyncio.wrap_future(f) for f in writes]
         if writes:
-            self._extra_games = None  # the schedule may have changed: total_games reads it again
+            self._total_games = None  # the schedule may have changed: total_games reads it again
         return done
 
     def total_games(self) -> int:
         """The event's games: the Swiss rounds' (fewer after a withdrawal) and the extra
         tie-break games scheduled. Read again after the schedule changed (a round paired,
-        a TD withdrawal or rewind: ``_extra_games`` is reset), else from memory: every
+        a TD withdrawal or rewind: ``_total_games`` is reset), else from memory: every
         game's start line asks for it."""
-        if self._extra_games is None:
+        if self._total_games is None:
             s = self.config.swiss
-            scheduled = swiss_games(self.store.conn, len(self.config.engines),
-                                    s.games_per_match, s.rounds)
-            self._extra_games = int(self.store.conn.execute(
+            extra = int(self.store.conn.execute(
                 "SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0])
-            self._scheduled_games = scheduled
-        return self._scheduled_games + self._extra_games
+            self._total_games = extra + swiss_games(self.store.conn, len(self.config.engines),
+                                                    s.games_per_match, s.rounds)
+        return self._total_games
 
     # ---- the JSON state document --------------------------------------------------------
 
@@ -259,7 +257,7 @@ class Tournament:
                          "black": g.black, "match_index": match, "opening": opening})
         self.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded, rows,
                                                  extra=extra))
-        self._extra_games = None
+        self._total_games = None
 
     def pair(self, number: int) -> None:
         from runner.domain.pairing import pair_round
@@ -572,7 +570,7 @@ class Tournament:
 
     async def reset_schedule(self) -> None:
         """The TD changed recorded games (rewind, withdraw): counts read again, PGN synced."""
-        self._extra_games = None
+        self._total_games = None
         await asyncio.to_thread(self.pgn.sync)  # (reports its own failure)
 
     async def still_to_play(self, game: StoredGame) -> bool:

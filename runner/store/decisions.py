@@ -106,16 +106,6 @@ def commands(conn: sqlite3.Connection, state: str | None = None) -> list[Command
     return [_command(r) for r in rows]
 
 
-def applied(conn: sqlite3.Connection, action: str) -> list[Command]:
-    """The applied commands of one kind, in the order given (a game's end asks for the
-    restarts; the other commands' rows are not decoded)."""
-    if not _has_table(conn):
-        return []
-    return [_command(r) for r in conn.execute(
-        f"SELECT {_COLUMNS} FROM td_commands WHERE state='applied' AND action=? ORDER BY id",
-        (action,))]
-
-
 def pending_ids(conn: sqlite3.Connection) -> list[int]:
     """The cheap poll of the runner: ids of the commands waiting to be applied."""
     if not _has_table(conn):
