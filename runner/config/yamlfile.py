@@ -4,6 +4,7 @@ refused, and the line of every key path recorded for the loader's messages."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ import yaml
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that records the line of every key path and rejects duplicate keys.
+
+    Booleans as YAML 1.2 reads them: only ``true``/``false`` (any case); ``On``, ``Off``,
+    ``Yes``, ``No``, ``y``, ``n`` are strings (the key ``Alerts.On``, docs/alerts.md).
 
     Composing is bounded: at most MAX_YAML_NODES nodes written in the file and
     MAX_YAML_DEPTH levels of nesting (aliases are expanded by :func:`_check_node_budget`).
@@ -33,6 +37,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_UniqueKeyLoader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"), list("tTfF"))
 
 
 def _compose_lines(node: yaml.Node, path: str, lines: dict[str, int], dups: list[str]) -> None:
