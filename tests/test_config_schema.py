@@ -1,6 +1,7 @@
 """The config's JSON Schema (`swiss-runner schema`) against an independent validator (the
 `jsonschema` package): the shipped configs pass it, bad ones fail it on the key `validate`
-names; docs/config.schema.json is the command's output; the README's key table matches it."""
+names; docs/config.schema.json is the command's output (docs/config.md's key tables:
+tests/test_config_doc.py)."""
 
 from __future__ import annotations
 
@@ -186,76 +187,6 @@ def test_alerts_and_insecure_reach_the_config(tmp_path: Path) -> None:
     assert config.alerts is None and config.cluster is None
 
 
-def _documented(readme: str) -> dict[str, str]:
-    """README's configuration table: key path -> default cell."""
-    section = readme.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
-    rows: dict[str, str] = {}
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        if len(cells) < 3 or not cells[0].startswith("`"):
-            continue
-        names = re.findall(r"`([^`]+)`", cells[0])
-        defaults = [d.strip() for d in cells[1].split(" / ")]
-        first = names[0]
-        for i, name in enumerate(names):
-            if "." not in name and "." in first:
-                name = first.rsplit(".", 1)[0] + "." + name
-            rows[name.replace("[i]", "")] = defaults[i] if len(defaults) == len(names) else ""
-        # a block's keys written inline: `{MaxPawns: 8, ScoreCp: 20}` (scalars are defaults)
-        inline = re.search(r"`\{([^`]*)\}`", " | ".join(cells[1:]))
-        for sub, value in re.findall(r"(\w+): (\[[^\]]*\]|[^,}]+)", inline[1] if inline else ""):
-            rows[f"{first.replace('[i]', '')}.{sub}"] = "" if "[" in value else f"`{value}`"
-    return rows
-
-
-def _schema_keys(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every key of the schema (``Engines.Name`` for the keys of each engine)."""
-    def target(prop: dict[str, Any]) -> dict[str, Any] | None:
-        for option in [prop, *prop.get("anyOf", []), prop.get("items", {})]:
-            if "$ref" in option:
-                return schema["$defs"][option["$ref"].rsplit("/", 1)[1]]
-            if "items" in option and "$ref" in option["items"]:
-                return schema["$defs"][option["items"]["$ref"].rsplit("/", 1)[1]]
-        return None
-
-    keys: dict[str, dict[str, Any]] = {}
-
-    def walk(node: dict[str, Any], prefix: str) -> None:
-        for name, prop in node["properties"].items():
-            keys[prefix + name] = prop
-            inner = target(prop)
-            if inner is not None:
-                walk(inner, prefix + name + ".")
-
-    walk(schema, "")
-    return keys
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, list):
-        return "[" + ", ".join(map(str, value)) + "]"
-    return str(value)
-
-
-def test_the_readme_key_table_matches_the_schema(schema: dict[str, Any]) -> None:
-    documented = _documented((REPO / "README.md").read_text())
-    keys = _schema_keys(schema)
-    blocks = {k for k, v in keys.items() if "$ref" in json.dumps(v)}
-    assert sorted(set(documented) - set(keys)) == [], "README documents keys the schema lacks"
-    missing = sorted(k for k in set(keys) - set(documented)
-                     if k not in blocks or k in ("Engines",))
-    assert missing == [], "keys missing from the README's table"
-    for name, cell in documented.items():
-        default = keys[name].get("default")
-        literal = re.fullmatch(r"`([^`]*)`", cell)
-        if literal and default is not None:
-            assert literal[1] == _shown(default), (name, cell, default)
-
-
 def test_schema_command_exits_0_without_a_config(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "swiss-runner config"
@@ -311,8 +242,8 @@ def test_many_bad_engines_are_all_named(tmp_path: Path) -> None:
                for p in err.value.problems)
 
 
-def test_the_readme_shows_the_schema_line_the_shipped_configs_start_with() -> None:
+def test_the_config_doc_shows_the_schema_line_the_shipped_configs_start_with() -> None:
     line = "# yaml-language-server: $schema=../docs/config.schema.json"
-    assert f"```yaml\n{line}\n```" in (REPO / "README.md").read_text()
+    assert f"```yaml\n{line}\n```" in (REPO / "docs" / "config.md").read_text()
     assert (REPO / "configs" / line.rsplit("=", 1)[1]).resolve() == (
         REPO / "docs" / "config.schema.json")
