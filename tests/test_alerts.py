@@ -28,6 +28,7 @@ from testkit import (
     loop_config,
     run_args,
     simple_record,
+    wait_until,
     write_config,
 )
 
@@ -128,13 +129,6 @@ def with_alerts(path: Path, block: dict[str, Any]) -> Path:
     data = yaml.safe_load(path.read_text())
     data["Alerts"] = block
     return write_config(path.parent, data, path.name)
-
-
-def wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.02)
 
 
 # --------------------------------------------------------------------------- config
@@ -252,6 +246,7 @@ def test_the_schema_is_published_and_valid() -> None:
 # --------------------------------------------------------------------------- the alerter
 
 
+@pytest.mark.slow
 def test_emit_never_blocks_and_a_full_queue_drops_the_oldest(hanging_url: str) -> None:
     said: list[str] = []
     alerter = Alerter(AlertsConfig(url=hanging_url, timeout_s=5, retries=0, queue_size=3,
@@ -321,6 +316,7 @@ def test_alerts_raised_before_the_start_are_sent_when_it_starts(receiver: Receiv
     assert [valid(d)["data"]["action"] for d in receiver.got] == ["resume"]
 
 
+@pytest.mark.slow
 def test_an_error_answer_is_retried_and_a_redirect_is_a_failure(receiver: Receiver) -> None:
     said: list[str] = []
     receiver.statuses = [500, 503, 302, 302]
@@ -351,10 +347,10 @@ def test_disk_low_is_sent_once_and_again_after_a_recovery(tmp_path: Path,
 
     alerter = Alerter(AlertsConfig(url=receiver.url, disk_free_mb=1024, on=("disk_low",)),
                       watch=[tmp_path, tmp_path], disk_usage=usage).start()
-    wait_for(lambda: len(calls) == 1)  # at start
+    wait_until(lambda: len(calls) == 1, timeout=20)  # at start
     for n in range(2, len(free) + 1):
         alerter.check_disk()
-        wait_for(lambda n=n: len(calls) == n)
+        wait_until(lambda n=n: len(calls) == n, timeout=20)
     alerter.close()
     got = [(valid(d)["data"]["free_mb"], d["data"]["low"]) for d in receiver.got]
     assert got == [(1000, True), (1200, False), (1000, True)]
@@ -368,7 +364,7 @@ def test_close_kills_a_command_that_outlives_the_flush(tmp_path: Path) -> None:
                                    timeout_s=300, retries=0, disk_free_mb=0),
                       report=said.append).start()
     alerter.emit("event_ended", games_finished=1, games_total=1, standings=None)
-    wait_for(pids.exists)
+    wait_until(pids.exists, timeout=20)
     start = time.monotonic()
     alerter.close(timeout=0.5)
     assert time.monotonic() - start < 2.0
@@ -377,6 +373,7 @@ def test_close_kills_a_command_that_outlives_the_flush(tmp_path: Path) -> None:
     assert any("killed by signal 9" in s for s in said), said
 
 
+@pytest.mark.slow
 def test_a_stop_signal_ends_the_wait_for_the_alerts(tmp_path: Path) -> None:
     """Ctrl-C (or systemctl stop) while the run waits for its last alerts: the wait ends at
     once, the command is killed, and the run goes on to exit with its own code."""
@@ -385,7 +382,7 @@ def test_a_stop_signal_ends_the_wait_for_the_alerts(tmp_path: Path) -> None:
                                    timeout_s=300, retries=0, disk_free_mb=0),
                       report=lambda text: None).start()
     alerter.emit("event_ended", games_finished=1, games_total=1, standings=None)
-    wait_for(pids.exists)
+    wait_until(pids.exists, timeout=20)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     start = time.monotonic()
     timer.start()
@@ -488,6 +485,7 @@ def _engine(command: str) -> str:
     return str(found)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_a_real_event_sends_its_alerts_by_url_and_by_command(
         tmp_path: Path, receiver: Receiver) -> None:
@@ -514,6 +512,7 @@ def test_a_real_event_sends_its_alerts_by_url_and_by_command(
     assert rounds[1]["standings"] == end["standings"]
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_engine_crashes_and_forfeits_alert_naming_the_engine(
         tmp_path: Path, receiver: Receiver) -> None:

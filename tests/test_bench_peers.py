@@ -53,6 +53,7 @@ def clock(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_clock_bench_without_the_peers_still_measures_the_runner_in_both_modes() -> None:
     run = clock(without_peers())
     assert run.returncode == 0, run.stdout + run.stderr
@@ -90,6 +91,7 @@ def test_clock_bench_refuses_an_unknown_tool_and_a_peer_with_ponder() -> None:
     assert ponder.returncode == 2 and "swiss-runner only" in ponder.stderr, ponder.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("stockfish", path="/usr/games")
                          and shutil.which("ethereal-chess", path="/usr/games")),
                     reason="Debian's stockfish and ethereal-chess are needed")

@@ -14,7 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from testkit import REPO, write_config
+from testkit import REPO, swiss_event
+from testkit import run_cli as _cli
 from web_support import serve
 
 STOCKFISH = Path("/usr/games/stockfish")
@@ -24,19 +25,9 @@ def _event(tmp_path: Path, time_control: str = "12+0") -> Path:
     """Two games between two real engines, long enough to act beside them (on a loaded host
     too: two equal engines with no increment play until their clocks run low)."""
     engine = {"Command": str(STOCKFISH), "Protocol": "uci", "Options": {"Hash": 16, "Threads": 1}}
-    return write_config(tmp_path, {
-        "Event": "Beside a run",
-        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 1, "Seeding": "listed",
-                         "StatePath": "state/swiss.json"},
-        "TimeControl": time_control, "Concurrency": 1, "PgnOut": "state/games.pgn",
-        "Adjudication": {"MaxMoves": 400},
-        "Engines": [{"Name": "One", **engine}, {"Name": "Two", **engine}],
-    })
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    return swiss_event(tmp_path, [{"Name": "One", **engine}, {"Name": "Two", **engine}],
+                       event="Beside a run", time_control=time_control, concurrency=1,
+                       rounds=1, max_moves=400, PgnOut="state/games.pgn")
 
 
 def _running_game(database: Path) -> bool:
@@ -52,6 +43,7 @@ def _running_game(database: Path) -> bool:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not STOCKFISH.exists(), reason="stockfish is not installed")
 def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Path) -> None:
     config = _event(tmp_path)

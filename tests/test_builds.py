@@ -19,7 +19,7 @@ from pathlib import Path
 
 import chess.pgn
 import pytest
-from testkit import write_config
+from testkit import swiss_event
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO),
@@ -36,20 +36,17 @@ def event(tmp_path: Path, toga: Path) -> Path:
     for name in ("toga2", "stockfish", "ethereal-chess", "fairy-stockfish"):
         if not shutil.which(name, path=ENV["PATH"]):
             pytest.skip(f"{name} (Debian package) is not installed")
-    return write_config(tmp_path, {
-        "Event": "builds", "TimeControl": "60+1", "Concurrency": 1,
-        "SwissOptions": {"GamesPerMatch": 1, "Rounds": 2, "Seeding": "listed",
-                         "StatePath": "state/swiss.json"},
-        "Adjudication": {"MaxMoves": 30},
-        "Engines": [
-            {"Name": "Toga", "Command": str(toga), "MoveTime": 40},
-            {"Name": "Stockfish", "Command": "stockfish", "Nodes": 2000,
-             "Options": {"Threads": 1, "Hash": 1}},
-            {"Name": "Ethereal", "Command": "ethereal-chess", "Depth": 5,
-             "Options": {"Threads": 1, "Hash": 2}},
-            {"Name": "Fairy", "Command": "fairy-stockfish", "Nodes": 2000,
-             "Options": {"Threads": 1, "Hash": 1}},
-        ]})
+    engines = [
+        {"Name": "Toga", "Command": str(toga), "MoveTime": 40},
+        {"Name": "Stockfish", "Command": "stockfish", "Nodes": 2000,
+         "Options": {"Threads": 1, "Hash": 1}},
+        {"Name": "Ethereal", "Command": "ethereal-chess", "Depth": 5,
+         "Options": {"Threads": 1, "Hash": 2}},
+        {"Name": "Fairy", "Command": "fairy-stockfish", "Nodes": 2000,
+         "Options": {"Threads": 1, "Hash": 1}},
+    ]
+    return swiss_event(tmp_path, engines, event="builds", time_control="60+1", concurrency=1,
+                       games_per_match=1, rounds=2, max_moves=30)
 
 
 def run(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -71,6 +68,7 @@ def toga_running(db: Path) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_a_local_binary_replaced_during_the_event(tmp_path: Path) -> None:
     toga = tmp_path / "bin" / "toga"
     toga.parent.mkdir()

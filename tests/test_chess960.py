@@ -285,6 +285,7 @@ def check_event(config_path: Path, *, dfrc: bool = False) -> list[chess.pgn.Game
     return games
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 @pytest.mark.skipif(not all(shutil.which(e) for e in HAS_960), reason="Debian engines missing")
 def test_a_real_six_engine_chess960_swiss_runs_to_the_end(tmp_path: Path) -> None:
@@ -316,6 +317,7 @@ def test_a_real_chess960_swiss_runs_to_the_end_with_cutechess(tmp_path: Path) ->
     check_event(path)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 @pytest.mark.skipif(not all(shutil.which(e) for e in HAS_960[:3]), reason="Debian engines missing")
 def test_a_real_dfrc_event_with_asymmetric_back_ranks_runs_to_the_end(tmp_path: Path) -> None:
@@ -325,6 +327,7 @@ def test_a_real_dfrc_event_with_asymmetric_back_ranks_runs_to_the_end(tmp_path: 
     check_event(path, dfrc=True)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_engines_without_960_support_are_refused_by_name_before_any_game(tmp_path: Path) -> None:
     if not all(shutil.which(e) for e in ("stockfish", "toga2", "fairymax")):
@@ -385,6 +388,7 @@ def logged_plies(db: Path) -> list[dict[str, Any]]:
         return []
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_kill_9_in_a_960_game_that_can_still_castle_then_run_castles_after_the_resume(
         tmp_path: Path) -> None:

@@ -23,14 +23,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import chess.pgn
 import psutil
 import pytest
-from testkit import need_distributed, pgn_games, write_config
+from testkit import need_distributed, pgn_games, wait_until, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -48,17 +48,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_until(ready: Callable[[], bool], what: str, timeout: float = 60.0,
-               proc: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: the process ended first (exit {proc.returncode})")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.05)
 
 
 class Cluster:

@@ -31,6 +31,7 @@ from test_cluster import (
     slot_processes,
     wait_until,
 )
+from testkit import run_cli as cli
 from web_support import serve
 
 from runner.cluster.network import local_address_to
@@ -58,12 +59,6 @@ def finished_games(directory: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM games WHERE status='finished'").fetchone()[0])
     finally:
         conn.close()
-
-
-def cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 120
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "runner", *argv], cwd=REPO, env={**ENV, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_scheduler_and_workers_listen_only_on_their_address(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import chess.engine
 import chess.pgn
 import psutil
 import pytest
-from testkit import write_config
+from testkit import wait_until, write_config
 
 from runner.cli import main
 from runner.config import (
@@ -667,14 +667,11 @@ print("Started game 1 of 1 (A vs B)", flush=True)
 
 
 def _wait_for(path: Path, timeout: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout
-    while not path.exists() or not path.read_text():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} never appeared")
-        time.sleep(0.05)
-    return path.read_text()
+    return wait_until(lambda: path.exists() and path.read_text(), f"{path} to be written",
+                      timeout)
 
 
+@pytest.mark.slow
 def test_cancel_kills_fake_cutechess_and_its_engine(tmp_path):
     fake = write_script(tmp_path / "hang", HANG.format(tail="time.sleep(300)"))
     seen: dict[int, float] = {}
@@ -948,6 +945,7 @@ print("Finished match", flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_swiss_run_through_the_backend_with_a_stand_in_and_real_engines(tmp_path):
     """The whole Backend: cutechess pipeline with real engines; the binary is a stand-in."""

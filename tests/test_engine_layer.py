@@ -46,6 +46,7 @@ def _stockfish(name: str, nodes: int = 4000) -> EngineConfig:
     return EngineConfig(name, STOCKFISH, options={"Hash": 8, "Threads": 1}, nodes=nodes)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="needs Debian's stockfish")
 def test_engine_log_on_a_full_disk_turns_off_and_the_game_goes_on(tmp_path: Path, caplog) -> None:  # noqa: ANN001
     with full_disk(tmp_path / "disk") as disk:
@@ -113,6 +114,7 @@ def _kept_after_one_game(white: EngineConfig, black: EngineConfig) -> list[str]:
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_an_engine_that_does_not_answer_stop_is_not_kept() -> None:
     deaf = fake("Deaf", "--ponder", "right-deaf")  # stopped only when the game is over
     deaf = replace(deaf, restart=False, ponder=True)

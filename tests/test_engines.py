@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from testkit import start_runner_playing, write_config
+from testkit import start_runner_playing, wait_until, write_config
 
 from runner.config import EngineConfig
 from runner.play.engines import kill_process_group, start_engine, sweep_orphans
@@ -43,13 +43,6 @@ def with_token(token: str) -> list[psutil.Process]:
         except psutil.Error:
             pass
     return found
-
-
-def wait_until(predicate, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def gone(pid: int, created: float) -> bool:
@@ -163,6 +156,7 @@ def test_a_finished_engine_is_never_killed_by_a_reused_pid():
         bystander.kill()
 
 
+@pytest.mark.slow
 def test_what_an_engine_started_dies_with_it_even_after_it_quit_and_was_reaped():
     token = uuid.uuid4().hex
 
@@ -216,6 +210,7 @@ def _limit_event(tmp_path: Path, tc: str, ignoring: dict) -> Path:
         "Engines": [ignoring, sure]})
 
 
+@pytest.mark.slow
 def test_probe_finds_an_engine_that_does_not_stop_at_its_node_limit(monkeypatch) -> None:
     # Debian's toga2 searches a "go nodes N" until "stop"; the fake does the same with
     # --ignore-nodes. With Depth the same engine stops (it has no depth to ignore).
@@ -234,6 +229,7 @@ def test_probe_finds_an_engine_that_does_not_stop_at_its_node_limit(monkeypatch)
     assert "does not stop at its node limit" in engines.ignored_limit_text(deaf, "go nodes 100")
 
 
+@pytest.mark.slow
 def test_validate_and_run_refuse_an_engine_whose_moves_would_never_end(tmp_path, capsys,
                                                                         monkeypatch) -> None:
     from runner.cli import main
@@ -258,6 +254,7 @@ def test_validate_and_run_refuse_an_engine_whose_moves_would_never_end(tmp_path,
     assert "ok   Deaf:" in out and "warning: Deaf: Engines[0]: the engine does not stop" in out
 
 
+@pytest.mark.slow
 def test_validate_and_run_refuse_an_engine_that_dies_of_its_options_or_prints_junk(
         tmp_path, capsys) -> None:
     """An engine that completes uci/uciok and exits when its configured Hash is set was
@@ -291,6 +288,7 @@ def test_validate_and_run_refuse_an_engine_that_dies_of_its_options_or_prints_ju
     assert not (tmp_path / "state").exists()  # nothing written, no game played
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_probe_of_real_engines_node_limits(monkeypatch) -> None:
     from runner.play import engines

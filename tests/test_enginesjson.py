@@ -121,6 +121,7 @@ def test_converter_prints_yaml_that_loads_as_the_same_engines(tmp_path, capsys):
     assert [e["Name"] for e in yaml.safe_load(capsys.readouterr().out)["Engines"]] == ["Ethereal"]
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_an_engine_from_engines_json_plays(tmp_path, capsys):
     gui_engines_json(tmp_path)

@@ -51,6 +51,7 @@ def test_a_bad_choice_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 @pytest.mark.parametrize("choice", ["asyncio", "uvloop"])
 def test_a_real_event_plays_on_either_loop(tmp_path: Path, choice: str) -> None:
@@ -108,6 +109,7 @@ def test_collect_garbage_frees_cycles_then_freezes_the_heap(
         gc.unfreeze()
 
 
+@pytest.mark.slow
 def test_the_heap_is_collected_before_each_round_not_during_games(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A full collection pauses the loop: the runner makes it before a round's first game

@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 
 import chess
+import pytest
 
 from runner.domain.fen import fen
 
 
+@pytest.mark.slow
 def test_fast_fen_equals_python_chess_on_random_games() -> None:
     rng = random.Random(7)
     positions = 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from testkit import write_config
+from testkit import swiss_event, wait_until
 
 from runner.store.database import count_pgn_games
 
@@ -70,13 +70,9 @@ def event(tmp_path: Path, disk: Path, logs: bool) -> Path:
          "Depth": 3},
         {"Name": "Fairy", "Command": "/usr/games/fairy-stockfish", "Nodes": 3000,
          "Options": {"Hash": 1}}]
-    data = {"Event": "full disk", "TimeControl": "20+0.2", "Concurrency": 2,
-            "SwissOptions": {"GamesPerMatch": 2, "Rounds": 2, "Seeding": "listed",
-                             "StatePath": str(disk / "state" / "swiss.json")},
-            "Adjudication": {"MaxMoves": 60}, "Engines": engines}
-    if logs:
-        data["EngineLogs"] = {"Dir": str(disk / "logs"), "Keep": "all"}
-    return write_config(tmp_path, data)
+    top = {"EngineLogs": {"Dir": str(disk / "logs"), "Keep": "all"}} if logs else {}
+    return swiss_event(tmp_path, engines, event="full disk", time_control="20+0.2",
+                       max_moves=60, state=str(disk / "state" / "swiss.json"), **top)
 
 
 def recorded(db: Path) -> int:
@@ -94,14 +90,6 @@ def start(config: Path, out: Path) -> subprocess.Popen[bytes]:
     handle = open(out, "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
                             stdout=handle, stderr=subprocess.STDOUT)
-
-
-def wait_until(proc: subprocess.Popen[bytes], ready, timeout: float, out: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert proc.poll() is None, out.read_text()
-        assert time.monotonic() < deadline, out.read_text()
-        time.sleep(0.1)
 
 
 def check_complete(db: Path, pgn: Path, text: str, games: int = 8) -> None:
@@ -127,9 +115,10 @@ def event_on_a_full_disk(tmp_path: Path, logs: bool) -> Iterator[SimpleNamespace
         db, out = disk / "state" / "swiss.sqlite3", tmp_path / "out.txt"
         proc = start(config, out)
         try:
-            wait_until(proc, lambda: recorded(db) >= 1, 120, out)
+            wait_until(lambda: recorded(db) >= 1, "a game recorded", 120, proc, step=0.1, log=out)
             filler = fill(disk)
-            wait_until(proc, lambda: "waiting for space" in out.read_text(), 60, out)
+            wait_until(lambda: "waiting for space" in out.read_text(), "waiting for space", 60, proc,
+                       step=0.1, log=out)
             yield SimpleNamespace(config=config, disk=disk, db=db, out=out, proc=proc,
                                   filler=filler, before=recorded(db))
         finally:

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -90,6 +91,7 @@ def _validate(folder: Path, config: Path, names: tuple[str, ...]) -> None:
     assert _tree(folder) == before
 
 
+@pytest.mark.slow
 @FUZZ
 @given(changes=st.lists(st.tuples(st.sampled_from(KEY_PATHS), values), min_size=1, max_size=4))
 def test_config_values_never_crash_the_loader(changes: list[tuple[str, object]]) -> None:
@@ -103,6 +105,7 @@ def test_config_values_never_crash_the_loader(changes: list[tuple[str, object]])
         _validate(folder, config, (str(config),))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=st.one_of(st.text(max_size=400), st.binary(max_size=400).map(
     lambda b: b.decode("latin-1"))), where=st.integers(min_value=0, max_value=600))
@@ -129,6 +132,7 @@ epd_text = st.lists(st.one_of(
     st.text(max_size=60)), max_size=8).map("\n".join)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(fmt=st.sampled_from(["pgn", "epd", "polyglot"]), text=st.one_of(pgn_text, epd_text),
        raw=st.binary(max_size=200))

@@ -370,6 +370,7 @@ def _no_state(tmp_path: Path) -> None:
     assert not (tmp_path / "state").exists()  # nothing was created
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("broken", "needles"), [
     ({"Command": "/bin/true", "Args": []}, ["'P1'", "/bin/true", "died"]),
     ({"Command": "./noshebang.sh", "Args": []}, ["'P1'", "noshebang.sh", "first line like '#!"]),
@@ -405,6 +406,7 @@ def test_run_refuses_an_engine_that_cannot_play_before_any_game(
     _no_state(tmp_path)
 
 
+@pytest.mark.slow
 def test_validate_probe_is_clean_and_refuses_a_bad_timeout(tmp_path: Path) -> None:
     import subprocess
 
@@ -425,6 +427,7 @@ def test_validate_probe_is_clean_and_refuses_a_bad_timeout(tmp_path: Path) -> No
         assert out.returncode == 2 and "--timeout" in out.stderr, out.stderr
 
 
+@pytest.mark.slow
 def test_a_complete_event_is_not_probed_and_names_with_quotes_survive(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The preflight passes real engines, a finished event needs none, and the event's own

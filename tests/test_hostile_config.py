@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from testkit import run_cli as cli
 from testkit import write_config
 
 from runner.cli import main
@@ -53,15 +54,10 @@ def line_of(cfg: Path, key: str) -> int:
     return line
 
 
-def cli(*argv: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m runner ARGV`` as a user runs it: its own process, no pytest logging."""
-    return subprocess.run([sys.executable, "-m", "runner", *argv], capture_output=True,
-                          text=True, env=ENV, cwd=cwd or REPO, timeout=timeout)
-
-
 # ------------------------------------------------------------- tracebacks from libraries
 
 
+@pytest.mark.slow
 def test_an_engine_option_python_chess_cannot_parse_prints_no_traceback(tmp_path: Path) -> None:
     """python-chess logs a malformed ``option`` line with LOGGER.exception: without a
     handler of ours its traceback went to stderr (validate --probe and every game of run)."""
@@ -127,6 +123,7 @@ def test_ratings_config_average_is_bounded(tmp_path: Path) -> None:
                                    "number from -10_000 to 10_000 (Elo)"]
 
 
+@pytest.mark.slow
 def test_ratings_pgn_that_is_no_file_and_unreadable_moves(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A directory or a device was 'PGN file not found'; python-chess printed a line per
@@ -226,6 +223,7 @@ def recorded(tmp_path: Path) -> dict[str, bytes]:
     return {name: (state / name).read_bytes() for name in ("s.sqlite3", "games.pgn", "s.json")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("change", "listed"), [
     (lambda d: d["Engines"][1].update(Name="P3"), ["Engines: 'P2' was removed",
                                                   "Engines: 'P3' was added"]),

@@ -18,6 +18,7 @@ from runner.cli import main
 HEAVY = ("numpy", "scipy")
 
 
+@pytest.mark.slow
 def test_run_imports_neither_numpy_nor_scipy(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     config = loop_config(tmp_path, players=4, Rounds=2)  # rounds complete: ratings were due

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import chess
+import pytest
 
 from runner.domain.adjudication import natural_end
 from runner.domain.rmobility import legal_move_count, position_halves
@@ -30,6 +31,7 @@ def test_special_positions() -> None:
         assert legal_move_count(board) == board.legal_moves.count(), text
 
 
+@pytest.mark.slow
 def test_random_games_standard_and_chess960() -> None:
     rng = random.Random(41)
     checked = 0

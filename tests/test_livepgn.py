@@ -103,6 +103,7 @@ def _next_move(store: Store, game_id: int) -> MovePlayed:
                       score_cp=17, depth=9, at_ms=int(time.time() * 1000))
 
 
+@pytest.mark.slow
 def test_live_round_and_event_feeds(event) -> None:  # noqa: ANN001
     with TestClient(create_app(event, poll_s=0.05)) as c:
         state = c.get("/api/state").json()

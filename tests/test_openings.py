@@ -305,6 +305,7 @@ def test_polyglot_walk_stops_when_the_book_is_exhausted(tmp_path: Path) -> None:
     assert {o.name for o in lines} == {"1. e4 c5", "1. d4 Nf6"}
 
 
+@pytest.mark.slow
 @needs_gnuchess_book
 def test_polyglot_walk_is_reproducible_from_the_seed() -> None:
     config = OpeningsConfig(file=GNUCHESS_BOOK, format="polyglot", plies=10)
@@ -413,6 +414,7 @@ def test_a_resumed_event_gives_every_match_the_opening_of_an_uninterrupted_run(t
         assert tuple(json.loads(stored)["moves"]) == book_[order[match]].moves
 
 
+@pytest.mark.slow
 def test_book_lines_that_change_under_the_same_file_are_refused_on_resume(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The fingerprint covers the polyglot file, not the walk: a python-chess whose walk gives

@@ -219,6 +219,7 @@ def test_pin_tree_pins_threads_and_children():
 # --------------------------------------------------------------------------- time-outs
 
 
+@pytest.mark.slow
 def test_startup_timeout_per_engine_replaces_the_fixed_30s():
     slow = ("--handshake-delay", "1.5")
     record = asyncio.run(play_game(spec(fake("Slow", *slow, startup_timeout_s=0.5), fake("B"))))
@@ -358,6 +359,7 @@ def test_eco_codes_from_the_generated_scid_table():
     assert classify(chess.Board("8/8/8/8/8/8/k7/K7 w - - 0 1"), []) is None
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_extended_pgn_is_read_back_by_python_chess_with_clocks_and_evals():
     white = EngineConfig("Stockfish", "/usr/games/stockfish", rating=3500.4, options={"Hash": 16})

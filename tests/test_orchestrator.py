@@ -162,6 +162,7 @@ def test_corrupt_snapshot_and_cut_pgn_are_rebuilt(tmp_path: Path, capsys: pytest
     assert config.pgn_out.read_text() == good_pgn
 
 
+@pytest.mark.slow
 def test_full_disk_while_recording_is_waited_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """A record that finds the disk full is not lost and does not stop the event: the writer
@@ -288,6 +289,7 @@ def test_status_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert config.database.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_status_during_a_run_and_a_second_runner_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = loop_config(tmp_path)
@@ -347,6 +349,7 @@ def test_an_existing_pgn_is_kept_when_a_new_event_starts(
     assert count_pgn_games(config.pgn_out) == 12 and kept.read_text() == last_season
 
 
+@pytest.mark.slow
 def test_pgn_out_moved_onto_an_unrelated_file_on_resume_keeps_that_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = loop_config(tmp_path)

@@ -49,6 +49,7 @@ def engines_config(tmp_path: Path, games_per_match: int, rounds: int, schedule: 
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("games_per_match", "rounds", "schedule"),
                          [(1, 3, "split"), (2, 2, "consecutive")])
 def test_real_event_pgn_snapshot_db_and_audit_agree(

@@ -220,6 +220,7 @@ def _ponderer(tmp_path: Path, mode: str, *flags: str) -> tuple[EngineConfig, Pat
     return replace(fake("P", "--ponder", mode, "--log", str(log), *flags), ponder=True), log
 
 
+@pytest.mark.slow
 def test_ponderhit_charges_only_the_time_after_it(tmp_path: Path) -> None:
     """The ponderer thinks 0.3 s after each ponderhit; its opponent 0.5 s a move, all of it
     pondered on: each move after the first is charged about 0.3 s, not 0.8 s."""
@@ -255,6 +256,7 @@ def test_ponder_miss_stops_and_plays_the_real_position(tmp_path: Path) -> None:
     assert record.moves == _first_legal(len(record.moves))  # no answer to a stop was played
 
 
+@pytest.mark.slow
 def test_an_engine_deaf_to_stop_stalls(tmp_path: Path) -> None:
     white, _ = _ponderer(tmp_path, "deaf")
     record = asyncio.run(play_game(spec_for(white, fake("B"), "20+0"), startup_timeout=1.0))
@@ -262,6 +264,7 @@ def test_an_engine_deaf_to_stop_stalls(tmp_path: Path) -> None:
     assert record.reason == "White's connection stalls"
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_xboard_engine_is_told_hard(tmp_path: Path) -> None:
     """An XBoard engine with Ponder gets ``hard`` (python-chess's pondering) and plays on."""

@@ -126,6 +126,7 @@ def test_threefold_repetition_is_detected():
     assert natural_end(board).reason == "Draw by 3-fold repetition"
 
 
+@pytest.mark.slow
 def test_natural_ends_match_python_chess_on_shuffling_random_games():
     """The shortcuts (no 3-fold check below a halfmove clock of 8, no material check with a
     pawn, rook or queen on the board, the legal moves counted by r-mobility) decide every
@@ -217,6 +218,7 @@ def test_crash_mid_game_loses_even_against_a_bare_king():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 def test_hang_on_go_loses_on_time_and_is_killed():
     token = uuid.uuid4().hex
     t0 = time.monotonic()
@@ -230,6 +232,7 @@ def test_hang_on_go_loses_on_time_and_is_killed():
     assert no_process_with(token), "the engine's child process survived"
 
 
+@pytest.mark.slow
 def test_hang_without_clock_is_a_stalled_connection():
     white = EngineConfig("B", sys.executable, (str(FAKE),), depth=1)
     black = EngineConfig("Hang", sys.executable, (str(FAKE), "--hang-on-go", "1"), depth=1)
@@ -240,6 +243,7 @@ def test_hang_without_clock_is_a_stalled_connection():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 def test_slow_move_loses_on_time_but_bare_king_opponent_means_draw():
     # the slow side has KR+P: its opponent (bare king) cannot mate -> Draw by timeout
     fen = Opening(-1, fen="4k3/8/8/8/8/8/P7/R3K3 w - - 0 1")
@@ -253,6 +257,7 @@ def test_slow_move_loses_on_time_but_bare_king_opponent_means_draw():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 def test_time_margin_forgives_a_small_overrun():
     # 0.3 s sleep with 0.2 s on the clock: lost without margin, forgiven with 300 ms
     slow = fake("Slow", "--sleep-on-go", "1", "0.3")
@@ -279,6 +284,7 @@ def test_garbage_lines_are_ignored_and_the_game_goes_on():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 def test_slow_handshake_is_not_charged_to_the_clock_but_a_dead_one_stalls():
     record, pids = play(spec_for(fake("Slow", "--handshake-delay", "1.5"), fake("B"), "0.5+0.05"))
     assert record.reason in PEACEFUL and record.plies >= 8
@@ -290,6 +296,7 @@ def test_slow_handshake_is_not_charged_to_the_clock_but_a_dead_one_stalls():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 def test_slow_ucinewgame_is_not_charged_to_the_clock_but_a_dead_one_stalls():
     # An engine clearing a big hash on ucinewgame answers the isready after it 1.5 s late;
     # at 0.5+0.05 that must not lose on time: the deadline starts when go is sent.
@@ -305,6 +312,7 @@ def test_slow_ucinewgame_is_not_charged_to_the_clock_but_a_dead_one_stalls():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 def test_failed_start_is_scored_on_the_real_start_position():
     # White KR+P, Black a bare king: White stalling at start cannot lose to a bare king
     fen = Opening(-1, fen="4k3/8/8/8/8/8/P7/R3K3 w - - 0 1")
@@ -327,6 +335,7 @@ def test_both_engines_dead_is_an_error_not_a_result():
         play(spec_for(fake("A", "--crash-at-start"), fake("B", "--crash-at-start")))
 
 
+@pytest.mark.slow
 def test_cancel_kills_both_engines():
     pids: list[tuple[int, float]] = []
 
@@ -485,6 +494,7 @@ def test_stockfish_vs_ethereal_at_fixed_nodes():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_clocks_are_measured_by_the_runner_with_real_engines():
     # Toga II at 2+0.05 vs Stockfish: the times in the comments add up within the clock
@@ -529,6 +539,7 @@ def test_real_engine_flagged_by_a_tiny_clock_loses_on_time():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_xboard_engines_fairymax_and_phalanx():
     record, pids = play(spec_for(PHALANX, FAIRYMAX, "3+0.05", adjudication=AdjudicationConfig(max_moves=25)))
@@ -598,6 +609,7 @@ def test_book_line_ending_the_game_drops_its_last_ply():
     assert_all_dead(pids)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_play_command_prints_a_pgn(tmp_path):
     cfg = write_config(tmp_path, textwrap.dedent("""

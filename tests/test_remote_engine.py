@@ -99,6 +99,7 @@ def wait_gone(sshd_pid: int, seconds: float = 5.0) -> list[psutil.Process]:
     return remote_engines(sshd_pid)
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_a_game_against_an_engine_over_ssh_leaves_no_remote_process(sshd):
     spec = GameSpec(game_id=1, round=1, game_in_round=1, white=remote("Remote SF", sshd),

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from testkit import DET_ENGINE, FAKE_UCI, REPO, event_games, write_config
+from testkit import DET_ENGINE, FAKE_UCI, REPO, event_games, swiss_event, write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -40,15 +40,9 @@ def started(pids: Path) -> list[int]:
 
 
 def event(tmp_path: Path, engines: list[dict], restart: object = "off", **top: object) -> Path:
-    data = {
-        "Event": "restart", "TimeControl": "30+0.5", "Concurrency": 2,
-        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 3, "Seeding": "listed",
-                         "StatePath": "state/swiss.json"},
-        "Adjudication": {"MaxMoves": 12},
-        "Engines": engines, **top}
     if restart is not None:
-        data["Restart"] = restart
-    return write_config(tmp_path, data)
+        top["Restart"] = restart
+    return swiss_event(tmp_path, engines, event="restart", rounds=3, max_moves=12, **top)
 
 
 def real_engines(tmp_path: Path) -> tuple[list[dict], dict[str, Path]]:
@@ -86,6 +80,7 @@ def assert_all_gone(files: dict[str, Path]) -> None:
     assert not running
 
 
+@pytest.mark.slow
 def test_restart_off_plays_the_event_with_fewer_engine_starts(tmp_path: Path) -> None:
     engines, files = real_engines(tmp_path)
     assert main(["run", str(event(tmp_path, engines, EngineLogs={"Dir": "logs", "Keep": "all"}))]) == 0
@@ -107,6 +102,7 @@ def test_restart_off_plays_the_event_with_fewer_engine_starts(tmp_path: Path) ->
     conn.close()
 
 
+@pytest.mark.slow
 def test_an_engine_that_crashes_is_restarted_the_others_are_kept(tmp_path: Path) -> None:
     engines, files = real_engines(tmp_path)
     command, files["Crasher"] = wrapper(tmp_path, "Crasher",
@@ -130,6 +126,7 @@ def test_an_engine_that_crashes_is_restarted_the_others_are_kept(tmp_path: Path)
     assert_all_gone(files)
 
 
+@pytest.mark.slow
 def test_restart_on_starts_every_engine_for_every_game(tmp_path: Path) -> None:
     engines, files = real_engines(tmp_path)
     assert main(["run", str(event(tmp_path, engines, restart=None))]) == 0
@@ -212,6 +209,7 @@ def test_the_pool_keeps_records_repins_evicts_and_closes() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_a_runner_killed_with_kept_engines_leaves_nothing_and_resumes(tmp_path: Path) -> None:
     """SIGKILL the runner of a Restart: off event right after a game finished (its engines
     kept, waiting): no engine survives it, the next start sweeps what was recorded and the

@@ -143,6 +143,7 @@ def running_logs(db: Path) -> dict[int, list[str]]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path) -> None:
     token = f"crash{os.getpid()}x{tmp_path.name[-12:]}"
     clean = crash_config(tmp_path / "clean", token, concurrency=2)
@@ -209,6 +210,7 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     conn.close()
 
 
+@pytest.mark.slow
 def test_stop_signals_and_damaged_views_then_resume_match_a_clean_run(tmp_path: Path) -> None:
     """SIGTERM / SIGINT (with and without --finish-games) while games are played, and
     between runs the views damaged as a crash or an operator leaves them: the PGN cut

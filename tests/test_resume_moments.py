@@ -99,6 +99,7 @@ def pgn_moves(path: Path) -> tuple[dict[str, str], list[tuple[str, str]]]:
     return dict(game.headers), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extras", [{"PgnComments": "extended"}, {"PgnExtras": ["TCEC"]}])
 def test_a_game_continued_from_its_position_keeps_the_pgn_data_of_its_first_moves(
         tmp_path: Path, extras: dict[str, Any]) -> None:
@@ -136,6 +137,7 @@ def engines_of(token: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
         tmp_path: Path, signum: int) -> None:
@@ -229,6 +231,7 @@ def killed_inside_atomic_write(path: Path) -> Path:
     return left
 
 
+@pytest.mark.slow
 def test_temp_files_of_a_run_killed_while_rewriting_the_pgn_or_snapshot_are_removed(
         tmp_path: Path) -> None:
     config = load_config(moments_config(tmp_path / "event"))

@@ -5,14 +5,12 @@ over https: a real `swiss-runner serve` process, requests over real sockets (fro
 from __future__ import annotations
 
 import http.client
-import os
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
 import psutil
 import pytest
+from testkit import run_cli as cli
 from web_event import generate_event
 from web_support import serve
 
@@ -51,13 +49,7 @@ def cookie(url: str, *, source: str = "127.0.0.1", headers: dict[str, str] | Non
         conn.close()
 
 
-def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k != "SWISS_RUNNER_TOKEN"}
-    return subprocess.run([sys.executable, "-m", "runner", *argv], cwd=REPO,
-                          env={**base, "PYTHONPATH": str(REPO), **(env or {})},
-                          capture_output=True, text=True, timeout=60)
-
-
+@pytest.mark.slow
 def test_token_file_and_secure_cookie(event, tmp_path: Path) -> None:  # noqa: ANN001
     path = token_file(tmp_path)
     with serve(event.path, "--token-file", str(path)) as served:
@@ -75,6 +67,7 @@ def test_token_file_and_secure_cookie(event, tmp_path: Path) -> None:  # noqa: A
         assert "Secure" in cookie(served.url)
 
 
+@pytest.mark.slow
 def test_token_on_the_command_line_is_refused_beyond_loopback(event, tmp_path: Path  # noqa: ANN001
                                                              ) -> None:
     refused = cli("serve", str(event.path), "--host", "0.0.0.0", "--token", TOKEN)
@@ -94,6 +87,7 @@ def test_token_on_the_command_line_is_refused_beyond_loopback(event, tmp_path: P
     assert short.returncode == 2 and "at least 8" in short.stderr
 
 
+@pytest.mark.slow
 def test_a_readable_token_file_is_warned_about(event, tmp_path: Path) -> None:  # noqa: ANN001
     path = token_file(tmp_path, mode=0o644)
     result = cli("serve", str(event.path), "--token-file", str(path), "--port", "70000")

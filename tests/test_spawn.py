@@ -106,6 +106,7 @@ def test_a_command_that_cannot_run_raises_as_subprocess_exec_would(monkeypatch) 
     run_on("asyncio", main, monkeypatch)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(STOCKFISH is None, reason="Debian's stockfish is not installed")
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_real_engines_start_play_and_quit_without_a_thread_per_engine(loop_name,
@@ -253,6 +254,7 @@ def test_a_pipe_end_closes_its_descriptor_once_and_never_one_that_took_its_numbe
         os.close(write)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_the_loop_closing_a_pipe_never_closes_another_games_descriptor(loop_name,
                                                                        monkeypatch) -> None:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import chess
+import pytest
 from web_event import _play, add_moves, generate_event
 
 from runner.config import Config
@@ -63,6 +64,7 @@ def finish(store: Store, game_id: int) -> None:
                                           rmobility="G9.5"))
 
 
+@pytest.mark.slow
 def test_the_runners_cached_snapshot_is_a_fresh_build(tmp_path: Path) -> None:
     config = generate_event(tmp_path, engines=6, rounds=3, finished_rounds=1, running=0, plies=20)
     cache = StateCache()

@@ -86,6 +86,7 @@ def test_record_refuses_duplicates_and_wrong_players(tmp_path: Path) -> None:
     assert store.counts() == {"finished": 1, "scheduled": 1}
 
 
+@pytest.mark.slow
 def test_committed_game_survives_hard_exit(tmp_path: Path) -> None:
     """A process that dies right after record_game returns (no close) loses nothing."""
     db = tmp_path / "s.sqlite3"

@@ -177,6 +177,7 @@ def small_event(tmp_path: Path) -> Path:
     return config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("argv", "message"), [
     (["withdraw", "Nobody", "--reason", "r"], "no engine 'Nobody' in this event"),
     (["adjudicate", "1", "1-0", "--reason", "r"], "has ended"),
@@ -201,6 +202,7 @@ def test_a_command_that_cannot_apply_is_refused_and_nothing_is_recorded(
     assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_reason_is_required_and_no_event_is_refused(tmp_path: Path, small_event: Path) -> None:
     result = td(small_event, "pause")
     assert result.returncode == 2 and "--reason" in result.stderr
@@ -210,6 +212,7 @@ def test_reason_is_required_and_no_event_is_refused(tmp_path: Path, small_event:
     assert not (tmp_path / "other" / "state" / "swiss.sqlite3").exists()
 
 
+@pytest.mark.slow
 def test_a_second_pause_is_refused_while_the_first_is_pending(small_event: Path) -> None:
     cid = recorded_id(td(small_event, "pause", "--reason", "lunch"))
     assert td(small_event, "note", "n").returncode == 0
@@ -225,6 +228,7 @@ def test_a_second_pause_is_refused_while_the_first_is_pending(small_event: Path)
 # --------------------------------------------------------------------------- a running event
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_td_commands_on_a_running_event_of_real_engines(tmp_path: Path) -> None:
     config = engines_config(tmp_path, rounds=2)
@@ -314,6 +318,7 @@ def _seeds(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- a stopped event
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_td_commands_given_while_no_runner_runs_apply_at_the_next_run(tmp_path: Path) -> None:
     alerts = tmp_path / "alerts.jsonl"  # each TD decision applied is an alert (docs/alerts.md)
@@ -381,6 +386,7 @@ def _label(run: Runner, game_id: int) -> int:
 # --------------------------------------------------------------------------- random moments
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_commands_at_moments_the_test_does_not_choose(tmp_path: Path, seed: int) -> None:
     """A thread gives random commands (as `td` does) at random moments while a scripted
@@ -493,6 +499,7 @@ def five_engines_config(directory: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_withdraw_now_and_rewind_on_a_running_event(tmp_path: Path) -> None:
     """The dispatch of withdraw and rewind to runner.service.tdrules (issue 39's store
@@ -531,6 +538,7 @@ def test_withdraw_now_and_rewind_on_a_running_event(tmp_path: Path) -> None:
     assert audit.returncode == 0, audit.stdout + audit.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_restart_at_the_end_of_the_round_and_a_pause_that_lets_games_finish(
         tmp_path: Path) -> None:

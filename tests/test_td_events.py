@@ -103,6 +103,7 @@ def opened(config: Config) -> Store:
     return Store.open(config.database)
 
 
+@pytest.mark.slow
 def test_withdraw_between_runs_single_rounds(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     config = event(tmp_path, 1, 4)
@@ -168,6 +169,7 @@ def test_withdraw_between_runs_single_rounds(tmp_path: Path,
         assert client.get("/api/state").json()["withdrawn"][0]["engine"] == "Toga II"
 
 
+@pytest.mark.slow
 def test_withdraw_now_between_the_two_games_of_a_pair(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     config = event(tmp_path, 2, 3, "consecutive")
@@ -214,6 +216,7 @@ def test_withdraw_now_between_the_two_games_of_a_pair(tmp_path: Path,
     assert code == 0 and "all 3 rounds match" in out
 
 
+@pytest.mark.slow
 def test_rewind_after_a_wrong_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = event(tmp_path, 1, 3)
     assert run_until(config, 4) == 1  # round 1 played; round 2 paired, not started
@@ -275,6 +278,7 @@ def test_rewind_after_a_wrong_round(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert voided_pgn_path(config).read_text() == text
 
 
+@pytest.mark.slow
 def test_rewind_into_a_round_keeps_its_pairing(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     config = event(tmp_path, 1, 2)
@@ -298,6 +302,7 @@ def test_rewind_into_a_round_keeps_its_pairing(tmp_path: Path,
     assert [h["Round"] for h in pgn_headers(voided_pgn_path(config))] == ["2.2"]
 
 
+@pytest.mark.slow
 def test_withdraw_now_inside_a_running_runner_between_games(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Applied at a safe point of a running event (before game 5 starts, nothing in
@@ -332,6 +337,7 @@ def test_withdraw_now_inside_a_running_runner_between_games(
     assert state["games_total"] == 8 and state["games_finished"] == 8 and state["complete"]
 
 
+@pytest.mark.slow
 def test_rewind_inside_a_running_runner(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     """Applied while game 8 (round 3) is about to be played: the runner interrupts it (here:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from testkit import FAKE_UCI, REPO, write_config
+from testkit import run_cli as cli
 
 from runner.cli import main
 
@@ -61,11 +62,7 @@ def finished_games(directory: Path) -> tuple[int, int | None]:
     return recorded, written
 
 
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runner", *argv], cwd=REPO, text=True,
-                          capture_output=True, timeout=300)
-
-
+@pytest.mark.slow
 def test_an_anchor_that_wins_every_game_neither_stops_nor_freezes_the_event(tmp_path):
     """It printed 'Task exception was never retrieved' at every snapshot, froze the JSON
     state, ended with "unexpected error" (exit 1), and `run` again called the database
@@ -104,6 +101,7 @@ def test_an_anchor_that_wins_every_game_neither_stops_nor_freezes_the_event(tmp_
     assert "note: the anchor Stockfish cannot be rated yet (all wins)" in ratings.stdout
 
 
+@pytest.mark.slow
 def test_a_view_that_raises_is_reported_once_and_the_event_goes_on(tmp_path, monkeypatch, capsys):
     """A bug in the ratings and in the standings table: each reported once (what failed, the
     record intact), the event played to its end (exit 0) with its final snapshot, and

@@ -60,6 +60,7 @@ def client(event):  # noqa: ANN001, ANN201
         yield c
 
 
+@pytest.mark.slow
 def test_api_state_is_the_state_document(event, client) -> None:  # noqa: ANN001
     served = client.get("/api/state").json()
     store = Store.open_readonly(event.database)
@@ -229,6 +230,7 @@ def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
+@pytest.mark.slow
 def test_concurrent_refreshes_build_a_change_once(tmp_path: Path) -> None:
     config = generate_event(tmp_path, engines=4, rounds=2, finished_rounds=1, running=0)
 
@@ -250,6 +252,7 @@ def test_concurrent_refreshes_build_a_change_once(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_serving_never_writes_the_event(event) -> None:  # noqa: ANN001
     files = [event.database, event.database.with_name(event.database.name + "-wal")]
     before = [_digest(p) for p in files]
@@ -262,6 +265,7 @@ def test_serving_never_writes_the_event(event) -> None:  # noqa: ANN001
     assert [p.stat().st_mtime_ns if p.exists() else None for p in files] == mtimes
 
 
+@pytest.mark.slow
 def test_watcher_reads_only_the_moves_when_only_moves_come_in(tmp_path: Path) -> None:
     config = generate_event(tmp_path, engines=4, rounds=2, finished_rounds=1, running=1,
                             plies=30)
@@ -353,6 +357,7 @@ def _sse_events(resp: http.client.HTTPResponse):  # noqa: ANN202
             data = []
 
 
+@pytest.mark.slow
 def test_sse_pushes_each_move_within_a_second(tmp_path: Path) -> None:
     """A move committed to the database reaches a connected SSE client in < 1 s (real
     uvicorn subprocess; the runner's move log commits every 0.25 s on top of this)."""
@@ -399,6 +404,7 @@ def test_sse_pushes_each_move_within_a_second(tmp_path: Path) -> None:
     assert max(latencies) < 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_serve_stops_promptly_with_clients_connected(tmp_path: Path, signum: int) -> None:
     config = generate_event(tmp_path, engines=4, rounds=1, finished_rounds=0, running=1,

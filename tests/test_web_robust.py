@@ -52,6 +52,7 @@ def _wait(predicate, timeout: float = 10.0):  # noqa: ANN001, ANN202
     return wait_for(predicate, timeout, "the condition", 0.05)
 
 
+@pytest.mark.slow
 def test_game_ids_beyond_what_sqlite_holds_are_not_found(event) -> None:  # noqa: ANN001
     with TestClient(create_app(event)) as c:  # raises on any exception in the app
         for url in ("/game-99999999999999999999999", "/game-9223372036854775808",
@@ -63,6 +64,7 @@ def test_game_ids_beyond_what_sqlite_holds_are_not_found(event) -> None:  # noqa
         assert c.get("/game-1").status_code == 200
 
 
+@pytest.mark.slow
 def test_head_requests_are_answered_and_the_connection_goes_on(event) -> None:  # noqa: ANN001
     """HEAD /events gets the stream's headers and an end (a stream never ends: a HEAD must
     not hold the connection); every page answers HEAD like GET."""
@@ -132,6 +134,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", sorted(MALFORMED))
 def test_malformed_records_are_reported_and_followed(event, what: str) -> None:  # noqa: ANN001
     backup = event.database.with_name("good.sqlite3")
@@ -251,6 +254,7 @@ def test_pgn_tags_are_shown_unescaped(tmp_path: Path) -> None:
     assert {tags["White"], tags["Black"]} <= shown
 
 
+@pytest.mark.slow
 def test_a_live_board_says_when_its_game_was_resumed_or_replayed(event) -> None:  # noqa: ANN001
     """A game interrupted and continued from its position (TCEC 7.c), or played again from
     its first move, says so on its live board: else its moves or clocks seem to jump."""
@@ -285,6 +289,7 @@ def _board_header(html: str, game_id: int) -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_boards_asked_for_do_not_grow_the_server_without_bound(event) -> None:  # noqa: ANN001
     """Every position and size asked for is drawn once and kept for the next browser, but
     only so many: a client asking for thousands of boards cannot fill the memory."""
@@ -299,6 +304,7 @@ def test_boards_asked_for_do_not_grow_the_server_without_bound(event) -> None:  
     assert held * len(board_svg(board.fen(), None, 360)) < 20_000_000, held
 
 
+@pytest.mark.slow
 def test_an_engine_named_bye_is_not_a_bye_in_the_swiss_chart(tmp_path: Path) -> None:
     config = generate_event(tmp_path, engines=4, rounds=1, finished_rounds=1, running=0,
                             names=["Alpha", "BYE", "Gamma", "Delta"], plies=10)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from testkit import event_games, write_config
+from testkit import event_games, swiss_event
 
 from runner.cli import main
 from runner.domain.models import GameRecord
@@ -32,13 +32,10 @@ def _event(tmp_path: Path) -> Path:
          "Options": {"Hash": 1}},
         {"Name": "Fairymax", "Command": "/usr/games/fairymax", "Protocol": "xboard",
          "Depth": 2}]
-    return write_config(tmp_path, {
-        "Event": "writer", "TimeControl": "30+0.5", "Concurrency": 2,
-        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 2, "Seeding": "listed",
-                         "StatePath": "state/swiss.json"},
-        "Adjudication": {"MaxMoves": 10}, "Engines": engines})
+    return swiss_event(tmp_path, engines, event="writer", max_moves=10)
 
 
+@pytest.mark.slow
 def test_a_slow_commit_never_stalls_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
     """Every game's record takes SLOW_COMMIT_S inside its transaction (the write lock held):

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,22 @@ def write_config(directory: Path, data: dict[str, Any] | str, name: str = "event
     text = data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def swiss_event(directory: Path, engines: list[dict[str, Any]], *, event: str = "event",
+                time_control: str = "30+0.5", concurrency: int = 2, rounds: int = 2,
+                games_per_match: int = 2, max_moves: int | None = None,
+                state: str = "state/swiss.json", **top: Any) -> Path:
+    """The config of a small Swiss between ``engines`` (config entries, real engines with
+    their limits) in listed seeding, its state at ``state``; ``top``: more top-level keys.
+    Written into ``directory`` as event.yaml; returns its path."""
+    data: dict[str, Any] = {
+        "Event": event, "TimeControl": time_control, "Concurrency": concurrency,
+        "SwissOptions": {"GamesPerMatch": games_per_match, "Rounds": rounds,
+                         "Seeding": "listed", "StatePath": state}}
+    if max_moves is not None:
+        data["Adjudication"] = {"MaxMoves": max_moves}
+    return write_config(directory, {**data, "Engines": engines, **top})
 
 
 def loop_config(tmp_path: Path, players: int = 5, **swiss: object) -> Path:
@@ -144,6 +161,40 @@ def backend(result_of: Callable[[GameSpec], str] = scripted_result, *, delay: fl
         return make_record(spec, result_of(spec))
 
     return play
+
+
+# what a user's environment may hold that changes what a command prints or accepts
+_USER_SETTINGS = ("SWISS_RUNNER_TRACEBACK", "SWISS_RUNNER_TOKEN")
+
+
+def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m runner ARGV`` as a user runs it: its own process, text output captured,
+    from the repository (or ``cwd``), this tree's package first on the path, none of
+    _USER_SETTINGS; ``env``: variables set over that environment."""
+    base = {k: v for k, v in os.environ.items() if k not in _USER_SETTINGS}
+    return subprocess.run([sys.executable, "-m", "runner", *argv], cwd=cwd or REPO,
+                          env={**base, "PYTHONPATH": str(REPO), **(env or {})},
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def wait_until(ready: Callable[[], Any], what: str = "the condition", timeout: float = 10.0,
+               proc: subprocess.Popen[Any] | None = None, *, step: float = 0.05,
+               log: Path | None = None) -> Any:
+    """The first true value of ``ready()``, polled every ``step`` s. AssertionError naming
+    ``what`` after ``timeout`` s, or as soon as ``proc`` has ended; ``log``: a file whose
+    text the message carries (the output of ``proc``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = ready()
+        if value:
+            return value
+        tail = f"\n{log.read_text(errors='replace')}" if log is not None else ""
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process ended first (exit {proc.returncode}){tail}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s{tail}")
+        time.sleep(step)
 
 
 def run_args(**kw: object) -> argparse.Namespace:
