@@ -3,10 +3,12 @@ and what libraries log (one escaped line, never a traceback)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from runner.config import Config, ConfigError, load_config
@@ -17,6 +19,21 @@ MAX_LOG_CHARS = 300  # an engine printing binary garbage must not flood the term
 
 def err(message: str) -> None:
     print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
+
+
+def say(text: str = "", *, file: Any = None) -> None:
+    """Print ``text`` for a terminal: every control character of a name, tag or config value
+    in it shown escaped (``\\x1b``), its line breaks kept."""
+    print(printable_lines(str(text)), file=file)
+
+
+def add_format(p: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:
+    """The data commands' one output option: ``--format {choices}`` (default text), and
+    ``--json`` as the older alias of ``--format json``."""
+    p.add_argument("--format", choices=tuple(choices), default="text",
+                   help="output format (default text); json prints one JSON document")
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="alias of --format json")
 
 
 def load(path: str, *, writes: bool = False) -> Config | None:

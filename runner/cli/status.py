@@ -1,4 +1,4 @@
-"""`swiss-runner status CONFIG [--json]`: progress from the state, read-only."""
+"""`swiss-runner status CONFIG [--format text|json]`: progress from the state, read-only."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         if changed:
             _err(changed)
             return EXIT_BAD_INPUT
-        json_out = getattr(args, "json", False)
+        json_out = getattr(args, "format", "text") == "json"
         data = build_state(config, store, standings=json_out)
         from runner.cli.status_ops import eta, failed_game_logs, status_lines
 
