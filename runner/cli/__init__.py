@@ -17,7 +17,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 from runner import __version__
-from runner.cli.common import add_format, err, load, one_line_logs, quiet_unraisable
+from runner.cli.common import (
+    add_format,
+    err,
+    escaped_output,
+    load,
+    one_line_logs,
+    quiet_unraisable,
+)
 from runner.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -284,6 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _before_exit()
     one_line_logs()
     quiet_unraisable()
+    with escaped_output():  # no control character reaches a terminal (docs/operators.md)
+        return _run(argv)
+
+
+def _run(argv: Sequence[str]) -> int:
+    """Parse ``argv`` and run its command; every error as one line, never a traceback."""
     args = build_parser(_command(argv)).parse_args(argv)
     try:
         return int(args.func(args))

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from runner.config import Config, ConfigError, load_config
@@ -46,6 +46,38 @@ def load(path: str, *, writes: bool = False) -> Config | None:
             print(f"error: {problem}", file=sys.stderr)
         print(f"{path}: {len(exc.problems)} problem(s); nothing was run or written", file=sys.stderr)
         return None
+
+
+class EscapingStream:
+    """A text stream (stdout, stderr) that shows every control character written to it
+    escaped (``\\x1b``, ``\\r``; line breaks kept): whatever a command prints, a name, a
+    PGN tag or a config value never reaches the terminal raw. Anything else is the
+    wrapped stream's."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(text if text.isprintable() else printable_lines(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def escaped_output() -> Iterator[None]:
+    """sys.stdout and sys.stderr as :class:`EscapingStream` while the block runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingStream(saved[0]), EscapingStream(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 LOST_ERRORS_ENV = "SWISS_RUNNER_LOST_ERRORS"

@@ -256,6 +256,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
 
     server = Server(uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", loop=loop_choice(),
+        use_colors=False,  # its ANSI colours would be shown escaped (EscapingStream)
         timeout_graceful_shutdown=2, proxy_headers=False))
     # uvicorn handles SIGINT/SIGTERM while it runs (a clean shutdown), then passes the signal
     # on to the handler it found: SIGTERM then ends the command normally too
