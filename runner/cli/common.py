@@ -21,12 +21,6 @@ def err(message: str) -> None:
     print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
 
 
-def say(text: str = "", *, file: Any = None) -> None:
-    """Print ``text`` for a terminal: every control character of a name, tag or config value
-    in it shown escaped (``\\x1b``), its line breaks kept."""
-    print(printable_lines(str(text)), file=file)
-
-
 def add_format(p: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:
     """The data commands' one output option: ``--format {choices}`` (default text), and
     ``--json`` as the older alias of ``--format json``."""

@@ -274,8 +274,11 @@ class Throttle:
             self._failures.pop(next(iter(self._failures)))
         blocked = len(times) >= self.limit
         if blocked:
-            self._until[address] = now + self.backoff_s
+            self._until.pop(address, None)
+            self._until[address] = now + self.backoff_s  # the latest last
             times.clear()
+            while len(self._until) > self.max_addresses:
+                self._until.pop(next(iter(self._until)))
         AUTH_LOG.warning("wrong %s token from %s (%d within %gs)%s", what, address,
                          self.limit if blocked else len(times), self.window_s,
                          f"; refused for {self.backoff_s:g}s" if blocked else "")
