@@ -182,3 +182,14 @@ def test_a_hostile_engine_name_never_reaches_the_terminal(tmp_path: Path) -> Non
         if name != "td withdraw":  # recorded: its line names the command, not the engine
             assert b"\\x1b[2J" in both, (name, both[-2000:])  # shown, not interpreted
         assert b"Traceback" not in both, name
+
+
+def test_status_without_an_event_is_still_one_json_document(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = generate_event(tmp_path / "e", engines=4, rounds=1, finished_rounds=0, running=0,
+                            names=["A", "B", "C", "D"])
+    config.database.unlink()
+    assert main(["status", str(config.path), "--format", "json"]) == 1
+    assert "no event recorded yet" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["status", str(config.path)]) == 1
+    assert capsys.readouterr().out.startswith(f"{config.path}: no event recorded yet")

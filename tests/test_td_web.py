@@ -154,8 +154,8 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
             ("resume", "web:admin", "applied")]
         log = subprocess.run([sys.executable, "-m", "runner", "td", str(config), "log"],
                              cwd=REPO, env=env(), capture_output=True, text=True, timeout=60)
-        assert "web: note: hello from the web" in log.stdout
-        assert "web: pause (now) -- web maintenance" in log.stdout
+        assert "web:admin: note: hello from the web" in log.stdout
+        assert "web:admin: pause (now) -- web maintenance" in log.stdout
         assert runner.wait(timeout=180) == 0
     finally:
         if runner.poll() is None:

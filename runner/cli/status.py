@@ -28,8 +28,11 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         _err(damaged_state(config.database, exc))
         return EXIT_BAD_INPUT
     if store is None or empty:
-        print(f"{config.path}: no event recorded yet ({config.database} does not exist or is "
-              "empty); start it with `swiss-runner run`", flush=True)
+        said = (f"{config.path}: no event recorded yet ({config.database} does not exist or is "
+                "empty); start it with `swiss-runner run`")
+        # --format json: still one JSON document, as the dashboard's api/state answers
+        print(json.dumps({"error": said}) if getattr(args, "format", "text") == "json" else said,
+              flush=True)
         return EXIT_FAIL
     try:
         changed = other_event(config, stored_fingerprint(store))
