@@ -6,6 +6,7 @@ control character of a name, tag or config value reaching a terminal from any co
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sqlite3
@@ -193,3 +194,29 @@ def test_status_without_an_event_is_still_one_json_document(
     assert "no event recorded yet" in json.loads(capsys.readouterr().out)["error"]
     assert main(["status", str(config.path)]) == 1
     assert capsys.readouterr().out.startswith(f"{config.path}: no event recorded yet")
+
+
+def test_the_escaping_stream_keeps_the_live_bar_and_line_breaks_only() -> None:
+    """`run`'s live bar on a terminal (tqdm, as runner.service.progress.LiveView draws it)
+    reaches the terminal as drawn; any other control character is shown escaped."""
+    from tqdm import tqdm
+
+    from runner.cli.common import EscapingStream
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    raw = Terminal()
+    out = EscapingStream(raw)
+    assert out.isatty() and out.getvalue() == ""  # the rest is the terminal's
+    bar = tqdm(total=10, initial=1, file=out, dynamic_ncols=True, leave=False, unit="game",
+               bar_format="{n_fmt}/{total_fmt} games |{bar}| {postfix}")
+    bar.set_postfix_str("ETA 0:01:00 | #1 A-B ply 3", refresh=True)
+    with tqdm.external_write_mode(file=out):
+        print(f"Finished game 1 ({EVIL} vs B)\r", file=out)
+    bar.close()
+    text = raw.getvalue()
+    assert text.startswith("\r1/10 games |") and "ETA 0:01:00" in text  # drawn, not escaped
+    assert "\x1b" not in text and "\x07" not in text
+    assert "Finished game 1 (Evil\\x1b[2J\\x1b]0;pwned\\x07 vs B)\\r\n" in text

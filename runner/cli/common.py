@@ -45,14 +45,18 @@ def load(path: str, *, writes: bool = False) -> Config | None:
 class EscapingStream:
     """A text stream (stdout, stderr) that shows every control character written to it
     escaped (``\\x1b``, ``\\r``; line breaks kept): whatever a command prints, a name, a
-    PGN tag or a config value never reaches the terminal raw. Anything else is the
-    wrapped stream's."""
+    PGN tag or a config value never reaches the terminal raw. One exception: a line
+    redrawn in place (a write that starts with a carriage return and holds no other control
+    character: `run`'s live progress bar on a terminal). Anything else is the wrapped
+    stream's."""
 
     def __init__(self, stream: Any):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        self.stream.write(text if text.isprintable() else printable_lines(text))
+        safe = text.isprintable() or (text.startswith("\r")
+                                      and text.replace("\r", "").isprintable())
+        self.stream.write(text if safe else printable_lines(text))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
