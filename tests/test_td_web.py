@@ -1,7 +1,7 @@
 """The TD's actions in the dashboard (docs/td.md), in headless Chromium against a running
 event of real engines: the admin token acts, the read-only token does not, a request without
 the admin token or from another origin is refused (CSRF), and every action is in the
-decision log with who = "web"."""
+decision log with who = "web:admin" (the person of a file with one bare token)."""
 
 from __future__ import annotations
 
@@ -150,12 +150,12 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
             assert "refused" in evil.content() or "needs its access token" in evil.content()
         rows = commands(db)
         assert [(r[1], r[2], r[3]) for r in rows] == [
-            ("note", "web", "applied"), ("pause", "web", "applied"),
-            ("resume", "web", "applied")]
+            ("note", "web:admin", "applied"), ("pause", "web:admin", "applied"),
+            ("resume", "web:admin", "applied")]
         log = subprocess.run([sys.executable, "-m", "runner", "td", str(config), "log"],
                              cwd=REPO, env=env(), capture_output=True, text=True, timeout=60)
-        assert "web: note: hello from the web" in log.stdout
-        assert "web: pause (now) -- web maintenance" in log.stdout
+        assert "web:admin: note: hello from the web" in log.stdout
+        assert "web:admin: pause (now) -- web maintenance" in log.stdout
         assert runner.wait(timeout=180) == 0
     finally:
         if runner.poll() is None:

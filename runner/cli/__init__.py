@@ -14,9 +14,17 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 from runner import __version__
-from runner.cli.common import err, load, one_line_logs, quiet_unraisable
+from runner.cli.common import (
+    add_format,
+    err,
+    escaped_output,
+    load,
+    one_line_logs,
+    quiet_unraisable,
+)
 from runner.errors import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -91,7 +99,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"swiss-runner {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _event_commands(sub)
+    _report_commands(sub, command)
+    _cluster_commands(sub)
+    _tool_commands(sub)
+    _serve_command(sub)
+    return parser
 
+
+if TYPE_CHECKING:
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _event_commands(sub: Subparsers) -> None:
+    """validate, run and play: the commands that start engines."""
     p = sub.add_parser("validate", help="check a config file (and optionally start every engine)")
     p.add_argument("config", help="tournament YAML file")
     p.add_argument("--probe", action="store_true", help="start each engine and complete the handshake")
@@ -120,17 +141,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         "docs/broadcast.md) at most every second; overrides LivePgn")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("status", help="show the progress of a tournament from its state")
-    p.add_argument("config", help="tournament YAML file")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_status)
-
-    p = sub.add_parser("standings", help="print standings, tiebreaks and crosstable")
-    p.add_argument("config", help="tournament YAML file")
-    p.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text",
-                   help="default text")
-    p.set_defaults(func=cmd_standings)
-
     p = sub.add_parser("play", help="play one game between two engines of a config and print its PGN")
     p.add_argument("config", help="tournament YAML file")
     p.add_argument("--white", required=True, help="engine name for White")
@@ -140,6 +150,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     start.add_argument("--moves", help='book moves from the start, SAN or UCI: "e4 e5 Nf3"')
     p.add_argument("--tc", help="time control overriding the config (cutechess syntax)")
     p.set_defaults(func=cmd_play)
+
+
+def _report_commands(sub: Subparsers, command: str | None) -> None:
+    """The commands that print data (``--format``, ``--json`` its alias) and `td`."""
+    p = sub.add_parser("status", help="show the progress of a tournament from its state")
+    p.add_argument("config", help="tournament YAML file")
+    add_format(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("standings", help="print standings, tiebreaks and crosstable")
+    p.add_argument("config", help="tournament YAML file")
+    add_format(p, ("text", "markdown", "json", "csv"))
+    p.set_defaults(func=cmd_standings)
 
     p = sub.add_parser("ratings", help="Elo with error margins, pairs and how games ended")
     if command in (None, "ratings"):
@@ -152,6 +175,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module("runner.cli.td").add_arguments(p)
     p.set_defaults(func=cmd_td)
 
+    p = sub.add_parser("audit", help="replay a finished event's PGN through the TCEC Swiss rules")
+    p.add_argument("pgn", help="PGN file of the event (tags Round, White, Black, Result)")
+    p.add_argument("--seeds", required=True, help="file with one engine name per line, seed 1 first")
+    p.add_argument("--games-per-match", type=int, choices=(1, 2), help="default: inferred from the PGN")
+    p.add_argument("--schedule", choices=("split", "consecutive"), help="default: inferred from the PGN")
+    add_format(p)
+    p.set_defaults(func=cmd_audit)
+
+
+def _cluster_commands(sub: Subparsers) -> None:
+    """worker and scheduler: a runner on several machines (docs/cluster.md)."""
     p = sub.add_parser("worker", help="play games for a runner on several machines (Dask worker)")
     p.add_argument("scheduler", help="the Dask scheduler's address, tcp://HOST:PORT")
     p.add_argument("--slots", type=int, default=1, help="games played at once (default 1)")
@@ -180,14 +214,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="serve Dask's dashboard there (default: none)")
     p.set_defaults(func=cmd_scheduler)
 
-    p = sub.add_parser("audit", help="replay a finished event's PGN through the TCEC Swiss rules")
-    p.add_argument("pgn", help="PGN file of the event (tags Round, White, Black, Result)")
-    p.add_argument("--seeds", required=True, help="file with one engine name per line, seed 1 first")
-    p.add_argument("--games-per-match", type=int, choices=(1, 2), help="default: inferred from the PGN")
-    p.add_argument("--schedule", choices=("split", "consecutive"), help="default: inferred from the PGN")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_audit)
 
+def _tool_commands(sub: Subparsers) -> None:
+    """engines-json and schema: helpers for writing a config."""
     p = sub.add_parser("engines-json", help="print cutechess's engines.json as the config's Engines (YAML)")
     p.add_argument("file", help="cutechess engines.json")
     p.add_argument("--engine", action="append", metavar="NAME", help="only this engine (repeatable)")
@@ -196,11 +225,24 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        "editors: docs/config.schema.json")
     p.set_defaults(func=cmd_schema)
 
-    p = sub.add_parser("serve", help="serve a live web dashboard of the event (read-only)")
+
+def _serve_command(sub: Subparsers) -> None:
+    """serve: the live web dashboard (docs/dashboard.md); the TD's actions only with an
+    admin token (docs/td.md)."""
+    p = sub.add_parser(
+        "serve", help="serve the event's live web dashboard (standings, games, boards, PGN); "
+        "read-only unless started with an admin token, which turns on the TD's actions",
+        description="Serve the live web dashboard of the event of CONFIG: standings, rounds, "
+        "games, boards, PGN downloads and JSON (docs/dashboard.md). It only reads the event, "
+        "unless --admin-token-file (or $SWISS_RUNNER_ADMIN_TOKEN) is given: then its page "
+        "admin lets the holders of those tokens act as the TD (pause, adjudicate, ...: "
+        "docs/td.md).")
     p.add_argument("config", help="tournament YAML file")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; others need a token)")
-    p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 = any free)")
+    p.add_argument("--listen", metavar="HOST[:PORT]",
+                   help="listen on this address only (default 127.0.0.1:8080; PORT 0 = any "
+                        "free; other hosts than loopback need an access token)")
+    p.add_argument("--host", help="alias: the HOST of --listen")
+    p.add_argument("--port", type=int, help="alias: the PORT of --listen")
     p.add_argument("--token", help="access token required on every request (refused unless "
                    "bound to localhost: other users see it in ps; use --token-file or "
                    "$SWISS_RUNNER_TOKEN)")
@@ -211,14 +253,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="mark the token cookie Secure (https only) even without "
                         "X-Forwarded-Proto: https from a trusted proxy")
     p.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
-                   help="a reverse proxy whose X-Forwarded-Proto is believed (repeatable; "
-                        "default 127.0.0.1 and ::1)")
+                   help="a reverse proxy whose X-Forwarded-Proto (and X-Forwarded-For) is "
+                        "believed (repeatable; default 127.0.0.1 and ::1)")
     p.add_argument("--admin-token-file", metavar="FILE",
-                   help="turn on the TD's actions (pause, adjudicate, ...: docs/td.md) behind "
-                        "the token in FILE, distinct from the access token (default: "
-                        "$SWISS_RUNNER_ADMIN_TOKEN; off without either)")
+                   help="turn on the TD's actions (pause, adjudicate, ...: docs/td.md), one "
+                        "admin token per person: lines 'NAME TOKEN' (a file of one bare token: "
+                        "the person 'admin'), distinct from the access token (default: "
+                        "$SWISS_RUNNER_ADMIN_TOKEN; read-only without either)")
     p.set_defaults(func=cmd_serve)
-    return parser
 
 
 def _before_exit() -> None:
@@ -249,6 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _before_exit()
     one_line_logs()
     quiet_unraisable()
+    with escaped_output():  # no control character reaches a terminal (docs/operators.md)
+        return _run(argv)
+
+
+def _run(argv: Sequence[str]) -> int:
+    """Parse ``argv`` and run its command; every error as one line, never a traceback."""
     args = build_parser(_command(argv)).parse_args(argv)
     try:
         return int(args.func(args))

@@ -156,7 +156,7 @@ def cli_audit(args: argparse.Namespace) -> int:
     except AuditInputError as exc:
         print(f"error: {printable_lines(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.json:
+    if getattr(args, "format", "text") == "json":
         print(json.dumps(report.to_json()))
     else:
         kind = "single rounds" if report.games_per_match == 1 else \

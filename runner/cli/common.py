@@ -3,10 +3,12 @@ and what libraries log (one escaped line, never a traceback)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from runner.config import Config, ConfigError, load_config
@@ -19,6 +21,15 @@ def err(message: str) -> None:
     print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
 
 
+def add_format(p: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:
+    """The data commands' one output option: ``--format {choices}`` (default text), and
+    ``--json`` as the older alias of ``--format json``."""
+    p.add_argument("--format", choices=tuple(choices), default="text",
+                   help="output format (default text); json prints one JSON document")
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="alias of --format json")
+
+
 def load(path: str, *, writes: bool = False) -> Config | None:
     """The validated config, or None after printing every problem (the caller exits 2);
     ``writes``: the command writes the event's outputs (they must be writable)."""
@@ -29,6 +40,42 @@ def load(path: str, *, writes: bool = False) -> Config | None:
             print(f"error: {problem}", file=sys.stderr)
         print(f"{path}: {len(exc.problems)} problem(s); nothing was run or written", file=sys.stderr)
         return None
+
+
+class EscapingStream:
+    """A text stream (stdout, stderr) that shows every control character written to it
+    escaped (``\\x1b``, ``\\r``; line breaks kept): whatever a command prints, a name, a
+    PGN tag or a config value never reaches the terminal raw. One exception: a line
+    redrawn in place (a write that starts with a carriage return and holds no other control
+    character: `run`'s live progress bar on a terminal). Anything else is the wrapped
+    stream's."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        safe = text.isprintable() or (text.startswith("\r")
+                                      and text.replace("\r", "").isprintable())
+        self.stream.write(text if safe else printable_lines(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def escaped_output() -> Iterator[None]:
+    """sys.stdout and sys.stderr as :class:`EscapingStream` while the block runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingStream(saved[0]), EscapingStream(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 LOST_ERRORS_ENV = "SWISS_RUNNER_LOST_ERRORS"

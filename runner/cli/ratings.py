@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runner.cli.common import add_format, load, other_event, recorded_event_fingerprint
 from runner.domain.endings import classify_end
 from runner.domain.text import printable, printable_lines
 
@@ -54,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d = RatingsConfig()
     p.add_argument("config", nargs="?", help="tournament YAML file (or use --pgn)")
     p.add_argument("--pgn", metavar="FILE", help="rate the games of any PGN file instead")
-    p.add_argument("--format", choices=FORMATS, default="text", help="default text")
+    add_format(p, FORMATS)
     p.add_argument("--anchor", metavar="ENGINE", help="engine whose rating is fixed at --elo "
                    "(default: Ratings.Anchor, else none: the pool average is --elo)")
     p.add_argument("--elo", type=float, help="rating of the anchor, or of the pool average "
@@ -269,8 +270,6 @@ def cli_ratings(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return EXIT_BAD_INPUT
         else:
-            from runner.cli.common import load
-
             config = load(args.config)
             if config is None:
                 return EXIT_BAD_INPUT
@@ -282,8 +281,6 @@ def cli_ratings(args: argparse.Namespace) -> int:
                 return EXIT_NO_EVENT
             games, players = read
             notes = []
-            from runner.cli.common import other_event, recorded_event_fingerprint
-
             changed = other_event(config, recorded_event_fingerprint(config))
             if changed:
                 print(f"error: {printable_lines(changed)}", file=sys.stderr)

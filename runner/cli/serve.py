@@ -1,8 +1,9 @@
-"""`swiss-runner serve CONFIG [--host H] [--port P] [--token T]`: the live web dashboard.
+"""`swiss-runner serve CONFIG [--listen HOST[:PORT]] [--token-file F]`: the live web dashboard.
 
-A separate, read-only process: it never writes the event's state, so it can be started and
-stopped at any time, before, during and after `run`. It binds 127.0.0.1 unless told
-otherwise; bound to any other address it requires an access token (``--token`` or the
+A separate process that reads the event's state and never writes it, so it can be started
+and stopped at any time, before, during and after `run`; with admin tokens it also records
+the TD's commands (docs/td.md), as `td` does. It binds 127.0.0.1:8080 unless told
+otherwise; bound to any other address it requires an access token (``--token-file`` or the
 environment variable SWISS_RUNNER_TOKEN).
 """
 
@@ -11,40 +12,112 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import signal
 import socket
 import sys
 
 from runner.cli.common import err
+from runner.cluster.network import split_address
 from runner.config import Config
+from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_OK
 
 TOKEN_ENV = "SWISS_RUNNER_TOKEN"
 ADMIN_TOKEN_ENV = "SWISS_RUNNER_ADMIN_TOKEN"
 
 
-def admin_token(args: argparse.Namespace, token: str | None) -> str | None | int:
-    """The TD's admin token (None: the actions are off), or an exit code after saying why."""
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8080
+MIN_ADMIN_TOKEN = 12
+ADMIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+BARE_TOKEN_NAME = "admin"  # the person of a file with one bare token, or of the variable
+
+
+def read_admin_tokens(path: str) -> dict[str, str]:
+    """The admin tokens of FILE by person: lines ``NAME TOKEN`` (blank lines and ``#``
+    comments skipped), or a single bare token (the person ``admin``). ValueError naming
+    the line and what was expected."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(1 << 20)
+        mode = os.stat(path).st_mode
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(getattr(exc, "strerror", None) or str(exc)) from None
+    lines = [(n, line.split()) for n, line in enumerate(text.splitlines(), 1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError("the file is empty (expected lines 'NAME TOKEN', or one token)")
+    if mode & 0o077:
+        print(f"warning: --admin-token-file {path}: other users may read it (chmod 600 {path})",
+              file=sys.stderr, flush=True)
+    if len(lines) == 1 and len(lines[0][1]) == 1:
+        return {BARE_TOKEN_NAME: lines[0][1][0]}
+    tokens: dict[str, str] = {}
+    for number, words in lines:
+        if len(words) != 2:
+            raise ValueError(f"line {number}: {len(words)} word(s), expected 'NAME TOKEN' "
+                             "(a name, a space, the token)")
+        name, token = words
+        if not ADMIN_NAME.fullmatch(name):
+            raise ValueError(f"line {number}: name {printable(name)!r}: expected letters, "
+                             "digits and . _ @ - (at most 64)")
+        if name in tokens:
+            raise ValueError(f"line {number}: {name} is named twice (one token per person)")
+        if token in tokens.values():
+            raise ValueError(f"line {number}: {name}'s token is another person's too (one "
+                             "token per person: the log says who acted)")
+        if len(token) < MIN_ADMIN_TOKEN:
+            raise ValueError(f"line {number}: {name}'s token has {len(token)} characters, "
+                             f"expected at least {MIN_ADMIN_TOKEN}")
+        tokens[name] = token
+    return tokens
+
+
+def admin_tokens(args: argparse.Namespace, token: str | None) -> dict[str, str] | None | int:
+    """The TD's admin tokens by person (None: the actions are off), or an exit code after
+    saying why."""
     path = getattr(args, "admin_token_file", None)
     if path:
-        try:
-            admin = read_token_file(path)
-        except ValueError as exc:
-            err(f"--admin-token-file {path}: {exc} (expected the admin token on its first line)")
-            return EXIT_BAD_INPUT
         where = f"--admin-token-file {path}"
+        try:
+            admins = read_admin_tokens(path)
+        except ValueError as exc:
+            err(f"{where}: {exc}")
+            return EXIT_BAD_INPUT
     else:
-        admin = os.environ.get(ADMIN_TOKEN_ENV) or ""
         where = f"${ADMIN_TOKEN_ENV}"
-        if not admin:
+        bare = os.environ.get(ADMIN_TOKEN_ENV) or ""
+        if not bare:
             return None
-    if len(admin) < 12:
-        err(f"{where}: the admin token must have at least 12 characters")
-        return EXIT_BAD_INPUT
-    if token is not None and admin == token:
-        err(f"{where}: the admin token must differ from the read-only access token (--token)")
-        return EXIT_BAD_INPUT
-    return admin
+        admins = {BARE_TOKEN_NAME: bare}
+    for name, admin in admins.items():
+        if len(admin) < MIN_ADMIN_TOKEN:
+            err(f"{where}: the admin token of {name} must have at least {MIN_ADMIN_TOKEN} "
+                "characters")
+            return EXIT_BAD_INPUT
+        if token is not None and admin == token:
+            err(f"{where}: the admin token of {name} must differ from the read-only access "
+                "token (--token)")
+            return EXIT_BAD_INPUT
+    return admins
+
+
+def listen_address(args: argparse.Namespace) -> tuple[str, int]:
+    """(host, port) of ``--listen HOST[:PORT]`` or its aliases ``--host``/``--port``;
+    ValueError with the reason."""
+    listen, host, port = getattr(args, "listen", None), args.host, args.port
+    if listen is not None:
+        if host is not None or port is not None:
+            raise ValueError("--listen and --host/--port: give --listen HOST[:PORT] alone "
+                             "(--host and --port are its older spelling)")
+        try:
+            scheme, host, port = split_address(listen, DEFAULT_PORT)
+        except ValueError as exc:
+            raise ValueError(f"--listen {listen}: {exc}") from None
+        if scheme or not host:
+            raise ValueError(f"--listen {listen}: expected HOST[:PORT] ([::1]:8080 for IPv6)")
+    host = DEFAULT_HOST if host is None else host
+    return host, DEFAULT_PORT if port is None else port
 
 
 def is_loopback(host: str) -> bool:
@@ -90,16 +163,16 @@ def read_token_file(path: str) -> str:
     return token
 
 
-def cli_serve(config: Config, args: argparse.Namespace) -> int:
-    host: str = args.host
-    port: int = args.port
+def access_token(args: argparse.Namespace, host: str) -> str | None | int:
+    """The read-only access token (None: none, allowed on loopback only), or an exit code
+    after saying why."""
     token_file = getattr(args, "token_file", None)
     if args.token and token_file:
         err("--token and --token-file: give one of them")
         return EXIT_BAD_INPUT
     if args.token and not is_loopback(host):
         err(f"--token on the command line is readable by every user of this machine "
-            f"(/proc/PID/cmdline, ps) and --host {host} exposes the dashboard beyond it: give "
+            f"(/proc/PID/cmdline, ps) and --listen {host} exposes the dashboard beyond it: give "
             f"the token with --token-file FILE or the environment variable {TOKEN_ENV}")
         return EXIT_BAD_INPUT
     if args.token:
@@ -114,14 +187,27 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
             err(f"--token-file {token_file}: {exc}")
             return EXIT_BAD_INPUT
     if not is_loopback(host) and not token:
-        err(f"--host {host} exposes the dashboard beyond this machine: give an access token "
+        err(f"--listen {host} exposes the dashboard beyond this machine: give an access token "
             f"with --token-file FILE or the environment variable {TOKEN_ENV} (or keep the "
-            "default --host 127.0.0.1 and put a reverse proxy in front)")
+            f"default --listen {DEFAULT_HOST} and put a reverse proxy in front)")
         return EXIT_BAD_INPUT
     if token is not None and len(token) < 8:
         err("the access token must have at least 8 characters")
         return EXIT_BAD_INPUT
-    admin = admin_token(args, token)
+    return token
+
+
+def cli_serve(config: Config, args: argparse.Namespace) -> int:
+    """`swiss-runner serve`: 0 after a clean stop; 2 bad options, tokens or address."""
+    try:
+        host, port = listen_address(args)
+    except ValueError as exc:
+        err(str(exc))
+        return EXIT_BAD_INPUT
+    token = access_token(args, host)
+    if isinstance(token, int):
+        return token
+    admin = admin_tokens(args, token)
     if isinstance(admin, int):
         return admin
     if not 0 <= port <= 65535:
@@ -146,7 +232,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
         sock = bind(host, port)
     except (OSError, UnicodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        hint = " (another program uses it: choose another with --port)" \
+        hint = " (another program uses it: choose another port: --listen HOST:PORT, or --port)" \
             if getattr(exc, "errno", None) == 98 else ""
         err(f"cannot listen on {host}:{port}: {reason}{hint}")
         return EXIT_BAD_INPUT
@@ -154,12 +240,13 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{actual}/"
     print(f"Dashboard of {config.path.name} at {url} ("
-          + ("the TD's actions at admin, behind the admin token" if admin else "read-only")
+          + (f"the TD's actions at admin, for {', '.join(sorted(admin))}" if admin
+             else "read-only")
           + "; Ctrl-C stops it)" + ("; access token required" if token else ""), flush=True)
     app = create_app(config, token=token, secure_cookie=getattr(args, "secure_cookie", False),
                      trusted_proxies=tuple(getattr(args, "trusted_proxy", None)
                                            or DEFAULT_TRUSTED_PROXIES),
-                     admin_token=admin)
+                     admin_tokens=admin)
     hub = app.state.hub
 
     class Server(uvicorn.Server):
@@ -169,6 +256,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
 
     server = Server(uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", loop=loop_choice(),
+        use_colors=False,  # its ANSI colours would be shown escaped (EscapingStream)
         timeout_graceful_shutdown=2, proxy_headers=False))
     # uvicorn handles SIGINT/SIGTERM while it runs (a clean shutdown), then passes the signal
     # on to the handler it found: SIGTERM then ends the command normally too

@@ -1,4 +1,4 @@
-"""`swiss-runner status CONFIG [--json]`: progress from the state, read-only."""
+"""`swiss-runner status CONFIG [--format text|json]`: progress from the state, read-only."""
 
 from __future__ import annotations
 
@@ -28,15 +28,18 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         _err(damaged_state(config.database, exc))
         return EXIT_BAD_INPUT
     if store is None or empty:
-        print(f"{config.path}: no event recorded yet ({config.database} does not exist or is "
-              "empty); start it with `swiss-runner run`", flush=True)
+        said = (f"{config.path}: no event recorded yet ({config.database} does not exist or is "
+                "empty); start it with `swiss-runner run`")
+        # --format json: still one JSON document, as the dashboard's api/state answers
+        print(json.dumps({"error": said}) if getattr(args, "format", "text") == "json" else said,
+              flush=True)
         return EXIT_FAIL
     try:
         changed = other_event(config, stored_fingerprint(store))
         if changed:
             _err(changed)
             return EXIT_BAD_INPUT
-        json_out = getattr(args, "json", False)
+        json_out = getattr(args, "format", "text") == "json"
         data = build_state(config, store, standings=json_out)
         from runner.cli.status_ops import eta, failed_game_logs, status_lines
 

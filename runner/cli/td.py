@@ -12,7 +12,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from runner.cli.common import err
+from runner.cli.common import add_format, err
 from runner.config import Config
 from runner.domain.models import RESULTS
 from runner.domain.text import printable
@@ -22,7 +22,13 @@ if TYPE_CHECKING:
     from runner.store import decisions
 
 
+# One meaning each across the actions (docs/td.md, "Timing: --now and --end-of-round")
+NOW_HELP = "act on the game(s) in progress it touches at once"
+END_OF_ROUND_HELP = "act at the end of the current round"
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `td` (called by runner.cli.build_parser): its actions as subcommands."""
     p.add_argument("config", help="tournament YAML file")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
@@ -35,27 +41,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     a = action("pause", "start no new game (default: the games in progress finish)")
     mode = a.add_mutually_exclusive_group()
-    mode.add_argument("--now", dest="mode", action="store_const", const="now",
-                      help="interrupt the games in progress (they continue from their "
-                           "position on resume, rule 7.c)")
-    mode.add_argument("--after-round", dest="mode", action="store_const", const="after-round",
-                      help="stop at the end of the current round")
+    mode.add_argument("--now", dest="mode", action="store_const", const="now", help=NOW_HELP
+                      + ": interrupted (each continues from its position on resume, rule 7.c)")
+    mode.add_argument("--end-of-round", "--after-round", dest="mode", action="store_const",
+                      const="after-round", help=END_OF_ROUND_HELP
+                      + ": the current round is played to its end, then the event pauses "
+                        "(--after-round: an alias)")
     a.set_defaults(mode="finish")
     action("resume", "go on after a pause")
-    a = action("withdraw", "withdraw an engine from the next pairing on")
+    a = action("withdraw", "withdraw an engine from the next pairing on (default: its game "
+               "in progress finishes)")
     a.add_argument("engine", help="the engine's name")
     a.add_argument("--now", action="store_true",
-                   help="its game in progress is lost by forfeit (else it finishes)")
+                   help=NOW_HELP + ": its game in progress is lost by forfeit (rule 7.a)")
     a = action("adjudicate", "end a game in progress with this result")
     a.add_argument("game", help="game number (as status shows it) or R.G (the PGN's Round)")
     a.add_argument("result", help=f"one of {', '.join(RESULTS)}")
-    a = action("restart", "play a game again from its start (rule 7.d)")
+    a = action("restart", "play a game again from its start (rule 7.d; default: --now)")
     a.add_argument("game", help="game number or R.G")
     when = a.add_mutually_exclusive_group()
     when.add_argument("--now", dest="when", action="store_const", const="now",
-                      help="at once (default)")
+                      help=NOW_HELP + ": stopped and played again at once (the default: a "
+                           "restart exists to stop its game)")
     when.add_argument("--end-of-round", dest="when", action="store_const",
-                      const="end-of-round", help="after the round's other games")
+                      const="end-of-round", help=END_OF_ROUND_HELP
+                      + ": stopped, and played again after the round's other games")
     a.set_defaults(when="now")
     a = action("rewind", "void a game and every game and pairing after it (rule 7.e)")
     a.add_argument("--to", required=True, dest="game", metavar="GAME",
@@ -63,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = action("note", "add a line to the event's log", reason=False)
     a.add_argument("text", help="the note")
     a = action("log", "print the decision log", reason=False)
-    a.add_argument("--json", action="store_true", help="machine-readable output")
+    add_format(a)
 
 
 def command_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -90,7 +100,7 @@ def cli_td(config: Config, args: argparse.Namespace) -> int:
     from runner.service.td import give, who_am_i
 
     if args.action == "log":
-        return _log(config, bool(args.json))
+        return _log(config, getattr(args, "format", "text") == "json")
     action_args = command_args(args)
     reason = str(getattr(args, "reason", "") or "").strip()
     if args.action != "note" and not reason:

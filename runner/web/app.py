@@ -1,24 +1,28 @@
 """The dashboard as an ASGI app (Starlette): pages, JSON, PGN downloads, boards, live events.
 
-Read-only by construction: the database is only ever opened read-only (``mode=ro``), a
+The event is only read: the database is only ever opened read-only (``mode=ro``), a
 watcher polls it cheaply (``PRAGMA data_version`` on one kept connection, the lock file for
 the runner's state) every ``poll_s`` seconds, rebuilds the :class:`~runner.web.model.View`
 in a worker thread when something changed, and pushes the live document to every
 Server-Sent-Events client at once. Pages and JSON are served from the latest View, so
 requests cost no database work however many browsers watch. Every URL in the pages is
-relative, so the app works behind a reverse proxy under a path prefix.
+relative, so the app works behind a reverse proxy under a path prefix. With admin tokens,
+the TD's actions (/admin, /api/td) record commands through runner.service.td, as `td` does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import hmac
 import json
+import logging
+import math
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -227,19 +231,88 @@ class Hub:
 # --------------------------------------------------------------------------- security
 
 
+AUTH_LOG = logging.getLogger("runner.web.auth")
+
+
+class Throttle:
+    """Wrong-token attempts by client address: after ``limit`` of them within ``window_s``
+    seconds, every request of that address that needs a token is answered 429 for
+    ``backoff_s`` seconds, even with the right token. Each failure is logged (warning of
+    ``runner.web.auth``) with the address and never the token. At most ``max_addresses``
+    addresses are remembered (the oldest forgotten first)."""
+
+    def __init__(self, limit: int = 10, window_s: float = 60.0, backoff_s: float = 60.0,
+                 max_addresses: int = 10000, clock: Callable[[], float] = time.monotonic):
+        self.limit = limit
+        self.window_s = window_s
+        self.backoff_s = backoff_s
+        self.max_addresses = max_addresses
+        self.clock = clock
+        self._failures: dict[str, collections.deque[float]] = {}
+        self._until: dict[str, float] = {}
+
+    def blocked(self, address: str) -> int:
+        """Whole seconds until ``address`` may try again (0: it may now)."""
+        until = self._until.get(address)
+        if until is None:
+            return 0
+        left = until - self.clock()
+        if left <= 0:
+            del self._until[address]
+            return 0
+        return max(1, math.ceil(left))
+
+    def failed(self, address: str, what: str) -> None:
+        """A wrong ``what`` ("access" or "admin") token from ``address``."""
+        now = self.clock()
+        times = self._failures.pop(address, None) or collections.deque()
+        self._failures[address] = times  # the most recent last
+        times.append(now)
+        while times and times[0] <= now - self.window_s:
+            times.popleft()
+        while len(self._failures) > self.max_addresses:
+            self._failures.pop(next(iter(self._failures)))
+        blocked = len(times) >= self.limit
+        if blocked:
+            self._until.pop(address, None)
+            self._until[address] = now + self.backoff_s  # the latest last
+            times.clear()
+            while len(self._until) > self.max_addresses:
+                self._until.pop(next(iter(self._until)))
+        AUTH_LOG.warning("wrong %s token from %s (%d within %gs)%s", what, address,
+                         self.limit if blocked else len(times), self.window_s,
+                         f"; refused for {self.backoff_s:g}s" if blocked else "")
+
+
+def client_address(scope: Scope, trusted_proxies: frozenset[str] | tuple[str, ...]) -> str:
+    """The client's address: the peer's, or the one a trusted proxy adds last to
+    X-Forwarded-For."""
+    peer = str((scope.get("client") or ("?", 0))[0])
+    if peer in trusted_proxies:
+        for name, value in scope.get("headers") or ():
+            if name == b"x-forwarded-for":
+                last = value.decode("latin-1").split(",")[-1].strip()
+                if last:
+                    return last[:64]
+    return peer
+
+
 class Guard:
     """Security headers on every response and, when a token is set, the token on every
     request: ``?token=`` (then kept in an HttpOnly cookie), the cookie, or
     ``Authorization: Bearer``. The cookie is ``Secure`` when the request came over https:
     directly, or through a trusted proxy (``trusted_proxies``: its addresses) that says so
-    with ``X-Forwarded-Proto: https``, or always with ``secure_cookie``."""
+    with ``X-Forwarded-Proto: https``, or always with ``secure_cookie``. Wrong tokens count
+    in ``throttle`` (429 once it refuses the address)."""
 
     def __init__(self, app: ASGIApp, token: str | None, *, secure_cookie: bool = False,
-                 trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES):
+                 trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES,
+                 throttle: Throttle | None = None):
         self.app = app
         self.token = token
         self.secure_cookie = secure_cookie
         self.trusted_proxies = frozenset(trusted_proxies)
+        self.throttle = throttle or Throttle()
 
     def _over_https(self, scope: Scope, request: Request) -> bool:
         if self.secure_cookie or scope.get("scheme") == "https":
@@ -258,34 +331,44 @@ class Guard:
                 message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
             await send(message)
 
-        if self.token is not None:
-            request = Request(scope)
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                              keep_blank_values=True)
-            given = dict(query).get("token")
-            if given is not None and self._ok(given):
-                # keep it in a cookie and drop it from the address bar
-                rest = urlencode([(k, v) for k, v in query if k != "token"])
-                location = request.url.path.rsplit("/", 1)[-1] or "./"
-                response = Response(status_code=303, headers={
-                    "location": location + (f"?{rest}" if rest else ""),
-                    "cache-control": "no-store"})
-                response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict",
-                                    path=_cookie_path(scope),
-                                    secure=self._over_https(scope, request))
-                await response(scope, receive, send_with_headers)
-                return
-            auth = request.headers.get("authorization", "")
-            bearer = auth[7:] if auth.lower().startswith("bearer ") else None
-            cookie = request.cookies.get(TOKEN_COOKIE)
-            if not any(t is not None and self._ok(t) for t in (bearer, cookie)):
-                response = Response(
-                    "This dashboard needs its access token: open it once as "
-                    "...?token=TOKEN (or send Authorization: Bearer TOKEN).\n",
-                    status_code=401, media_type="text/plain")
-                await response(scope, receive, send_with_headers)
-                return
+        refusal = self._refusal(scope) if self.token is not None else None
+        if refusal is not None:
+            await refusal(scope, receive, send_with_headers)
+            return
         await self.app(scope, receive, send_with_headers)
+
+    def _refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request without the right token (None: let it through)."""
+        request = Request(scope)
+        address = client_address(scope, self.trusted_proxies)
+        wait = self.throttle.blocked(address)
+        if wait:
+            return Response(f"Too many wrong tokens from {address}: try again in {wait} s.\n",
+                            status_code=429, media_type="text/plain",
+                            headers={"retry-after": str(wait)})
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                          keep_blank_values=True)
+        given = dict(query).get("token")
+        if given is not None and self._ok(given):
+            # keep it in a cookie and drop it from the address bar
+            rest = urlencode([(k, v) for k, v in query if k != "token"])
+            location = request.url.path.rsplit("/", 1)[-1] or "./"
+            response = Response(status_code=303, headers={
+                "location": location + (f"?{rest}" if rest else ""),
+                "cache-control": "no-store"})
+            response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict",
+                                path=_cookie_path(scope), secure=self._over_https(scope, request))
+            return response
+        auth = request.headers.get("authorization", "")
+        bearer = auth[7:] if auth.lower().startswith("bearer ") else None
+        cookie = request.cookies.get(TOKEN_COOKIE)
+        if any(t is not None and self._ok(t) for t in (bearer, cookie)):
+            return None
+        if any(t for t in (given, bearer, cookie)):
+            self.throttle.failed(address, "access")
+        return Response("This dashboard needs its access token: open it once as "
+                        "...?token=TOKEN (or send Authorization: Bearer TOKEN).\n",
+                        status_code=401, media_type="text/plain")
 
     def _ok(self, given: str) -> bool:
         assert self.token is not None
@@ -382,49 +465,38 @@ def board_svg(fen: str, last: str | None, size: int) -> bytes:
 # --------------------------------------------------------------------------- the app
 
 
-def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25,
-               secure_cookie: bool = False,
-               trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES,
-               admin_token: str | None = None) -> Starlette:
-    """The dashboard of one event (``config``); ``token``: required on every request
-    (its cookie ``Secure`` over https: Guard); ``admin_token``: the TD's actions (/admin,
-    /api/td) are on, behind this token."""
-    hub = Hub(config, poll_s=poll_s)
-    feeds = PgnFeeds(config, lambda: hub.generation)  # built once per change (docs/broadcast.md)
-    env = make_env()
-    env.globals["admin_on"] = admin_token is not None
+class Pages:
+    """The HTML pages of the current View, each rendered once per change of it (the same
+    for every browser) unless it takes a context of its own."""
 
-    rendered: dict[tuple[str, bool], tuple[int, str]] = {}  # pages of the current view
+    def __init__(self, config: Config, hub: Hub, env: Environment):
+        self.config = config
+        self.hub = hub
+        self.env = env
+        self.rendered: dict[tuple[str, bool], tuple[int, str]] = {}
 
-    def page(request: Request, template: str, **context: Any) -> HTMLResponse:
-        view, generation = hub.view, hub.generation
+    def __call__(self, request: Request, template: str, **context: Any) -> HTMLResponse:
+        view, generation = self.hub.view, self.hub.generation
         fragment = request.headers.get("x-fragment") == "1"
         key = (template, fragment)
-        cached = None if context else rendered.get(key)
+        cached = None if context else self.rendered.get(key)
         if cached is not None and cached[0] == generation:
             html = cached[1]
         else:
-            html = env.get_template(template).render(
-                view=view, state=view.state, live=view.live, config=config, fragment=fragment,
-                page=template.removesuffix(".html"), **context)
-            if not context:  # the same for every browser until the view changes
-                rendered[key] = (generation, html)
+            html = self.env.get_template(template).render(
+                view=view, state=view.state, live=view.live, config=self.config,
+                fragment=fragment, page=template.removesuffix(".html"), **context)
+            if not context:
+                self.rendered[key] = (generation, html)
         return HTMLResponse(html, headers={"cache-control": "no-store", "vary": "X-Fragment"})
 
-    async def overview(request: Request) -> Response:
-        return page(request, "overview.html")
 
-    async def standings(request: Request) -> Response:
-        return page(request, "standings.html")
-
-    async def rounds(request: Request) -> Response:
-        return page(request, "rounds.html")
-
-    async def chart(request: Request) -> Response:
-        return page(request, "chart.html")
-
-    async def games(request: Request) -> Response:
-        return page(request, "games.html")
+def _page_routes(config: Config, page: Pages) -> list[Route]:
+    """The HTML pages: overview, standings, rounds, chart, games and one game."""
+    def static_page(template: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return page(request, template)
+        return endpoint
 
     async def game(request: Request) -> Response:
         game_id = request.path_params["game_id"]
@@ -440,6 +512,14 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
             return response
         return page(request, "game.html", game=detail, error=None)
 
+    return [Route("/", static_page("overview.html")),
+            *(Route(f"/{name}", static_page(f"{name}.html"))
+              for name in ("standings", "rounds", "chart", "games")),
+            Route("/game-{game_id:int}", game)]
+
+
+def _download_routes(config: Config, hub: Hub, feeds: PgnFeeds) -> list[Route]:
+    """PGN downloads (one game, the event, the live round, a round) and board pictures."""
     async def game_pgn(request: Request) -> Response:
         game_id = request.path_params["game_id"]
         try:
@@ -476,29 +556,34 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         return Response(data, media_type="image/svg+xml",
                         headers={"cache-control": "public, max-age=86400, immutable"})
 
+    return [Route("/game-{game_id:int}.pgn", game_pgn), Route("/event.pgn", all_pgn),
+            Route("/live.pgn", live_pgn), Route("/round/{number:int}.pgn", round_pgn),
+            Route("/board.svg", board)]
+
+
+def _api_routes(hub: Hub) -> list[Route]:
+    """The JSON documents and the Server-Sent-Events stream of the live document."""
+    no_store = {"cache-control": "no-store"}
+
     async def api_state(request: Request) -> Response:
         view = hub.view
         if view.state is None:
             return JSONResponse({"error": view.error or "no event recorded yet"},
-                                status_code=503 if view.error else 404,
-                                headers={"cache-control": "no-store"})
-        return Response(view.state_json(), media_type="application/json",
-                        headers={"cache-control": "no-store"})
+                                status_code=503 if view.error else 404, headers=no_store)
+        return Response(view.state_json(), media_type="application/json", headers=no_store)
 
     async def api_live(request: Request) -> Response:
-        return Response(hub.view.live_json, media_type="application/json",
-                        headers={"cache-control": "no-store"})
+        return Response(hub.view.live_json, media_type="application/json", headers=no_store)
 
     async def api_standings(request: Request) -> Response:
         view = hub.view
         if view.standings is None:
             return JSONResponse({"error": view.error or "no standings yet"},
-                                status_code=503 if view.error else 404,
-                                headers={"cache-control": "no-store"})
-        return JSONResponse(view.standings, headers={"cache-control": "no-store"})
+                                status_code=503 if view.error else 404, headers=no_store)
+        return JSONResponse(view.standings, headers=no_store)
 
     async def events(request: Request) -> Response:
-        headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
+        headers = {**no_store, "x-accel-buffering": "no"}
         if request.method == "HEAD":  # the headers alone: a stream never ends
             return Response(media_type="text/event-stream", headers=headers)
 
@@ -516,21 +601,28 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
+    return [Route("/api/state", api_state), Route("/api/live", api_live),
+            Route("/api/standings", api_standings), Route("/events", events)]
+
+
+def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list[Route]:
+    """The TD's actions (docs/td.md): the form at /admin and the JSON /api/td."""
+    on = admins.on
+
     async def admin(request: Request) -> Response:
         """The TD's form (GET) and its submission (POST: the admin token in a form field)."""
         if request.method == "GET":
-            return page(request, "admin.html", admin_on=admin_token is not None, message=None,
-                        error=None)
+            return page(request, "admin.html", admin_on=on, message=None, error=None)
         body = await request.body()  # urlencoded (the form's default); no multipart here
         if len(body) > 65536 or not request.headers.get("content-type", "").startswith(
                 "application/x-www-form-urlencoded"):
-            response = page(request, "admin.html", admin_on=admin_token is not None,
-                            message=None, error="expected the form's fields (urlencoded)")
+            response = page(request, "admin.html", admin_on=on, message=None,
+                            error="expected the form's fields (urlencoded)")
             response.status_code = 400
             return response
         fields = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        status, message = await _td_action(request, fields.pop("admin_token", None), fields)
-        response = page(request, "admin.html", admin_on=admin_token is not None,
+        status, message = await td_action(request, fields.pop("admin_token", None), fields)
+        response = page(request, "admin.html", admin_on=on,
                         message=message if status == 200 else None,
                         error=None if status == 200 else message)
         response.status_code = status
@@ -544,29 +636,55 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
             body = None
         if not isinstance(body, dict):
             return JSONResponse({"error": "expected a JSON object"}, status_code=400)
-        status, message = await _td_action(request, request.headers.get(ADMIN_HEADER),
-                                           {k: str(v) for k, v in body.items()})
+        status, message = await td_action(request, request.headers.get(ADMIN_HEADER),
+                                          {k: str(v) for k, v in body.items()})
         key = "applied_soon" if status == 200 else "error"
         return JSONResponse({key: message}, status_code=status,
                             headers={"cache-control": "no-store"})
 
-    async def _td_action(request: Request, supplied: str | None,
-                         fields: dict[str, str]) -> tuple[int, str]:
-        refused = admin_refusal(request, admin_token, supplied)
-        if refused is not None:
-            return refused
+    async def td_action(request: Request, supplied: str | None,
+                        fields: dict[str, str]) -> tuple[int, str]:
+        who = admins.who(request, supplied)
+        if isinstance(who, tuple):
+            return who
         from runner.service.td import give, web_command
 
+        if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
+            fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)
         parsed = web_command(fields)
         if isinstance(parsed, str):
             return 400, parsed
         action, args, reason = parsed
-        cid, problem = await asyncio.to_thread(give, config, action, args, reason, "web")
+        cid, problem = await asyncio.to_thread(give, config, action, args, reason, f"web:{who}")
         if not cid:
             return 400, f"{action}: {problem}; nothing was recorded"
         await hub.refresh()
         return 200, (f"TD command #{cid} recorded ({action}); the running runner applies it "
                      "within a second (the next `swiss-runner run`, when none runs)")
+
+    return [Route("/admin", admin, methods=["GET", "POST"]),
+            Route("/api/td", api_td, methods=["POST"])]
+
+
+def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25,
+               secure_cookie: bool = False,
+               trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES,
+               admin_tokens: Mapping[str, str] | None = None,
+               admin_token: str | None = None, throttle: Throttle | None = None) -> Starlette:
+    """The dashboard of one event (``config``); ``token``: required on every request
+    (its cookie ``Secure`` over https: Guard); ``admin_tokens``: the TD's actions (/admin,
+    /api/td) are on, each person (name -> token) acting with their own token
+    (``admin_token``: one token, the person ``admin``); ``throttle``: the limit of
+    wrong-token attempts (default: :class:`Throttle`'s)."""
+    if admin_tokens is None and admin_token is not None:
+        admin_tokens = {"admin": admin_token}
+    throttle = throttle or Throttle()
+    hub = Hub(config, poll_s=poll_s)
+    feeds = PgnFeeds(config, lambda: hub.generation)  # built once per change (docs/broadcast.md)
+    env = make_env()
+    admins = Admins(admin_tokens, throttle, trusted_proxies)
+    env.globals["admin_on"] = admins.on
+    page = Pages(config, hub, env)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -576,37 +694,66 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
         finally:
             await hub.stop()
 
-    routes = [
-        Route("/", overview), Route("/standings", standings), Route("/rounds", rounds),
-        Route("/chart", chart), Route("/games", games),
-        Route("/game-{game_id:int}", game), Route("/game-{game_id:int}.pgn", game_pgn),
-        Route("/event.pgn", all_pgn), Route("/live.pgn", live_pgn),
-        Route("/round/{number:int}.pgn", round_pgn), Route("/board.svg", board),
-        Route("/api/state", api_state), Route("/api/live", api_live),
-        Route("/api/standings", api_standings), Route("/events", events),
-        Route("/admin", admin, methods=["GET", "POST"]), Route("/api/td", api_td, methods=["POST"]),
-        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
-    ]
+    routes = [*_page_routes(config, page), *_download_routes(config, hub, feeds),
+              *_api_routes(hub), *_admin_routes(config, hub, page, admins),
+              Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static")]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hub = hub
     app.state.feeds = feeds
+    app.state.throttle = throttle
     app.add_middleware(_GuardMiddleware, token=token, secure_cookie=secure_cookie,
-                       trusted_proxies=trusted_proxies)
+                       trusted_proxies=trusted_proxies, throttle=throttle)
     return app
 
 
 ADMIN_HEADER = "x-admin-token"
 
 
-def admin_refusal(request: Request, admin_token: str | None, supplied: str | None
-                  ) -> tuple[int, str] | None:
-    """Why a TD action is refused (status, message), or None. The admin token must come in
-    the request itself (a form field or a header, never a cookie alone: a cookie is sent
-    with a forged cross-site request too), and a browser's request must come from the
-    dashboard's own pages (Origin, Sec-Fetch-Site: no cross-site request forgery)."""
-    if admin_token is None:
-        return 404, ("the TD's actions are off: start the dashboard with "
-                     "`serve --admin-token-file FILE` (or $SWISS_RUNNER_ADMIN_TOKEN)")
+class Admins:
+    """The TD's admin tokens by person, and who a request acts as. The admin token must
+    come in the request itself (a form field or a header, never a cookie alone: a cookie is
+    sent with a forged cross-site request too), and a browser's request must come from the
+    dashboard's own pages (Origin, Sec-Fetch-Site: no cross-site request forgery). Tokens
+    are compared in constant time, every one of them; wrong ones count in the Throttle."""
+
+    def __init__(self, tokens: Mapping[str, str] | None, throttle: Throttle,
+                 trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES):
+        self.tokens = dict(tokens or {})
+        self.on = bool(self.tokens)
+        self.throttle = throttle
+        self.trusted_proxies = frozenset(trusted_proxies)
+
+    def holder(self, supplied: str) -> str | None:
+        """The person whose token ``supplied`` is (None: nobody's)."""
+        given = supplied.encode()
+        found = None
+        for name, token in self.tokens.items():
+            if hmac.compare_digest(given, token.encode()):
+                found = name
+        return found
+
+    def who(self, request: Request, supplied: str | None) -> str | tuple[int, str]:
+        """The person acting, or why the request is refused (status, message)."""
+        if not self.on:
+            return 404, ("the TD's actions are off: start the dashboard with "
+                         "`serve --admin-token-file FILE` (or $SWISS_RUNNER_ADMIN_TOKEN)")
+        refused = _cross_site(request)
+        if refused is not None:
+            return refused
+        address = client_address(request.scope, self.trusted_proxies)
+        wait = self.throttle.blocked(address)
+        if wait:
+            return 429, f"refused: too many wrong tokens from {address}; try again in {wait} s"
+        holder = self.holder(supplied) if supplied else None
+        if holder is None:
+            if supplied:
+                self.throttle.failed(address, "admin")
+            return 403, "refused: the admin token is missing or wrong"
+        return holder
+
+
+def _cross_site(request: Request) -> tuple[int, str] | None:
+    """Why a browser's request does not come from the dashboard's own pages, or None."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return 403, f"refused: a {site} request (only the dashboard's own pages may act)"
@@ -617,8 +764,6 @@ def admin_refusal(request: Request, admin_token: str | None, supplied: str | Non
         host = request.headers.get("host", "")
         if origin == "null" or urlsplit(origin).netloc.lower() != host.lower():
             return 403, f"refused: a request from another origin ({origin})"
-    if not supplied or not hmac.compare_digest(supplied.encode(), admin_token.encode()):
-        return 403, "refused: the admin token is missing or wrong"
     return None
 
 
