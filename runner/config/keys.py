@@ -294,6 +294,10 @@ class ClusterKeys:
     OverdueS: Annotated[float, Expected("seconds from 1 to 86400")] = key(
         60.0, "a worker silent this long past the mover's clock is cut off", ge=1, le=86400,
        )
+    LeaseS: Annotated[float | None, Expected(
+        "seconds from 0.5 to 86400, below Cluster.OverdueS")] = key(
+        None, "a worker that hears nothing from the runner this long stops its game and "
+        "kills its engines (default 3/4 of OverdueS)", ge=0.5, le=86400)
     RetryRefusedS: Annotated[float, Expected("seconds from 1 to 604800")] = key(
         600.0, "a worker that refused an engine is asked again after this", ge=1,
         le=86400 * 7)
