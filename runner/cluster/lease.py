@@ -24,7 +24,7 @@ from typing import Any
 
 LEASE_KEY = "swiss-runner-lease"  # scheduler metadata: [LEASE_KEY, epoch] -> a counter
 RENEW_S = 1.0  # how often the runner renews its lease (and a worker reads it)
-ASK_TIMEOUT_S = 10.0  # a read of the lease that takes longer is given up (asked again)
+ASK_TIMEOUT_S = 10.0  # a renewal that takes longer is given up (and made again)
 
 
 def default_lease_s(overdue_s: float) -> float:
@@ -96,8 +96,9 @@ class Lease:
         return now - self.heard > self.lease_s
 
     async def _ask(self) -> Any:
+        # an answer later than the lease renews nothing: the lease has lapsed meanwhile
         return await asyncio.wait_for(self.worker.scheduler.get_metadata(
-            keys=[LEASE_KEY, self.epoch], default=None), ASK_TIMEOUT_S)
+            keys=[LEASE_KEY, self.epoch], default=None), self.lease_s)
 
     def close(self) -> None:
         if self.pending is not None:
