@@ -254,12 +254,15 @@ def test_a_partitioned_worker_stops_its_game_before_it_continues_elsewhere(
     assert numbers["cut_to_continued_s"] < OVERDUE_S + 6, numbers
     assert numbers["cut_to_old_engines_exit_s"] < LEASE_S + 3, numbers
     assert numbers["overlap_s"] == 0, numbers
+    assert "stopped on w1: the runner's lease lapsed" in c.log("w1")
 
 
-def test_a_slow_lossy_link_costs_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("settings", ["defaults", "short lease"])
+def test_a_slow_lossy_link_costs_nothing(tmp_path: Path, settings: str) -> None:
     """w1 and w2 reach the scheduler over links adding 200 ms each way and stalling 5% of
-    their writes for 1 s; the event completes with the default OverdueS and LeaseS: no
-    forfeit, no stall, no game given up as cut off."""
+    their writes for 1 s; the event completes with the default OverdueS and LeaseS, and
+    with games of 25 s under LeaseS 5 (the lease renewed over the slow link): no forfeit,
+    no stall, no game given up as cut off."""
     c = Cluster(tmp_path)
     proxies = []
     try:
@@ -271,13 +274,16 @@ def test_a_slow_lossy_link_costs_nothing(tmp_path: Path) -> None:
                             f"tcp://127.0.0.1:{proxy.port}", "--name", name])
         for name in ("w1", "w2"):
             wait_until(lambda n=name: c.joined(n), f"worker {name} joins", 120, c.procs[name])
-        # the defaults: OverdueS 60 (= cluster_config's), LeaseS not given (3/4 of it)
-        config = cluster_config(tmp_path, c.address, real=True, rounds=2, tc="20+0.2")
-        assert "LeaseS" not in config.read_text()
+        if settings == "defaults":  # OverdueS 60 (= cluster_config's), LeaseS not given
+            config = cluster_config(tmp_path, c.address, real=True, rounds=2, tc="20+0.2")
+            assert "LeaseS" not in config.read_text()
+        else:
+            config = fault_config(tmp_path, c.address, rounds=1)
+        total = 8 if settings == "defaults" else 4
         runner = c.run(config)
         assert runner.wait(900) == 0, c.log("runner")
         out = c.log("runner")
-        games = check_complete(tmp_path, 8)
+        games = check_complete(tmp_path, total)
         assert all("ResumedFromPly" not in g.headers for g in games), out
         for word in ("cut off", "was lost", "forfeit", "lease"):
             assert word not in out.lower(), (word, out)

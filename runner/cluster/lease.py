@@ -65,8 +65,9 @@ class LeaseKeeper:
 
 class Lease:
     """A worker's side, for one game: expired when the runner's lease was not seen renewed
-    for ``lease_s`` seconds (a renewal counts from when it was asked for, so an answer held
-    up by the network renews nothing past the cut). ``lease_s`` 0: never expires."""
+    for ``lease_s`` seconds. The worker asks every second (asks overlap on a slow link); a
+    renewal counts from when it was asked for, so an answer held up by the network renews
+    nothing past the cut. ``lease_s`` 0: never expires."""
 
     def __init__(self, worker: Any, epoch: str, lease_s: float) -> None:
         self.worker = worker
@@ -75,24 +76,23 @@ class Lease:
         self.heard = time.monotonic()  # the task just came from the scheduler
         self.value: Any = None
         self.asked = 0.0
-        self.pending: concurrent.futures.Future[Any] | None = None
+        self.pending: list[tuple[float, concurrent.futures.Future[Any]]] = []
 
     def expired(self) -> bool:
         """Checked from the game's thread; asks the scheduler on the worker's event loop."""
         if not self.lease_s:
             return False
         now = time.monotonic()
-        if self.pending is not None and self.pending.done():
-            value = None if self.pending.cancelled() or self.pending.exception() else \
-                self.pending.result()
+        for asked, future in [p for p in self.pending if p[1].done()]:
+            self.pending.remove((asked, future))
+            value = None if future.cancelled() or future.exception() else future.result()
             if value is not None and value != self.value:
                 self.value = value
-                self.heard = max(self.heard, self.asked)
-            self.pending = None
-        if self.pending is None and now - self.asked >= RENEW_S:
+                self.heard = max(self.heard, asked)
+        if now - self.asked >= RENEW_S and len(self.pending) <= self.lease_s / RENEW_S:
             self.asked = now
-            self.pending = asyncio.run_coroutine_threadsafe(self._ask(),
-                                                            self.worker.loop.asyncio_loop)
+            self.pending.append((now, asyncio.run_coroutine_threadsafe(
+                self._ask(), self.worker.loop.asyncio_loop)))
         return now - self.heard > self.lease_s
 
     async def _ask(self) -> Any:
@@ -101,8 +101,8 @@ class Lease:
             keys=[LEASE_KEY, self.epoch], default=None), self.lease_s)
 
     def close(self) -> None:
-        if self.pending is not None:
-            self.pending.cancel()
+        for _, future in self.pending:
+            future.cancel()
 
 
 class Suspects:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import sys
 import threading
 import time
 import weakref
@@ -170,4 +171,7 @@ async def _play(worker: Any, key: Any, spec: Any, resume: Any, attempt: int, nam
                 await game
             why = (f"the runner's lease lapsed (nothing heard for {lease.lease_s:g} s)"
                    if expired else "no longer wanted")
+            if expired:  # the worker's own log says why its game stopped
+                print(f"swiss-runner worker: game {spec.game_id} stopped on {name}: {why}; "
+                      "its engines were killed", file=sys.stderr, flush=True)
             raise Abandoned(f"game {spec.game_id}: abandoned on {name} ({why})")
