@@ -496,5 +496,5 @@ class ClusterBackend:
                for e, r in self.refused.get(a, {}).items() if e in engines]
         why += [f"{self.names.get(a, a)}: cut off (given up, not heard from since)"
                 for a in sorted(barred)]
-        return "every worker refused " + " or ".join(sorted(engines)) + " or is cut off: " + \
-            "; ".join(why)
+        return "every worker refused " + " or ".join(sorted(engines)) + (
+            " or is cut off" if barred else "") + ": " + "; ".join(why)
