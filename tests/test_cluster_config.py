@@ -138,3 +138,22 @@ def test_a_game_whose_end_was_recorded_is_not_replayed_when_its_worker_is_lost()
     got, outcome = asyncio.run(scenario())
     assert len(got) == 1 and isinstance(got[0], GameFinished)
     assert outcome["record"]["result"] == "1-0" and outcome["record"]["moves"] == ["f2f3"]
+
+
+def test_cluster_lease_is_below_overdue(tmp_path: Path) -> None:
+    """Cluster.LeaseS (issue 48): a worker that hears nothing from the runner this long
+    stops its game; it must be below OverdueS (default 3/4 of it)."""
+    from runner.cluster.lease import default_lease_s
+
+    config = load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1",
+                                                         "OverdueS": 20, "LeaseS": 12}))
+    assert config.cluster is not None and config.cluster.lease_s == 12.0
+    default = load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1"})).cluster
+    assert default.lease_s is None and default_lease_s(default.overdue_s) == 45.0
+    for block in ({"OverdueS": 20, "LeaseS": 20}, {"LeaseS": 90}, {"LeaseS": 0}):
+        with pytest.raises(ConfigError) as info:
+            load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1", **block}))
+        assert "Cluster.LeaseS" in str(info.value), info.value
+    with pytest.raises(ConfigError) as info:
+        load_config(event_config(tmp_path, Cluster={"Scheduler": "tcp://h:1", "LeaseS": 60}))
+    assert "below Cluster.OverdueS (60)" in str(info.value)

@@ -117,6 +117,7 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
         cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
                                  overdue_s=cc.overdue_s if cc else 60.0,
                                  **({"retry_refused_s": cc.retry_refused_s,
+                                     "lease_s": cc.lease_s,
                                      "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
         play_game = cluster
     if play_game is None and config.backend == "python-chess":

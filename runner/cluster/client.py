@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runner.cluster import RESOURCE, TOPIC
+from runner.cluster.lease import LeaseKeeper, Suspects, default_lease_s
 from runner.domain.events import (
     GameEvent,
     GameFinished,
@@ -91,6 +92,18 @@ class _Attempt:
             self.lost.set()
 
 
+def move_budget(event: MovePlayed | GameStarted, overdue_s: float) -> float:
+    """How long the next move may take before the worker counts as cut off: the mover's
+    clock plus Cluster.OverdueS (the referee itself flags a move over its clock, so a
+    silent worker past this is gone, whatever Dask has noticed yet)."""
+    if isinstance(event, GameStarted):
+        white_to_move = " w " in event.start_fen
+    else:
+        white_to_move = " w " in event.fen
+    ms = event.white_clock_ms if white_to_move else event.black_clock_ms
+    return (ms or 0) / 1000 + overdue_s
+
+
 class ClusterBackend:
     """``await backend(spec, emit=..., attempt=..., resume=...) -> GameRecord`` on a cluster."""
 
@@ -98,16 +111,20 @@ class ClusterBackend:
 
     def __init__(self, address: str, *, wait_s: float = 600.0, overdue_s: float = 60.0,
                  retry_refused_s: float = 600.0, max_lost_attempts: int = 3,
-                 say: Callable[..., None] | None = None):
+                 lease_s: float | None = None, say: Callable[..., None] | None = None):
         self.address = address
         self.wait_s = wait_s
         self.overdue_s = overdue_s
+        # a game's worker that has not seen this runner's lease renewed for lease_s stops it
+        self.lease_s = default_lease_s(overdue_s) if lease_s is None else lease_s
         self.retry_refused_s = retry_refused_s
         self.max_lost_attempts = max_lost_attempts
         self.refused_at: dict[tuple[str, str], float] = {}  # (worker, engine) -> monotonic
         self.lost_attempts: dict[int, list[str]] = {}  # game id -> why each attempt was lost
         self.say: Callable[..., None] = say or (lambda text, **_: print(text, flush=True))
         self.epoch = f"{os.getpid()}-{time.time_ns()}"
+        self.lease = LeaseKeeper(self.epoch)
+        self.suspects = Suspects()  # workers given up as cut off, until heard again
         self.client: Any = None
         self.attempts: dict[str, _Attempt] = {}
         self.refused: dict[str, dict[str, str]] = {}  # worker address -> engine -> why
@@ -174,6 +191,7 @@ class ClusterBackend:
                         said = True
                     await asyncio.sleep(1.0)
             self._scheduler_id = ""
+            self.lease.start(self.client)
             workers = await self._workers() or {}
             self.names.update({a: str(w.get("name", a)) for a, w in workers.items()})
             for a, w in workers.items():
@@ -209,6 +227,7 @@ class ClusterBackend:
             self.on_workers(list(self.workers.values()))
 
     async def aclose(self) -> None:
+        await self.lease.stop()
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.close()
@@ -283,7 +302,7 @@ class ClusterBackend:
         try:
             game_event = event_from_json(msg["event"])
             if isinstance(game_event, MovePlayed | GameStarted):
-                attempt.budget_s = self._budget(game_event)
+                attempt.budget_s = move_budget(game_event, self.overdue_s)
             ply = getattr(game_event, "ply", None)
             if ply is not None:
                 attempt.ply = ply
@@ -318,7 +337,7 @@ class ClusterBackend:
                                                     budget_s=self._startup_budget(spec))
             self._submits += 1
             future = client.submit(play_task, self.epoch, token, spec_json, resume_json,
-                                   attempt, self.retry_refused_s, key=f"swiss-runner-game-{self.epoch}-{token}-"
+                                   attempt, self.retry_refused_s, self.lease_s, key=f"swiss-runner-game-{self.epoch}-{token}-"
                                    f"{self._submits}", resources={RESOURCE: 1}, retries=0,
                                    pure=False, workers=workers, allow_other_workers=False)
             try:
@@ -370,24 +389,14 @@ class ClusterBackend:
             "every recorded game is intact and this game continues from its last logged "
             "position") from exc
 
-    def _budget(self, event: MovePlayed | GameStarted) -> float:
-        """How long the next move may take before the worker counts as cut off: the
-        mover's clock plus Cluster.OverdueS (the referee itself flags a move over its
-        clock, so a silent worker past this is gone, whatever Dask has noticed yet)."""
-        if isinstance(event, GameStarted):
-            white_to_move = " w " in event.start_fen
-            ms = event.white_clock_ms if white_to_move else event.black_clock_ms
-        else:
-            white_to_move = " w " in event.fen
-            ms = event.white_clock_ms if white_to_move else event.black_clock_ms
-        return (ms or 0) / 1000 + self.overdue_s
-
     async def _watch(self, state: _Attempt) -> None:
         """Give the attempt up when its owner has been silent past its budget."""
         while not state.lost.is_set():
             await asyncio.sleep(min(1.0, self.overdue_s / 4))
             if state.heard is not None and time.monotonic() - state.heard > state.budget_s:
                 name = state.owner_name or state.owner or "?"
+                if state.owner:
+                    self.suspects.add(state.owner)
                 state.lose(f"worker {name} sent nothing for {state.budget_s:.0f} s (cut off?) "
                            f"at ply {state.ply}")
                 self.alert("worker_lost", worker=name, address=state.owner or "",
@@ -460,16 +469,14 @@ class ClusterBackend:
             self._forgive_refusals()
             await self._client()
             workers = await self._workers()
-            if workers and not self.refused:
+            barred = self.suspects.barred(workers or {})
+            if workers and not self.refused and not barred:
                 return None
-            ok = [a for a in workers or {} if not engines & set(self.refused.get(a, {}))]
+            ok = [a for a in workers or {}
+                  if a not in barred and not engines & set(self.refused.get(a, {}))]
             if ok:
                 return ok
-            why = (f"the Dask scheduler at {self.address} is unreachable" if workers is None
-                   else "no worker is connected" if not workers else (
-                "every worker refused " + " or ".join(sorted(engines)) + ": " + "; ".join(
-                    f"{self.names.get(a, a)}: {r}" for a in workers
-                    for e, r in self.refused.get(a, {}).items() if e in engines)))
+            why = self._why_no_worker(workers, barred, engines)
             if time.monotonic() > deadline:
                 raise ClusterUnavailable(f"game {spec.game_id} cannot be played: {why} (waited "
                                          f"Cluster.WaitS = {self.wait_s:g} s)")
@@ -477,3 +484,17 @@ class ClusterBackend:
                 self.say(f"Game {spec.game_id} waits for a worker: {why}", always=True)
                 said = why
             await asyncio.sleep(1.0)
+
+    def _why_no_worker(self, workers: dict[str, Any] | None, barred: set[str],
+                       engines: set[str]) -> str:
+        """Why no worker may play a game of ``engines`` now (for the console)."""
+        if workers is None:
+            return f"the Dask scheduler at {self.address} is unreachable"
+        if not workers:
+            return "no worker is connected"
+        why = [f"{self.names.get(a, a)}: {r}" for a in workers
+               for e, r in self.refused.get(a, {}).items() if e in engines]
+        why += [f"{self.names.get(a, a)}: cut off (given up, not heard from since)"
+                for a in sorted(barred)]
+        return "every worker refused " + " or ".join(sorted(engines)) + (
+            " or is cut off" if barred else "") + ": " + "; ".join(why)

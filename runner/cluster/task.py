@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import sys
 import threading
 import time
 import weakref
@@ -25,6 +26,7 @@ from distributed import WorkerPlugin, get_worker
 from distributed.core import Status
 
 from runner.cluster import PLUGIN, TOPIC
+from runner.cluster.lease import Lease
 from runner.domain.events import (
     event_to_json,
     record_to_json,
@@ -118,9 +120,10 @@ def _wanted(worker: Any, key: Any) -> bool:
 
 def play_task(epoch: str, token: str, spec_json: dict[str, Any],
               resume_json: dict[str, Any] | None, attempt: int,
-              retry_refused_s: float = float("inf")) -> dict[str, Any]:
+              retry_refused_s: float = float("inf"), lease_s: float = 0.0) -> dict[str, Any]:
     """Play one game here and stream its events; returns ``{"record": ...}`` or
-    ``{"refused": engine, "reason": ...}`` (the runner has the events already)."""
+    ``{"refused": engine, "reason": ...}`` (the runner has the events already). The game
+    stops, its engines killed, when the runner's lease lapses for ``lease_s`` (lease.py)."""
     worker = get_worker()
     key = worker.get_current_task()
     name = str(worker.name)
@@ -140,12 +143,16 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
             return {"refused": engine.name, "reason": problem}
     from runner.play import eventloop
 
-    record = eventloop.run(_play(worker, key, spec, resume, attempt, name, send))
+    lease = Lease(worker, epoch, lease_s)
+    try:
+        record = eventloop.run(_play(worker, key, spec, resume, attempt, name, send, lease))
+    finally:
+        lease.close()
     return {"record": record_to_json(record)}
 
 
 async def _play(worker: Any, key: Any, spec: Any, resume: Any, attempt: int, name: str,
-                send: Any) -> Any:
+                send: Any, lease: Lease) -> Any:
     from runner.play.referee import play_game
 
     def emit(event: Any) -> None:
@@ -157,8 +164,14 @@ async def _play(worker: Any, key: Any, spec: Any, resume: Any, attempt: int, nam
         done, _ = await asyncio.wait({game}, timeout=POLL_S)
         if done:
             return game.result()
-        if not _wanted(worker, key):
+        expired = lease.expired()
+        if expired or not _wanted(worker, key):
             game.cancel()  # kills both engines and their process groups
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await game
-            raise Abandoned(f"game {spec.game_id}: abandoned on {name} (no longer wanted)")
+            why = (f"the runner's lease lapsed (nothing heard for {lease.lease_s:g} s)"
+                   if expired else "no longer wanted")
+            if expired:  # the worker's own log says why its game stopped
+                print(f"swiss-runner worker: game {spec.game_id} stopped on {name}: {why}; "
+                      "its engines were killed", file=sys.stderr, flush=True)
+            raise Abandoned(f"game {spec.game_id}: abandoned on {name} ({why})")

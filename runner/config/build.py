@@ -350,8 +350,12 @@ def _cluster(c: Any, keys: Any) -> ClusterConfig | None:
     elif address.startswith(("tcp://", "tls://")) and not _host_and_port(address):
         c.bad("Cluster.Scheduler", address, "a scheduler address such as tcp://HOST:8786 (a "
               "host and a port from 1 to 65535)")
+    lease_s = None if k.LeaseS is None else float(k.LeaseS)
+    if lease_s is not None and lease_s >= k.OverdueS:
+        c.bad("Cluster.LeaseS", k.LeaseS, f"seconds below Cluster.OverdueS ({k.OverdueS:g}): "
+              "a cut-off worker must stop its game before the runner continues it elsewhere")
     return ClusterConfig(scheduler=address, wait_s=float(k.WaitS), overdue_s=float(k.OverdueS),
-                         retry_refused_s=float(k.RetryRefusedS),
+                         lease_s=lease_s, retry_refused_s=float(k.RetryRefusedS),
                          max_lost_attempts=k.MaxLostAttempts, insecure=k.Insecure)
 
 

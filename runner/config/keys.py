@@ -325,6 +325,11 @@ class ClusterKeys:
               " taken as cut off: its game continues elsewhere (without a clock: longer "
               "than the slowest move)", ge=1, le=86400, example=120,
        )
+    LeaseS: Annotated[float | None, Expected(
+        "seconds from 0.5 to 86400, below Cluster.OverdueS")] = key(
+        None, "a worker that hears nothing from the runner this long stops its game and "
+        "kills its engines (default 3/4 of OverdueS)", ge=0.5, le=86400,
+        example=45)
     RetryRefusedS: Annotated[float, Expected("seconds from 1 to 604800")] = key(
         600.0, "a worker that refused an engine (its probe failed there) gets none of its"
                " games for this long, then it is asked again", ge=1,

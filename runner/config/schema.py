@@ -145,6 +145,7 @@ class ClusterConfig:
     scheduler: str  # tcp://HOST:PORT or tls://HOST:PORT
     wait_s: float = 600.0  # how long the runner waits for a lost scheduler before it stops
     overdue_s: float = 60.0  # a worker silent this long past the mover's clock is cut off
+    lease_s: float | None = None  # a worker not hearing the runner this long stops (None: 3/4)
     retry_refused_s: float = 600.0  # a worker that refused an engine is asked again after this
     max_lost_attempts: int = 3  # a game that loses its worker this often stops the event
     insecure: bool = False  # a tcp:// scheduler off loopback is allowed (a private network)

@@ -19,6 +19,7 @@ from runner.domain.models import Opening
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
 from runner.store.database import Store, event_recorded
+from runner.store.witness import snapshot_witness
 
 Say = Callable[..., None]
 
@@ -216,8 +217,6 @@ def lost_database_problem(config: Config) -> str | None:
     games of this event, the database was lost, truncated or replaced: starting over would
     bury the event (and overwrite the snapshot).
     """
-    import json
-
     db = config.database
     try:
         size = db.stat().st_size
@@ -228,22 +227,19 @@ def lost_database_problem(config: Config) -> str | None:
     if size and not _schemaless(db) and event_recorded(db) is not False:
         return None  # a database with an event (or damaged: Store.open says which)
     state = f"{'missing' if size is None else 'empty (no event recorded in it)'}"
-    finished = 0
-    try:
-        snap = json.loads(config.swiss.state_path.read_text(encoding="utf-8"))
-        if isinstance(snap, dict) and str(snap.get("database")) == str(db):
-            finished = int(snap.get("games_finished") or 0)
-    except (OSError, ValueError, TypeError):
-        pass
+    witness = snapshot_witness(config.swiss.state_path, db, config.event)
+    finished = witness.finished if witness else 0
     pgn = size is not None and not finished and _pgn_holds_event(config)
     if not (finished or pgn):
         return None
-    if finished:
+    if witness:
+        where = (f" (it names {witness.database}: the event's directory was moved or restored "
+                 "here)" if witness.moved else "")
         return (f"{db}: the state database is {state}, but the JSON snapshot "
                 f"{config.swiss.state_path} says {finished} game(s) of this event were recorded "
-                "in it: the database was deleted, truncated or replaced. Restore it from a "
-                "backup to resume; to start a new event instead, move the snapshot and the PGN "
-                "away first.")
+                f"in it{where}: the database was deleted, truncated or replaced. Restore it "
+                "from a backup to resume; to start a new event instead, move the snapshot and "
+                "the PGN away first.")
     return (f"{db}: the state database is {state}, but {config.pgn_out} holds games of "
             f"the event {config.event!r}: the database was truncated or replaced. Restore it "
             "from a backup to resume; to start a new event, move the PGN away first.")

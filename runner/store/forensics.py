@@ -17,6 +17,7 @@ import collections
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
@@ -107,25 +108,70 @@ def check_header(path: Path) -> None:
 
 def connect_readonly(path: Path, *, threads: bool = False) -> sqlite3.Connection:
     """A connection that writes nothing. In a directory this user cannot write (read-only
-    mount, another user's event) SQLite cannot create the WAL's shared-memory file; the
-    database is then read as an immutable file (what the last checkpoint holds, which is
-    everything once the runner has stopped)."""
+    mount, another user's event) SQLite can still share a live WAL when its side files
+    exist (they are readable by whoever can read the database); when they do not, it is
+    given a private in-memory copy of the database, taken while the file did not change
+    (:func:`private_copy`), never an ``immutable=1`` view that a writer starting meanwhile
+    would corrupt (docs/state.md)."""
     uri = path.resolve().as_uri()
-    conn = connect(f"{uri}?mode=ro", path, uri=True, isolation_level=None, timeout=10.0,
-                   check_same_thread=not threads)
-    if os.access(path.parent, os.W_OK):
-        return conn  # SQLite can create what it needs (errors surface at the first query)
+    for attempt in range(COPY_TRIES):
+        conn = connect(f"{uri}?mode=ro", path, uri=True, isolation_level=None, timeout=10.0,
+                       check_same_thread=not threads)
+        if os.access(path.parent, os.W_OK):
+            return conn  # SQLite can create what it needs (errors surface at the first query)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            code = getattr(exc, "sqlite_errorcode", 0) or 0
+            if code == sqlite3.SQLITE_READONLY_ROLLBACK or \
+                    code & 0xFF not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
+                raise
+        try:
+            copy = private_copy(path, threads=threads)
+        except OSError as exc:  # deleted or unreadable meanwhile
+            raise sqlite3.OperationalError(f"{path}: {exc.strerror or exc}") from None
+        if copy is not None:
+            return copy
+        time.sleep(COPY_PAUSE_S * (attempt + 1))  # a writer is starting: share its WAL
+    raise sqlite3.OperationalError(f"{path}: the database kept changing while it was read "
+                                   "from a directory this user cannot write; try again")
+
+
+COPY_TRIES = 20  # attempts at a stable read of the database file (a writer may be starting)
+COPY_PAUSE_S = 0.05
+
+
+def _stamp(path: Path) -> tuple[int, int, int, bool]:
+    """What changes when anything writes the database: its inode, size, modification time,
+    and whether a WAL is beside it."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns, path.with_name(path.name + "-wal").exists()
+
+
+def private_copy(path: Path, *, threads: bool = False) -> sqlite3.Connection | None:
+    """An in-memory copy of the database (SQLite's backup of an immutable view), or None
+    when a writer touched the file or has a WAL beside it while it was copied. A copy
+    taken with no WAL before nor after and the file unchanged is a committed state."""
+    before = _stamp(path)
+    if before[3]:
+        return None
+    uri = path.resolve().as_uri()
+    copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=not threads)
     try:
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        code = getattr(exc, "sqlite_errorcode", 0) or 0
-        if code == sqlite3.SQLITE_READONLY_ROLLBACK or \
-                code & 0xFF not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
-            raise
-    return connect(f"{uri}?mode=ro&immutable=1", path, uri=True, isolation_level=None,
-                   timeout=10.0, check_same_thread=not threads)
+        view = connect(f"{uri}?mode=ro&immutable=1", path, uri=True, isolation_level=None)
+        try:
+            view.backup(copy)
+        finally:
+            view.close()
+        if _stamp(path) != before:
+            raise sqlite3.DatabaseError("changed while it was copied")
+        copy.execute("PRAGMA query_only=1")
+        return copy
+    except sqlite3.DatabaseError:  # torn by a writer (malformed, changed): read it again
+        copy.close()
+        return None
 
 
 def examine(path: Path, *, integrity: bool, recover: bool) -> str:
