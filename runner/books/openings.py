@@ -21,6 +21,7 @@ import chess
 import chess.pgn
 import chess.polyglot
 
+from runner.books.chess960 import position_numbers, positions_book
 from runner.config.schema import Config, OpeningsConfig
 from runner.domain.models import Opening
 from runner.domain.variant import board_at, is_960, start_problem
@@ -64,8 +65,6 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
     with ``unique_per_match_only=False`` the book must hold an opening for every match.
     """
     if config.file is None:  # numbered starts, each checked by the loader: only how many
-        from runner.books.chess960 import position_numbers
-
         size, problems = len(position_numbers(config, random_seed)), []
     else:
         openings, problems = _read_book(config, random_seed)
@@ -81,8 +80,6 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
 
 def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening], list[str]]:
     if config.file is None:  # Openings.Positions: numbered Chess960 starts
-        from runner.books.chess960 import positions_book
-
         return positions_book(config, random_seed), []
     path = Path(config.file)
     if config.format == "polyglot":

@@ -25,7 +25,11 @@ import chess.engine
 import psutil
 
 from runner.config.schema import EngineConfig
+from runner.domain.text import printable
 from runner.play import spawn
+from runner.play.affinity import pin_self
+from runner.play.chess960 import chess960_problem
+from runner.play.clientstate import GONE, IDLE, PONDERING, STOPPING, THINKING  # noqa: F401 - also the client's API
 from runner.play.processes import (  # noqa: F401 - the process API, also used from here
     OWNER_ENV,
     TASKSET,
@@ -41,6 +45,7 @@ from runner.play.processes import (  # noqa: F401 - the process API, also used f
     signal_group,
     sweep_orphans,
 )
+from runner.play.uci import NotReady, UciMove, go_line
 
 LOG = logging.getLogger(__name__)
 
@@ -49,8 +54,6 @@ def _popen_args(engine: EngineConfig, token: str,
                 cpus: Sequence[int] | None = None, stderr: Any = None) -> dict[str, Any]:
     args = child_popen_args(token)
     if cpus and TASKSET is None:  # pinned before exec: every thread inherits the mask
-        from runner.play.affinity import pin_self
-
         steps = [args.get("preexec_fn"), pin_self(cpus)]
 
         def preexec() -> None:  # pragma: no cover - runs in the forked child
@@ -63,14 +66,6 @@ def _popen_args(engine: EngineConfig, token: str,
     if engine.working_dir:
         args["cwd"] = engine.working_dir
     return args
-
-
-#: The states of an engine client (:class:`TimedUciProtocol`, :class:`TimedXBoardProtocol`):
-#: ``idle`` (started, between moves, or kept between games), ``thinking`` (``go`` sent, its
-#: move not read yet), ``pondering`` (``go ponder``), ``stopping`` (``stop`` sent, its
-#: ``bestmove`` not read yet) and ``gone`` (the process exited). Only an idle engine that
-#: never sent a move nobody asked for (``stray``) is sound to keep for another game.
-IDLE, THINKING, PONDERING, STOPPING, GONE = "idle", "thinking", "pondering", "stopping", "gone"
 
 
 class _Timed:
@@ -317,8 +312,6 @@ _HANDSHAKE_LINES = ("id ", "option ", "uciok", "readyok", "feature ", "pong")
 def _printed(protocol: Any, limit: int = 300) -> str:
     """"; it printed: LINE | LINE" (its first lines that were no move or search line, cut
     short and made printable), or "" when it printed none."""
-    from runner.domain.text import printable
-
     lines = [line for line in getattr(protocol, "other_lines", None) or []
              if not line.startswith(_HANDSHAKE_LINES)]
     if not lines:
@@ -554,8 +547,6 @@ async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
     if engine.protocol != "uci" or engine.movetime_ms is not None or (
             engine.nodes is None and engine.depth is None):
         return ""
-    from runner.play.uci import NotReady, UciMove, go_line
-
     go = go_line(chess.engine.Limit(
         nodes=None if engine.nodes is None else min(engine.nodes, LIMIT_PROBE_NODES),
         depth=None if engine.depth is None else 1))
@@ -571,8 +562,6 @@ async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
 
 
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
-    from runner.play.chess960 import chess960_problem
-
     with tempfile.TemporaryFile() as errors:
         try:
             proc = await start_engine(engine, timeout=timeout, stderr=errors, confirm=True)

@@ -33,6 +33,7 @@ from typing import Any
 
 from runner.config.schema import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
+from runner.store import builds
 from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
 from runner.store.forensics import FileWatch, connect, connect_readonly, examine, save_copy
 from runner.store.movelog import INSERT_MOVES, MoveRow
@@ -300,14 +301,10 @@ class Store:
 
     def builds(self) -> dict[str, list[dict[str, Any]]]:
         """The engines' recorded builds, oldest first (runner.store.builds)."""
-        from runner.store import builds
-
         return builds.builds(self.conn)
 
     def record_builds(self, entries: dict[str, dict[str, Any]], reason: str) -> None:
         """Record a build per engine (runner.store.builds), in one transaction."""
-        from runner.store import builds
-
         with self.transaction() as c:
             builds.record(c, entries, reason)
 

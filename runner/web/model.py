@@ -32,8 +32,9 @@ from runner.domain.standings import compute_standings, standings_json
 from runner.domain.variant import board_at
 from runner.errors import ViewError
 from runner.service.lock import lock_path, runner_alive
-from runner.service.state import build_state, live_game
+from runner.service.state import build_state, live_game, ratings_doc
 from runner.store.database import Store, StoreError
+from runner.store.decisions import log_key
 
 LIVE_FORMAT = "swiss-runner-live"
 LIVE_VERSION = 1
@@ -135,8 +136,6 @@ def _ratings(config: Config, store: Store, state: dict[str, Any]
     """(the state document's ratings: fitted, no simulations; the ratings with their error
     margins from simulated events), computed in the dashboard's refresh thread (never while a
     request waits) and again only when a round was completed: at most once per round."""
-    from runner.service.state import ratings_doc
-
     done = sum(1 for r in state.get("rounds") or () if r.get("state") == "complete")
     key = (str(config.database), done)
     if key not in _RATINGS:
@@ -195,8 +194,6 @@ def structure_key(conn: sqlite3.Connection) -> tuple[Any, ...]:
         "FROM games").fetchone()
     rounds = conn.execute("SELECT COUNT(*), group_concat(state) FROM rounds").fetchone()
     meta = conn.execute("SELECT COUNT(*) FROM meta").fetchone()
-    from runner.store.decisions import log_key
-
     return (tuple(games), tuple(rounds), meta[0], log_key(conn))
 
 
