@@ -244,8 +244,9 @@ def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
 
 def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
-    from runner.domain.ratings import compute_ratings, render_ratings
+    from runner.domain.ratings import compute_ratings
     from runner.errors import RecordInvalid, view
+    from runner.render.ratings import render_ratings
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):
