@@ -9,7 +9,6 @@ environment variable SWISS_RUNNER_TOKEN).
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import signal
 import socket
@@ -18,6 +17,7 @@ import sys
 from runner.cli.common import err
 from runner.config import Config
 from runner.errors import EXIT_BAD_INPUT, EXIT_OK
+from runner.net import is_loopback
 
 TOKEN_ENV = "SWISS_RUNNER_TOKEN"
 ADMIN_TOKEN_ENV = "SWISS_RUNNER_ADMIN_TOKEN"
@@ -45,15 +45,6 @@ def admin_token(args: argparse.Namespace, token: str | None) -> str | None | int
         err(f"{where}: the admin token must differ from the read-only access token (--token)")
         return EXIT_BAD_INPUT
     return admin
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -27,10 +27,10 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner.clock import utc_now
 from runner.config.schema import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
 from runner.store import builds
@@ -52,10 +52,6 @@ from runner.store.tdstore import withdrawals
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
            "load_results", "remove_stale_temp_files"]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # --------------------------------------------------------------------------- the store
@@ -317,7 +313,7 @@ class Store:
                    rounds: int, book_fingerprint: str | None = None) -> None:
         """Record the event once: its fingerprint, seeds, opening order and the book's lines
         (``book_fingerprint``, see runner.books.openings.book_fingerprint)."""
-        meta = [("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", _now()),
+        meta = [("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", utc_now()),
                 ("event", event), ("games_per_match", str(games_per_match)),
                 ("rounds", str(rounds))]
         if book_fingerprint is not None:
@@ -349,7 +345,7 @@ class Store:
                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       (number, json.dumps([list(p) for p in pairs]), bye,
                        json.dumps(sorted(dropped)), json.dumps(sorted(excluded)), int(extra),
-                       "playing" if games else "complete", _now()))
+                       "playing" if games else "complete", utc_now()))
             c.executemany(
                 "INSERT INTO games (game_id, round, game_in_round, pair_index, leg, white, black,"
                 " match_index, opening_index, opening, extra) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -388,7 +384,7 @@ class Store:
         with self.transaction(synced=False) as c:
             c.execute("UPDATE games SET status='running', started=?, attempt=?, started_event=? "
                       "WHERE game_id=? AND status!='finished'",
-                      (_now(), attempt, started_event, game_id))
+                      (utc_now(), attempt, started_event, game_id))
             c.execute("DELETE FROM moves WHERE game_id=? AND ply>? AND attempt<?",
                       (game_id, keep_plies, attempt))
 

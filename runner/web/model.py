@@ -23,10 +23,11 @@ from typing import Any
 import chess
 import chess.pgn
 
+from runner.clock import utc_now
 from runner.config import Config
 from runner.domain.events import parse_utc
 from runner.domain.models import white_score
-from runner.domain.pgn import unescape_tag
+from runner.domain.pgn import read_game, unescape_tag
 from runner.domain.standings import compute_standings
 from runner.domain.variant import board_at
 from runner.errors import ViewError
@@ -162,7 +163,7 @@ def refresh_live(config: Config, old: View, *,
     try:
         begin_read(store.conn)
         state = dict(old.state)
-        state["updated"] = now_iso_ms()
+        state["updated"] = utc_now()
         state["runner_running"] = runner_alive(config.database)
         games = {game_id: {"started_event": started}
                  for game_id, started in running_games(store.conn).items()}
@@ -187,10 +188,6 @@ def refresh_live(config: Config, old: View, *,
     finally:
         store.close()
     return _finish(view, t0)
-
-
-def now_iso_ms() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def finish(view: View) -> View:
@@ -475,7 +472,7 @@ def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[
     start_fen = game["start_fen"] or (book_fen if isinstance(book_fen, str) else None) \
         or chess.STARTING_FEN
     if game["status"] == "finished" and game["pgn"]:
-        parsed = chess.pgn.read_game(io.StringIO(game["pgn"]))
+        parsed = read_game(io.StringIO(game["pgn"]))
         if parsed is not None:
             headers = [(k, unescape_tag(v)) for k, v in parsed.headers.items()]
             board = parsed.board()
