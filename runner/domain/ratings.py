@@ -541,20 +541,9 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     options = options or RatingOptions()
     games = list(games)
     names: list[str] = list(dict.fromkeys([*players, *(n for g in games for n in (g.white, g.black))]))
-    for g in games:
-        if not isinstance(g.round, int) or not isinstance(g.game, int):
-            raise RecordInvalid(f"game {g.white} - {g.black}: round {g.round!r}, game "
-                                f"{g.game!r}: not numbers")
-        if g.result not in _POINTS:
-            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
-                             f"is not 1-0, 0-1 or 1/2-1/2")
-        if g.white == g.black:
-            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
-    if options.anchor is not None and options.anchor not in names:
-        raise ValueError(f"anchor {options.anchor!r} played no game (engines: {', '.join(names)})")
+    _check_games(games, options, names)
     index = {name: i for i, name in enumerate(names)}
-    n = len(names)
-    design = _Design(n, np.array([index[g.white] for g in games], dtype=int),
+    design = _Design(len(names), np.array([index[g.white] for g in games], dtype=int),
                      np.array([index[g.black] for g in games], dtype=int))
     score = np.array([_POINTS[g.result] for g in games])
     beta = options.beta
@@ -566,26 +555,70 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     # perfect scores: Ordo's estimate against the placed ratings
     est = _estimates_for(design, score, labels, centred, wadv, beta, draw_rate)
     truth = np.where(np.isnan(centred), est, centred)
+    errors, wadv_error, redrawn, sims = _margins(design, truth, fit, options, placed, index,
+                                                 len(games))
+    stats_by = _tally(games, names)
+    notes = _rate_players(stats_by, names, fit, centred, est, errors)
+    for name in names:
+        _performance(stats_by[name], name, games, truth, index, beta)
+    groups = [[names[i] for i in np.flatnonzero(labels == g)] for g in range(fit["ngroups"])]
+    notes[:0] = _anchor_note(options, anchor_unrated)
+    notes += _groups_note(groups, options, placed)
+    order = sorted(range(len(names)), key=lambda i: (labels[i] < 0, -(centred[i] if labels[i] >= 0 else 0), names[i]))
+    ranked = [stats_by[names[i]] for i in order]
+    if sims is not None:
+        _likelihoods_of_superiority(ranked, sims, index)
+    ends: dict[GameEnd, dict[str, int]] = {}
+    for g in games:
+        row = ends.setdefault(g.end, {"1-0": 0, "1/2-1/2": 0, "0-1": 0})
+        row[g.result] += 1
+    return Ratings(players=ranked, options=options, white_advantage=wadv,
+                   white_advantage_error=wadv_error, draw_rate=draw_rate, games=len(games),
+                   groups=groups, notes=notes, ends=ends, simulations_redrawn=redrawn,
+                   anchor_unrated=anchor_unrated)
 
-    errors = np.full(n, np.nan)
-    wadv_error: float | None = None
-    redrawn = 0
-    sims: np.ndarray | None = None
+
+def _check_games(games: Sequence[Game], options: RatingOptions, names: Sequence[str]) -> None:
+    """RecordInvalid for a game the model cannot take; ValueError for an anchor not in ``names``."""
+    for g in games:
+        if not isinstance(g.round, int) or not isinstance(g.game, int):
+            raise RecordInvalid(f"game {g.white} - {g.black}: round {g.round!r}, game "
+                                f"{g.game!r}: not numbers")
+        if g.result not in _POINTS:
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
+                             f"is not 1-0, 0-1 or 1/2-1/2")
+        if g.white == g.black:
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
+    if options.anchor is not None and options.anchor not in names:
+        raise ValueError(f"anchor {options.anchor!r} played no game (engines: {', '.join(names)})")
+
+
+def _margins(design: _Design, truth: np.ndarray, fit: dict[str, Any], options: RatingOptions,
+             placed: RatingOptions, index: dict[str, int], games: int
+             ) -> tuple[np.ndarray, float | None, int, np.ndarray | None]:
+    """(each rating's error margin, NaN when none; the white advantage's; the simulated events
+    redrawn; the simulated ratings, None without simulations)."""
+    errors = np.full(len(index), np.nan)
+    if options.simulations <= 1 or not games:
+        return errors, None, 0, None
     z = float(special.ndtri(0.5 + options.confidence / 200))  # the normal quantile
-    if options.simulations > 1 and len(games):
-        base = np.where(np.isnan(truth), 0.0, truth)
-        sims, sim_w, sim_active, redrawn = _simulate(design, base, wadv, draw_rate, beta,
-                                         options.white_advantage is None,
-                                         fit["ngroups"] + int(np.sum(fit["winners"] | fit["losers"]
-                                                                     | fit["isolated"])),
-                                         options.simulations, options.seed)
-        sims = _recenter(sims, sim_active, labels, fit, placed, index)
-        played = fit["has_games"]
-        with warnings.catch_warnings():  # a player with no finite simulation: NaN, no warning
-            warnings.simplefilter("ignore", RuntimeWarning)
-            errors[played] = z * np.nanstd(sims[:, played], axis=0)
-        wadv_error = z * float(np.std(sim_w)) if options.white_advantage is None else None
+    base = np.where(np.isnan(truth), 0.0, truth)
+    sims, sim_w, sim_active, redrawn = _simulate(design, base, fit["wadv"], fit["draw_rate"],
+                                                 options.beta, options.white_advantage is None,
+                                                 fit["ngroups"] + int(np.sum(fit["winners"] | fit["losers"]
+                                                                             | fit["isolated"])),
+                                                 options.simulations, options.seed)
+    sims = _recenter(sims, sim_active, fit["labels"], fit, placed, index)
+    played = fit["has_games"]
+    with warnings.catch_warnings():  # a player with no finite simulation: NaN, no warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        errors[played] = z * np.nanstd(sims[:, played], axis=0)
+    wadv_error = z * float(np.std(sim_w)) if options.white_advantage is None else None
+    return errors, wadv_error, redrawn, sims
 
+
+def _tally(games: Sequence[Game], names: Sequence[str]) -> dict[str, PlayerStats]:
+    """Each engine's results by colour, by how the games ended and by double-round pair."""
     stats_by = {name: PlayerStats(name) for name in names}
     for g in games:
         pts = _POINTS[g.result]
@@ -606,6 +639,14 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
                 ps.lost += 1
             else:
                 ps.drawn += 1
+    return stats_by
+
+
+def _rate_players(stats_by: dict[str, PlayerStats], names: Sequence[str], fit: dict[str, Any],
+                  centred: np.ndarray, est: np.ndarray, errors: np.ndarray) -> list[str]:
+    """Set each engine's group, rating (or why it has none, with Ordo's estimate) and error;
+    the notes about the engines not rated."""
+    labels = fit["labels"]
     notes: list[str] = []
     for i, name in enumerate(names):
         st = stats_by[name]
@@ -627,41 +668,44 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
             notes.append(f"{name}: not rated (no games)")
         if not np.isnan(errors[i]):
             st.error = float(errors[i])
-        _performance(st, name, games, truth, index, beta)
-    groups = [[names[i] for i in np.flatnonzero(labels == g)] for g in range(fit["ngroups"])]
-    if anchor_unrated:
-        notes.insert(0, f"the anchor {options.anchor} cannot be rated yet ({anchor_unrated}): "
-                        f"the ratings are placed on a pool average of {fixed_text(options.elo)} "
-                        f"instead, until it can be")
-    if len(groups) > 1:
-        where = (f"The group of {options.anchor} is placed on its rating, each other group on "
-                 f"an average of {fixed_text(options.elo)}" if placed.anchor else
-                 f"Each group is placed on an average of {fixed_text(options.elo)}")
-        notes.append(
-            f"{len(groups)} groups of engines are not connected by games both ways (no wins or "
+    return notes
+
+
+def _anchor_note(options: RatingOptions, anchor_unrated: str | None) -> list[str]:
+    """The note saying the anchor cannot be rated yet (none when it can)."""
+    if not anchor_unrated:
+        return []
+    return [f"the anchor {options.anchor} cannot be rated yet ({anchor_unrated}): "
+            f"the ratings are placed on a pool average of {fixed_text(options.elo)} "
+            f"instead, until it can be"]
+
+
+def _groups_note(groups: list[list[str]], options: RatingOptions,
+                 placed: RatingOptions) -> list[str]:
+    """The note about groups of engines not connected by games both ways (none for one group)."""
+    if len(groups) <= 1:
+        return []
+    where = (f"The group of {options.anchor} is placed on its rating, each other group on "
+             f"an average of {fixed_text(options.elo)}" if placed.anchor else
+             f"Each group is placed on an average of {fixed_text(options.elo)}")
+    return [f"{len(groups)} groups of engines are not connected by games both ways (no wins or "
             f"draws in one direction between them), so ratings compare only within a group "
             f"and the table's order across groups means nothing: "
             + "; ".join(f"group {i + 1}: {', '.join(grp)}" for i, grp in enumerate(groups))
-            + f". {where}.")
-    order = sorted(range(n), key=lambda i: (labels[i] < 0, -(centred[i] if labels[i] >= 0 else 0), names[i]))
-    ranked = [stats_by[names[i]] for i in order]
-    if sims is not None:
-        for a, b in zip(ranked, ranked[1:], strict=False):
-            if a.rating is None or b.rating is None or a.group != b.group:
-                continue
-            d = sims[:, index[a.name]] - sims[:, index[b.name]]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                sd = float(np.nanstd(d))
-            a.los = 100.0 if sd == 0 else 100 * float(special.ndtr((a.rating - b.rating) / sd))
-    ends: dict[GameEnd, dict[str, int]] = {}
-    for g in games:
-        row = ends.setdefault(g.end, {"1-0": 0, "1/2-1/2": 0, "0-1": 0})
-        row[g.result] += 1
-    return Ratings(players=ranked, options=options, white_advantage=wadv,
-                   white_advantage_error=wadv_error, draw_rate=draw_rate, games=len(games),
-                   groups=groups, notes=notes, ends=ends, simulations_redrawn=redrawn,
-                   anchor_unrated=anchor_unrated)
+            + f". {where}."]
+
+
+def _likelihoods_of_superiority(ranked: Sequence[PlayerStats], sims: np.ndarray,
+                                index: dict[str, int]) -> None:
+    """Each rated engine's LOS over the next one of its group, from the simulated ratings."""
+    for a, b in zip(ranked, ranked[1:], strict=False):
+        if a.rating is None or b.rating is None or a.group != b.group:
+            continue
+        d = sims[:, index[a.name]] - sims[:, index[b.name]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sd = float(np.nanstd(d))
+        a.los = 100.0 if sd == 0 else 100 * float(special.ndtr((a.rating - b.rating) / sd))
 
 
 def _anchor_unrated(anchor: str | None, index: dict[str, int], fit: dict[str, Any]) -> str | None:
@@ -707,8 +751,3 @@ def _performance(st: PlayerStats, name: str, games: Sequence[Game], truth: np.nd
     frac = st.points / st.games
     if 0 < frac < 1:
         st.performance = st.opponents + float(special.logit(frac)) / beta
-
-
-# --------------------------------------------------------------------------- output
-
-
