@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import sys
 from collections.abc import Iterator
+
+from runner.domain.text import printable_lines
 
 EXIT_OK = 0  # success
 EXIT_FAIL = 1  # the command ran but the answer is "no": audit mismatch, probe failed, event stopped
@@ -28,6 +31,14 @@ EXIT_BAD_INPUT = 2  # bad config, book, PGN, or state that is not this event's /
 EXIT_INTERRUPTED = 130  # SIGINT / SIGTERM
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 failed/mismatch/stopped, 2 bad input or state, 130 interrupted."
+
+
+def print_error(message: str) -> None:
+    """``error: MESSAGE`` on stderr, every control character shown escaped (each line kept);
+    a stderr that cannot be written (closed, a full disk, a pipe whose reader went away)
+    loses the line, never the caller's work."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
 
 
 class SwissRunnerError(Exception):

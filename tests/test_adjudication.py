@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import chess
 import chess.engine
 import pytest
@@ -184,3 +186,21 @@ def test_adjudicator_uses_tablebases_before_the_draw_rule(syzygy_dir):
     board.push_san("Rxd8+")
     v = adj.update(board, Cp(0))
     assert v.reason == "White wins by adjudication: SyzygyTB"
+
+
+def test_closing_the_tablebases_at_the_end_of_a_run_releases_them(syzygy_dir):
+    """close_tablebases (the run's end) unmaps every table the process opened; a later open
+    reads them again and gives the same verdicts."""
+    from runner.domain.adjudication import close_tablebases
+
+    def mapped() -> bool:
+        return ".rtbw" in Path("/proc/self/maps").read_text()
+
+    config = TablebaseConfig(paths=(syzygy_dir,), max_pieces=4)
+    board = chess.Board("8/8/8/8/8/2k5/8/K1Q5 b - - 0 1")
+    first = open_tablebase(config)
+    assert tablebase_verdict(first, board, 4).result == "1-0" and mapped()
+    close_tablebases()
+    assert not mapped()
+    again = open_tablebase(config)
+    assert again is not first and tablebase_verdict(again, board, 4).result == "1-0"

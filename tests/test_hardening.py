@@ -285,7 +285,8 @@ def _results(names: list[str]):
 
 
 def test_standings_never_print_raw_escapes_and_markdown_is_escaped() -> None:
-    from runner.domain.standings import compute_standings, render_standings
+    from runner.domain.standings import compute_standings
+    from runner.render.standings import render_standings
 
     names = ["Evil\x1b[2J\x1b]0;pwned\x07", "Pipe|<b>bold</b>&amp;\nnext"]
     results = _results(names)

@@ -11,12 +11,8 @@ from test_standings import E1, TCEC
 
 from runner.cli import build_parser
 from runner.config.schema import RatingsConfig
-from runner.domain.standings import (
-    compute_standings,
-    distinguishing_places,
-    fmt_places,
-    render_standings,
-)
+from runner.domain.standings import compute_standings
+from runner.render.standings import distinguishing_places, fmt_places, render_standings
 
 # the positional arguments (and required options) each command needs to parse
 COMMANDS = {

@@ -29,12 +29,11 @@ from runner.domain.ratings import (
     RatingOptions,
     compute_ratings,
     expected_score,
-    ratings_json,
-    render_ratings,
-    summary_line,
     wdl_probabilities,
 )
-from runner.domain.standings import compute_standings, event_ratings, render_standings
+from runner.domain.standings import compute_standings, event_ratings
+from runner.render.ratings import ratings_json, render_ratings, summary_line
+from runner.render.standings import render_standings
 from runner.store.database import Store
 
 BETA = math.log(0.76 / 0.24) / 202
@@ -352,11 +351,11 @@ def test_text_markdown_csv():
 
 def test_the_parser_does_not_import_numpy_or_scipy():
     """`run` and every other command parse their options without the ratings' numpy/scipy;
-    the `ratings` command's --format choices are runner.domain.ratings' formats."""
+    the `ratings` command's --format choices are runner.render.ratings' formats."""
     import sys
 
     from runner.cli.ratings import FORMATS as CLI_FORMATS
-    from runner.domain.ratings import FORMATS
+    from runner.render.ratings import FORMATS
 
     assert CLI_FORMATS == FORMATS
     code = ("import sys; from runner.cli import build_parser; build_parser(); "
@@ -537,3 +536,16 @@ def test_disconnected_groups_agree_with_ordo_within_each_group(tmp_path):
             mine = ours.player(name).rating - ours.player(base).rating
             theirs = ordo[name][0] - ordo[base][0]
             assert abs(mine - theirs) <= 1.0, (name, mine, theirs)
+
+
+def test_every_report_format_shows_a_control_character_escaped() -> None:
+    """An engine name with a terminal escape (from a PGN or a state file) is shown as ``\\x1b``
+    in the text and Markdown reports: the one table renderer makes every cell printable."""
+    evil = "Evil\x1b[2J\x1b]0;pwned\x07"
+    games = [Game(evil, "B", "1-0", 1), Game("B", evil, "1/2-1/2", 1),
+             Game("B", evil, "0-1", 2), Game(evil, "B", "1/2-1/2", 2)]
+    ratings = compute_ratings(games, RatingOptions(simulations=0))
+    for fmt in ("text", "markdown"):
+        out = render_ratings(ratings, fmt)
+        assert "\x1b" not in out and "\x07" not in out, fmt
+        assert "Evil\\x1b[2J\\x1b]0;pwned\\x07" in out, fmt

@@ -21,9 +21,10 @@ from runner.domain.audit import PgnGame, audit_event, parse_withdrawn
 from runner.domain.events import spec_from_json, spec_to_json
 from runner.domain.models import EventResults, PlayedGame, RoundResult
 from runner.domain.pairing import RoundRecord, pair_round
-from runner.domain.standings import compute_standings, render_standings
+from runner.domain.standings import compute_standings
 from runner.play.cutechess import _build_pgn
 from runner.play.referee import finish_record
+from runner.render.standings import render_standings
 from runner.store.database import Store
 from runner.store.tdstore import td_counts, withdrawals
 

@@ -21,8 +21,10 @@ import chess
 import chess.pgn
 import chess.polyglot
 
+from runner.books.chess960 import position_numbers, positions_book
 from runner.config.schema import Config, OpeningsConfig
 from runner.domain.models import Opening
+from runner.domain.pgn import QuietGameBuilder, read_game
 from runner.domain.variant import board_at, is_960, start_problem
 
 LOG = logging.getLogger("runner.books.openings")
@@ -64,8 +66,6 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
     with ``unique_per_match_only=False`` the book must hold an opening for every match.
     """
     if config.file is None:  # numbered starts, each checked by the loader: only how many
-        from runner.books.chess960 import position_numbers
-
         size, problems = len(position_numbers(config, random_seed)), []
     else:
         openings, problems = _read_book(config, random_seed)
@@ -81,8 +81,6 @@ def check_book(config: OpeningsConfig, random_seed: int = 0, *, matches: int | N
 
 def _read_book(config: OpeningsConfig, random_seed: int) -> tuple[list[Opening], list[str]]:
     if config.file is None:  # Openings.Positions: numbered Chess960 starts
-        from runner.books.chess960 import positions_book
-
         return positions_book(config, random_seed), []
     path = Path(config.file)
     if config.format == "polyglot":
@@ -216,7 +214,7 @@ class _MoveError(Exception):
         self.token, self.ply, self.in_variation, self.error = token, ply, in_variation, error
 
 
-class _BookGameBuilder(chess.pgn.GameBuilder):
+class _BookGameBuilder(QuietGameBuilder):
     """Records which token failed (and at which ply) instead of logging the error."""
 
     def begin_game(self) -> None:
@@ -246,130 +244,171 @@ def _game_name(headers: chess.pgn.Headers) -> str:
 
 def _read_pgn(path: Path, text: str, plies: int,
               variant: str = "standard") -> tuple[list[Opening], list[str]]:
+    """The opening lines of a PGN book's ``text``, and a problem (file:line, game, ply) for
+    each game that cannot be one."""
     openings: list[Opening] = []
     problems: list[str] = []
     handle = io.StringIO(text)
     number = 0
     while True:
         start = handle.tell()
-        game = chess.pgn.read_game(handle, Visitor=_BookGameBuilder)
+        game = read_game(handle, _BookGameBuilder)
         if game is None:
             break
         number += 1
-        end = handle.tell()
+        opening = _book_line(_BookGame(path, text, start, handle.tell(), number, game, problems),
+                             plies, variant, len(openings))
+        if opening is not None:
+            openings.append(opening)
+    return openings, problems
+
+
+class _BookGame:
+    """One game of a PGN book being read: where it is in the file, and its problem reporter."""
+
+    def __init__(self, path: Path, text: str, start: int, end: int, number: int,
+                 game: chess.pgn.Game, problems: list[str]):
+        self.path, self.text, self.start, self.number, self.game = path, text, start, number, game
+        self.problems = problems
         raw = text[start:end]
-        # Line of the game's first non-blank character in the file.
-        lead = len(raw) - len(raw.lstrip())
-        first_line = text.count("\n", 0, start + lead) + 1
-        name = _game_name(game.headers)
-        where = f"game {number}" + (f' ("{name}")' if name else "")
-
+        lead = len(raw) - len(raw.lstrip())  # line of the game's first non-blank character
+        self.first_line = text.count("\n", 0, start + lead) + 1
+        self.name = _game_name(game.headers)
+        self.where = f"game {number}" + (f' ("{self.name}")' if self.name else "")
         fen_at = re.search(r"^\s*\[\s*FEN\s", raw, re.MULTILINE)
-        fen_line = text.count("\n", 0, start + fen_at.end()) + 1 if fen_at else first_line
-
-        def problem(message: str, line: int = first_line, _where: str = where) -> None:
-            sep = ", " if message.startswith("ply ") else ": "  # game 3 ("x"), ply 5: ...
-            problems.append(f"{path}:{line}: {_where}{sep}{message}")
-
+        self.fen_line = text.count("\n", 0, start + fen_at.end()) + 1 if fen_at else self.first_line
         # Movetext = everything after the header block (tags, blank and comment lines).
-        movetext_at = 0
+        self.movetext_at = 0
         for m in re.finditer(r"[^\n]*\n?", raw):
             stripped = m.group(0).strip()
             if stripped and not stripped.startswith(("[", ";", "%")):
-                movetext_at = m.start()
+                self.movetext_at = m.start()
                 break
-            movetext_at = m.end()
-        movetext = raw[movetext_at:]
-        scanned = list(_scan_movetext(movetext))
+            self.movetext_at = m.end()
+        self.scanned = list(_scan_movetext(raw[self.movetext_at:]))
 
-        def line_of(offset: int, _base: int = start + movetext_at) -> int:
-            return text.count("\n", 0, _base + offset) + 1
+    def problem(self, message: str, line: int | None = None) -> None:
+        sep = ", " if message.startswith("ply ") else ": "  # game 3 ("x"), ply 5: ...
+        self.problems.append(f"{self.path}:{line or self.first_line}: {self.where}{sep}{message}")
 
-        bad = next((item for item in scanned if not item[0]), None)
-        if bad is not None:
-            _, token, offset, ply, in_variation = bad
-            if token.startswith("{"):
-                problem(f"comment {token}... is never closed (missing '}}')", line_of(offset))
-            elif token.startswith("["):
-                problem(f"tag {token}...] among the moves: games must be separated by a blank "
-                        f"line (after the moves, before the next game's tags)", line_of(offset))
-            else:
-                problem(f"ply {ply}{' (in a variation)' if in_variation else ''}: "
-                        f"illegal move {token!r} (not a move in SAN)", line_of(offset))
-            continue
-        if game.errors:
-            error = game.errors[0]
-            if isinstance(error, _MoveError):
-                reason = str(error.error).split(":")[0]  # "illegal san", "ambiguous san", ...
-                offset = next((item[2] for item in scanned if item[1] == error.token
-                               and item[3] == error.ply and item[4] == error.in_variation), None)
-                problem(f"ply {error.ply}{' (in a variation)' if error.in_variation else ''}: "
-                        f"illegal move {error.token!r} ({reason})",
-                        first_line if offset is None else line_of(offset))
-            elif "FEN" in game.headers:
-                problem(f"unparsable FEN {game.headers['FEN']!r}: {error}", fen_line)
-            else:
-                problem(str(error))
-            continue
-        if game.headers.variant() is not chess.Board or (game.headers.is_chess960()
-                                                         and not is_960(variant)):
-            problem(f"variant {game.headers.get('Variant', 'chess960')!r} is not supported "
-                    + ("(Chess960 only)" if is_960(variant) else
-                       "(standard chess only; set Variant: chess960 for Chess960 games)"))
-            continue
-        board = game.board()
-        moves = list(game.mainline_moves())
-        if is_960(variant) and not board.chess960:
-            # no Variant tag: the start's castling rights read as Chess960 ones, the moves
-            # (castling in the standard form) converted to king-takes-rook
-            board = board_at(game.headers.get("FEN"), True)
-            replay, read = board.copy(), []
-            try:
-                for move in moves:
-                    read.append(replay.parse_uci(move.uci()) if move else move)
-                    replay.push(read[-1])
-            except ValueError:
-                problem(f"ply {len(read) + 1}: illegal move {move.uci()!r} in Chess960 "
-                        "(add the tag [Variant \"Chess960\"])", fen_line)
-                continue
-            moves = read
-        fen = board.fen() if "FEN" in game.headers else None
-        if fen is None and is_960(variant):  # Chess960 position 518 (the standard start)
-            board = chess.Board(chess960=True)
-            fen = board.fen()
-        if fen is not None:
-            bad_position = _position_problem(board, variant)
-            if bad_position:
-                problem(f"FEN {game.headers['FEN']!r}: {bad_position}", fen_line)
-                continue
-        if plies:
-            moves = moves[:plies]
-        if not moves and fen is None:
-            problem("no moves and no FEN: not an opening line")
-            continue
-        null = next((ply for ply, move in enumerate(moves, start=1) if not move), None)
-        if null is not None:
-            problem(f"ply {null}: null move '--' cannot be a book move")
-            continue
-        for move in moves:
-            board.push(move)
-        # Like cutechess-cli, a line whose last move ends the game loses that move, so the
-        # engines have something to play.
-        while moves and board.outcome(claim_draw=False) is not None:
-            moves.pop()
-            board.pop()
-        if not moves and fen is None:
-            problem("no moves left once the move that ends the game is dropped")
-            continue
-        if not name:  # the moves' SAN (a third of the reading time: only when needed)
-            name = _start_of(board).variation_san(moves) if moves else ""
-        openings.append(Opening(
-            index=len(openings),
-            name=name or f"{path.name} game {number}",
-            fen=fen,
-            moves=tuple(move.uci() for move in moves),
-        ))
-    return openings, problems
+    def line_of(self, offset: int) -> int:
+        """The file's line of the movetext's character ``offset``."""
+        return self.text.count("\n", 0, self.start + self.movetext_at + offset) + 1
+
+
+def _book_line(book: _BookGame, plies: int, variant: str, index: int) -> Opening | None:
+    """The game as an opening line (numbered ``index``), or None after reporting why not."""
+    if _syntax_problem(book) or _read_problem(book) or _variant_problem(book, variant):
+        return None
+    read = _start_and_moves(book, variant)
+    if read is None:
+        return None
+    board, moves, fen = read
+    if plies:
+        moves = moves[:plies]
+    if not moves and fen is None:
+        book.problem("no moves and no FEN: not an opening line")
+        return None
+    null = next((ply for ply, move in enumerate(moves, start=1) if not move), None)
+    if null is not None:
+        book.problem(f"ply {null}: null move '--' cannot be a book move")
+        return None
+    for move in moves:
+        board.push(move)
+    # Like cutechess-cli, a line whose last move ends the game loses that move, so the
+    # engines have something to play.
+    while moves and board.outcome(claim_draw=False) is not None:
+        moves.pop()
+        board.pop()
+    if not moves and fen is None:
+        book.problem("no moves left once the move that ends the game is dropped")
+        return None
+    name = book.name
+    if not name:  # the moves' SAN (a third of the reading time: only when needed)
+        name = _start_of(board).variation_san(moves) if moves else ""
+    return Opening(index=index, name=name or f"{book.path.name} game {book.number}", fen=fen,
+                   moves=tuple(move.uci() for move in moves))
+
+
+def _syntax_problem(book: _BookGame) -> bool:
+    """Report the first token of the movetext that is no move (True when there is one)."""
+    bad = next((item for item in book.scanned if not item[0]), None)
+    if bad is None:
+        return False
+    _, token, offset, ply, in_variation = bad
+    if token.startswith("{"):
+        book.problem(f"comment {token}... is never closed (missing '}}')", book.line_of(offset))
+    elif token.startswith("["):
+        book.problem(f"tag {token}...] among the moves: games must be separated by a blank "
+                     f"line (after the moves, before the next game's tags)", book.line_of(offset))
+    else:
+        book.problem(f"ply {ply}{' (in a variation)' if in_variation else ''}: "
+                     f"illegal move {token!r} (not a move in SAN)", book.line_of(offset))
+    return True
+
+
+def _read_problem(book: _BookGame) -> bool:
+    """Report the first error python-chess met reading the game (True when there is one)."""
+    game = book.game
+    if not game.errors:
+        return False
+    error = game.errors[0]
+    if isinstance(error, _MoveError):
+        reason = str(error.error).split(":")[0]  # "illegal san", "ambiguous san", ...
+        offset = next((item[2] for item in book.scanned if item[1] == error.token
+                       and item[3] == error.ply and item[4] == error.in_variation), None)
+        book.problem(f"ply {error.ply}{' (in a variation)' if error.in_variation else ''}: "
+                     f"illegal move {error.token!r} ({reason})",
+                     book.first_line if offset is None else book.line_of(offset))
+    elif "FEN" in game.headers:
+        book.problem(f"unparsable FEN {game.headers['FEN']!r}: {error}", book.fen_line)
+    else:
+        book.problem(str(error))
+    return True
+
+
+def _variant_problem(book: _BookGame, variant: str) -> bool:
+    """Report a game of a variant the event does not play (True when it is one)."""
+    headers = book.game.headers
+    if headers.variant() is chess.Board and not (headers.is_chess960() and not is_960(variant)):
+        return False
+    book.problem(f"variant {headers.get('Variant', 'chess960')!r} is not supported "
+                 + ("(Chess960 only)" if is_960(variant) else
+                    "(standard chess only; set Variant: chess960 for Chess960 games)"))
+    return True
+
+
+def _start_and_moves(book: _BookGame, variant: str
+                     ) -> tuple[chess.Board, list[chess.Move], str | None] | None:
+    """(the start position, the moves, the start's FEN or None for the standard start), or
+    None after reporting a move illegal in Chess960 or a start that cannot be played."""
+    game = book.game
+    board = game.board()
+    moves = list(game.mainline_moves())
+    if is_960(variant) and not board.chess960:
+        # no Variant tag: the start's castling rights read as Chess960 ones, the moves
+        # (castling in the standard form) converted to king-takes-rook
+        board = board_at(game.headers.get("FEN"), True)
+        replay, read = board.copy(), []
+        try:
+            for move in moves:
+                read.append(replay.parse_uci(move.uci()) if move else move)
+                replay.push(read[-1])
+        except ValueError:
+            book.problem(f"ply {len(read) + 1}: illegal move {move.uci()!r} in Chess960 "
+                         "(add the tag [Variant \"Chess960\"])", book.fen_line)
+            return None
+        moves = read
+    fen = board.fen() if "FEN" in game.headers else None
+    if fen is None and is_960(variant):  # Chess960 position 518 (the standard start)
+        board = chess.Board(chess960=True)
+        fen = board.fen()
+    if fen is not None:
+        bad_position = _position_problem(board, variant)
+        if bad_position:
+            book.problem(f"FEN {game.headers['FEN']!r}: {bad_position}", book.fen_line)
+            return None
+    return board, moves, fen
 
 
 # ---- polyglot

@@ -12,13 +12,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from runner.config import Config, ConfigError, load_config
-from runner.domain.text import printable, printable_lines
+from runner.domain.text import printable
+from runner.errors import print_error
 
 MAX_LOG_CHARS = 300  # an engine printing binary garbage must not flood the terminal
 
 
 def err(message: str) -> None:
-    print(f"error: {printable_lines(message)}", file=sys.stderr, flush=True)
+    print_error(message)
 
 
 def add_format(p: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:

@@ -165,10 +165,9 @@ def _round(text: str, index: int) -> tuple[int, int]:
 
 def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
     """Games of a PGN file, and notes about games left out (unfinished, unnamed players)."""
-    import chess
-    import chess.pgn
 
     from runner.domain.models import TIEBREAK_PAIR_TAG
+    from runner.domain.pgn import read_game
     from runner.domain.ratings import Game
 
     games: list[Game] = []
@@ -177,7 +176,7 @@ def read_pgn(path: Path) -> tuple[list[Game], list[str]]:
     with _quiet("chess.pgn"), open(path, encoding="utf-8-sig", errors="replace") as handle:
         index = 0
         while True:
-            game = chess.pgn.read_game(handle)
+            game = read_game(handle)
             if game is None:
                 break
             index += 1
@@ -245,8 +244,9 @@ def read_event(config: Config) -> tuple[list[Game], list[str]] | None:
 
 def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
-    from runner.domain.ratings import compute_ratings, render_ratings
+    from runner.domain.ratings import compute_ratings
     from runner.errors import RecordInvalid, view
+    from runner.render.ratings import render_ratings
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):

@@ -10,7 +10,6 @@ environment variable SWISS_RUNNER_TOKEN).
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import re
 import signal
@@ -22,6 +21,7 @@ from runner.cluster.network import split_address
 from runner.config import Config
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_OK
+from runner.net import is_loopback
 
 TOKEN_ENV = "SWISS_RUNNER_TOKEN"
 ADMIN_TOKEN_ENV = "SWISS_RUNNER_ADMIN_TOKEN"
@@ -118,15 +118,6 @@ def listen_address(args: argparse.Namespace) -> tuple[str, int]:
             raise ValueError(f"--listen {listen}: expected HOST[:PORT] ([::1]:8080 for IPv6)")
     host = DEFAULT_HOST if host is None else host
     return host, DEFAULT_PORT if port is None else port
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind(host: str, port: int) -> socket.socket:

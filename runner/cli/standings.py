@@ -8,9 +8,10 @@ import sys
 
 from runner.cli.common import other_event, recorded_event_fingerprint
 from runner.config import Config
-from runner.domain.standings import compute_standings, event_ratings, render_standings
+from runner.domain.standings import compute_standings, event_ratings
 from runner.domain.text import printable_lines
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, view
+from runner.render.standings import render_standings
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:

@@ -11,28 +11,11 @@ No Dask import here: the checks run before ``distributed`` is loaded.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 
+from runner.net import is_loopback
+
 DEFAULT_PORT = 8786  # Dask's scheduler port
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and the 127.0.0.0/8 and ::1 addresses (a name resolving only to
-    loopback addresses counts as loopback)."""
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return False
-    return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback
-                               for info in infos)
 
 
 def split_address(address: str, default_port: int | None = None) -> tuple[str, str, int | None]:

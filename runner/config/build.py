@@ -12,10 +12,14 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from runner.config.keys import SwissOptionsKeys
 from runner.config.limits import MAX_WHITE_ADVANTAGE
-from runner.config.paths import resolve_path
+from runner.config.operations import apply_operations
+from runner.config.outputs import check_distinct_outputs, check_writable_outputs
+from runner.config.paths import resolve_command, resolve_path
 from runner.config.schema import (
     ALERT_KINDS,
+    ENGINE_SEARCH_DIRS,
     AdjudicationConfig,
     AlertsConfig,
     ClusterConfig,
@@ -77,9 +81,6 @@ def _output_path(c: Any, key: str, value: str, base: Path) -> Path | None:
 
 def _engines(c: Any, keys: Any, index: list[int], base: Path,
              written: list[Any]) -> tuple[EngineConfig, ...]:
-    from runner.config.loader import resolve_command
-    from runner.config.schema import ENGINE_SEARCH_DIRS
-
     engines: list[EngineConfig] = []
     seen: dict[str, int] = {}
     for i, e in zip(index, keys.Engines or (), strict=True):
@@ -139,8 +140,6 @@ def _engines(c: Any, keys: Any, index: list[int], base: Path,
 def _swiss(c: Any, keys: Any, base: Path) -> SwissOptions:
     s = keys.SwissOptions
     if s is None:
-        from runner.config.keys import SwissOptionsKeys
-
         s = SwissOptionsKeys()
     state_path = (_output_path(c, "SwissOptions.StatePath", s.StatePath, base)
                   or resolve_path(base, "state/swiss_state.json"))
@@ -421,9 +420,6 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
                  index: list[int], written: Any, writes: bool) -> Config:
     """The typed config of the validated ``keys`` (``index``: each engine's place in the
     file); problems go to ``c``."""
-    from runner.config.operations import apply_operations
-    from runner.config.outputs import check_distinct_outputs, check_writable_outputs
-
     base = path.resolve().parent
     swiss = _swiss(c, keys, base)
     tc = TimeControl(base=None)

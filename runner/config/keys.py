@@ -10,7 +10,7 @@ models), a third more than the whole `validate` of a shipped config before it
 (``forbid_unknown_fields``), takes bounds, patterns and enums from the types, and exports
 JSON Schema draft 2020-12 with the descriptions and defaults. It reports the first problem
 only, with its place in the message (`` - at `$.SwissOptions.Rounds` ``): the loader
-(runner.config.loader.check_schema) reports it, drops the bad value and validates again, a
+(runner.config.keycheck.check_schema) reports it, drops the bad value and validates again, a
 few microseconds a pass, so every problem is still reported at once.
 
 Each table of keys below is a plain class turned into a msgspec Struct by :func:`block`:
@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from runner.config import limits as L
+import runner.config.limits as L
 from runner.config.schema import ALERT_KINDS, DEFAULT_TIEBREAKS, PGN_EXTRAS, TIEBREAKS
 from runner.domain.variant import VARIANTS
 

@@ -242,7 +242,8 @@ class Adjudicator:
 
 
 def close_tablebases() -> None:
-    """Close every cached tablebase (tests, shutdown)."""
+    """Close every Syzygy table this process opened (:func:`open_tablebase`): once, when the
+    run ends, since concurrent games share them; a later open reads them again."""
     while _TABLEBASES:
         _, tb = _TABLEBASES.popitem()
         with contextlib.suppress(Exception):

@@ -8,12 +8,34 @@ then every other tag alphabetically, move comments without inner spaces
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TextIO
 
 import chess
 import chess.pgn
 
 ROSTER = ("Event", "Site", "Date", "Round", "White", "Black", "Result")
+
+
+class QuietGameBuilder(chess.pgn.GameBuilder):
+    """python-chess's game builder without its log line per error: each bad move, FEN or tag
+    is kept in ``game.errors`` only, for the caller to report as it sees fit."""
+
+    def handle_error(self, error: Exception) -> None:
+        self.game.errors.append(error)
+
+
+def read_game(handle: TextIO, builder: type[chess.pgn.GameBuilder] = QuietGameBuilder
+              ) -> chess.pgn.Game | None:
+    """The next game of a PGN stream (None at its end): the one PGN reader of the runner.
+    Nothing is logged; what could not be read is in ``game.errors``."""
+    return chess.pgn.read_game(handle, Visitor=builder)
+
+
+def read_games(handle: TextIO) -> Iterator[chess.pgn.Game]:
+    """Every game of a PGN stream, in file order (:func:`read_game`)."""
+    while (game := read_game(handle)) is not None:
+        yield game
 
 
 def escape_tag(value: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import chess
 
+from runner.domain.eco import classify
 from runner.domain.models import GameSpec
 
 NO_RULE = -1000  # Rd / Rr when the rule is off (TCEC's value)
@@ -138,8 +139,6 @@ def extra_tags(spec: GameSpec, start_board: chess.Board, moves: Sequence[str]) -
     """``ECO`` (runner.domain.eco) and ``WhiteElo`` / ``BlackElo`` (the engines' Rating)."""
     tags: dict[str, str] = {}
     if "ECO" in spec.pgn_extras:
-        from runner.domain.eco import classify
-
         code = classify(start_board, moves)
         if code:
             tags["ECO"] = code

@@ -22,8 +22,6 @@ Byes are not games: callers pass only played games (extra tie-break games includ
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import warnings
 from collections.abc import Iterable, Sequence
@@ -34,12 +32,10 @@ import numpy as np
 from scipy import optimize, sparse, special
 from scipy.sparse.csgraph import connected_components
 
-from runner.domain.endings import LABELS, GameEnd
+from runner.domain.endings import GameEnd
+from runner.domain.text import fixed_text
 from runner.errors import RecordInvalid
 
-JSON_FORMAT = "swiss-runner-ratings"
-JSON_VERSION = 1
-FORMATS = ("text", "markdown", "json", "csv")
 ORDO_SCALE = 202.0  # Ordo's -z default: 202 Elo = 76% expectation
 _POINTS = {"1-0": 1.0, "1/2-1/2": 0.5, "0-1": 0.0}
 _MIN_PROB = 1e-32  # as Ordo's get_pWDL
@@ -545,20 +541,9 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     options = options or RatingOptions()
     games = list(games)
     names: list[str] = list(dict.fromkeys([*players, *(n for g in games for n in (g.white, g.black))]))
-    for g in games:
-        if not isinstance(g.round, int) or not isinstance(g.game, int):
-            raise RecordInvalid(f"game {g.white} - {g.black}: round {g.round!r}, game "
-                                f"{g.game!r}: not numbers")
-        if g.result not in _POINTS:
-            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
-                             f"is not 1-0, 0-1 or 1/2-1/2")
-        if g.white == g.black:
-            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
-    if options.anchor is not None and options.anchor not in names:
-        raise ValueError(f"anchor {options.anchor!r} played no game (engines: {', '.join(names)})")
+    _check_games(games, options, names)
     index = {name: i for i, name in enumerate(names)}
-    n = len(names)
-    design = _Design(n, np.array([index[g.white] for g in games], dtype=int),
+    design = _Design(len(names), np.array([index[g.white] for g in games], dtype=int),
                      np.array([index[g.black] for g in games], dtype=int))
     score = np.array([_POINTS[g.result] for g in games])
     beta = options.beta
@@ -570,26 +555,70 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
     # perfect scores: Ordo's estimate against the placed ratings
     est = _estimates_for(design, score, labels, centred, wadv, beta, draw_rate)
     truth = np.where(np.isnan(centred), est, centred)
+    errors, wadv_error, redrawn, sims = _margins(design, truth, fit, options, placed, index,
+                                                 len(games))
+    stats_by = _tally(games, names)
+    notes = _rate_players(stats_by, names, fit, centred, est, errors)
+    for name in names:
+        _performance(stats_by[name], name, games, truth, index, beta)
+    groups = [[names[i] for i in np.flatnonzero(labels == g)] for g in range(fit["ngroups"])]
+    notes[:0] = _anchor_note(options, anchor_unrated)
+    notes += _groups_note(groups, options, placed)
+    order = sorted(range(len(names)), key=lambda i: (labels[i] < 0, -(centred[i] if labels[i] >= 0 else 0), names[i]))
+    ranked = [stats_by[names[i]] for i in order]
+    if sims is not None:
+        _likelihoods_of_superiority(ranked, sims, index)
+    ends: dict[GameEnd, dict[str, int]] = {}
+    for g in games:
+        row = ends.setdefault(g.end, {"1-0": 0, "1/2-1/2": 0, "0-1": 0})
+        row[g.result] += 1
+    return Ratings(players=ranked, options=options, white_advantage=wadv,
+                   white_advantage_error=wadv_error, draw_rate=draw_rate, games=len(games),
+                   groups=groups, notes=notes, ends=ends, simulations_redrawn=redrawn,
+                   anchor_unrated=anchor_unrated)
 
-    errors = np.full(n, np.nan)
-    wadv_error: float | None = None
-    redrawn = 0
-    sims: np.ndarray | None = None
+
+def _check_games(games: Sequence[Game], options: RatingOptions, names: Sequence[str]) -> None:
+    """RecordInvalid for a game the model cannot take; ValueError for an anchor not in ``names``."""
+    for g in games:
+        if not isinstance(g.round, int) or not isinstance(g.game, int):
+            raise RecordInvalid(f"game {g.white} - {g.black}: round {g.round!r}, game "
+                                f"{g.game!r}: not numbers")
+        if g.result not in _POINTS:
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): result {g.result!r} "
+                             f"is not 1-0, 0-1 or 1/2-1/2")
+        if g.white == g.black:
+            raise RecordInvalid(f"game {g.white} - {g.black} (round {g.round}): an engine cannot play itself")
+    if options.anchor is not None and options.anchor not in names:
+        raise ValueError(f"anchor {options.anchor!r} played no game (engines: {', '.join(names)})")
+
+
+def _margins(design: _Design, truth: np.ndarray, fit: dict[str, Any], options: RatingOptions,
+             placed: RatingOptions, index: dict[str, int], games: int
+             ) -> tuple[np.ndarray, float | None, int, np.ndarray | None]:
+    """(each rating's error margin, NaN when none; the white advantage's; the simulated events
+    redrawn; the simulated ratings, None without simulations)."""
+    errors = np.full(len(index), np.nan)
+    if options.simulations <= 1 or not games:
+        return errors, None, 0, None
     z = float(special.ndtri(0.5 + options.confidence / 200))  # the normal quantile
-    if options.simulations > 1 and len(games):
-        base = np.where(np.isnan(truth), 0.0, truth)
-        sims, sim_w, sim_active, redrawn = _simulate(design, base, wadv, draw_rate, beta,
-                                         options.white_advantage is None,
-                                         fit["ngroups"] + int(np.sum(fit["winners"] | fit["losers"]
-                                                                     | fit["isolated"])),
-                                         options.simulations, options.seed)
-        sims = _recenter(sims, sim_active, labels, fit, placed, index)
-        played = fit["has_games"]
-        with warnings.catch_warnings():  # a player with no finite simulation: NaN, no warning
-            warnings.simplefilter("ignore", RuntimeWarning)
-            errors[played] = z * np.nanstd(sims[:, played], axis=0)
-        wadv_error = z * float(np.std(sim_w)) if options.white_advantage is None else None
+    base = np.where(np.isnan(truth), 0.0, truth)
+    sims, sim_w, sim_active, redrawn = _simulate(design, base, fit["wadv"], fit["draw_rate"],
+                                                 options.beta, options.white_advantage is None,
+                                                 fit["ngroups"] + int(np.sum(fit["winners"] | fit["losers"]
+                                                                             | fit["isolated"])),
+                                                 options.simulations, options.seed)
+    sims = _recenter(sims, sim_active, fit["labels"], fit, placed, index)
+    played = fit["has_games"]
+    with warnings.catch_warnings():  # a player with no finite simulation: NaN, no warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        errors[played] = z * np.nanstd(sims[:, played], axis=0)
+    wadv_error = z * float(np.std(sim_w)) if options.white_advantage is None else None
+    return errors, wadv_error, redrawn, sims
 
+
+def _tally(games: Sequence[Game], names: Sequence[str]) -> dict[str, PlayerStats]:
+    """Each engine's results by colour, by how the games ended and by double-round pair."""
     stats_by = {name: PlayerStats(name) for name in names}
     for g in games:
         pts = _POINTS[g.result]
@@ -610,6 +639,14 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
                 ps.lost += 1
             else:
                 ps.drawn += 1
+    return stats_by
+
+
+def _rate_players(stats_by: dict[str, PlayerStats], names: Sequence[str], fit: dict[str, Any],
+                  centred: np.ndarray, est: np.ndarray, errors: np.ndarray) -> list[str]:
+    """Set each engine's group, rating (or why it has none, with Ordo's estimate) and error;
+    the notes about the engines not rated."""
+    labels = fit["labels"]
     notes: list[str] = []
     for i, name in enumerate(names):
         st = stats_by[name]
@@ -621,7 +658,7 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
             st.estimate = None if np.isnan(est[i]) else float(est[i])
             notes.append(f"{name}: not rated ({st.unrated} in {st.games} game(s): no finite "
                          f"maximum-likelihood rating); Ordo's estimate "
-                         f"{_fmt(st.estimate)} is the rating at which that score has a 50% chance")
+                         f"{fixed_text(st.estimate)} is the rating at which that score has a 50% chance")
         elif fit["isolated"][i]:
             st.unrated = "not connected"
             notes.append(f"{name}: not rated (not connected: only wins or only losses against "
@@ -631,41 +668,44 @@ def compute_ratings(games: Iterable[Game], options: RatingOptions | None = None,
             notes.append(f"{name}: not rated (no games)")
         if not np.isnan(errors[i]):
             st.error = float(errors[i])
-        _performance(st, name, games, truth, index, beta)
-    groups = [[names[i] for i in np.flatnonzero(labels == g)] for g in range(fit["ngroups"])]
-    if anchor_unrated:
-        notes.insert(0, f"the anchor {options.anchor} cannot be rated yet ({anchor_unrated}): "
-                        f"the ratings are placed on a pool average of {_fmt(options.elo)} "
-                        f"instead, until it can be")
-    if len(groups) > 1:
-        where = (f"The group of {options.anchor} is placed on its rating, each other group on "
-                 f"an average of {_fmt(options.elo)}" if placed.anchor else
-                 f"Each group is placed on an average of {_fmt(options.elo)}")
-        notes.append(
-            f"{len(groups)} groups of engines are not connected by games both ways (no wins or "
+    return notes
+
+
+def _anchor_note(options: RatingOptions, anchor_unrated: str | None) -> list[str]:
+    """The note saying the anchor cannot be rated yet (none when it can)."""
+    if not anchor_unrated:
+        return []
+    return [f"the anchor {options.anchor} cannot be rated yet ({anchor_unrated}): "
+            f"the ratings are placed on a pool average of {fixed_text(options.elo)} "
+            f"instead, until it can be"]
+
+
+def _groups_note(groups: list[list[str]], options: RatingOptions,
+                 placed: RatingOptions) -> list[str]:
+    """The note about groups of engines not connected by games both ways (none for one group)."""
+    if len(groups) <= 1:
+        return []
+    where = (f"The group of {options.anchor} is placed on its rating, each other group on "
+             f"an average of {fixed_text(options.elo)}" if placed.anchor else
+             f"Each group is placed on an average of {fixed_text(options.elo)}")
+    return [f"{len(groups)} groups of engines are not connected by games both ways (no wins or "
             f"draws in one direction between them), so ratings compare only within a group "
             f"and the table's order across groups means nothing: "
             + "; ".join(f"group {i + 1}: {', '.join(grp)}" for i, grp in enumerate(groups))
-            + f". {where}.")
-    order = sorted(range(n), key=lambda i: (labels[i] < 0, -(centred[i] if labels[i] >= 0 else 0), names[i]))
-    ranked = [stats_by[names[i]] for i in order]
-    if sims is not None:
-        for a, b in zip(ranked, ranked[1:], strict=False):
-            if a.rating is None or b.rating is None or a.group != b.group:
-                continue
-            d = sims[:, index[a.name]] - sims[:, index[b.name]]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                sd = float(np.nanstd(d))
-            a.los = 100.0 if sd == 0 else 100 * float(special.ndtr((a.rating - b.rating) / sd))
-    ends: dict[GameEnd, dict[str, int]] = {}
-    for g in games:
-        row = ends.setdefault(g.end, {"1-0": 0, "1/2-1/2": 0, "0-1": 0})
-        row[g.result] += 1
-    return Ratings(players=ranked, options=options, white_advantage=wadv,
-                   white_advantage_error=wadv_error, draw_rate=draw_rate, games=len(games),
-                   groups=groups, notes=notes, ends=ends, simulations_redrawn=redrawn,
-                   anchor_unrated=anchor_unrated)
+            + f". {where}."]
+
+
+def _likelihoods_of_superiority(ranked: Sequence[PlayerStats], sims: np.ndarray,
+                                index: dict[str, int]) -> None:
+    """Each rated engine's LOS over the next one of its group, from the simulated ratings."""
+    for a, b in zip(ranked, ranked[1:], strict=False):
+        if a.rating is None or b.rating is None or a.group != b.group:
+            continue
+        d = sims[:, index[a.name]] - sims[:, index[b.name]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sd = float(np.nanstd(d))
+        a.los = 100.0 if sd == 0 else 100 * float(special.ndtr((a.rating - b.rating) / sd))
 
 
 def _anchor_unrated(anchor: str | None, index: dict[str, int], fit: dict[str, Any]) -> str | None:
@@ -711,194 +751,3 @@ def _performance(st: PlayerStats, name: str, games: Sequence[Game], truth: np.nd
     frac = st.points / st.games
     if 0 < frac < 1:
         st.performance = st.opponents + float(special.logit(frac)) / beta
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _fmt(value: float | None, digits: int = 0) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    text = f"{value:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0"
-
-
-def _r(value: float | None, digits: int = 1) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def ratings_json(ratings: Ratings) -> dict[str, Any]:
-    """JSON-able document (schema in docs/ratings.md); keys and their order are stable."""
-    o = ratings.options
-    players = []
-    for rank, p in enumerate(ratings.players, 1):
-        players.append({
-            "rank": rank if p.rating is not None else None,
-            "engine": p.name,
-            "elo": _r(p.rating), "error": _r(p.error), "los_next": _r(p.los),
-            "rated": p.rating is not None, "unrated_reason": p.unrated, "estimate": _r(p.estimate),
-            "group": p.group,
-            "games": p.games, "points": p.points, "wins": p.wins, "draws": p.draws,
-            "losses": p.losses, "score_pct": _r(p.score_pct), "draw_pct": _r(p.draw_pct),
-            "performance": _r(p.performance), "opponents_avg": _r(p.opponents),
-            "white": {"games": p.white.games, "points": p.white.points, "wins": p.white.wins,
-                      "draws": p.white.draws, "losses": p.white.losses},
-            "black": {"games": p.black.games, "points": p.black.points, "wins": p.black.wins,
-                      "draws": p.black.draws, "losses": p.black.losses},
-            "pairs": {"pairs": p.pairs.pairs, "won": p.pairs.won, "drawn": p.pairs.drawn,
-                      "lost": p.pairs.lost, "pentanomial": list(p.pairs.pentanomial)},
-            "ends": {str(k): {"won": v[0], "drawn": v[1], "lost": v[2]}
-                     for k, v in sorted(p.ends.items(), key=lambda kv: str(kv[0]))},
-        })
-    return {
-        "format": JSON_FORMAT,
-        "version": JSON_VERSION,
-        "model": {
-            "scale": o.scale, "anchor": o.anchor, "elo": o.elo,
-            "anchored": o.anchor is not None and ratings.anchor_unrated is None,
-            "anchor_unrated": ratings.anchor_unrated,
-            "white_advantage": _r(ratings.white_advantage, 2),
-            "white_advantage_error": _r(ratings.white_advantage_error, 2),
-            "white_advantage_fitted": o.white_advantage is None,
-            "draw_rate": _r(100 * ratings.draw_rate, 2), "draw_rate_fitted": o.draw_rate is None,
-            "simulations": o.simulations, "seed": o.seed, "confidence": o.confidence,
-        },
-        "games": ratings.games,
-        "players": players,
-        "groups": ratings.groups,
-        "notes": ratings.notes,
-        "ends": {str(k): dict(v, total=sum(v.values()))
-                 for k, v in sorted(ratings.ends.items(), key=lambda kv: str(kv[0]))},
-    }
-
-
-def _pct(value: float | None) -> str:
-    return "" if value is None else f"{value:.1f}"
-
-
-def _table_rows(ratings: Ratings) -> tuple[list[str], list[list[str]]]:
-    has_pairs = any(p.pairs.pairs for p in ratings.players)
-    header = ["#", "Engine", "Elo", "+/-", "LOS%", "Games", "Score%", "Draw%", "W: +=-", "B: +=-", "Perf"]
-    if has_pairs:
-        header += ["Pairs +=-", "Penta 0-½-1-1½-2"]
-    body = []
-    for rank, p in enumerate(ratings.players, 1):
-        elo = _fmt(p.rating) if p.rating is not None else f"({p.unrated}; est. {_fmt(p.estimate)})" if p.estimate is not None else f"({p.unrated})"
-        row = [str(rank) if p.rating is not None else "-", p.name, elo, _fmt(p.error), _pct(p.los),
-               str(p.games), _pct(p.score_pct), _pct(p.draw_pct),
-               f"{p.white.wins}-{p.white.draws}-{p.white.losses}",
-               f"{p.black.wins}-{p.black.draws}-{p.black.losses}", _fmt(p.performance)]
-        if has_pairs:
-            row += [f"{p.pairs.won}-{p.pairs.drawn}-{p.pairs.lost}", "-".join(map(str, p.pairs.pentanomial))]
-        body.append(row)
-    return header, body
-
-
-def _ends_rows(ratings: Ratings) -> tuple[list[str], list[list[str]]]:
-    classes = [e for e in GameEnd if e in ratings.ends]
-    header = ["How games ended", "Games", "1-0", "½-½", "0-1"]
-    body = [[LABELS[e], str(sum(ratings.ends[e].values())), str(ratings.ends[e]["1-0"]),
-             str(ratings.ends[e]["1/2-1/2"]), str(ratings.ends[e]["0-1"])] for e in classes]
-    return header, body
-
-
-def _engine_ends_rows(ratings: Ratings) -> tuple[list[str], list[list[str]]]:
-    classes = [e for e in GameEnd if e in ratings.ends]
-    header = ["Engine", *[LABELS[e] for e in classes]]
-    body = []
-    for p in ratings.players:
-        body.append([p.name, *["-".join(map(str, p.ends[e])) if e in p.ends else "" for e in classes]])
-    return header, body
-
-
-def _text_table(header: list[str], body: list[list[str]], left: int = 2) -> str:
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
-
-
-def _md_table(header: list[str], body: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return c.replace("|", "\\|") or " "
-
-    return "\n".join(["| " + " | ".join(map(esc, header)) + " |", "|" + "|".join("---" for _ in header) + "|",
-                      *["| " + " | ".join(map(esc, r)) + " |" for r in body]])
-
-
-def summary_line(ratings: Ratings) -> str:
-    o = ratings.options
-    where = f"anchor {o.anchor} = {_fmt(o.elo)}" if o.anchor else f"pool average {_fmt(o.elo)}"
-    if o.anchor and ratings.anchor_unrated:
-        where = (f"pool average {_fmt(o.elo)} (the anchor {o.anchor} cannot be rated yet: "
-                 f"{ratings.anchor_unrated})")
-    wa = f"white advantage {ratings.white_advantage:.1f}"
-    if ratings.white_advantage_error is not None:
-        wa += f" +/- {ratings.white_advantage_error:.1f}"
-    wa += " (fitted)" if o.white_advantage is None else " (fixed)"
-    margins = (f"{o.confidence:g}% margins from {o.simulations} simulations (seed {o.seed})"
-               if o.simulations > 1 else "no error margins (simulations off)")
-    return (f"Ratings from {ratings.games} games: {where}, {wa}, draw rate between equals "
-            f"{100 * ratings.draw_rate:.1f}% ({'fitted' if o.draw_rate is None else 'fixed'}), "
-            f"{margins}; scale {o.scale:g} Elo = 76%")
-
-
-def render_ratings(ratings: Ratings, fmt: str) -> str:
-    """The ratings report as text | markdown | json | csv."""
-    import json
-
-    if fmt == "json":
-        return json.dumps(ratings_json(ratings), indent=2, ensure_ascii=False) + "\n"
-    if fmt == "csv":
-        return ratings_csv(ratings)
-    if fmt not in ("text", "markdown"):
-        raise ValueError(f"unknown ratings format {fmt!r}: expected {' | '.join(FORMATS)}")
-    legend = ("LOS% = likelihood that the engine is stronger than the next one; W/B: wins-draws-"
-              "losses with White/Black; Perf = opponents' average + the Elo of the score; Pairs: "
-              "double-round pairs won-drawn-lost; Penta: pairs scoring 0, ½, 1, 1½, 2 points; "
-              "ends: won-drawn-lost")
-    parts: list[tuple[str, tuple[list[str], list[list[str]]]]] = [
-        ("", _table_rows(ratings)), ("How games ended", _ends_rows(ratings)),
-        ("How games ended, per engine (won-drawn-lost)", _engine_ends_rows(ratings))]
-    if fmt == "markdown":
-        out = [f"## {summary_line(ratings)}"]
-        for title, (h, b) in parts:
-            if title:
-                out.append(f"### {title}")
-            out.append(_md_table(h, b))
-        out += [f"- {n}" for n in ratings.notes]
-        out.append(f"_{legend}_")
-        return "\n\n".join(out) + "\n"
-    out = [summary_line(ratings)]
-    for title, (h, b) in parts:
-        if title:
-            out.append(title)
-        out.append(_text_table(h, b, left=1 if title else 2))
-    out += [f"note: {n}" for n in ratings.notes]
-    out.append(legend)
-    return "\n\n".join(out) + "\n"
-
-
-def ratings_csv(ratings: Ratings) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    classes = [e for e in GameEnd if e in ratings.ends]
-    w.writerow(["rank", "engine", "elo", "error", "los_next", "unrated_reason", "estimate", "group",
-                "games", "points", "wins", "draws", "losses", "score_pct", "draw_pct",
-                "white_games", "white_points", "black_games", "black_points", "performance",
-                "opponents_avg", "pairs_won", "pairs_drawn", "pairs_lost",
-                "penta_0", "penta_1", "penta_2", "penta_3", "penta_4",
-                *[f"end_{e}" for e in classes]])
-    for rank, p in enumerate(ratings.players, 1):
-        w.writerow([rank if p.rating is not None else "", p.name, _fmt(p.rating, 1), _fmt(p.error, 1),
-                    _fmt(p.los, 1), p.unrated or "", _fmt(p.estimate, 1), p.group, p.games,
-                    p.points, p.wins, p.draws, p.losses, _fmt(p.score_pct, 1), _fmt(p.draw_pct, 1),
-                    p.white.games, p.white.points, p.black.games, p.black.points,
-                    _fmt(p.performance, 1), _fmt(p.opponents, 1), p.pairs.won, p.pairs.drawn,
-                    p.pairs.lost, *p.pairs.pentanomial,
-                    *["-".join(map(str, p.ends[e])) if e in p.ends else "" for e in classes]])
-    return buf.getvalue()
-

@@ -1,4 +1,4 @@
-"""Final ranking, TCEC tiebreaks, crosstable and per-round table (pure; no I/O but the CLI).
+"""Final ranking and TCEC tiebreaks (pure, no I/O; runner.render.standings shows them).
 
 Ranking (seed 000 "final ranking", seed 002 section 3, tcec-rules.md section 5):
 
@@ -17,29 +17,21 @@ Every tiebreak sees only the scheduled games: extra pairs never count. All value
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from runner.config.schema import TIEBREAKS
 from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
-from runner.domain.text import markdown_cell, printable
 from runner.errors import RecordInvalid
 
 if TYPE_CHECKING:
     from runner.config.schema import Config
     from runner.domain.ratings import RatingOptions, Ratings
 
-JSON_FORMAT = "swiss-runner-standings"
-JSON_VERSION = 1
-FORMATS = ("text", "markdown", "json", "csv")
 SHORT = {
     "SonnebornBerger": "SB", "RMobility": "RMob", "Wins": "Wins", "DirectEncounter": "DE",
     "Buchholz": "Buch", "MedianBuchholz": "MBuch", "ProgressiveScore": "Prog",
@@ -204,9 +196,15 @@ def _opponent_halves(p: _Player, players: dict[str, _Player]) -> list[int]:
     return [players[o].halves for _, o in sorted(p.round_opponent.items())]
 
 
+def round_numbers(results: EventResults) -> list[int]:
+    """Rounds shown as columns: those with a bye or a finished scheduled game (not extra rounds)."""
+    return sorted(r.number for r in results.rounds
+                  if r.bye is not None or any(not g.extra for g in r.games))
+
+
 def _values(players: dict[str, _Player], results: EventResults) -> dict[str, dict[str, Fraction]]:
     """Every numeric tiebreak for every player (DirectEncounter is group-relative: not here)."""
-    numbered = _round_numbers(results)
+    numbered = round_numbers(results)
     out: dict[str, dict[str, Fraction]] = {}
     for name, p in players.items():
         opp = _opponent_halves(p, players)
@@ -348,164 +346,9 @@ def first_place_tie(results: EventResults) -> tuple[str, str] | None:
 # --------------------------------------------------------------------------- formatting
 
 
-def fmt_num(value: Fraction | None, digits: int = 6) -> str:
-    """Exact decimal when it has at most ``digits`` decimals, else rounded; '' for None."""
-    if value is None:
-        return ""
-    scaled = value * 10**digits
-    if scaled.denominator != 1:
-        return f"{float(value):.{digits}f}"
-    text = format(Decimal(scaled.numerator).scaleb(-digits), "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def distinguishing_places(values: Sequence[Fraction | None], most: int = 12) -> int:
-    """The fewest decimals (at most ``most``) at which values that differ still print
-    differently, as TCEC's table shows r-mobility: 6, 5.5 and 2.4998 side by side, not
-    6.00000000 beside 2.49975586."""
-    known = sorted({v for v in values if v is not None})
-    for places in range(most + 1):
-        if len({round(v * 10**places) for v in known}) == len(known):
-            return places
-    return most
-
-
-def fmt_places(value: Fraction | None, places: int) -> str:
-    """A whole number as it is; any other ``value`` rounded to ``places`` decimals (at least
-    one, so 2.0078 is "2.0", never "2"); '' for None."""
-    if value is None:
-        return ""
-    if value.denominator == 1:
-        return str(value.numerator)
-    places = max(1, places)
-    return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
-
-
-def _pts(points: Fraction) -> str:
-    return {Fraction(1): "1", Fraction(0): "0", Fraction(1, 2): "½"}[points]
-
-
-def _cell_games(views: Sequence[GameView]) -> str:
-    return " ".join(f"{_pts(v.points)}{v.color}" for v in views)
-
-
-def _round_numbers(results: EventResults) -> list[int]:
-    """Rounds shown as columns: those with a bye or a finished scheduled game (not extra rounds)."""
-    return sorted(r.number for r in results.rounds
-                  if r.bye is not None or any(not g.extra for g in r.games))
-
-
-def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
-    numbers = _round_numbers(results)
-    complete = [r.number for r in results.rounds if r.complete and r.number in numbers]
-    running = sorted(r.number for r in results.rounds if not r.complete)
-    kind = "double rounds" if results.games_per_match == 2 else "single rounds"
-    text = f"Standings after round {max(complete)}" if complete else "Standings before round 1"
-    if running:
-        text += f" (round {running[0]} in progress)"
-    return f"{text}: {len(rows)} engines, {kind}"
-
-
-def _columns(tiebreaks: Sequence[str]) -> list[str]:
-    chain = list(tiebreaks)
-    if "RMobility" not in chain:
-        chain.append("RMobility")  # always shown per player
-    return chain
-
-
-def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[str], list[list[str]]]:
-    chain = _columns(tiebreaks)
-    header = ["#", "Place", "Engine", "Seed", "Score", "Games", "+", "=", "-", "Byes",
-              *[SHORT[t] for t in chain], "Ahead by"]
-    has_extra = any(r.extra_games for r in rows)
-    if has_extra:
-        header.insert(header.index("Byes") + 1, "Extra")
-    rmob_places = distinguishing_places([r.tiebreaks.get("RMobility") for r in rows])
-    body = []
-    for r in rows:
-        line = [str(r.rank), r.place_label, r.label, str(r.seed), fmt_num(r.score), str(r.games),
-                str(r.wins), str(r.draws), str(r.losses), str(r.byes)]
-        if has_extra:
-            line.append(f"{fmt_num(r.extra_score)}/{r.extra_games}" if r.extra_games else "")
-        line += [fmt_places(r.tiebreaks[t], rmob_places) if t == "RMobility"
-                 else fmt_num(r.tiebreaks[t], 6) for t in chain]
-        shown = r.decided_by if r.decided_by not in (None, "Score") else ""
-        line.append(SHORT.get(shown, shown))
-        body.append(line)
-    return header, body
-
-
-def _crosstable(rows: Sequence[StandingRow]) -> tuple[list[str], list[list[str]]]:
-    index = {r.name: r.rank for r in rows}
-    header = ["#", "Engine", *[str(r.rank) for r in rows]]
-    body = []
-    for r in rows:
-        per_opp: dict[str, list[GameView]] = defaultdict(list)
-        for v in r.history:
-            if not v.extra:
-                per_opp[v.opponent].append(v)
-        cells = ["*" if o.name == r.name else _cell_games(per_opp.get(o.name, [])) for o in rows]
-        body.append([str(index[r.name]), r.label, *cells])
-    return header, body
-
-
-def _round_table(rows: Sequence[StandingRow], results: EventResults) -> tuple[list[str], list[list[str]]]:
-    index = {r.name: r.rank for r in rows}
-    numbers = _round_numbers(results)
-    running = {r.number for r in results.rounds if not r.complete}
-    header = ["#", "Engine", *[f"R{n}{'*' if n in running else ''}" for n in numbers]]
-    body = []
-    for r in rows:
-        cells = []
-        for n in numbers:
-            views = [v for v in r.history if v.round == n and not v.extra]
-            if n in r.bye_rounds:
-                cells.append("BYE")
-            elif views:
-                cells.append(f"{index[views[0].opponent]}:{_cell_games(views)}")
-            elif r.withdrawn_from is not None and n >= r.withdrawn_from:
-                cells.append("WD")  # withdrawn: not paired
-            else:
-                cells.append("-")
-        body.append([str(r.rank), r.label, *cells])
-    return header, body
-
-
-def _extra_games(results: EventResults) -> list[PlayedGame]:
-    return [g for r in sorted(results.rounds, key=lambda r: r.number) for g in r.games if g.extra]
-
-
-def _text_table(header: list[str], body: list[list[str]], right: set[int]) -> str:
-    body = [[printable(c) for c in row] for row in body]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
-        return "  ".join(out).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
-
-
-def _md_table(header: list[str], body: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return markdown_cell(c)
-
-    lines = ["| " + " | ".join(map(esc, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(esc(c) or " " for c in row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-def _legend(tiebreaks: Sequence[str]) -> str:
-    names = ", ".join(f"{SHORT[t]} = {t}" for t in _columns(tiebreaks) if SHORT[t] != t)
-    return (f"Ranking: score, byes (fewer first), extra pairs for 1st, then {', '.join(tiebreaks) or 'nothing'}; "
-            f"'Ahead by' = the tiebreak that puts an engine above the next one. {names}. "
-            f"Crosstable/rounds cells: points and colour per game (1w = won with White, "
-            f"5:½b = vs #5, drew with Black; WD = withdrawn by the TD, not paired).")
-
-
 def rating_options(config: Config | None) -> RatingOptions:
     """The config's ``Ratings`` block as the rating model's options."""
-    from runner.domain.ratings import RatingOptions
+    from runner.domain.ratings import RatingOptions  # numpy/scipy: only when ratings are asked for
 
     if config is None:
         return RatingOptions()
@@ -517,144 +360,11 @@ def rating_options(config: Config | None) -> RatingOptions:
 
 def event_ratings(results: EventResults, config: Config | None = None) -> Ratings:
     """Elo of the event's engines (every played game, extra ones included; byes are not games)."""
-    from runner.domain.ratings import Game, compute_ratings
+    from runner.domain.ratings import Game, compute_ratings  # numpy/scipy: only when asked for
 
     games = [Game(g.white, g.black, g.result, g.round, extra=g.extra, game=g.game_in_round)
              for r in results.rounds for g in r.games]
     return compute_ratings(games, rating_options(config), results.seeds)
-
-
-def _ratings_section(ratings: Ratings, fmt: str) -> str:
-    from runner.domain.ratings import summary_line
-
-    header = ["Engine", "Elo", "+/-", "LOS%"]
-    body = [[p.name, f"{p.rating:.0f}" if p.rating is not None else f"({p.unrated})",
-             "" if p.error is None else f"{p.error:.0f}", "" if p.los is None else f"{p.los:.1f}"]
-            for p in ratings.players]
-    notes = [f"note: {n}" for n in ratings.notes]
-    if fmt == "markdown":
-        return "\n\n".join([f"### Ratings\n\n_{summary_line(ratings)}_", _md_table(header, body),
-                             *[f"- {n}" for n in ratings.notes]])
-    return "\n\n".join(["Ratings", summary_line(ratings), _text_table(header, body, right={1, 2, 3}),
-                         *notes])
-
-
-def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: str,
-                     tiebreaks: Sequence[str] | None = None, ratings: Ratings | None = None) -> str:
-    """Standings as text | markdown | json | csv (see docs/standings.md).
-
-    ``tiebreaks`` selects the tiebreak columns (default: the chain the rows were ranked with).
-    ``ratings`` (from :func:`event_ratings`) adds an Elo section / key / columns.
-    """
-    chain = tuple(tiebreaks) if tiebreaks is not None else (rows[0].chain if rows else ())
-    if fmt == "json":
-        doc = standings_json(rows, results, chain)
-        if ratings is not None:
-            from runner.domain.ratings import ratings_json
-
-            doc["ratings"] = ratings_json(ratings)
-        return json.dumps(doc, indent=2, ensure_ascii=False)
-    if fmt == "csv":
-        return _csv(rows, results, chain, ratings)
-    if fmt not in ("text", "markdown"):
-        raise ValueError(f"unknown standings format {fmt!r}: expected {' | '.join(FORMATS)}")
-    table, cross, rounds = _table(rows, chain), _crosstable(rows), _round_table(rows, results)
-    extras = _extra_games(results)
-    if fmt == "markdown":
-        parts = [f"## {markdown_cell(_summary(rows, results))}", _md_table(*table), "### Crosstable", _md_table(*cross),
-                 "### Rounds", _md_table(*rounds)]
-        if extras:
-            parts += ["### Extra tie-break games",
-                      _md_table(["Game", "White", "Black", "Result"],
-                                [[f"{g.round}.{g.game_in_round}", g.white, g.black, g.result] for g in extras])]
-        if ratings is not None:
-            parts.append(_ratings_section(ratings, fmt))
-        parts.append(f"_{_legend(chain)}_")
-        return "\n\n".join(parts) + "\n"
-    numeric = {i for i, h in enumerate(table[0]) if h not in ("Place", "Engine", "Ahead by")}
-    parts = [_summary(rows, results), _text_table(*table, right=numeric), "Crosstable",
-             _text_table(*cross, right={0}), "Rounds", _text_table(*rounds, right={0})]
-    if extras:
-        parts += ["Extra tie-break games",
-                  "\n".join(printable(f"  {g.round}.{g.game_in_round}  {g.white} - {g.black}  {g.result}")
-                            for g in extras)]
-    if ratings is not None:
-        parts.append(_ratings_section(ratings, fmt))
-    parts.append(_legend(chain))
-    return "\n\n".join(parts) + "\n"
-
-
-def _exact(value: Fraction | None) -> str | None:
-    return None if value is None else str(value)
-
-
-def _float(value: Fraction | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def standings_json(rows: Sequence[StandingRow], results: EventResults,
-                   tiebreaks: Sequence[str]) -> dict[str, Any]:
-    """The JSON document (schema in docs/standings.md); keys and their order are stable."""
-    numbers = _round_numbers(results)
-    running = [r.number for r in results.rounds if not r.complete]
-    cross_header, cross_body = _crosstable(rows)
-    out_rows = []
-    for r in rows:
-        rounds = []
-        for n in numbers:
-            views = [v for v in r.history if v.round == n and not v.extra]
-            rounds.append({
-                "round": n,
-                "bye": n in r.bye_rounds,
-                "opponent": views[0].opponent if views else None,
-                "games": [{"game": f"{v.round}.{v.game_in_round}", "color": "white" if v.color == "w" else "black",
-                           "points": float(v.points), "result": v.result, "rmobility": v.rmobility}
-                          for v in views],
-            })
-        out_rows.append({
-            "rank": r.rank, "place": r.place, "place_label": r.place_label, "shared": r.shared,
-            "engine": r.name, "seed": r.seed, "score": float(r.score), "games": r.games,
-            "wins": r.wins, "draws": r.draws, "losses": r.losses, "byes": r.byes,
-            "white_games": r.white_games, "black_games": r.black_games,
-            "tiebreaks": {k: _float(r.tiebreaks[k]) for k in TIEBREAKS},
-            "tiebreaks_exact": {k: _exact(r.tiebreaks[k]) for k in TIEBREAKS},
-            "decided_by": r.decided_by, "withdrawn_from_round": r.withdrawn_from,
-            "extra_games": r.extra_games, "extra_score": _float(r.extra_score),
-            "crosstable": dict(zip([o.name for o in rows], cross_body[r.rank - 1][2:], strict=True)),
-            "rounds": rounds,
-        })
-    return {
-        "format": JSON_FORMAT,
-        "version": JSON_VERSION,
-        "games_per_match": results.games_per_match,
-        "rounds": numbers,
-        "round_in_progress": running[0] if running else None,
-        "tiebreaks": list(tiebreaks),
-        "standings": out_rows,
-        "extra_games": [{"game": f"{g.round}.{g.game_in_round}", "white": g.white, "black": g.black,
-                         "result": g.result} for g in _extra_games(results)],
-    }
-
-
-def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str],
-         ratings: Ratings | None = None) -> str:
-    chain = _columns(tiebreaks)
-    _, rounds_body = _round_table(rows, results)
-    numbers = _round_numbers(results)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["rank", "place", "engine", "seed", "score", "games", "wins", "draws", "losses",
-                "byes", *chain, "decided_by", "extra_score", "extra_games",
-                *(["elo", "elo_error"] if ratings is not None else []), *[f"R{n}" for n in numbers]])
-    for r, rline in zip(rows, rounds_body, strict=True):
-        elo: list[str] = []
-        if ratings is not None:
-            p = ratings.player(r.name)
-            elo = ["" if p.rating is None else f"{p.rating:.1f}", "" if p.error is None else f"{p.error:.1f}"]
-        w.writerow([r.rank, r.place_label, r.name, r.seed, fmt_num(r.score), r.games, r.wins,
-                    r.draws, r.losses, r.byes, *[fmt_num(r.tiebreaks[t], 12) for t in chain],
-                    r.decided_by or "", fmt_num(r.extra_score), r.extra_games, *elo, *rline[2:]])
-    return buf.getvalue()
 
 
 # --------------------------------------------------------------------------- CLI

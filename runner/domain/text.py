@@ -8,6 +8,7 @@ reach the user's terminal raw.
 from __future__ import annotations
 
 import html
+import math
 
 
 def printable(text: object) -> str:
@@ -30,4 +31,12 @@ def markdown_cell(text: object) -> str:
     return html.escape(printable(text), quote=False).replace("|", "\\|")
 
 
-__all__ = ["markdown_cell", "printable", "printable_lines"]
+def fixed_text(value: float | None, digits: int = 0) -> str:
+    """``value`` with ``digits`` decimals, never "-0"; "" for None or NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0"
+
+
+__all__ = ["fixed_text", "markdown_cell", "printable", "printable_lines"]

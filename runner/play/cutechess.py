@@ -46,7 +46,7 @@ from runner.domain.models import (
     GameSpec,
     Opening,
 )
-from runner.domain.pgn import write_game
+from runner.domain.pgn import read_games, write_game
 from runner.domain.rmobility import record_rmobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
@@ -329,8 +329,7 @@ _BOARD_ENDS = ("White mates", "Black mates", "Draw by stalemate",
 def read_pgn_games(text: str) -> list[chess.pgn.Game]:
     """Every game of a cutechess PGN, in file order; raises CutechessError on broken games."""
     games: list[chess.pgn.Game] = []
-    stream = io.StringIO(text)
-    while (game := chess.pgn.read_game(stream)) is not None:
+    for game in read_games(io.StringIO(text)):
         if game.errors:
             raise CutechessError(f"cutechess PGN game {len(games) + 1} "
                                  f"({game.headers.get('White')} vs {game.headers.get('Black')}) "

@@ -22,9 +22,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
+
+from runner.clock import utc_now
 
 # PGN Termination values of the games whose logs Keep: failures keeps
 FAILURES = ("abandoned", "stalled connection", "illegal move", "time forfeit")
@@ -48,7 +49,7 @@ class GameLog:
         self.failed: str | None = None  # why the log was turned off (None: it is on)
         self._file: TextIO | None = None
         self._t0 = time.monotonic()
-        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        now = utc_now()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(path, "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115

@@ -25,7 +25,11 @@ import chess.engine
 import psutil
 
 from runner.config.schema import EngineConfig
+from runner.domain.text import printable
 from runner.play import spawn
+from runner.play.affinity import pin_self
+from runner.play.chess960 import chess960_problem
+from runner.play.clientstate import GONE, IDLE, PONDERING, STOPPING, THINKING  # noqa: F401 - also the client's API
 from runner.play.processes import (  # noqa: F401 - the process API, also used from here
     OWNER_ENV,
     TASKSET,
@@ -41,6 +45,7 @@ from runner.play.processes import (  # noqa: F401 - the process API, also used f
     signal_group,
     sweep_orphans,
 )
+from runner.play.uci import NotReady, UciMove, go_line
 
 LOG = logging.getLogger(__name__)
 
@@ -49,8 +54,6 @@ def _popen_args(engine: EngineConfig, token: str,
                 cpus: Sequence[int] | None = None, stderr: Any = None) -> dict[str, Any]:
     args = child_popen_args(token)
     if cpus and TASKSET is None:  # pinned before exec: every thread inherits the mask
-        from runner.play.affinity import pin_self
-
         steps = [args.get("preexec_fn"), pin_self(cpus)]
 
         def preexec() -> None:  # pragma: no cover - runs in the forked child
@@ -63,14 +66,6 @@ def _popen_args(engine: EngineConfig, token: str,
     if engine.working_dir:
         args["cwd"] = engine.working_dir
     return args
-
-
-#: The states of an engine client (:class:`TimedUciProtocol`, :class:`TimedXBoardProtocol`):
-#: ``idle`` (started, between moves, or kept between games), ``thinking`` (``go`` sent, its
-#: move not read yet), ``pondering`` (``go ponder``), ``stopping`` (``stop`` sent, its
-#: ``bestmove`` not read yet) and ``gone`` (the process exited). Only an idle engine that
-#: never sent a move nobody asked for (``stray``) is sound to keep for another game.
-IDLE, THINKING, PONDERING, STOPPING, GONE = "idle", "thinking", "pondering", "stopping", "gone"
 
 
 class _Timed:
@@ -317,8 +312,6 @@ _HANDSHAKE_LINES = ("id ", "option ", "uciok", "readyok", "feature ", "pong")
 def _printed(protocol: Any, limit: int = 300) -> str:
     """"; it printed: LINE | LINE" (its first lines that were no move or search line, cut
     short and made printable), or "" when it printed none."""
-    from runner.domain.text import printable
-
     lines = [line for line in getattr(protocol, "other_lines", None) or []
              if not line.startswith(_HANDSHAKE_LINES)]
     if not lines:
@@ -388,57 +381,16 @@ async def start_engine(
     cls: Any = TimedUciProtocol if engine.protocol == "uci" else TimedXBoardProtocol
     factory = functools.partial(cls, io_log)  # logged from the first line on
     token = new_owner_token()
-    refused = exec_precheck(engine.command)
-    if refused is not None:  # what exec would say; through setpriv it would be an early exit
-        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
-                               f"{exec_problem(engine.command, refused)}")
-    try:
-        argv = child_argv(pinned_argv(command, cpus))
-        if spawn.available():  # no thread or fork in the loop thread per engine
-            transport, protocol = await spawn.spawn(factory, argv,
-                                                    **_popen_args(engine, token, cpus, stderr))
-        else:
-            transport, protocol = await asyncio.get_running_loop().subprocess_exec(
-                factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                **_popen_args(engine, token, cpus, stderr))
-            _lean_pipes(transport, protocol)
-    except OSError as exc:
-        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
-                               f"{exec_problem(engine.command, exc)}") from None
+    transport, protocol = await _spawn(engine, command, factory, token, cpus, stderr)
     pid = transport.get_pid()
-    handle: psutil.Process | None = None
-    create_time = 0.0
-    if isinstance(transport, spawn.EngineTransport):  # read on the spawner thread
-        handle, create_time = transport.handle, transport.create_time
-    elif transport.get_returncode() is None:  # not reaped yet: the pid is still this engine
-        with contextlib.suppress(psutil.Error):
-            handle = psutil.Process(pid)
-            create_time = handle.create_time()
+    handle, create_time = _process_of(transport, pid)
     recorded = on_process(pid, create_time) if on_process is not None else None
     proc = EngineProcess(engine, transport, protocol, pid, create_time, token=token, handle=handle)
     try:
         if isinstance(recorded, concurrent.futures.Future):  # committed off the loop: for the
             await asyncio.wrap_future(recorded)  # orphan sweep, before the engine is talked to
         await asyncio.wait_for(protocol.initialize(), timeout)
-        known = {name.lower(): name for name in protocol.options}
-        options: dict[str, Any] = {}
-        for name, value in engine.options.items():
-            real = known.get(name.lower())
-            if real is None:
-                proc.skipped_options.append(name)
-                LOG.warning("%s: engine has no option %r; skipped", engine.name, name)
-            elif not protocol.options[real].is_managed():
-                options[real] = value
-        if options:
-            await asyncio.wait_for(protocol.configure(options), timeout)
-        if confirm:
-            try:
-                await asyncio.wait_for(protocol.ping(), timeout)
-            except chess.engine.EngineTerminatedError as exc:
-                set_ = ", ".join(f"{k}={v}" for k, v in options.items())
-                raise chess.engine.EngineTerminatedError(
-                    f"it exited once its Options were set ({set_}): {exc}" if options
-                    else str(exc)) from None
+        await _set_options(proc, timeout, confirm)
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
             await pin_off_loop(pid, cpus)
     except TimeoutError:
@@ -454,6 +406,63 @@ async def start_engine(
         proc.kill()
         raise
     return proc
+
+
+async def _spawn(engine: EngineConfig, command: list[str], factory: Callable[[], Any], token: str,
+                 cpus: Sequence[int] | None, stderr: Any) -> tuple[Any, Any]:
+    """The engine's process started (transport, protocol); EngineStartError when it cannot be."""
+    refused = exec_precheck(engine.command)
+    if refused is not None:  # what exec would say; through setpriv it would be an early exit
+        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
+                               f"{exec_problem(engine.command, refused)}")
+    try:
+        argv = child_argv(pinned_argv(command, cpus))
+        if spawn.available():  # no thread or fork in the loop thread per engine
+            return await spawn.spawn(factory, argv, **_popen_args(engine, token, cpus, stderr))
+        transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+            factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            **_popen_args(engine, token, cpus, stderr))
+        _lean_pipes(transport, protocol)
+        return transport, protocol
+    except OSError as exc:
+        raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
+                               f"{exec_problem(engine.command, exc)}") from None
+
+
+def _process_of(transport: Any, pid: int) -> tuple[psutil.Process | None, float]:
+    """(the engine's process, its creation time), (None, 0.0) when it is already gone."""
+    if isinstance(transport, spawn.EngineTransport):  # read on the spawner thread
+        return transport.handle, transport.create_time
+    if transport.get_returncode() is None:  # not reaped yet: the pid is still this engine
+        with contextlib.suppress(psutil.Error):
+            handle = psutil.Process(pid)
+            return handle, handle.create_time()
+    return None, 0.0
+
+
+async def _set_options(proc: EngineProcess, timeout: float, confirm: bool) -> None:
+    """Apply the configured Options the engine has (the others skipped with a warning);
+    ``confirm``: then ask whether it is ready, naming the Options if it died of them."""
+    engine, protocol = proc.config, proc.protocol
+    known = {name.lower(): name for name in protocol.options}
+    options: dict[str, Any] = {}
+    for name, value in engine.options.items():
+        real = known.get(name.lower())
+        if real is None:
+            proc.skipped_options.append(name)
+            LOG.warning("%s: engine has no option %r; skipped", engine.name, name)
+        elif not protocol.options[real].is_managed():
+            options[real] = value
+    if options:
+        await asyncio.wait_for(protocol.configure(options), timeout)
+    if confirm:
+        try:
+            await asyncio.wait_for(protocol.ping(), timeout)
+        except chess.engine.EngineTerminatedError as exc:
+            set_ = ", ".join(f"{k}={v}" for k, v in options.items())
+            raise chess.engine.EngineTerminatedError(
+                f"it exited once its Options were set ({set_}): {exc}" if options
+                else str(exc)) from None
 
 
 def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str | None:
@@ -554,8 +563,6 @@ async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
     if engine.protocol != "uci" or engine.movetime_ms is not None or (
             engine.nodes is None and engine.depth is None):
         return ""
-    from runner.play.uci import NotReady, UciMove, go_line
-
     go = go_line(chess.engine.Limit(
         nodes=None if engine.nodes is None else min(engine.nodes, LIMIT_PROBE_NODES),
         depth=None if engine.depth is None else 1))
@@ -571,8 +578,6 @@ async def _limit_ignored(proc: EngineProcess, ready_timeout: float) -> str:
 
 
 async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
-    from runner.play.chess960 import chess960_problem
-
     with tempfile.TemporaryFile() as errors:
         try:
             proc = await start_engine(engine, timeout=timeout, stderr=errors, confirm=True)

@@ -134,12 +134,5 @@ class EnginePool:
         for entry in idle:
             await entry.proc.close()
 
-    def kill_all(self) -> None:
-        """Synchronous hard kill of every idle engine (the loop is going away)."""
-        self.closed = True
-        idle, self.idle = self.idle, []
-        for entry in idle:
-            entry.proc.kill()
-
 
 __all__ = ["EnginePool"]

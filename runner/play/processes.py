@@ -42,6 +42,7 @@ from typing import Any
 import psutil
 
 from runner.play import spawn
+from runner.play.affinity import pin_tree, pinned_to
 
 _PR_SET_PDEATHSIG = 1
 try:  # resolved once here: the forked child must not dlopen/dlsym (locks held by other threads)
@@ -327,8 +328,6 @@ async def pin_off_loop(pid: int, cpus: Sequence[int], *, unless_pinned: bool = F
     """Pin ``pid``, every thread of it and its children to ``cpus`` on the spawner thread (a
     walk of /proc must not stall the loop). ``unless_pinned``: not when the kernel's mask of
     the process (``os.sched_getaffinity``) is ``cpus`` already."""
-    from runner.play.affinity import pin_tree, pinned_to
-
     wanted = tuple(sorted(cpus))
 
     def pin() -> None:

@@ -399,45 +399,16 @@ async def play_game(
     the run's pool of kept engines (``Restart: off``, runner.play.keep): engines are taken
     from it and handed back to it when the game ends.
     """
-    tc = spec.time_control
-    for engine in (spec.white, spec.black):
-        if tc.infinite and engine.nodes is None and engine.depth is None and engine.movetime_ms is None:
-            raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
-                               "MoveTime for the engine, or the game never ends")
-    mobility = RMobility()  # kept as the game goes: its end costs no replay
-    book_fens: list[str] = []  # the FEN after each book ply, for their events
-    start_board, board, moves, sans = _start_board(spec.opening, is_960(spec.variant), mobility,
-                                                   book_fens if emit is not None else None)
-    comments = ["book"] * len(moves)
-    started = datetime.now(UTC)
-    clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
-    if resume is not None:  # TCEC rule 7.c.v: go on from the position the engines reached
-        mobility = RMobility()  # the logged moves include the book
-        board, moves, comments, sans = _resume_board(start_board, resume, mobility)
-        started = parse_utc(resume.start_time) or started
-        for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
-                                (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
-            if ms is not None and not tc.infinite:
-                clocks[color].remaining = ms / 1000
-            clocks[color].moves_made = made
-    resume_note = ""
-    if resume is not None:
-        resume_note = (f"game resumed after an interruption, clocks White "
-                       f"{_clock_text(clocks[chess.WHITE])} Black {_clock_text(clocks[chess.BLACK])}")
+    _check_limits(spec)
+    g = _GameStart(spec, resume, book=emit is not None)
+    start_board, board, moves, sans, comments = g.start_board, g.board, g.moves, g.sans, g.comments
+    started, clocks, mobility, book_fens = g.started, g.clocks, g.mobility, g.book_fens
     procs: dict[chess.Color, EngineProcess] = {}
     move_data: list[MovePlayed] | None = [] if _wants_move_data(spec) else None
     try:
         procs, end = await _start_both(spec, board, on_process, startup_timeout, cpus, engine_log,
                                        engines)
-        for proc in procs.values():
-            problem = limit_problem(proc.config, proc.protocol)
-            if problem is None and is_960(spec.variant):
-                problem = enable_chess960(proc.config, proc.protocol)
-            if problem:
-                raise RefereeError(problem)
-            if getattr(proc.protocol, "no_setboard", False) and fen(start_board) != chess.STARTING_FEN:
-                raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
-                                   "cannot start from a FEN position")
+        _check_engines(spec, procs, start_board)
         if emit is not None:
             _emit_start(emit, spec, procs, start_board, moves, sans, started, clocks, attempt,
                         book_fens, resume=resume, worker=worker)
@@ -448,19 +419,10 @@ async def play_game(
                                    resume=resume, move_data=move_data, sans=sans,
                                    mobility=mobility)
     except BaseException:
-        for proc in procs.values():
-            proc.kill()
-            if engines is not None:
-                engines.forget(proc)
-        if engine_log is not None:
-            engine_log.discard()
+        _abandon(procs, engines, engine_log)
         raise
     else:
-        if engines is None:
-            await asyncio.gather(*(proc.close() for proc in procs.values()))
-        else:
-            await asyncio.gather(*(engines.release(proc, end.termination, cpus)
-                                   for proc in procs.values()))
+        await _hand_back(procs, engines, end, cpus)
     # The game's end in steps of its own, each under a millisecond of the loop (an engine of
     # another game may be thinking; its pipe is read between them): the engine log's close
     # (a flush, maybe an unlink) in a thread, the record and its PGN, then its event.
@@ -468,13 +430,87 @@ async def play_game(
         engine_log.close, end.termination, end.reason)
     record = finish_record(spec, start_board, moves, comments, end, started,
                            resumed_from=resume.ply if resume is not None else 0,
-                           resume_note=resume_note, move_data=move_data, engine_log=kept_log,
+                           resume_note=g.resume_note, move_data=move_data, engine_log=kept_log,
                            worker=workers_tag(resume.workers if resume else (), worker),
                            sans=sans, mobility=mobility)
     if emit is not None:
         await asyncio.sleep(0)
         emit(GameFinished(spec.game_id, record, attempt))
     return record
+
+
+def _check_limits(spec: GameSpec) -> None:
+    """RefereeError for an engine whose game could never end (time control 'inf', no limit)."""
+    for engine in (spec.white, spec.black):
+        if spec.time_control.infinite and engine.nodes is None and engine.depth is None \
+                and engine.movetime_ms is None:
+            raise RefereeError(f"engine {engine.name!r}: time control 'inf' needs Nodes, Depth or "
+                               "MoveTime for the engine, or the game never ends")
+
+
+class _GameStart:
+    """Where a game starts: the opening's position and book plies, or with ``resume`` (TCEC
+    rule 7.c.v) the position, clocks and moves the engines reached; the clocks and r-mobility."""
+
+    def __init__(self, spec: GameSpec, resume: ResumePoint | None, book: bool):
+        tc = spec.time_control
+        self.mobility = RMobility()  # kept as the game goes: its end costs no replay
+        self.book_fens: list[str] = []  # the FEN after each book ply, for their events
+        self.start_board, self.board, self.moves, self.sans = _start_board(
+            spec.opening, is_960(spec.variant), self.mobility, self.book_fens if book else None)
+        self.comments = ["book"] * len(self.moves)
+        self.started = datetime.now(UTC)
+        self.clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
+        self.resume_note = ""
+        if resume is None:
+            return
+        self.mobility = RMobility()  # the logged moves include the book
+        self.board, self.moves, self.comments, self.sans = _resume_board(
+            self.start_board, resume, self.mobility)
+        self.started = parse_utc(resume.start_time) or self.started
+        for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
+                                (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
+            if ms is not None and not tc.infinite:
+                self.clocks[color].remaining = ms / 1000
+            self.clocks[color].moves_made = made
+        self.resume_note = (f"game resumed after an interruption, clocks White "
+                            f"{_clock_text(self.clocks[chess.WHITE])} Black "
+                            f"{_clock_text(self.clocks[chess.BLACK])}")
+
+
+def _check_engines(spec: GameSpec, procs: dict[chess.Color, EngineProcess],
+                   start_board: chess.Board) -> None:
+    """RefereeError for an engine that cannot play this game (its limit, Chess960, a FEN start)."""
+    for proc in procs.values():
+        problem = limit_problem(proc.config, proc.protocol)
+        if problem is None and is_960(spec.variant):
+            problem = enable_chess960(proc.config, proc.protocol)
+        if problem:
+            raise RefereeError(problem)
+        if getattr(proc.protocol, "no_setboard", False) and fen(start_board) != chess.STARTING_FEN:
+            raise RefereeError(f"engine {proc.config.name!r} has no xboard 'setboard' command and "
+                               "cannot start from a FEN position")
+
+
+def _abandon(procs: dict[chess.Color, EngineProcess], engines: EnginePool | None,
+             engine_log: GameLog | None) -> None:
+    """The game failed or was cancelled: kill both engines (never kept), drop the engine log."""
+    for proc in procs.values():
+        proc.kill()
+        if engines is not None:
+            engines.forget(proc)
+    if engine_log is not None:
+        engine_log.discard()
+
+
+async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePool | None,
+                     end: _End, cpus: Sequence[int] | None) -> None:
+    """The game is over: close both engines, or hand them back to the pool of kept engines."""
+    if engines is None:
+        await asyncio.gather(*(proc.close() for proc in procs.values()))
+    else:
+        await asyncio.gather(*(engines.release(proc, end.termination, cpus)
+                               for proc in procs.values()))
 
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
@@ -715,49 +751,166 @@ async def _game_loop(*args: Any, **kwargs: Any) -> _End:
     return end
 
 
-async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
-                      moves: list[str], comments: list[str], stall_timeout: float,
-                      grace: float, ready_timeout: float = STARTUP_TIMEOUT, *,
-                      clocks: dict[chess.Color, Clock], emit: Emit | None = None,
-                      attempt: int = 1, resume: ResumePoint | None = None,
-                      move_data: list[MovePlayed] | None = None,
-                      sans: list[str] | None = None,
-                      pondering: dict[chess.Color, Pondering],
-                      mobility: RMobility | None = None) -> _End:
-    tc = spec.time_control
-    margin = spec.time_margin_ms / 1000
+async def _adjudicator(spec: GameSpec, resume: ResumePoint | None) -> Adjudicator:
+    """The game's adjudicator, with the TCEC rule counts as they stood at the interruption
+    when the game is resumed."""
     tbc = spec.adjudication.tablebases
     # opening the Syzygy tables reads their directories (once per process): off the loop
     adjudicator = await asyncio.to_thread(Adjudicator, spec.adjudication) \
         if tbc is not None and tbc.paths else Adjudicator(spec.adjudication)
-    # + " moves ..." (the whole game) per move; Chess960 in Shredder-FEN, as python-chess sends it
-    position = position_line(chess960_fen(board.root()) if board.chess960 else fen(board.root()))
-    sans = [] if sans is None else sans  # SAN of every move, for the PGN
-    engaged: set[chess.Color] = set()  # engines that had ucinewgame
-    # a limit without the clocks in it (Nodes, Depth, MoveTime, or no time control) is the
-    # same at every move: made once per game, with its go line
-    fixed: dict[chess.Color, tuple[chess.engine.Limit, str | None]] = {}
-    for color, proc in procs.items():
-        if _without_clocks(spec, proc.config):
-            limit = _limit(spec, proc.config, clocks, color)
-            fixed[color] = (limit, go_line(limit))
-    if resume is not None:  # the TCEC rule counts as they stood at the interruption
+    if resume is not None:
         if adjudicator.draw_window is not None:
             adjudicator.draw_window.count = resume.draw_plies
         if resume.win_side is not None:
             adjudicator.win_count = resume.win_plies
             adjudicator.win_side = chess.WHITE if resume.win_side == "white" else chess.BLACK
+    return adjudicator
+
+
+def _fixed_limits(spec: GameSpec, procs: dict[chess.Color, EngineProcess],
+                  clocks: dict[chess.Color, Clock]
+                  ) -> dict[chess.Color, tuple[chess.engine.Limit, str | None]]:
+    """A limit without the clocks in it (Nodes, Depth, MoveTime, or no time control) is the
+    same at every move: made once per game, with its go line, for each engine that has one."""
+    fixed: dict[chess.Color, tuple[chess.engine.Limit, str | None]] = {}
+    for color, proc in procs.items():
+        if _without_clocks(spec, proc.config):
+            limit = _limit(spec, proc.config, clocks, color)
+            fixed[color] = (limit, go_line(limit))
+    return fixed
+
+
+def _failed_move(exc: BaseException, proc: EngineProcess, board: chess.Board, color: chess.Color,
+                 infinite: bool) -> _End:
+    """The game's end when asking ``proc`` for its move raised ``exc``."""
+    if isinstance(exc, _NotReady | NotReady):
+        proc.kill()
+        return _stalled(board, color)
+    if isinstance(exc, TimeoutError):
+        proc.kill()
+        if infinite and proc.config.movetime_ms is None:
+            return _stalled(board, color)
+        return _flag_fell(board, color)
+    if isinstance(exc, chess.engine.EngineTerminatedError) or not proc.alive:
+        return _disconnected(color)
+    text = proc.protocol.last_move_text
+    if text is None:  # protocol error without a move: treat it as an illegal reply
+        LOG.warning("%s: %s", proc.config.name, exc)
+        text = "(none)"
+    return _illegal(color, text)
+
+
+def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
+                clocks: dict[chess.Color, Clock], elapsed: float,
+                score: chess.engine.Score | None, info: dict[str, Any], pv: Any, comment: str,
+                adjudicator: Adjudicator, attempt: int) -> MovePlayed:
+    """The MovePlayed event of the move just pushed on ``board``."""
+    draw = adjudicator.draw_window
+    return MovePlayed(
+        game_id=game_id, ply=ply, uci=uci, san=san, fen=fen(board),
+        white_clock_ms=_clock_ms(clocks[chess.WHITE]),
+        black_clock_ms=_clock_ms(clocks[chess.BLACK]),
+        time_ms=int(round(elapsed * 1000)),
+        score_cp=None if score is None or score.is_mate() else score.score(),
+        mate=None if score is None else score.mate(),
+        depth=info.get("depth"), seldepth=info.get("seldepth"), nodes=info.get("nodes"),
+        nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
+        draw_plies=draw.count if draw is not None else 0,
+        win_plies=adjudicator.win_count, attempt=attempt,
+        at_ms=int(time.time() * 1000))
+
+
+def _move_timeout(infinite: bool, engine: EngineConfig, clock: Clock, slack: float,
+                  stall_timeout: float) -> float:
+    """How long to wait for the move: the clock (or the move time) and ``slack``, else the
+    stall timeout (no clock at all)."""
+    if not infinite:
+        return clock.remaining + slack
+    if engine.movetime_ms is not None:
+        return engine.movetime_ms / 1000 + slack
+    return stall_timeout
+
+
+def _time_spent(proto: Any, called: float, now: float) -> float:
+    """The move's time: from ``go`` sent to the move read when the protocol stamped both,
+    else from the call (``called``) to ``now``."""
+    if proto.go_sent is not None and proto.move_received is not None \
+            and proto.move_received >= proto.go_sent:
+        return proto.move_received - proto.go_sent  # type: ignore[no-any-return]
+    return now - called
+
+
+def _in_time(infinite: bool, engine: EngineConfig, clock: Clock, elapsed: float,
+             margin: float) -> bool:
+    """Charge ``elapsed`` to the clock; False when the flag fell (or the move time was exceeded)."""
+    if not infinite:
+        return clock.spend(elapsed, margin)
+    return engine.movetime_ms is None or elapsed <= engine.movetime_ms / 1000 + margin
+
+
+def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.Color,
+             proto: Any) -> _End | None:
+    """The game's end when the reply is a resignation or no legal move, else None."""
+    if played.resigned:
+        return _End(_win_for(not color), f"{SIDE[color]} resigns")
+    move = played.move
+    if move is None or not move or move not in board.legal_moves:
+        return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+    return None
+
+
+def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> tuple[str, int | None]:
+    """Play ``move``: (its SAN, the legal moves counted once after it for r-mobility and the
+    natural end, None without r-mobility)."""
+    resets = board.is_zeroing(move)
+    san = board.san_and_push(move)
+    if mobility is None:
+        return san, None
+    halves = position_halves(board)
+    mobility.played(board, resets, halves)
+    return san, halves
+
+
+def _record_move(event: MovePlayed, move_data: list[MovePlayed] | None, emit: Emit | None) -> None:
+    """Keep the move's event for the record and hand it to ``emit``."""
+    if move_data is not None:
+        move_data.append(event)
+    if emit is not None:
+        emit(event)
+
+
+def _ponder_next(pondering: dict[chess.Color, Pondering], color: chess.Color,
+                 proto: TimedUciProtocol, board: chess.Board, expected: chess.Move | None,
+                 position: str, moves: list[str], limit: chess.engine.Limit,
+                 ready_timeout: float) -> None:
+    """Start the engine of ``color`` pondering on its expected reply (runner.play.ponder)."""
+    started = start_pondering(proto, board, expected, position, moves, limit, color, ready_timeout)
+    if started is not None:
+        pondering[color] = started
+
+
+async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
+                      moves: list[str], comments: list[str], stall_timeout: float, grace: float,
+                      ready_timeout: float = STARTUP_TIMEOUT, *, clocks: dict[chess.Color, Clock],
+                      emit: Emit | None = None, attempt: int = 1, resume: ResumePoint | None = None,
+                      move_data: list[MovePlayed] | None = None, sans: list[str] | None = None,
+                      pondering: dict[chess.Color, Pondering], mobility: RMobility | None = None) -> _End:
+    """The per-ply loop: ask the engine on move, check and record its move, adjudicate;
+    the game's end (an engine failing, a flag, an illegal move, a rule) is returned."""
+    tc = spec.time_control
+    margin = spec.time_margin_ms / 1000
+    adjudicator = await _adjudicator(spec, resume)
+    # + " moves ..." (the whole game) per move; Chess960 in Shredder-FEN, as python-chess sends it
+    position = position_line(chess960_fen(board.root()) if board.chess960 else fen(board.root()))
+    sans = [] if sans is None else sans  # SAN of every move, for the PGN
+    engaged: set[chess.Color] = set()  # engines that had ucinewgame
+    fixed = _fixed_limits(spec, procs, clocks)
     while True:
         color = board.turn
         proc = procs[color]
         engine = proc.config
         clock = clocks[color]
-        if not tc.infinite:
-            timeout = clock.remaining + margin + grace
-        elif engine.movetime_ms is not None:
-            timeout = engine.movetime_ms / 1000 + margin + grace
-        else:
-            timeout = stall_timeout
+        timeout = _move_timeout(tc.infinite, engine, clock, margin + grace, stall_timeout)
         limit, go = fixed.get(color) or (_limit(spec, engine, clocks, color), None)
         proto = proc.protocol
         called = time.monotonic()
@@ -775,48 +928,19 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                                           position=position + " moves " + " ".join(moves)
                                           if moves else position, new_game=new_game,
                                           ponder=engine.ponder, go=go)
-        except (_NotReady, NotReady):
-            proc.kill()
-            return _stalled(board, color)
-        except TimeoutError:
-            proc.kill()
-            if tc.infinite and engine.movetime_ms is None:
-                return _stalled(board, color)
+        except (_NotReady, NotReady, TimeoutError, chess.engine.EngineError) as exc:
+            return _failed_move(exc, proc, board, color, tc.infinite)
+        elapsed = _time_spent(proto, called, time.monotonic())
+        if not _in_time(tc.infinite, engine, clock, elapsed, margin):
             return _flag_fell(board, color)
-        except chess.engine.EngineTerminatedError:
-            return _disconnected(color)
-        except chess.engine.EngineError as exc:
-            if not proc.alive:
-                return _disconnected(color)
-            text = proto.last_move_text
-            if text is None:  # protocol error without a move: treat it as an illegal reply
-                LOG.warning("%s: %s", engine.name, exc)
-                text = "(none)"
-            return _illegal(color, text)
-        now = time.monotonic()
-        if proto.go_sent is not None and proto.move_received is not None and proto.move_received >= proto.go_sent:
-            elapsed = proto.move_received - proto.go_sent
-        else:
-            elapsed = now - called
-        if not tc.infinite:
-            if not clock.spend(elapsed, margin):
-                return _flag_fell(board, color)
-        elif engine.movetime_ms is not None and elapsed > engine.movetime_ms / 1000 + margin:
-            return _flag_fell(board, color)
-        if played.resigned:
-            return _End(_win_for(not color), f"{SIDE[color]} resigns")
+        refused = _refused(played, board, color, proto)
+        if refused is not None:
+            return refused
         move = played.move
-        if move is None or not move or move not in board.legal_moves:
-            return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
         wanted = emit is not None or move_data is not None
         pv_line = proto.take_pv_line()
         pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
-        resets = board.is_zeroing(move)
-        san = board.san_and_push(move)
-        # the legal moves counted once, for r-mobility and the natural end
-        halves = position_halves(board) if mobility is not None else None
-        if mobility is not None:
-            mobility.played(board, resets, halves)
+        san, halves = _push(board, move, mobility)
         uci = move.uci()
         moves.append(uci)
         sans.append(san)
@@ -833,33 +957,16 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
             else:
                 verdict = adjudicator.update(board, score)
         if wanted:
-            draw = adjudicator.draw_window
-            event = MovePlayed(
-                game_id=spec.game_id, ply=len(moves), uci=uci, san=san, fen=fen(board),
-                white_clock_ms=_clock_ms(clocks[chess.WHITE]),
-                black_clock_ms=_clock_ms(clocks[chess.BLACK]),
-                time_ms=int(round(elapsed * 1000)),
-                score_cp=None if score is None or score.is_mate() else score.score(),
-                mate=None if score is None else score.mate(),
-                depth=info.get("depth"), seldepth=info.get("seldepth"), nodes=info.get("nodes"),
-                nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
-                draw_plies=draw.count if draw is not None else 0,
-                win_plies=adjudicator.win_count, attempt=attempt,
-                at_ms=int(time.time() * 1000))
-            if move_data is not None:
-                move_data.append(event)
-            if emit is not None:
-                emit(event)
+            event = _move_event(spec.game_id, len(moves), uci, san, board, clocks, elapsed,
+                                score, info, pv, comment, adjudicator, attempt)
+            _record_move(event, move_data, emit)
         if end is not None:
             return end
         if verdict is not None:
             return _from_verdict(verdict)
         if engine.ponder and isinstance(proto, TimedUciProtocol):
-            started = start_pondering(proto, board, played.ponder, position, moves,
-                                      _limit(spec, engine, clocks, color), color,
-                                      engine.startup_timeout_s or ready_timeout)
-            if started is not None:
-                pondering[color] = started
+            _ponder_next(pondering, color, proto, board, played.ponder, position, moves,
+                         _limit(spec, engine, clocks, color), engine.startup_timeout_s or ready_timeout)
 
 
 __all__ = ["RefereeError", "build_pgn", "format_score", "format_seconds",

@@ -28,7 +28,7 @@ from typing import Any
 import chess
 import chess.engine
 
-from runner.play.engines import IDLE, PONDERING, STOPPING, THINKING
+from runner.play.clientstate import IDLE, PONDERING, STOPPING, THINKING
 
 
 @dataclass

@@ -377,8 +377,9 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
     if not finished:
         return None  # before numpy and scipy are loaded (0.5 s of CPU): nothing to rate
     from runner.domain.endings import classify_end
-    from runner.domain.ratings import Game, compute_ratings, ratings_json
+    from runner.domain.ratings import Game, compute_ratings
     from runner.domain.standings import rating_options
+    from runner.render.ratings import ratings_json
 
     seeds = store.seeds()
     with view("the ratings"):
@@ -440,7 +441,7 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
 
 def standings_text(config: Config, store: Store) -> str | None:
     """The standings table of the recorded games (None before the event has results)."""
-    from runner.domain.standings import render_standings
+    from runner.render.standings import render_standings
 
     results = store.event_results()
     if results is None:

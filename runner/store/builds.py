@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
 from typing import Any
+
+from runner.clock import utc_now
 
 TABLE = """CREATE TABLE IF NOT EXISTS builds (
     engine TEXT NOT NULL,
@@ -54,7 +55,7 @@ def current(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
 def record(conn: sqlite3.Connection, entries: dict[str, dict[str, Any]], reason: str) -> None:
     """Record a new build for each engine of ``entries`` (name -> Build.to_json()); the
     caller holds the transaction (Store.record_builds)."""
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    now = utc_now()
     conn.execute(TABLE)
     for engine, build in entries.items():
         seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM builds WHERE engine=?",

@@ -27,12 +27,13 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner.clock import utc_now
 from runner.config.schema import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
+from runner.store import builds
 from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
 from runner.store.forensics import FileWatch, connect, connect_readonly, examine, save_copy
 from runner.store.movelog import INSERT_MOVES, MoveRow
@@ -51,10 +52,6 @@ from runner.store.tdstore import withdrawals
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
            "load_results", "remove_stale_temp_files"]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # --------------------------------------------------------------------------- the store
@@ -300,14 +297,10 @@ class Store:
 
     def builds(self) -> dict[str, list[dict[str, Any]]]:
         """The engines' recorded builds, oldest first (runner.store.builds)."""
-        from runner.store import builds
-
         return builds.builds(self.conn)
 
     def record_builds(self, entries: dict[str, dict[str, Any]], reason: str) -> None:
         """Record a build per engine (runner.store.builds), in one transaction."""
-        from runner.store import builds
-
         with self.transaction() as c:
             builds.record(c, entries, reason)
 
@@ -320,7 +313,7 @@ class Store:
                    rounds: int, book_fingerprint: str | None = None) -> None:
         """Record the event once: its fingerprint, seeds, opening order and the book's lines
         (``book_fingerprint``, see runner.books.openings.book_fingerprint)."""
-        meta = [("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", _now()),
+        meta = [("fingerprint", json.dumps(fingerprint, sort_keys=True)), ("created", utc_now()),
                 ("event", event), ("games_per_match", str(games_per_match)),
                 ("rounds", str(rounds))]
         if book_fingerprint is not None:
@@ -352,7 +345,7 @@ class Store:
                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       (number, json.dumps([list(p) for p in pairs]), bye,
                        json.dumps(sorted(dropped)), json.dumps(sorted(excluded)), int(extra),
-                       "playing" if games else "complete", _now()))
+                       "playing" if games else "complete", utc_now()))
             c.executemany(
                 "INSERT INTO games (game_id, round, game_in_round, pair_index, leg, white, black,"
                 " match_index, opening_index, opening, extra) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -391,7 +384,7 @@ class Store:
         with self.transaction(synced=False) as c:
             c.execute("UPDATE games SET status='running', started=?, attempt=?, started_event=? "
                       "WHERE game_id=? AND status!='finished'",
-                      (_now(), attempt, started_event, game_id))
+                      (utc_now(), attempt, started_event, game_id))
             c.execute("DELETE FROM moves WHERE game_id=? AND ply>? AND attempt<?",
                       (game_id, keep_plies, attempt))
 

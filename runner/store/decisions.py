@@ -16,8 +16,10 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
+
+from runner.clock import utc_now
+from runner.clock import utc_now as now  # noqa: F401 - runner.service.td calls decisions.now()
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS td_commands (
@@ -33,10 +35,6 @@ CREATE TABLE IF NOT EXISTS td_commands (
 )"""
 
 ACTIONS = ("pause", "resume", "withdraw", "adjudicate", "restart", "rewind", "note")
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -133,7 +131,7 @@ def add_command(conn: sqlite3.Connection, action: str, args: dict[str, Any], rea
         ensure_table(conn)
         cur = conn.execute("INSERT INTO td_commands (time, action, args, reason, who) "
                            "VALUES (?, ?, ?, ?, ?)",
-                           (now(), action, json.dumps(args, sort_keys=True), reason, who))
+                           (utc_now(), action, json.dumps(args, sort_keys=True), reason, who))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -146,7 +144,7 @@ def mark(conn: sqlite3.Connection, command_id: int, state: str, outcome: str) ->
     of its effect). Raises if it was not pending: it is then never applied twice."""
     assert state in ("applied", "refused")
     cur = conn.execute("UPDATE td_commands SET state=?, applied_at=?, outcome=? "
-                       "WHERE id=? AND state='pending'", (state, now(), outcome, command_id))
+                       "WHERE id=? AND state='pending'", (state, utc_now(), outcome, command_id))
     if cur.rowcount != 1:
         raise AlreadyDone(f"TD command {command_id} is not pending any more")
 

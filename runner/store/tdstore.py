@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
+
+from runner.clock import utc_now
 
 TD_SCHEMA = """
 CREATE TABLE withdrawals (
@@ -67,10 +68,6 @@ CREATE TABLE td_applied (
 TD_MIGRATION = [s.strip() for s in TD_SCHEMA.split(";") if s.strip()]
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def has_td_tables(conn: sqlite3.Connection) -> bool:
     """False for a database from before schema 4 opened read-only (never migrated)."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
@@ -111,13 +108,13 @@ def applied(conn: sqlite3.Connection, decision_id: int) -> str | None:
 
 def mark_applied(conn: sqlite3.Connection, decision_id: int, action: str, outcome: str) -> None:
     conn.execute("INSERT INTO td_applied VALUES (?, ?, ?, ?)",
-                 (decision_id, action, outcome, _now()))
+                 (decision_id, action, outcome, utc_now()))
 
 
 def add_withdrawal(conn: sqlite3.Connection, engine: str, from_round: int, forfeit: bool,
                    decision_id: int, reason: str) -> None:
     conn.execute("INSERT INTO withdrawals VALUES (?, ?, ?, ?, ?, ?)",
-                 (engine, from_round, int(forfeit), decision_id, reason, _now()))
+                 (engine, from_round, int(forfeit), decision_id, reason, utc_now()))
 
 
 def _rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -130,7 +127,7 @@ def void_rounds(conn: sqlite3.Connection, first: int, decision_id: int, reason: 
     """Keep, then delete, the rounds numbered ``first`` and after and all their games (the
     games are kept by :func:`void_games` first). Returns the round numbers."""
     rounds = _rows(conn, "SELECT * FROM rounds WHERE number>=? ORDER BY number", (first,))
-    now = _now()
+    now = utc_now()
     conn.executemany("INSERT INTO voided_rounds (decision_id, number, row, reason, voided) "
                      "VALUES (?, ?, ?, ?, ?)",
                      [(decision_id, r["number"], json.dumps(r), reason, now) for r in rounds])
@@ -145,7 +142,7 @@ def void_games(conn: sqlite3.Connection, first_game: int, decision_id: int,
     moves), drop their logged moves and engine processes, and reset them to unplayed; the
     caller deletes the rows of the rounds voided as a whole. Returns the games' rows."""
     games = _rows(conn, "SELECT * FROM games WHERE game_id>=? ORDER BY game_id", (first_game,))
-    now = _now()
+    now = utc_now()
     for g in games:
         moves = conn.execute("SELECT ply, attempt, data FROM moves WHERE game_id=? ORDER BY ply",
                              (g["game_id"],)).fetchall()

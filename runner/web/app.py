@@ -104,7 +104,7 @@ class Hub:
                     uri = f"{self.config.database.resolve().as_uri()}?mode=ro"
                     self._conn = connect(uri, self.config.database, uri=True,
                                          isolation_level=None, timeout=1.0)
-                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+                version = model.data_version(self._conn)
             except sqlite3.Error as exc:
                 # tried again at every poll; read again only when that changes (a damaged
                 # file would otherwise be read, and pushed to every browser, 4 times a second)

@@ -18,21 +18,31 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import chess
 import chess.pgn
 
+from runner.clock import utc_now
 from runner.config import Config
 from runner.domain.events import parse_utc
 from runner.domain.models import white_score
-from runner.domain.pgn import unescape_tag
-from runner.domain.standings import compute_standings, standings_json
+from runner.domain.pgn import read_game, unescape_tag
+from runner.domain.standings import compute_standings
 from runner.domain.variant import board_at
 from runner.errors import ViewError
+from runner.render.standings import standings_json
 from runner.service.lock import lock_path, runner_alive
-from runner.service.state import build_state, live_game
+from runner.service.state import build_state, live_game, ratings_doc
+from runner.store.dashboard import (
+    begin_read,
+    game_row,
+    last_record_times,
+    recent_durations,
+    running_games,
+)
+from runner.store.dashboard import data_version as data_version  # the app's poll
+from runner.store.dashboard import structure_key as structure_key  # the app's poll
 from runner.store.database import Store, StoreError
 
 LIVE_FORMAT = "swiss-runner-live"
@@ -45,7 +55,7 @@ class View:
 
     state: dict[str, Any] | None  # the versioned state document; None: no event yet
     error: str | None = None  # the database cannot be read (message for the page)
-    standings: dict[str, Any] | None = None  # runner.domain.standings.standings_json
+    standings: dict[str, Any] | None = None  # runner.render.standings.standings_json
     ratings: dict[str, Any] | None = None  # runner.domain.ratings.ratings_json, with margins
     chart: list[dict[str, Any]] = field(default_factory=list)
     live: dict[str, Any] = field(default_factory=dict)  # the /api/live document
@@ -59,10 +69,6 @@ class View:
         if self._state_json is None:
             self._state_json = json.dumps(self.state, separators=(",", ":")).encode()
         return self._state_json
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _parse_time(text: str | None) -> float | None:
@@ -93,7 +99,7 @@ def build_view(config: Config, *, runner_seen: tuple[bool | None, float] | None 
     if store is None:
         return _finish(View(state=None), t0)
     try:
-        store.conn.execute("BEGIN")  # one consistent snapshot of the database
+        begin_read(store.conn)  # one consistent snapshot of the database
         if not store.has_event():
             return _finish(View(state=None), t0)
         state = build_state(config, store, ratings=False)  # fitted below, once a round
@@ -135,8 +141,6 @@ def _ratings(config: Config, store: Store, state: dict[str, Any]
     """(the state document's ratings: fitted, no simulations; the ratings with their error
     margins from simulated events), computed in the dashboard's refresh thread (never while a
     request waits) and again only when a round was completed: at most once per round."""
-    from runner.service.state import ratings_doc
-
     done = sum(1 for r in state.get("rounds") or () if r.get("state") == "complete")
     key = (str(config.database), done)
     if key not in _RATINGS:
@@ -157,12 +161,12 @@ def refresh_live(config: Config, old: View, *,
     if store is None:
         return build_view(config, runner_seen=runner_seen)
     try:
-        store.conn.execute("BEGIN")
+        begin_read(store.conn)
         state = dict(old.state)
-        state["updated"] = now_iso_ms()
+        state["updated"] = utc_now()
         state["runner_running"] = runner_alive(config.database)
-        games = {r[0]: {"started_event": r[1]} for r in store.conn.execute(
-            "SELECT game_id, started_event FROM games WHERE status='running'")}
+        games = {game_id: {"started_event": started}
+                 for game_id, started in running_games(store.conn).items()}
         in_progress = []
         logged: dict[int, list[dict[str, Any]]] = {}
         for g in old.state["in_progress"]:
@@ -184,24 +188,6 @@ def refresh_live(config: Config, old: View, *,
     finally:
         store.close()
     return _finish(view, t0)
-
-
-def structure_key(conn: sqlite3.Connection) -> tuple[Any, ...]:
-    """What decides whether the pages other than the live boards change: the games'
-    states and attempts and the rounds (a few hundred rows, well under a millisecond)."""
-    games = conn.execute(
-        "SELECT COUNT(*), SUM(status='finished'), MAX(finish_seq), "
-        "group_concat(CASE WHEN status='running' THEN game_id || '.' || attempt END) "
-        "FROM games").fetchone()
-    rounds = conn.execute("SELECT COUNT(*), group_concat(state) FROM rounds").fetchone()
-    meta = conn.execute("SELECT COUNT(*) FROM meta").fetchone()
-    from runner.store.decisions import log_key
-
-    return (tuple(games), tuple(rounds), meta[0], log_key(conn))
-
-
-def now_iso_ms() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def finish(view: View) -> View:
@@ -320,17 +306,10 @@ def _pv_san(fen: str, pv: list[str]) -> str | None:
 # --------------------------------------------------------------------------- progress, runner
 
 
-def _durations(store: Store) -> list[float]:
-    rows = store.conn.execute(
-        "SELECT duration_s FROM games WHERE status='finished' AND duration_s IS NOT NULL "
-        "AND duration_s > 0 ORDER BY finish_seq DESC LIMIT 100").fetchall()
-    return [float(r[0]) for r in rows]
-
-
 def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, Any]:
     """Games done/total and an ETA from the measured game lengths (recent 100 games)."""
     total, done = state["games_total"], state["games_finished"]
-    durations = _durations(store)
+    durations = recent_durations(store.conn)
     out: dict[str, Any] = {"finished": done, "total": total,
                            "in_progress": state["games_in_progress"],
                            "rounds_total": state["rounds_total"],
@@ -384,14 +363,10 @@ def last_activity(store: Store, state: dict[str, Any]) -> float | None:
         started = _parse_time(g.get("started"))
         if started:
             times.append(started)
-    row = store.conn.execute("SELECT MAX(end_time) FROM games").fetchone()
-    end = _parse_time(row[0] if row else None)
-    if end:
-        times.append(end)
-    row = store.conn.execute("SELECT MAX(created) FROM rounds").fetchone()
-    created = _parse_time(row[0] if row else None)
-    if created:
-        times.append(created)
+    for recorded in last_record_times(store.conn):
+        at = _parse_time(recorded)
+        if at:
+            times.append(at)
     return max(times) if times else None
 
 
@@ -462,16 +437,9 @@ def game_detail(config: Config, game_id: int) -> dict[str, Any] | None:
     if store is None:
         return None
     try:
-        row = store.conn.execute(
-            "SELECT game_id, round, game_in_round, white, black, status, result, reason, "
-            "termination, pgn, start_fen, opening, duration_s, start_time, end_time, extra "
-            "FROM games WHERE game_id=?", (game_id,)).fetchone()
-        if row is None:
+        game = game_row(store.conn, game_id)
+        if game is None:
             return None
-        cols = ("game_id", "round", "game_in_round", "white", "black", "status", "result",
-                "reason", "termination", "pgn", "start_fen", "opening", "duration_s",
-                "start_time", "end_time", "extra")
-        game = dict(zip(cols, row, strict=True))
         logged = {m["ply"]: m for m in store.logged_moves(game_id)}
     except sqlite3.Error as exc:
         raise StoreError(f"{config.database}: cannot read game {game_id}: {exc}") from None
@@ -504,7 +472,7 @@ def _game_page(game: dict[str, Any], logged: dict[int, dict[str, Any]]) -> dict[
     start_fen = game["start_fen"] or (book_fen if isinstance(book_fen, str) else None) \
         or chess.STARTING_FEN
     if game["status"] == "finished" and game["pgn"]:
-        parsed = chess.pgn.read_game(io.StringIO(game["pgn"]))
+        parsed = read_game(io.StringIO(game["pgn"]))
         if parsed is not None:
             headers = [(k, unescape_tag(v)) for k, v in parsed.headers.items()]
             board = parsed.board()
@@ -578,11 +546,3 @@ def safe_filename(text: str) -> str:
     """A download file name from an event or engine name: letters, digits, - and _ only."""
     name = re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_")[:60]
     return name or "event"
-
-
-def database_identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)

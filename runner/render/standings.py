@@ -1,0 +1,289 @@
+"""Standings, crosstable and rounds (runner.domain.standings' rows) as text, Markdown, JSON
+or CSV (docs/standings.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from runner.config.schema import TIEBREAKS
+from runner.domain.models import EventResults, PlayedGame
+from runner.domain.standings import SHORT, GameView, StandingRow, round_numbers
+from runner.domain.text import markdown_cell, printable
+from runner.render.ratings import ratings_json, summary_line
+from runner.render.tables import markdown_table, text_table
+
+if TYPE_CHECKING:
+    from runner.domain.ratings import Ratings
+
+JSON_FORMAT = "swiss-runner-standings"
+
+
+JSON_VERSION = 1
+
+
+FORMATS = ("text", "markdown", "json", "csv")
+
+
+def fmt_num(value: Fraction | None, digits: int = 6) -> str:
+    """Exact decimal when it has at most ``digits`` decimals, else rounded; '' for None."""
+    if value is None:
+        return ""
+    scaled = value * 10**digits
+    if scaled.denominator != 1:
+        return f"{float(value):.{digits}f}"
+    text = format(Decimal(scaled.numerator).scaleb(-digits), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def distinguishing_places(values: Sequence[Fraction | None], most: int = 12) -> int:
+    """The fewest decimals (at most ``most``) at which values that differ still print
+    differently, as TCEC's table shows r-mobility: 6, 5.5 and 2.4998 side by side, not
+    6.00000000 beside 2.49975586."""
+    known = sorted({v for v in values if v is not None})
+    for places in range(most + 1):
+        if len({round(v * 10**places) for v in known}) == len(known):
+            return places
+    return most
+
+
+def fmt_places(value: Fraction | None, places: int) -> str:
+    """A whole number as it is; any other ``value`` rounded to ``places`` decimals (at least
+    one, so 2.0078 is "2.0", never "2"); '' for None."""
+    if value is None:
+        return ""
+    if value.denominator == 1:
+        return str(value.numerator)
+    places = max(1, places)
+    return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
+
+
+def _pts(points: Fraction) -> str:
+    return {Fraction(1): "1", Fraction(0): "0", Fraction(1, 2): "½"}[points]
+
+
+def _cell_games(views: Sequence[GameView]) -> str:
+    return " ".join(f"{_pts(v.points)}{v.color}" for v in views)
+
+
+def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
+    numbers = round_numbers(results)
+    complete = [r.number for r in results.rounds if r.complete and r.number in numbers]
+    running = sorted(r.number for r in results.rounds if not r.complete)
+    kind = "double rounds" if results.games_per_match == 2 else "single rounds"
+    text = f"Standings after round {max(complete)}" if complete else "Standings before round 1"
+    if running:
+        text += f" (round {running[0]} in progress)"
+    return f"{text}: {len(rows)} engines, {kind}"
+
+
+def _columns(tiebreaks: Sequence[str]) -> list[str]:
+    chain = list(tiebreaks)
+    if "RMobility" not in chain:
+        chain.append("RMobility")  # always shown per player
+    return chain
+
+
+def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    chain = _columns(tiebreaks)
+    header = ["#", "Place", "Engine", "Seed", "Score", "Games", "+", "=", "-", "Byes",
+              *[SHORT[t] for t in chain], "Ahead by"]
+    has_extra = any(r.extra_games for r in rows)
+    if has_extra:
+        header.insert(header.index("Byes") + 1, "Extra")
+    rmob_places = distinguishing_places([r.tiebreaks.get("RMobility") for r in rows])
+    body = []
+    for r in rows:
+        line = [str(r.rank), r.place_label, r.label, str(r.seed), fmt_num(r.score), str(r.games),
+                str(r.wins), str(r.draws), str(r.losses), str(r.byes)]
+        if has_extra:
+            line.append(f"{fmt_num(r.extra_score)}/{r.extra_games}" if r.extra_games else "")
+        line += [fmt_places(r.tiebreaks[t], rmob_places) if t == "RMobility"
+                 else fmt_num(r.tiebreaks[t], 6) for t in chain]
+        shown = r.decided_by if r.decided_by not in (None, "Score") else ""
+        line.append(SHORT.get(shown, shown))
+        body.append(line)
+    return header, body
+
+
+def _crosstable(rows: Sequence[StandingRow]) -> tuple[list[str], list[list[str]]]:
+    index = {r.name: r.rank for r in rows}
+    header = ["#", "Engine", *[str(r.rank) for r in rows]]
+    body = []
+    for r in rows:
+        per_opp: dict[str, list[GameView]] = defaultdict(list)
+        for v in r.history:
+            if not v.extra:
+                per_opp[v.opponent].append(v)
+        cells = ["*" if o.name == r.name else _cell_games(per_opp.get(o.name, [])) for o in rows]
+        body.append([str(index[r.name]), r.label, *cells])
+    return header, body
+
+
+def _round_table(rows: Sequence[StandingRow], results: EventResults) -> tuple[list[str], list[list[str]]]:
+    index = {r.name: r.rank for r in rows}
+    numbers = round_numbers(results)
+    running = {r.number for r in results.rounds if not r.complete}
+    header = ["#", "Engine", *[f"R{n}{'*' if n in running else ''}" for n in numbers]]
+    body = []
+    for r in rows:
+        cells = []
+        for n in numbers:
+            views = [v for v in r.history if v.round == n and not v.extra]
+            if n in r.bye_rounds:
+                cells.append("BYE")
+            elif views:
+                cells.append(f"{index[views[0].opponent]}:{_cell_games(views)}")
+            elif r.withdrawn_from is not None and n >= r.withdrawn_from:
+                cells.append("WD")  # withdrawn: not paired
+            else:
+                cells.append("-")
+        body.append([str(r.rank), r.label, *cells])
+    return header, body
+
+
+def _extra_games(results: EventResults) -> list[PlayedGame]:
+    return [g for r in sorted(results.rounds, key=lambda r: r.number) for g in r.games if g.extra]
+
+
+def _legend(tiebreaks: Sequence[str]) -> str:
+    names = ", ".join(f"{SHORT[t]} = {t}" for t in _columns(tiebreaks) if SHORT[t] != t)
+    return (f"Ranking: score, byes (fewer first), extra pairs for 1st, then {', '.join(tiebreaks) or 'nothing'}; "
+            f"'Ahead by' = the tiebreak that puts an engine above the next one. {names}. "
+            f"Crosstable/rounds cells: points and colour per game (1w = won with White, "
+            f"5:½b = vs #5, drew with Black; WD = withdrawn by the TD, not paired).")
+
+
+def _ratings_section(ratings: Ratings, fmt: str) -> str:
+    header = ["Engine", "Elo", "+/-", "LOS%"]
+    body = [[p.name, f"{p.rating:.0f}" if p.rating is not None else f"({p.unrated})",
+             "" if p.error is None else f"{p.error:.0f}", "" if p.los is None else f"{p.los:.1f}"]
+            for p in ratings.players]
+    notes = [f"note: {n}" for n in ratings.notes]
+    if fmt == "markdown":
+        return "\n\n".join([f"### Ratings\n\n_{summary_line(ratings)}_", markdown_table(header, body),
+                             *[f"- {n}" for n in ratings.notes]])
+    return "\n\n".join(["Ratings", summary_line(ratings), text_table(header, body, right={1, 2, 3}),
+                         *notes])
+
+
+def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: str,
+                     tiebreaks: Sequence[str] | None = None, ratings: Ratings | None = None) -> str:
+    """Standings as text | markdown | json | csv (see docs/standings.md).
+
+    ``tiebreaks`` selects the tiebreak columns (default: the chain the rows were ranked with).
+    ``ratings`` (from :func:`event_ratings`) adds an Elo section / key / columns.
+    """
+    chain = tuple(tiebreaks) if tiebreaks is not None else (rows[0].chain if rows else ())
+    if fmt == "json":
+        doc = standings_json(rows, results, chain)
+        if ratings is not None:
+            doc["ratings"] = ratings_json(ratings)
+        return json.dumps(doc, indent=2, ensure_ascii=False)
+    if fmt == "csv":
+        return _csv(rows, results, chain, ratings)
+    if fmt not in ("text", "markdown"):
+        raise ValueError(f"unknown standings format {fmt!r}: expected {' | '.join(FORMATS)}")
+    table, cross, rounds = _table(rows, chain), _crosstable(rows), _round_table(rows, results)
+    extras = _extra_games(results)
+    if fmt == "markdown":
+        parts = [f"## {markdown_cell(_summary(rows, results))}", markdown_table(*table), "### Crosstable", markdown_table(*cross),
+                 "### Rounds", markdown_table(*rounds)]
+        if extras:
+            parts += ["### Extra tie-break games",
+                      markdown_table(["Game", "White", "Black", "Result"],
+                                [[f"{g.round}.{g.game_in_round}", g.white, g.black, g.result] for g in extras])]
+        if ratings is not None:
+            parts.append(_ratings_section(ratings, fmt))
+        parts.append(f"_{_legend(chain)}_")
+        return "\n\n".join(parts) + "\n"
+    numeric = {i for i, h in enumerate(table[0]) if h not in ("Place", "Engine", "Ahead by")}
+    parts = [_summary(rows, results), text_table(*table, right=numeric), "Crosstable",
+             text_table(*cross, right={0}), "Rounds", text_table(*rounds, right={0})]
+    if extras:
+        parts += ["Extra tie-break games",
+                  "\n".join(printable(f"  {g.round}.{g.game_in_round}  {g.white} - {g.black}  {g.result}")
+                            for g in extras)]
+    if ratings is not None:
+        parts.append(_ratings_section(ratings, fmt))
+    parts.append(_legend(chain))
+    return "\n\n".join(parts) + "\n"
+
+
+def _exact(value: Fraction | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _float(value: Fraction | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def standings_json(rows: Sequence[StandingRow], results: EventResults,
+                   tiebreaks: Sequence[str]) -> dict[str, Any]:
+    """The JSON document (schema in docs/standings.md); keys and their order are stable."""
+    numbers = round_numbers(results)
+    running = [r.number for r in results.rounds if not r.complete]
+    cross_header, cross_body = _crosstable(rows)
+    out_rows = []
+    for r in rows:
+        rounds = []
+        for n in numbers:
+            views = [v for v in r.history if v.round == n and not v.extra]
+            rounds.append({
+                "round": n,
+                "bye": n in r.bye_rounds,
+                "opponent": views[0].opponent if views else None,
+                "games": [{"game": f"{v.round}.{v.game_in_round}", "color": "white" if v.color == "w" else "black",
+                           "points": float(v.points), "result": v.result, "rmobility": v.rmobility}
+                          for v in views],
+            })
+        out_rows.append({
+            "rank": r.rank, "place": r.place, "place_label": r.place_label, "shared": r.shared,
+            "engine": r.name, "seed": r.seed, "score": float(r.score), "games": r.games,
+            "wins": r.wins, "draws": r.draws, "losses": r.losses, "byes": r.byes,
+            "white_games": r.white_games, "black_games": r.black_games,
+            "tiebreaks": {k: _float(r.tiebreaks[k]) for k in TIEBREAKS},
+            "tiebreaks_exact": {k: _exact(r.tiebreaks[k]) for k in TIEBREAKS},
+            "decided_by": r.decided_by, "withdrawn_from_round": r.withdrawn_from,
+            "extra_games": r.extra_games, "extra_score": _float(r.extra_score),
+            "crosstable": dict(zip([o.name for o in rows], cross_body[r.rank - 1][2:], strict=True)),
+            "rounds": rounds,
+        })
+    return {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "games_per_match": results.games_per_match,
+        "rounds": numbers,
+        "round_in_progress": running[0] if running else None,
+        "tiebreaks": list(tiebreaks),
+        "standings": out_rows,
+        "extra_games": [{"game": f"{g.round}.{g.game_in_round}", "white": g.white, "black": g.black,
+                         "result": g.result} for g in _extra_games(results)],
+    }
+
+
+def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str],
+         ratings: Ratings | None = None) -> str:
+    chain = _columns(tiebreaks)
+    _, rounds_body = _round_table(rows, results)
+    numbers = round_numbers(results)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["rank", "place", "engine", "seed", "score", "games", "wins", "draws", "losses",
+                "byes", *chain, "decided_by", "extra_score", "extra_games",
+                *(["elo", "elo_error"] if ratings is not None else []), *[f"R{n}" for n in numbers]])
+    for r, rline in zip(rows, rounds_body, strict=True):
+        elo: list[str] = []
+        if ratings is not None:
+            p = ratings.player(r.name)
+            elo = ["" if p.rating is None else f"{p.rating:.1f}", "" if p.error is None else f"{p.error:.1f}"]
+        w.writerow([r.rank, r.place_label, r.name, r.seed, fmt_num(r.score), r.games, r.wins,
+                    r.draws, r.losses, r.byes, *[fmt_num(r.tiebreaks[t], 12) for t in chain],
+                    r.decided_by or "", fmt_num(r.extra_score), r.extra_games, *elo, *rline[2:]])
+    return buf.getvalue()

@@ -1,0 +1,31 @@
+"""The one table renderer: aligned text for a terminal, Markdown for a page. Every cell is
+made printable (a control character from a PGN or the database is shown as ``\\x1b``, never
+sent raw to a terminal); a Markdown cell also has ``|`` escaped and HTML shown as text."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from runner.domain.text import markdown_cell, printable
+
+
+def text_table(header: Sequence[str], body: Sequence[Sequence[str]],
+               right: Collection[int] = ()) -> str:
+    """A header, a rule and the rows, columns two spaces apart; the columns ``right`` right-
+    aligned, the others left-aligned; trailing spaces dropped."""
+    rows = [[printable(c) for c in row] for row in [header, *body]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(rows[0]), line(["-" * w for w in widths]), *map(line, rows[1:])])
+
+
+def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    """A Markdown (GitHub) table; an empty cell is a space."""
+    def row(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(markdown_cell(c) or " " for c in cells) + " |"
+
+    return "\n".join([row(header), "|" + "|".join("---" for _ in header) + "|", *map(row, body)])
