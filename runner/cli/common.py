@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from runner.config import Config, ConfigError, load_config
-from runner.domain.text import printable
+from runner.domain.text import printable, printable_lines
 from runner.errors import print_error
 
 MAX_LOG_CHARS = 300  # an engine printing binary garbage must not flood the terminal
