@@ -35,11 +35,14 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.config.schema import ALERT_KINDS, AlertsConfig, Config
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.service.state import standings_rows
+from runner.store.database import Store
 
 ALERT_FORMAT = "swiss-runner-alert"
 ALERT_VERSION = 1
@@ -531,8 +534,6 @@ def describe(config: AlertsConfig, path: Any) -> list[str]:
 
 def brief_standings(config: Config, store: Any) -> list[dict[str, Any]] | None:
     """Place, engine and score of every engine (None when they cannot be made)."""
-    from runner.service.state import standings_rows
-
     try:
         rows = standings_rows(config, store)
     except Exception:  # noqa: BLE001 - an alert never costs the event
@@ -541,10 +542,20 @@ def brief_standings(config: Config, store: Any) -> list[dict[str, Any]] | None:
         {"place": r["place"], "engine": r["engine"], "score": r["score"]} for r in rows]
 
 
-def after_run(alerts: Alerter, tournament: Any, code: int) -> int:
-    """The alert of how the run ended (runner.cli.run, with the loop's exit code)."""
-    from runner.errors import EXIT_INTERRUPTED, EXIT_OK
+class RunOutcome(Protocol):
+    """What the end-of-run alerts read of a run (runner.service.tournament.Tournament)."""
 
+    config: Config
+    store: Store
+
+    @property
+    def failure(self) -> str | None: ...
+
+    def total_games(self) -> int: ...
+
+
+def after_run(alerts: Alerter, tournament: RunOutcome, code: int) -> int:
+    """The alert of how the run ended (runner.cli.run, with the loop's exit code)."""
     counts = _counts(tournament)
     if code == EXIT_OK:
         alerts.emit("event_ended", **counts,
@@ -558,10 +569,8 @@ def after_run(alerts: Alerter, tournament: Any, code: int) -> int:
     return code
 
 
-def after_crash(alerts: Alerter, tournament: Any, exc: BaseException) -> None:
+def after_crash(alerts: Alerter, tournament: RunOutcome, exc: BaseException) -> None:
     """The alert of a run ended by an exception (the CLI reports it)."""
-    from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED
-
     if isinstance(exc, KeyboardInterrupt):
         alerts.emit("event_stopped", exit_code=EXIT_INTERRUPTED, reason="interrupted",
                     **_counts(tournament))
@@ -570,7 +579,7 @@ def after_crash(alerts: Alerter, tournament: Any, exc: BaseException) -> None:
                     **_counts(tournament))
 
 
-def _counts(tournament: Any) -> dict[str, int | None]:
+def _counts(tournament: RunOutcome) -> dict[str, int | None]:
     try:
         return {"games_finished": int(tournament.store.counts().get("finished", 0)),
                 "games_total": int(tournament.total_games())}

@@ -17,7 +17,10 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+
+from runner.store.forensics import connect
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS td_commands (
@@ -139,6 +142,24 @@ def add_command(conn: sqlite3.Connection, action: str, args: dict[str, Any], rea
         conn.execute("ROLLBACK")
         raise
     return int(cur.lastrowid or 0)
+
+
+def record_command(database: Path, action: str, args: dict[str, Any], reason: str,
+                   who: str) -> int:
+    """Record a command (pending) in the event's database through a connection of its own
+    (fully synced: a command acknowledged is on disk); its id."""
+    conn = connect(database, database, isolation_level=None, timeout=30.0)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        return add_command(conn, action, args, reason, who)
+    finally:
+        conn.close()
+
+
+def set_args(conn: sqlite3.Connection, command_id: int, args: dict[str, Any]) -> None:
+    """Replace a command's arguments as applied (inside the caller's transaction)."""
+    conn.execute("UPDATE td_commands SET args=? WHERE id=?",
+                 (json.dumps(args, sort_keys=True), command_id))
 
 
 def mark(conn: sqlite3.Connection, command_id: int, state: str, outcome: str) -> None:
