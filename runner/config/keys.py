@@ -380,6 +380,11 @@ class ConfigKeys:
                                     "items": {"type": "integer", "minimum": 0}}}]})] = key(
         "off", "auto, off, or core lists per game slot [[0, 1], [2, 3]]")
     EngineLogs: EngineLogsKeys | None = key(None, "every engine line of a game, one file per game")
+    StartRetryS: Annotated[list[SecondsValue], Expected(
+        "a list of seconds (0 to 86400) to wait before each new try", items=True)] = key(
+        [5, 15, 40], "an engine start that failed is tried again after each of these waits; "
+        "then its game is lost by rule 7.a (both engines: the game is held, tried again "
+        "after their sum)")
     StartupTimeoutS: Annotated[TimeoutValue | None, Expected(L.TIMEOUT_EXPECTED)] = key(
         None, "seconds for each engine's handshake (default 30)")
     PgnComments: Literal["cutechess", "extended"] = key(

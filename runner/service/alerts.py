@@ -94,6 +94,8 @@ _DATA: dict[str, dict[str, Any]] = {
                             "standings": {"anyOf": [_STANDINGS, {"type": "null"}]}}),
     "td_decision": _object({"action": _STR, "reason": _STR_OR_NULL, "who": _STR},
                            {"arguments": {"type": "object"}}),
+    "game_held": _object({"game_id": _COUNT, "round": _COUNT, "white": _STR, "black": _STR,
+                          "reason": _STR}),
 }
 
 # The payload's JSON Schema, published as docs/alert.schema.json (schema_text(); the tests
@@ -155,6 +157,9 @@ def _message(kind: str, data: dict[str, Any], event: str) -> str:
         state = "low" if d.get("low") else "recovered"
         return (f"{event}: disk space {state}: {d.get('free_mb')} MB free in {d.get('path')} "
                 f"(threshold {d.get('threshold_mb')} MB)")
+    if kind == "game_held":
+        return (f"{event}: game {d.get('game_id')} ({d.get('white')} vs {d.get('black')}) "
+                f"held, the next round waits: {d.get('reason')}")
     if kind == "td_decision":
         return f"{event}: TD decision by {d.get('who')}: {d.get('action')} ({d.get('reason')})"
     return f"{event}: {kind}"

@@ -19,6 +19,8 @@ import contextlib
 import signal
 import sqlite3
 import sys
+import time
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from runner.config.schema import Config
@@ -39,6 +41,14 @@ from runner.service.views import EventViews
 from runner.service.writes import EventWriter
 from runner.store.database import Store, StoredGame, StoreError, remove_stale_temp_files
 from runner.store.movelog import DiskFull, MoveLog
+
+
+@dataclass
+class HeldGame:
+    """Why a game is held, and when it is tried again (time.monotonic())."""
+
+    reason: str
+    retry_at: float
 
 
 def config_backend(config: Config) -> PlayGame:
@@ -75,6 +85,8 @@ class Tournament:
         self.movelog: MoveLog | None = None
         self.views: EventViews | None = None
         self.td: Director | None = None
+        self.hold_retry_s = max(1.0, sum(config.start_retry_s))
+        self.held: dict[int, HeldGame] = {}  # games whose last attempt raised (one game's trouble)
         self.games = GameLife(config, store, self.schedule, self.writer, self.running,
                               self.say, play_game or config_backend(config),
                               custom_backend=play_game is not None)
@@ -289,7 +301,7 @@ class Tournament:
             if self.flags.stopping or self.td.rewound:
                 return False
             self.td.deferred.clear()
-            await asyncio.sleep(0.05)
+            await self._wait_for_held(number)
 
     async def play_round(self, number: int) -> bool:
         """Play the round's unfinished games in playing order; True when all are recorded."""
@@ -301,8 +313,9 @@ class Tournament:
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
         for game in pending:
-            if self.td.blocks(game.game_id):
-                continue  # paused, rewound or restarted at the end of the round by the TD
+            if self.td.blocks(game.game_id) or self._held_now(game.game_id):
+                continue  # paused, rewound or restarted at the end of the round by the TD,
+                # or held after its last attempt raised (tried again later)
             await slots.acquire()
             if self.flags.stopping:
                 slots.release()
@@ -359,8 +372,48 @@ class Tournament:
         elif isinstance(exc, RecordError):
             self.fail(str(exc))
         elif exc is not None:
-            self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
-                      "it will be played again when you run the same command again")
+            self.hold(game_id, exc)
+
+    def hold(self, game_id: int, exc: BaseException) -> None:
+        """A game whose attempt raised (neither engine started, an unexpected error) is that
+        game's trouble: it stays scheduled and is tried again after ``StartRetryS``'s waits (at least 1 s); the
+        other games go on; its round, so the next pairing, waits for it or for a TD
+        decision (docs/orchestrator.md, "One game's trouble")."""
+        first = game_id not in self.held
+        why = f"{type(exc).__name__}: {exc}"
+        self.held[game_id] = HeldGame(why, time.monotonic() + self.hold_retry_s)
+        if not first:
+            return
+        game = next((g for g in self.store.games() if g.game_id == game_id), None)
+        white, black = (game.white, game.black) if game is not None else ("?", "?")
+        self.say(f"Game {game_id} ({white} vs {black}) could not be played ({why}); it is "
+                 f"held and tried again every {self.hold_retry_s:g}s, the other games go on, and "
+                 "the next round waits for it (or for `swiss-runner td ... adjudicate "
+                 f"{game_id}`)", always=True)
+        self.alerts.emit("game_held", game_id=game_id, round=game.round if game else 0,
+                         white=white, black=black, reason=why)
+
+    def _held_now(self, game_id: int) -> bool:
+        """Is the game held and not due for another try yet?"""
+        held = self.held.get(game_id)
+        return held is not None and time.monotonic() < held.retry_at
+
+    async def _wait_for_held(self, number: int) -> None:
+        """Between passes over a round with games left: a short wait, or while only held
+        games are left, until the first is due again, the TD rewinds, or a TD decision
+        settles one of them (an adjudication)."""
+        assert self.td is not None
+        left = {g.game_id for g in self.schedule.unfinished(number)}
+        for gid in [gid for gid in self.held if gid not in left]:
+            del self.held[gid]  # recorded meanwhile (a TD adjudication) or voided
+        due = [self.held[gid].retry_at for gid in left if gid in self.held]
+        if not due or len(due) < len(left):
+            await asyncio.sleep(0.05)
+            return
+        end = min(due)
+        while time.monotonic() < end and not self.flags.stopping and not self.td.rewound \
+                and {g.game_id for g in self.schedule.unfinished(number)} == left:
+            await asyncio.sleep(0.25)
 
     def fail(self, message: str, cancel: bool = True) -> None:
         if self.flags.failure is None:
