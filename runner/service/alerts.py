@@ -94,6 +94,8 @@ _DATA: dict[str, dict[str, Any]] = {
                             "standings": {"anyOf": [_STANDINGS, {"type": "null"}]}}),
     "td_decision": _object({"action": _STR, "reason": _STR_OR_NULL, "who": _STR},
                            {"arguments": {"type": "object"}}),
+    "td_failed": _object({"id": _COUNT, "action": _STR, "who": _STR, "reason": _STR},
+                         {"arguments": {"type": "object"}}),
     "game_held": _object({"game_id": _COUNT, "round": _COUNT, "white": _STR, "black": _STR,
                           "reason": _STR}),
 }
@@ -157,6 +159,9 @@ def _message(kind: str, data: dict[str, Any], event: str) -> str:
         state = "low" if d.get("low") else "recovered"
         return (f"{event}: disk space {state}: {d.get('free_mb')} MB free in {d.get('path')} "
                 f"(threshold {d.get('threshold_mb')} MB)")
+    if kind == "td_failed":
+        return (f"{event}: TD command #{d.get('id')} ({d.get('action')}) by {d.get('who')} "
+                f"failed: {d.get('reason')}")
     if kind == "game_held":
         return (f"{event}: game {d.get('game_id')} ({d.get('white')} vs {d.get('black')}) "
                 f"held, the next round waits: {d.get('reason')}")

@@ -72,7 +72,7 @@ def find_game(store: Store, text: str | int) -> StoredGame | None:
 
 def withdrawn(log: list[Command]) -> set[str]:
     return {str(c.args.get("engine")) for c in log
-            if c.action == "withdraw" and c.state != "refused"}
+            if c.action == "withdraw" and c.state not in ("refused", "failed")}
 
 
 def check_command(store: Store, config: Config, action: str, args: dict[str, Any], *,
@@ -305,10 +305,24 @@ class Director:
             except (StopEvent, asyncio.CancelledError):
                 raise
             except Exception as exc:  # noqa: BLE001 - a TD command never costs the event
-                self.failed.add(cid)
-                err(f"TD command #{cid} ({cmd.text()}) could not be applied: "
-                    f"{type(exc).__name__}: {exc}; it stays pending (the next run tries it "
-                    "again) and the event goes on")
+                await self._failed(cmd, exc)
+
+    async def _failed(self, cmd: Command, exc: Exception) -> None:
+        """A command whose application raised (its effect was not committed) is marked
+        ``failed`` with why, and not tried again: the TD gives it again if still wanted
+        (docs/td.md). If even the mark cannot be written, it stays pending for the next run."""
+        why = f"{type(exc).__name__}: {exc}"
+        try:
+            marked = await self._mark_only(cmd, "failed", why)
+        except Exception as mark_exc:  # noqa: BLE001 - the writer itself failed (a full disk)
+            self.failed.add(cmd.id)
+            err(f"TD command #{cmd.id} ({cmd.text()}) could not be applied ({why}) nor marked "
+                f"failed ({type(mark_exc).__name__}: {mark_exc}); it stays pending (the next "
+                "run tries it again) and the event goes on")
+            return
+        if marked:
+            self.decided(cmd, "failed", why)
+        self.views.refresh()
 
     async def _mark_only(self, cmd: Command, state: str, outcome: str,
                          args: dict[str, Any] | None = None) -> bool:
@@ -362,6 +376,12 @@ class Director:
         if state == "refused":
             self.say(f"TD command #{cmd.id} ({cmd.text()}){who} refused: {outcome}",
                      always=True)
+        elif state == "failed":
+            self.say(f"TD command #{cmd.id} ({cmd.text()}){who} failed: {outcome}; it is not "
+                     "tried again (give it again if still wanted)", always=True)
+            if self.alerts is not None:
+                self.alerts.emit("td_failed", id=cmd.id, action=cmd.action, who=cmd.who,
+                                 reason=outcome, arguments=cmd.args)
         else:
             self.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
             if self.alerts is not None:  # runner.service.alerts (docs/alerts.md)

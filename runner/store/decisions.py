@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS td_commands (
     args TEXT NOT NULL,             -- JSON object
     reason TEXT NOT NULL,           -- '' for a note
     who TEXT NOT NULL,              -- user@host, or "web"
-    state TEXT NOT NULL DEFAULT 'pending',   -- pending | applied | refused
+    state TEXT NOT NULL DEFAULT 'pending',   -- pending | applied | refused | failed
     applied_at TEXT,
     outcome TEXT                    -- what applying it did, or why it was refused
 )"""
@@ -163,9 +163,10 @@ def set_args(conn: sqlite3.Connection, command_id: int, args: dict[str, Any]) ->
 
 
 def mark(conn: sqlite3.Connection, command_id: int, state: str, outcome: str) -> None:
-    """Mark a pending command applied or refused, inside the caller's transaction (the one
-    of its effect). Raises if it was not pending: it is then never applied twice."""
-    assert state in ("applied", "refused")
+    """Mark a pending command applied, refused or failed (applying it raised: nothing of it
+    was committed), inside the caller's transaction (the one of its effect). Raises if it
+    was not pending: it is then never applied twice."""
+    assert state in ("applied", "refused", "failed")
     cur = conn.execute("UPDATE td_commands SET state=?, applied_at=?, outcome=? "
                        "WHERE id=? AND state='pending'", (state, now(), outcome, command_id))
     if cur.rowcount != 1:
@@ -215,7 +216,7 @@ def intended_pause(log: Iterable[Command]) -> bool:
     """Paused once every command given so far (applied or pending) is applied?"""
     paused = False
     for c in log:
-        if c.state == "refused":
+        if c.state in ("refused", "failed"):
             continue
         if c.action == "pause":
             paused = True
@@ -237,4 +238,5 @@ def td_doc(conn: sqlite3.Connection, round_complete: Any = None) -> dict[str, An
             "decisions": [c.doc() for c in log if c.state != "pending"],
             "pending": [c.doc() for c in log if c.state == "pending"],
             "notes": [{"time": c.applied_at or c.time, "text": c.args.get("text", ""),
-                       "who": c.who} for c in log if c.action == "note" and c.state != "refused"]}
+                       "who": c.who} for c in log
+                      if c.action == "note" and c.state not in ("refused", "failed")]}
