@@ -18,7 +18,14 @@ import chess
 
 from runner.config.schema import Config
 from runner.domain.adjudication import End, open_tablebase
-from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc, workers_tag
+from runner.domain.events import (
+    GameEvent,
+    GameFinished,
+    GameStarted,
+    ResumePoint,
+    parse_utc,
+    workers_tag,
+)
 from runner.domain.interruption import Decision, decide, parse_log, played_by
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgnextended import enrich_comments
@@ -193,7 +200,7 @@ class GameLife:
             raise Again(from_start=True) from exc
 
     async def _run_backend(self, game: StoredGame, spec: GameSpec, attempt: int,
-                           resume: Any, seen: set[str]) -> GameRecord:
+                           resume: ResumePoint | None, seen: set[str]) -> GameRecord:
         router = self._router()
 
         def on_process(pid: int, create_time: float) -> Any:  # a future (start_engine awaits)

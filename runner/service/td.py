@@ -233,7 +233,7 @@ class Director:
 
     def __init__(self, config: Config, store: Store, writer: EventWriter,
                  running: RunningGames, flags: RunFlags, views: EventViews,
-                 spec_for: Callable[[StoredGame], Any], alerts: Alerter | None = None):
+                 spec_for: Callable[[StoredGame], GameSpec], alerts: Alerter | None = None):
         self.config, self.store, self.writer = config, store, writer
         self.running, self.flags, self.views = running, flags, views
         self.spec_for = spec_for
