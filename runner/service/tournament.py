@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from runner.config.schema import Config
 from runner.domain.models import GameRecord, GameSpec
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
 from runner.play import eventloop, referee, spawn
 from runner.service.alerts import Alerter
 from runner.service.builds import BuildChanged, open_builds
@@ -371,7 +371,10 @@ class Tournament:
             self.fail(str(exc), cancel=False)
         elif isinstance(exc, RecordError):
             self.fail(str(exc))
-        elif exc is not None:
+        elif isinstance(exc, StopEvent):  # the event's trouble (a cluster gone): stop
+            self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
+                      "it will be played again when you run the same command again")
+        elif exc is not None:  # that game's trouble only
             self.hold(game_id, exc)
 
     def hold(self, game_id: int, exc: BaseException) -> None:
