@@ -82,6 +82,10 @@ class RefereeError(Exception):
     """The game could not be played at all (bad opening, no limit, both engines dead)."""
 
 
+class EnginesNotStarted(RefereeError):
+    """Neither engine of the game could be started (after StartRetryS's tries)."""
+
+
 def _flag_fell(board: chess.Board, color: chess.Color) -> _End:
     """``color`` ran out of time: a loss, or a draw when the opponent cannot mate at all."""
     if board.has_insufficient_material(not color):
@@ -345,7 +349,7 @@ async def _start_both(spec: GameSpec, board: chess.Board,
     if len(failures) == 2:
         for proc in procs.values():
             proc.kill()
-        raise RefereeError("neither engine could be started: "
+        raise EnginesNotStarted("neither engine could be started: "
                            + "; ".join(str(e) for e in failures.values()))
     end = None
     for color, exc in failures.items():

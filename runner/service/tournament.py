@@ -25,8 +25,9 @@ from typing import Any, TextIO
 
 from runner.config.schema import Config
 from runner.domain.models import GameRecord, GameSpec
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.play import eventloop, referee, spawn
+from runner.play.referee import EnginesNotStarted
 from runner.service.alerts import Alerter
 from runner.service.builds import BuildChanged, open_builds
 from runner.service.gamelife import GameLife, PlayGame
@@ -371,15 +372,14 @@ class Tournament:
             self.fail(str(exc), cancel=False)
         elif isinstance(exc, RecordError):
             self.fail(str(exc))
-        elif isinstance(exc, StopEvent):  # the event's trouble (a cluster gone): stop
+        elif isinstance(exc, EnginesNotStarted):  # that game's trouble only
+            self.hold(game_id, exc)
+        elif exc is not None:
             self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
                       "it will be played again when you run the same command again")
-        elif exc is not None:  # that game's trouble only
-            self.hold(game_id, exc)
 
     def hold(self, game_id: int, exc: BaseException) -> None:
-        """A game whose attempt raised (neither engine started, an unexpected error) is that
-        game's trouble: it stays scheduled and is tried again after ``StartRetryS``'s waits (at least 1 s); the
+        """A game whose engines both failed to start is that game's trouble: it stays scheduled and is tried again after ``StartRetryS``'s waits (at least 1 s); the
         other games go on; its round, so the next pairing, waits for it or for a TD
         decision (docs/orchestrator.md, "One game's trouble")."""
         first = game_id not in self.held
