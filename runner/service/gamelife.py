@@ -31,7 +31,7 @@ from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgnextended import enrich_comments
 from runner.domain.variant import is_960, replay_960
 from runner.errors import ReplayGame, StopEvent
-from runner.play.referee import finish_record
+from runner.play import referee  # (module: tests replace finish_record)
 from runner.service.builds import check_local
 from runner.service.operations import GameResources
 from runner.service.running import RunningGames
@@ -72,7 +72,7 @@ def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
     moves = [m.uci() for m in board.move_stack]
     comments = [m.get("comment", "") for m in logged]
     start = parse_utc(started.get("start_time")) or datetime.now(UTC)
-    return finish_record(spec, board.root(), moves, comments, end, start,
+    return referee.finish_record(spec, board.root(), moves, comments, end, start,
                          resumed_from=resumed_from, move_data=logged,
                          worker=workers_tag(played_by(started, logged)))
 

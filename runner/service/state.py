@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
+from runner.domain import standings as standing_rules  # (module: tests replace its functions)
 from runner.domain.endings import classify_end
 from runner.domain.models import EventResults
-from runner.domain.standings import compute_standings, rating_options, render_standings
 from runner.errors import ViewError, view
 from runner.service.lock import runner_alive
 from runner.store import decisions, queries
@@ -59,7 +59,7 @@ def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]
     with _RANKED_LOCK:
         rows = _RANKED.get(key)
     if rows is None:
-        rows = compute_standings(results, tiebreaks)
+        rows = standing_rules.compute_standings(results, tiebreaks)
         with _RANKED_LOCK:
             while len(_RANKED) >= 4:
                 del _RANKED[next(iter(_RANKED))]
@@ -392,7 +392,7 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
                       end=classify_end(g["result"], g["termination"], reason=g["reason"]),
                       extra=g["extra"], game=g["game_in_round"])
                  for g in finished]
-        options = rating_options(config)
+        options = standing_rules.rating_options(config)
         if not margins:
             options = replace(options, simulations=0)
         return ratings_json(compute_ratings(games, options, seeds))
@@ -450,7 +450,7 @@ def standings_text(config: Config, store: Store) -> str | None:
     if results is None:
         return None
     with view("the standings table"):
-        return render_standings(ranked(results, config.tiebreaks), results, "text")
+        return standing_rules.render_standings(ranked(results, config.tiebreaks), results, "text")
 
 
 def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,
