@@ -23,12 +23,13 @@ pytestmark = pytest.mark.engines
 
 def wrapper(directory: Path, name: str, engine: str) -> Path:
     """A script that runs ``engine``; after its first start (the runner's probe) every start
-    fails (exit 1) while ``<name>.broken`` exists; each start is counted in ``<name>.starts``."""
+    fails (it says why and exits 1, as a program that cannot load does) while ``<name>.broken``
+    exists; each start is counted in ``<name>.starts``."""
     script = directory / f"{name}.sh"
     flag, probed, starts = (directory / f"{name}.{s}" for s in ("broken", "probed", "starts"))
     script.write_text(f"""#!/bin/sh
 echo start >> '{starts}'
-if [ -e '{flag}' ]; then echo "{name}: cannot start (broken install)" >&2; exit 1; fi
+if [ -e '{flag}' ]; then echo "{name}: cannot start (broken install)" >&2; sleep 0.2; exit 1; fi
 if [ ! -e '{probed}' ]; then touch '{probed}' '{flag}'; fi
 exec /usr/games/{engine} "$@"
 """)
