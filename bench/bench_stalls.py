@@ -96,8 +96,11 @@ def main() -> None:
     from runner.config import load_config
     from runner.domain import adjudication
     from runner.play import engines
-    from runner.service import tournament
+    from runner.service import sinks
+    from runner.service.gamelife import GameLife
+    from runner.service.schedule import Schedule
     from runner.service.tournament import Tournament
+    from runner.service.views import EventViews
     from runner.store.database import Store
 
     marks: list[tuple[float, str]] = []
@@ -123,7 +126,7 @@ def main() -> None:
     adjudication.Adjudicator.update = marked("adjudication", adjudication.Adjudicator.update)
     engines.EngineProcess.kill = marked("kill", engines.EngineProcess.kill)
     engines.EngineProcess.close = marked("kill", engines.EngineProcess.close, coroutine=True)
-    router_publish = tournament.EventRouter.publish
+    router_publish = sinks.EventRouter.publish
 
     def publish(self, event):
         kind = {"started": "game start", "finished": "game end"}.get(event.kind)
@@ -133,20 +136,21 @@ def main() -> None:
         if kind:
             marks.append((time.perf_counter(), kind))
 
-    tournament.EventRouter.publish = publish
-    play_one = Tournament.play_one
+    sinks.EventRouter.publish = publish
+    play_one = GameLife.play
 
     async def play_one_marked(self, game):
         marks.append((time.perf_counter(), "game start"))
         await play_one(self, game)
         marks.append((time.perf_counter(), "game end"))
 
-    Tournament.play_one = play_one_marked
+    GameLife.play = play_one_marked
     from runner.play import eventloop as loops
 
     loops.collect_garbage = marked("between rounds", loops.collect_garbage)
-    for name in ("pair", "round_summary", "show_standings"):
-        setattr(Tournament, name, marked("between rounds", getattr(Tournament, name)))
+    Schedule.pair = marked("between rounds", Schedule.pair)
+    for name in ("round_summary", "show_standings"):
+        setattr(EventViews, name, marked("between rounds", getattr(EventViews, name)))
 
     tick = args.tick / 1000
     late: list[tuple[float, float, float, float]] = []  # (due, woke, lateness, loop CPU)

@@ -32,7 +32,9 @@ sys.path.insert(0, str(REPO))
 from runner.config import load_config  # noqa: E402
 from runner.config.fingerprint import event_fingerprint  # noqa: E402
 from runner.domain.models import GameRecord  # noqa: E402
+from runner.service.sinks import ViewErrors  # noqa: E402
 from runner.service.tournament import Tournament  # noqa: E402
+from runner.service.views import SnapshotWriter  # noqa: E402
 from runner.store.database import Store, append_pgn  # noqa: E402
 
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -112,6 +114,7 @@ def main() -> int:
           f"pgn {config.pgn_out.stat().st_size / 1e6:.1f} MB  ({work})")
 
     tour = Tournament(config, store, quiet=True)
+    snapshots = SnapshotWriter(config, store, ViewErrors(store.path))
     pending = [g for g in store.games() if g.status != "finished"][: opts.record]
     rec_ms, pgn_ms, snap_ms = [], [], []
     for g in pending:
@@ -126,7 +129,7 @@ def main() -> int:
         pgn_ms.append((time.perf_counter() - t) * 1000)
         if len(snap_ms) < 20:
             t = time.perf_counter()
-            tour._snapshot_in_thread()
+            snapshots.in_thread()
             snap_ms.append((time.perf_counter() - t) * 1000)
 
     def show(label: str, values: list[float]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from runner.config import Config
 from runner.service.progress import eta_seconds, format_eta, recorded_durations
+from runner.store import queries
 from runner.store.database import Store
 
 
@@ -34,9 +35,7 @@ def failed_game_logs(config: Config, store: Store) -> list[tuple[int, str, Path]
         return []
     from runner.play.enginelog import FAILURES
 
-    rows = store.conn.execute(
-        "SELECT game_id, reason, termination FROM games WHERE status='finished' "
-        "ORDER BY game_id").fetchall()
+    rows = queries.finished_terminations(store.conn)
     found = []
     for game_id, reason, termination in rows:
         if config.engine_logs.keep == "failures" and termination not in FAILURES:

@@ -122,7 +122,8 @@ def cli_td(config: Config, args: argparse.Namespace) -> int:
 def log_lines(log: list[decisions.Command]) -> list[str]:
     lines = []
     for c in log:
-        state = {"applied": "", "refused": " REFUSED", "pending": " PENDING"}.get(c.state, "")
+        state = {"applied": "", "refused": " REFUSED", "failed": " FAILED",
+                 "pending": " PENDING"}.get(c.state, "")
         line = f"#{c.id} {c.applied_at or c.time} {c.who}{state}: {c.text()}"
         if c.reason:
             line += f" -- {c.reason}"

@@ -445,6 +445,11 @@ class ConfigKeys:
     EngineLogs: EngineLogsKeys | None = key(None, "every engine line of a game, "
                                                   "time-stamped, one file per game (PGN "
                                                   "tag EngineLog, listed by status)", example={'Dir': 'logs', 'Keep': 'failures'})
+    StartRetryS: Annotated[list[SecondsValue], Expected(
+        "a list of seconds (0 to 86400) to wait before each new try", items=True)] = key(
+        [5, 15, 40], "an engine start that failed is tried again after each of these waits; "
+        "then its game is lost by rule 7.a (both engines: the game is held, tried again "
+        "after their sum)", example=[10, 30, 60])
     StartupTimeoutS: Annotated[TimeoutValue | None, Expected(L.TIMEOUT_EXPECTED)] = key(
         None, "seconds (1-3600) for each engine's handshake and for its "
               "ucinewgame+isready before its first move; not on the clock (default 30)", example=120)

@@ -184,6 +184,7 @@ def apply_operations(c: Any, top: dict[str, Any], keys: Any, index: list[int], c
         timeout = own.StartupTimeoutS if own is not None and own.StartupTimeoutS is not None \
             else startup
         engine = replace(engine, startup_timeout_s=float(timeout)) if timeout else engine
+        engine = replace(engine, start_retry_s=tuple(float(s) for s in keys.StartRetryS))
         own_ponder = own.Ponder if own is not None else None
         if own_ponder if own_ponder is not None else keys.Ponder:
             engine = replace(engine, ponder=True)
@@ -208,6 +209,7 @@ def apply_operations(c: Any, top: dict[str, Any], keys: Any, index: list[int], c
     return replace(
         config, engines=tuple(engines), engine_logs=logs,
         startup_timeout_s=float(startup) if startup is not None else None,
+        start_retry_s=tuple(float(s) for s in keys.StartRetryS),
         affinity=_affinity(c, top.get("Affinity"), config.concurrency, tuple(engines),
                            config.backend, "Affinity" in top),
         pgn_comments=keys.PgnComments, pgn_extras=tuple(keys.PgnExtras),

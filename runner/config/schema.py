@@ -44,6 +44,7 @@ class EngineConfig:
     startup_timeout_s: float | None = None  # handshake/ready time-out; None = the referee's 30 s
     ponder: bool = False  # Ponder: think on the opponent's time (docs/operators.md)
     restart: bool = True  # Restart: on (a fresh process every game) | off (kept: runner.play.keep)
+    start_retry_s: tuple[float, ...] = ()  # StartRetryS: waits before each new try of a start
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)
@@ -170,7 +171,7 @@ PGN_EXTRAS = ("ECO", "Elo", "TCEC")
 # what the Alerts block can report (runner.service.alerts, docs/alerts.md)
 ALERT_KINDS = ("event_stopped", "event_failed", "engine_crashed", "engine_stalled",
                "engine_forfeit", "worker_lost", "disk_low", "round_ended", "event_ended",
-               "td_decision")
+               "td_decision", "game_held", "td_failed")
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,7 @@ class Config:
     affinity: AffinityConfig | None = None
     engine_logs: EngineLogsConfig | None = None
     startup_timeout_s: float | None = None  # global StartupTimeoutS (engines carry the result)
+    start_retry_s: tuple[float, ...] = (5.0, 15.0, 40.0)  # StartRetryS (engines carry it)
     pgn_comments: str = "cutechess"  # cutechess | extended
     pgn_extras: tuple[str, ...] = ()  # of PGN_EXTRAS
     epd_out: Path | None = None

@@ -244,6 +244,7 @@ def _engine(d: dict[str, Any]) -> EngineConfig:
     d = dict(d)
     d["args"] = tuple(d.get("args", ()))
     d["options"] = dict(d.get("options", {}))
+    d["start_retry_s"] = tuple(d.get("start_retry_s", ()))
     return EngineConfig(**d)
 
 

@@ -398,8 +398,9 @@ async def start_engine(
         said = _printed(protocol)
         raise EngineStartError(f"{engine.name}: no {engine.protocol} handshake within "
                                f"{timeout:g} s{said}", stalled=True, printed=said) from None
-    except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError) as exc:
-        proc.kill()
+    except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError,
+            RuntimeError) as exc:  # RuntimeError: asyncio writing to the pipe of an engine
+        proc.kill()               # that exited at once ("the handler is closed")
         said = _printed(protocol)
         raise EngineStartError(f"{engine.name}: {exc}{said}", printed=said) from None
     except BaseException:

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,10 @@ GRACE = 0.5  # extra seconds waited past the flag before an engine is given up a
 
 class RefereeError(Exception):
     """The game could not be played at all (bad opening, no limit, both engines dead)."""
+
+
+class EnginesNotStarted(RefereeError):
+    """Neither engine of the game could be started (after StartRetryS's tries)."""
 
 
 def _flag_fell(board: chess.Board, color: chess.Color) -> _End:
@@ -295,15 +299,24 @@ async def _start_both(spec: GameSpec, board: chess.Board,
     If this is cancelled (or fails) while one engine is still starting, the one that has
     already started is killed and the other start is cancelled (which kills its process).
     """
-    def start(color: chess.Color, engine: EngineConfig) -> Awaitable[EngineProcess]:
+    async def start(color: chess.Color, engine: EngineConfig) -> EngineProcess:
         kwargs: dict[str, Any] = {
             "timeout": engine.startup_timeout_s or timeout, "on_process": on_process,
             "cpus": engine_cpus(spec, color, cpus),
             "io_log": engine_log.writer(f"{engine.name}({SIDE[color].lower()})")
             if engine_log else None}
-        if pool is None:
-            return start_engine(engine, **kwargs)
-        return pool.acquire(engine, note=engine_log.note if engine_log else None, **kwargs)
+        for wait in (*engine.start_retry_s, None):  # StartRetryS: a failed start is retried
+            try:
+                if pool is None:
+                    return await start_engine(engine, **kwargs)
+                return await pool.acquire(engine, note=engine_log.note if engine_log else None,
+                                          **kwargs)
+            except EngineStartError as exc:
+                if wait is None:
+                    raise
+                LOG.warning("game %s: %s; trying again in %gs", spec.round_label, exc, wait)
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
 
     tasks = {color: asyncio.ensure_future(start(color, engine))
              for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
@@ -336,7 +349,7 @@ async def _start_both(spec: GameSpec, board: chess.Board,
     if len(failures) == 2:
         for proc in procs.values():
             proc.kill()
-        raise RefereeError("neither engine could be started: "
+        raise EnginesNotStarted("neither engine could be started: "
                            + "; ".join(str(e) for e in failures.values()))
     end = None
     for color, exc in failures.items():

@@ -35,11 +35,14 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.config.schema import ALERT_KINDS, AlertsConfig, Config
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.service.state import standings_rows
+from runner.store.database import Store
 
 ALERT_FORMAT = "swiss-runner-alert"
 ALERT_VERSION = 1
@@ -91,6 +94,10 @@ _DATA: dict[str, dict[str, Any]] = {
                             "standings": {"anyOf": [_STANDINGS, {"type": "null"}]}}),
     "td_decision": _object({"action": _STR, "reason": _STR_OR_NULL, "who": _STR},
                            {"arguments": {"type": "object"}}),
+    "td_failed": _object({"id": _COUNT, "action": _STR, "who": _STR, "reason": _STR},
+                         {"arguments": {"type": "object"}}),
+    "game_held": _object({"game_id": _COUNT, "round": _COUNT, "white": _STR, "black": _STR,
+                          "reason": _STR}),
 }
 
 # The payload's JSON Schema, published as docs/alert.schema.json (schema_text(); the tests
@@ -152,6 +159,12 @@ def _message(kind: str, data: dict[str, Any], event: str) -> str:
         state = "low" if d.get("low") else "recovered"
         return (f"{event}: disk space {state}: {d.get('free_mb')} MB free in {d.get('path')} "
                 f"(threshold {d.get('threshold_mb')} MB)")
+    if kind == "td_failed":
+        return (f"{event}: TD command #{d.get('id')} ({d.get('action')}) by {d.get('who')} "
+                f"failed: {d.get('reason')}")
+    if kind == "game_held":
+        return (f"{event}: game {d.get('game_id')} ({d.get('white')} vs {d.get('black')}) "
+                f"held, the next round waits: {d.get('reason')}")
     if kind == "td_decision":
         return f"{event}: TD decision by {d.get('who')}: {d.get('action')} ({d.get('reason')})"
     return f"{event}: {kind}"
@@ -531,8 +544,6 @@ def describe(config: AlertsConfig, path: Any) -> list[str]:
 
 def brief_standings(config: Config, store: Any) -> list[dict[str, Any]] | None:
     """Place, engine and score of every engine (None when they cannot be made)."""
-    from runner.service.state import standings_rows
-
     try:
         rows = standings_rows(config, store)
     except Exception:  # noqa: BLE001 - an alert never costs the event
@@ -541,10 +552,20 @@ def brief_standings(config: Config, store: Any) -> list[dict[str, Any]] | None:
         {"place": r["place"], "engine": r["engine"], "score": r["score"]} for r in rows]
 
 
-def after_run(alerts: Alerter, tournament: Any, code: int) -> int:
-    """The alert of how the run ended (runner.cli.run, with the loop's exit code)."""
-    from runner.errors import EXIT_INTERRUPTED, EXIT_OK
+class RunOutcome(Protocol):
+    """What the end-of-run alerts read of a run (runner.service.tournament.Tournament)."""
 
+    config: Config
+    store: Store
+
+    @property
+    def failure(self) -> str | None: ...
+
+    def total_games(self) -> int: ...
+
+
+def after_run(alerts: Alerter, tournament: RunOutcome, code: int) -> int:
+    """The alert of how the run ended (runner.cli.run, with the loop's exit code)."""
     counts = _counts(tournament)
     if code == EXIT_OK:
         alerts.emit("event_ended", **counts,
@@ -558,10 +579,8 @@ def after_run(alerts: Alerter, tournament: Any, code: int) -> int:
     return code
 
 
-def after_crash(alerts: Alerter, tournament: Any, exc: BaseException) -> None:
+def after_crash(alerts: Alerter, tournament: RunOutcome, exc: BaseException) -> None:
     """The alert of a run ended by an exception (the CLI reports it)."""
-    from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED
-
     if isinstance(exc, KeyboardInterrupt):
         alerts.emit("event_stopped", exit_code=EXIT_INTERRUPTED, reason="interrupted",
                     **_counts(tournament))
@@ -570,7 +589,7 @@ def after_crash(alerts: Alerter, tournament: Any, exc: BaseException) -> None:
                     **_counts(tournament))
 
 
-def _counts(tournament: Any) -> dict[str, int | None]:
+def _counts(tournament: RunOutcome) -> dict[str, int | None]:
     try:
         return {"games_finished": int(tournament.store.counts().get("finished", 0)),
                 "games_total": int(tournament.total_games())}

@@ -19,6 +19,7 @@ from runner.domain.livepgn import join_games, live_game_pgn
 from runner.domain.pgn import unescape_tag
 from runner.domain.timecontrol import TimeControl
 from runner.service.state import live_game
+from runner.store import queries
 from runner.store.database import Store
 
 
@@ -48,8 +49,7 @@ class LivePgnBuilder:
     @staticmethod
     def current_round(store: Store) -> int | None:
         """The last paired round (the state document's ``current_round``), None before."""
-        row = store.conn.execute("SELECT MAX(number) FROM rounds").fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        return queries.last_round_number(store.conn)
 
     def live(self, store: Store) -> str:
         """Every started game of the current round ("" before the first pairing)."""
@@ -59,18 +59,10 @@ class LivePgnBuilder:
     def round(self, store: Store, number: int) -> str | None:
         """Every started game (in progress or finished) of round ``number`` in board order;
         None when there is no such round."""
-        if store.conn.execute("SELECT 1 FROM rounds WHERE number=?", (number,)).fetchone() is None:
+        if not queries.round_exists(store.conn, number):
             return None
-        extra = "attempt, started_event" if store.version >= 2 else "0, NULL"
-        rows = store.conn.execute(
-            "SELECT game_id, round, game_in_round, white, black, status, reason, finish_seq, "
-            f"{extra} FROM games WHERE round=? AND status!='scheduled' ORDER BY game_in_round",
-            (number,)).fetchall()
         texts = []
-        for row in rows:
-            game = dict(zip(("game_id", "round", "game_in_round", "white", "black", "status",
-                             "reason", "finish_seq", "attempt", "started_event"), row,
-                            strict=True))
+        for game in queries.started_games_of_round(store.conn, number, store.version):
             if game["status"] == "finished":
                 texts.append(self._finished_text(store, game))
             elif game["started_event"]:
@@ -83,8 +75,7 @@ class LivePgnBuilder:
         if cached is not None and cached[0] == game["finish_seq"]:
             return cached[1]
         self._moves.pop(gid, None)
-        game["pgn"], game["moves"], game["start_fen"] = store.conn.execute(
-            "SELECT pgn, moves, start_fen FROM games WHERE game_id=?", (gid,)).fetchone()
+        game["pgn"], game["moves"], game["start_fen"] = queries.game_text(store.conn, gid)
         recorded = chess.pgn.read_headers(io.StringIO(game["pgn"] or ""))
         tags = {k: unescape_tag(v) for k, v in (recorded or {}).items()}
         tags.setdefault("Round", f"{game['round']}.{game['game_in_round']}")
@@ -133,11 +124,8 @@ def _final_clocks(moves: list[dict[str, Any]]) -> tuple[int | None, int | None] 
 def read_live(store: Store, builder: LivePgnBuilder, number: int | None = None) -> str | None:
     """The current round's live PGN (``number`` None) or round ``number``'s, read in one
     transaction (one consistent snapshot of the database)."""
-    store.conn.execute("BEGIN")
-    try:
+    with queries.read_snapshot(store.conn):
         return builder.live(store) if number is None else builder.round(store, number)
-    finally:
-        store.conn.execute("COMMIT")
 
 
 __all__ = ["LivePgnBuilder", "read_live"]

@@ -9,14 +9,12 @@ connection, never on the engines' event loop: the file and ``/live.pgn`` are the
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 from pathlib import Path
 
 from runner.config import Config
 from runner.service.livepgn import LivePgnBuilder, read_live
-from runner.service.sinks import SnapshotSink, ViewErrors
-from runner.store.database import Store, atomic_write
+from runner.service.sinks import SnapshotSink, ThreadReader, ViewErrors
+from runner.store.database import atomic_write
 
 
 class LivePgnSink(SnapshotSink):
@@ -31,16 +29,15 @@ class LivePgnSink(SnapshotSink):
         self.builder = LivePgnBuilder(config.event, config.site)
         self.text: str | None = None  # what the file holds (None: not written yet)
         self.writes = 0
-        self._reader: Store | None = None
+        self.reader = ThreadReader(config.database)
 
     def _rewrite(self) -> bool:
         """Build and write (in a worker thread); False when it failed (tried again later)."""
         try:
-            if self._reader is None:
-                self._reader = Store.open_readonly(self.config.database, threads=True)
-                if self._reader is None:
-                    return True
-            text = read_live(self._reader, self.builder) or ""
+            reader = self.reader.get()
+            if reader is None:
+                return True
+            text = read_live(reader, self.builder) or ""
         except Exception as exc:  # noqa: BLE001 - a view never costs the event
             self.close()
             self.errors.report(f"the live PGN {self.path}", exc)
@@ -57,10 +54,7 @@ class LivePgnSink(SnapshotSink):
         return True
 
     def close(self) -> None:
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            with contextlib.suppress(sqlite3.Error):
-                reader.close()
+        self.reader.close()
 
 
 __all__ = ["LivePgnSink"]

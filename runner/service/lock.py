@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from runner.store import queries
 from runner.store.database import Store, StoreError
 from runner.store.forensics import connect_readonly
 
@@ -83,8 +84,7 @@ class EventLock:
         """Record this runner in the database, checked again in the same transaction."""
         with store.transaction():
             self.check(store)
-            store.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                               (RUNNER_META, json.dumps(self._record())))
+            queries.put_meta(store.conn, RUNNER_META, json.dumps(self._record()))
         self.claimed = True
 
     def _record(self) -> dict[str, Any]:
@@ -190,12 +190,12 @@ def _recorded(database: Path) -> dict[str, Any] | None:
     except sqlite3.Error:
         return None
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key=?", (RUNNER_META,)).fetchone()
+        value = queries.meta_value(conn, RUNNER_META)
     except sqlite3.Error:
         return None
     finally:
         conn.close()
-    return _live(row[0]) if row else None
+    return _live(value) if value else None
 
 
 def _held(path: Path) -> bool | None:

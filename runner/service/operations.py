@@ -12,6 +12,10 @@ from typing import Any, TextIO
 from runner.config.schema import Config
 from runner.domain.events import GameEvent, GameFinished
 from runner.domain.variant import board_at
+from runner.play.affinity import SlotPool
+from runner.play.enginelog import GameLog, log_name
+from runner.play.keep import EnginePool
+from runner.service.alerts import Alerter
 from runner.service.progress import (
     LiveOut,
     LiveView,
@@ -19,7 +23,8 @@ from runner.service.progress import (
     ProgressConsoleSink,
     recorded_durations,
 )
-from runner.service.sinks import Sink, err
+from runner.service.sinks import ConsoleOut, Sink, err
+from runner.store.database import Store
 
 
 def final_fen(start_fen: str | None, moves: list[str]) -> str:
@@ -74,15 +79,11 @@ class GameResources:
 
     def __init__(self, config: Config, builtin_referee: bool,
                  record: Callable[[int, float], None] | None = None):
-        from runner.play.affinity import SlotPool
-
         self.config = config
         self.pool = SlotPool(config.affinity.slots) if config.affinity else None
         self.logs = config.engine_logs if builtin_referee else None
         self.engines = None  # engines kept between games (Restart: off), runner.play.keep
         if builtin_referee and any(not e.restart for e in config.engines):
-            from runner.play.keep import EnginePool
-
             self.engines = EnginePool(2 * config.concurrency, record)
 
     @contextlib.contextmanager
@@ -95,8 +96,6 @@ class GameResources:
                 kwargs["engines"] = self.engines
             log = None
             if self.logs is not None:
-                from runner.play.enginelog import GameLog, log_name
-
                 log = GameLog(self.logs.dir / log_name(game_id, attempt), self.logs.keep, title)
                 kwargs["engine_log"] = log
             try:
@@ -132,18 +131,19 @@ class RunViews:
             self.epd.close()
 
 
-def run_views(tournament: Any) -> RunViews:
-    """Build the views for ``tournament`` (a runner.service.tournament.Tournament); on a
-    terminal (and not --quiet) its output goes above a live progress bar from now on."""
-    stream = tournament.out
+def run_views(console: ConsoleOut, config: Config, store: Store, total: Callable[[], int],
+              alerts: Alerter) -> RunViews:
+    """Build the run's progress views; on a terminal (and not --quiet) the console's output
+    goes above a live progress bar from now on."""
+    stream = console.out
     live = None
-    if not tournament.quiet and getattr(stream, "isatty", lambda: False)():
+    if not console.quiet and getattr(stream, "isatty", lambda: False)():
         live = stream
-        tournament.out = LiveOut(stream)
-    done = tournament.store.counts().get("finished", 0)
-    views = RunViews(tournament.config, tournament.say, tournament.total_games, done,
-                     recorded_durations(tournament.store.conn), live)
-    views.alerts = tournament.alerts.sink()
+        console.out = LiveOut(stream)
+    done = store.counts().get("finished", 0)
+    views = RunViews(config, console.say, total, done,
+                     recorded_durations(store.conn), live)
+    views.alerts = alerts.sink()
     return views
 
 

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed
 from runner.service.sinks import ConsoleSink
+from runner.store import queries
 
 
 def eta_seconds(durations: Sequence[float], remaining: int, running_elapsed: Sequence[float],
@@ -49,11 +50,9 @@ def format_eta(seconds: float | None) -> str:
 def recorded_durations(conn: sqlite3.Connection) -> list[float]:
     """Lengths (s) of the games recorded in a state database (read-only query)."""
     try:
-        rows = conn.execute("SELECT duration_s FROM games WHERE status='finished' "
-                            "AND duration_s IS NOT NULL").fetchall()
+        return queries.finished_durations(conn)
     except sqlite3.Error:
         return []
-    return [float(r[0]) for r in rows if r[0] is not None and r[0] > 0]
 
 
 class Progress:

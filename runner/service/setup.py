@@ -12,13 +12,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from runner.books.openings import BookError
+from runner.books.openings import (
+    BookError,
+    book_fingerprint,
+    check_book_size,
+    event_matches,
+    load_book,
+    opening_order,
+)
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes, without_binaries
 from runner.config.schema import Config
 from runner.domain.models import Opening
+from runner.domain.pairing import seed_players
+from runner.domain.pgn import escape_tag
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
-from runner.store.database import Store, event_recorded
+from runner.play.engines import ignored_limit_text, probe_engines, sweep_orphans
+from runner.store.database import Store, StoreError, event_recorded
+from runner.store.forensics import read_header
 from runner.store.witness import snapshot_witness
 
 Say = Callable[..., None]
@@ -50,8 +61,6 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
             return book, EXIT_BAD_INPUT
     book_lines: str | None = None
     if config.openings is not None:
-        from runner.books.openings import book_fingerprint, load_book
-
         try:
             book = load_book(config.openings, config.swiss.random_seed)
         except BookError as exc:
@@ -59,9 +68,6 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
             return book, EXIT_BAD_INPUT
         book_lines = book_fingerprint(book)
     if not store.has_event():
-        from runner.books.openings import check_book_size, event_matches, opening_order
-        from runner.domain.pairing import seed_players
-
         s = config.swiss
         seeds = seed_players([(e.name, e.rating) for e in config.engines], s.seeding,
                              s.seed_group_count, s.random_seed)
@@ -97,8 +103,6 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
                  f"{total_games()} games recorded; state in {store.path}")
     leftovers = store.processes()
     if leftovers:
-        from runner.play.engines import sweep_orphans
-
         killed = sweep_orphans(leftovers)
         store.clear_processes()
         say(f"Engine processes of the previous run: {len(leftovers)} recorded, "
@@ -164,8 +168,6 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
     """Start every engine once (concurrently), finish the handshake and apply its Options:
     one line per engine that cannot play, naming it, its command and what it printed. An
     engine that cannot even start would otherwise lose every game of the event by forfeit."""
-    from runner.play.engines import ignored_limit_text, probe_engines
-
     problems = []
     results = probe_engines(config.engines, timeout, default=PREFLIGHT_TIMEOUT_S)
     for i, (engine, result) in enumerate(zip(config.engines, results, strict=True)):
@@ -189,8 +191,6 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
 
 def event_needs_games(config: Config) -> bool:
     """False only for an event whose every scheduled game is recorded (read-only look)."""
-    from runner.store.database import StoreError
-
     try:
         store = Store.open_readonly(config.database)
     except StoreError:
@@ -248,8 +248,6 @@ def lost_database_problem(config: Config) -> str | None:
 def _schemaless(db: Path) -> bool:
     """An SQLite file with no table, as a first start leaves it, read from its header alone
     (opening it with SQLite would create its side files)."""
-    from runner.store.forensics import read_header
-
     wal = db.with_name(db.name + "-wal")
     try:
         if wal.exists() and wal.stat().st_size:
@@ -264,12 +262,9 @@ def _schemaless(db: Path) -> bool:
 
 
 def _pgn_holds_event(config: Config) -> bool:
-    from runner.domain.pgn import escape_tag
-
     tag = f'[Event "{escape_tag(config.event)}"]'.encode()
     try:
         with open(config.pgn_out, "rb") as handle:
             return any(line.rstrip(b"\r\n") == tag for line in handle)
     except OSError:
         return False
-

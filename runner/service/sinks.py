@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
 from runner.errors import RecordInvalid, StopEvent, ViewError
@@ -57,6 +57,43 @@ class Console:
                     + ", the event goes on and the record is intact (reported once)")
         else:
             self.failing = False
+
+
+class ConsoleOut:
+    """The console: lines on ``out`` (all of them, or with ``quiet`` only those said
+    ``always``)."""
+
+    def __init__(self, out: TextIO | None = None, quiet: bool = False) -> None:
+        self.out: TextIO = out if out is not None else sys.stdout
+        self.quiet = quiet
+        self._console: Console | None = None
+
+    def say(self, text: str, *, always: bool = False) -> None:
+        if always or not self.quiet:
+            if self._console is None or self._console.stream is not self.out:
+                self._console = Console(self.out)
+            self._console.say(text)
+
+
+class ThreadReader:
+    """A view's own read-only connection to the database, opened on first use (in the
+    view's thread) and kept between its reads; :meth:`close` after a failed read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._store: Store | None = None
+
+    def get(self) -> Store | None:
+        """The connection (None: the database does not exist yet)."""
+        if self._store is None:
+            self._store = Store.open_readonly(self.path, threads=True)
+        return self._store
+
+    def close(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            with contextlib.suppress(sqlite3.Error):
+                store.close()
 
 
 class ViewErrors:

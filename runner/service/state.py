@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
+from runner.domain import standings as standing_rules  # (module: tests replace its functions)
+from runner.domain.endings import classify_end
 from runner.domain.models import EventResults
 from runner.errors import ViewError, view
+from runner.render import standings as standings_report  # (module: tests replace its functions)
+from runner.render.ratings import ratings_json
 from runner.service.lock import runner_alive
+from runner.store import decisions, queries
 from runner.store.database import Store, atomic_write
 from runner.store.tdstore import swiss_games, td_counts, voided_games, withdrawals
 
@@ -51,14 +56,12 @@ def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]
     snapshot written once the next round is paired. The ranking reads the rounds that have
     a game or a bye only (tests/test_state.py checks it), so a round just paired does not
     make it another one. The rows are shared: callers must not change them."""
-    from runner.domain.standings import compute_standings
-
     key = (results.seeds, results.games_per_match, tuple(tiebreaks),
            tuple(r for r in results.rounds if r.games or r.bye is not None), results.withdrawn)
     with _RANKED_LOCK:
         rows = _RANKED.get(key)
     if rows is None:
-        rows = compute_standings(results, tiebreaks)
+        rows = standing_rules.compute_standings(results, tiebreaks)
         with _RANKED_LOCK:
             while len(_RANKED) >= 4:
                 del _RANKED[next(iter(_RANKED))]
@@ -274,22 +277,28 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
     doc["runner_running"] = (runner_alive(config.database) if runner_running is None
                              else runner_running)
     doc["in_progress"] = in_progress
-    from runner.service.td import td_state
-
     doc["td"] = td_state(store)  # read each time: a TD command changes no game
     return doc
+
+
+def round_complete(store: Store) -> Callable[[int], bool]:
+    def complete(number: int) -> bool:
+        return any(r.number > number or (r.number == number and r.state == "complete")
+                   for r in store.rounds())
+    return complete
+
+
+def td_state(store: Store) -> dict[str, Any]:
+    """The ``td`` key of the state document (docs/state.md)."""
+    return decisions.td_doc(store.conn, round_complete(store))
 
 
 def _structure_key(store: Store) -> tuple[Any, ...]:
     """What the document but its games in progress is made from, in short: games only get
     added, started (with a new attempt), finished or put back (no longer running); rounds
     only get added and completed; the rest is written once."""
-    games = store.conn.execute(
-        "SELECT COUNT(*), SUM(status='finished'), MAX(finish_seq), SUM(attempt), "
-        "group_concat(CASE WHEN status='running' THEN game_id || '.' || attempt END) "
-        "FROM games").fetchone()
-    rounds = store.conn.execute("SELECT COUNT(*), SUM(state='complete') FROM rounds").fetchone()
-    return (*games, *rounds, store.meta(WORKERS_META), *td_counts(store.conn))
+    return (*queries.structure_counts(store.conn), store.meta(WORKERS_META),
+            *td_counts(store.conn))
 
 
 def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool,
@@ -376,10 +385,8 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
     finished = [g for g in store.game_rows() if g["status"] == "finished"]
     if not finished:
         return None  # before numpy and scipy are loaded (0.5 s of CPU): nothing to rate
-    from runner.domain.endings import classify_end
+    # late: runner.domain.ratings loads numpy and scipy, which `run` never imports
     from runner.domain.ratings import Game, compute_ratings
-    from runner.domain.standings import rating_options
-    from runner.render.ratings import ratings_json
 
     seeds = store.seeds()
     with view("the ratings"):
@@ -387,7 +394,7 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
                       end=classify_end(g["result"], g["termination"], reason=g["reason"]),
                       extra=g["extra"], game=g["game_in_round"])
                  for g in finished]
-        options = rating_options(config)
+        options = standing_rules.rating_options(config)
         if not margins:
             options = replace(options, simulations=0)
         return ratings_json(compute_ratings(games, options, seeds))
@@ -441,13 +448,11 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
 
 def standings_text(config: Config, store: Store) -> str | None:
     """The standings table of the recorded games (None before the event has results)."""
-    from runner.render.standings import render_standings
-
     results = store.event_results()
     if results is None:
         return None
     with view("the standings table"):
-        return render_standings(ranked(results, config.tiebreaks), results, "text")
+        return standings_report.render_standings(ranked(results, config.tiebreaks), results, "text")
 
 
 def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,

@@ -13,24 +13,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
-import json
+import inspect
 import re
 import socket
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
+from runner.clock import utc_now
 from runner.config import Config
+from runner.domain.adjudication import End
+from runner.domain.events import GameFinished
+from runner.domain.interruption import board_after
+from runner.domain.models import GameRecord, GameSpec
+from runner.domain.pgn import escape_tag
 from runner.errors import BadInput, StopEvent
+from runner.service import tdrules as rules
+from runner.service.alerts import Alerter
+from runner.service.eventcheck import other_event
+from runner.service.gamelife import record_from_log
+from runner.service.running import RunFlags, RunningGames
 from runner.service.sinks import err
-from runner.store import decisions
+from runner.service.state import round_complete
+from runner.service.views import EventViews
+from runner.service.writes import EventWriter
+from runner.store import decisions, queries
 from runner.store.database import Store, StoredGame, StoreError, damaged_state
 from runner.store.decisions import Command, PauseState
-from runner.store.forensics import connect
-
-if TYPE_CHECKING:
-    from runner.service.tournament import Tournament
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
 PAUSE_MODES = ("finish", "now", "after-round")
@@ -63,7 +73,7 @@ def find_game(store: Store, text: str | int) -> StoredGame | None:
 
 def withdrawn(log: list[Command]) -> set[str]:
     return {str(c.args.get("engine")) for c in log
-            if c.action == "withdraw" and c.state != "refused"}
+            if c.action == "withdraw" and c.state not in ("refused", "failed")}
 
 
 def check_command(store: Store, config: Config, action: str, args: dict[str, Any], *,
@@ -92,11 +102,8 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                     f"{', '.join(seeds)})")
         if engine in withdrawn(log):
             return f"withdraw: {engine} is withdrawn already"
-        if tdrules() is None:
-            return "withdraw is not available in this swiss-runner build"
         # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
-        return _rules_check(tdrules(), "validate_withdraw", store, config, engine) \
-            if pending else None
+        return _rules_check(rules.validate_withdraw, store, config, engine) if pending else None
     if action not in ("adjudicate", "restart", "rewind"):
         return f"unknown action {action!r}"
     game = find_game(store, args.get("game", ""))
@@ -107,9 +114,7 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                    "once the first round is paired)"))
     args["game"] = game.game_id
     if action == "rewind":
-        if tdrules() is None:
-            return "rewind is not available in this swiss-runner build"
-        return _rules_check(tdrules(), "validate_rewind", store, config, game.game_id) \
+        return _rules_check(rules.validate_rewind, store, config, game.game_id) \
             if pending else None
     if game.status == "finished":
         return (f"{action}: game {game.game_id} ({game.white} vs {game.black}) has ended "
@@ -127,28 +132,13 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
     return None
 
 
-def _rules_check(rules: Any, name: str, store: Store, *args: Any) -> str | None:
-    """The refusal of runner.service.tdrules' check ``name`` (it raises BadInput), or None."""
-    check = getattr(rules, name, None)
-    if check is None:
-        return None
+def _rules_check(check: Callable[..., Any], store: Store, *args: Any) -> str | None:
+    """The refusal of a runner.service.tdrules check (it raises BadInput), or None."""
     try:
         check(store, *args)
     except BadInput as exc:
         return str(exc)
     return None
-
-
-def round_complete(store: Store) -> Callable[[int], bool]:
-    def complete(number: int) -> bool:
-        return any(r.number > number or (r.number == number and r.state == "complete")
-                   for r in store.rounds())
-    return complete
-
-
-def td_state(store: Store) -> dict[str, Any]:
-    """The ``td`` key of the state document (docs/state.md)."""
-    return decisions.td_doc(store.conn, round_complete(store))
 
 
 def open_event(config: Config) -> Store | str:
@@ -164,8 +154,6 @@ def open_event(config: Config) -> Store | str:
         return str(exc)
     except sqlite3.Error as exc:
         return damaged_state(config.database, exc)
-    from runner.cli.common import other_event  # the check `run` and `status` make
-
     changed = other_event(config, store.fingerprint())
     if changed:
         store.close()
@@ -188,12 +176,7 @@ def give(config: Config, action: str, args: dict[str, Any], reason: str, who: st
     if problem is not None:
         return 0, problem
     try:
-        conn = connect(config.database, config.database, isolation_level=None, timeout=30.0)
-        try:
-            conn.execute("PRAGMA synchronous=FULL")
-            return decisions.add_command(conn, action, args, reason, who), ""
-        finally:
-            conn.close()
+        return decisions.record_command(config.database, action, args, reason, who), ""
     except sqlite3.Error as exc:
         return 0, f"{config.database}: cannot record the command ({exc})"
 
@@ -244,13 +227,20 @@ class _MarkingStore:
 
 
 class Director:
-    """The runner's side: polls the commands, applies each once, and holds the event while
-    the TD has paused it."""
+    """The runner's side of the TD's commands: polls them, applies each once as a store
+    operation through the event's writer, and holds the event while the TD has paused it.
+    It sees the run through values only: the store, the writer, the games in progress and
+    the run's flags."""
 
-    def __init__(self, tournament: Tournament):
-        self.t = tournament
+    def __init__(self, config: Config, store: Store, writer: EventWriter,
+                 running: RunningGames, flags: RunFlags, views: EventViews,
+                 spec_for: Callable[[StoredGame], GameSpec], alerts: Alerter | None = None):
+        self.config, self.store, self.writer = config, store, writer
+        self.running, self.flags, self.views = running, flags, views
+        self.spec_for = spec_for
+        self.alerts = alerts
+        self.say = views.console.say
         self.pause: PauseState | None = None
-        self.stops: dict[int, Callable[[], Awaitable[bool]]] = {}  # run by play_one
         self.deferred: set[int] = set()  # restart --end-of-round of a game not started yet
         self.rewound = False
         self.failed: set[int] = set()  # commands whose application raised (not retried)
@@ -265,8 +255,8 @@ class Director:
         def create(store: Store) -> None:
             with store.transaction() as c:
                 decisions.ensure_table(c)
-        await self._write(create)
-        self.pause = decisions.pause_state(decisions.commands(self.t.store.conn))
+        await self.writer.run(create)
+        self.pause = decisions.pause_state(decisions.commands(self.store.conn))
 
     def paused(self) -> bool:
         """No new game may start (an after-round pause: once its round is complete)."""
@@ -274,7 +264,7 @@ class Director:
         if p is None:
             return False
         if p.mode == "after-round" and p.round is not None:
-            return round_complete(self.t.store)(p.round)
+            return round_complete(self.store)(p.round)
         return True
 
     def blocks(self, game_id: int) -> bool:
@@ -284,15 +274,15 @@ class Director:
 
     async def hold(self) -> bool:
         """Wait while paused; False when the run is stopping."""
-        while self.paused() and not self.t.stopping:
+        while self.paused() and not self.flags.stopping:
             assert self.pause is not None
             if self._announced != self.pause.command_id:
                 self._announced = self.pause.command_id
-                self.t.say(f"Paused by the TD: {self.pause.reason} (`swiss-runner td "
-                           f"{self.t.config.path} resume --reason ...` goes on)", always=True)
-                self._snapshot()
+                self.say(f"Paused by the TD: {self.pause.reason} (`swiss-runner td "
+                         f"{self.config.path} resume --reason ...` goes on)", always=True)
+                self.views.refresh()
             await asyncio.sleep(0.1)
-        return not self.t.stopping
+        return not self.flags.stopping
 
     # ---- polling -------------------------------------------------------------------------
 
@@ -300,11 +290,11 @@ class Director:
         """Apply new commands every POLL_S seconds (a cheap indexed read) until cancelled."""
         while True:
             await asyncio.sleep(POLL_S)
-            if self.t.failure is None:
+            if self.flags.failure is None:
                 await self.apply_pending()
 
     async def apply_pending(self) -> None:
-        conn = self.t.store.conn
+        conn = self.store.conn
         for cid in decisions.pending_ids(conn):
             if cid in self.failed:
                 continue
@@ -316,38 +306,45 @@ class Director:
             except (StopEvent, asyncio.CancelledError):
                 raise
             except Exception as exc:  # noqa: BLE001 - a TD command never costs the event
-                self.failed.add(cid)
-                err(f"TD command #{cid} ({cmd.text()}) could not be applied: "
-                    f"{type(exc).__name__}: {exc}; it stays pending (the next run tries it "
-                    "again) and the event goes on")
+                await self._failed(cmd, exc)
 
-    async def _write(self, job: Callable[[Store], Any]) -> Any:
-        """Run ``job(store)`` on the writer thread (its result, its exception raised here)."""
-        assert self.t.router is not None and self.t.movelog is not None
-        writer = self.t.router.store.writer
-        return await asyncio.wrap_future(self.t.movelog.submit(lambda conn: job(writer)))
+    async def _failed(self, cmd: Command, exc: Exception) -> None:
+        """A command whose application raised (its effect was not committed) is marked
+        ``failed`` with why, and not tried again: the TD gives it again if still wanted
+        (docs/td.md). If even the mark cannot be written, it stays pending for the next run."""
+        why = f"{type(exc).__name__}: {exc}"
+        try:
+            marked = await self._mark_only(cmd, "failed", why)
+        except Exception as mark_exc:  # noqa: BLE001 - the writer itself failed (a full disk)
+            self.failed.add(cmd.id)
+            err(f"TD command #{cmd.id} ({cmd.text()}) could not be applied ({why}) nor marked "
+                f"failed ({type(mark_exc).__name__}: {mark_exc}); it stays pending (the next "
+                "run tries it again) and the event goes on")
+            return
+        if marked:
+            self.decided(cmd, "failed", why)
+        self.views.refresh()
 
     async def _mark_only(self, cmd: Command, state: str, outcome: str,
                          args: dict[str, Any] | None = None) -> bool:
         def job(store: Store) -> None:
             with store.transaction() as c:
                 if args is not None:
-                    c.execute("UPDATE td_commands SET args=? WHERE id=?",
-                              (json.dumps(args, sort_keys=True), cmd.id))
+                    decisions.set_args(c, cmd.id, args)
                 decisions.mark(c, cmd.id, state, outcome)
         try:
-            await self._write(job)
+            await self.writer.run(job)
         except decisions.AlreadyDone:
             return False
         return True
 
     async def apply(self, cmd: Command) -> None:
         args = dict(cmd.args)
-        problem = check_command(self.t.store, self.t.config, cmd.action, args, pending=False)
+        problem = check_command(self.store, self.config, cmd.action, args, pending=False)
         if problem is not None:
             if await self._mark_only(cmd, "refused", problem):
                 self.decided(cmd, "refused", problem)
-            self._snapshot()
+            self.views.refresh()
             return
         handler = getattr(self, f"_{cmd.action.replace('-', '_')}")
         outcome = await handler(cmd, args)
@@ -355,18 +352,14 @@ class Director:
             refused = outcome.startswith("refused: ")
             self.decided(cmd, "refused" if refused else "applied",
                          outcome.removeprefix("refused: "), args)
-        self._snapshot()
+        self.views.refresh()
 
-    def annotate(self, game_id: int, record: Any) -> Any:
+    def annotate(self, game_id: int, record: GameRecord) -> GameRecord:
         """A game the TD restarted (7.d) says so in its PGN: a ``TDRestart`` tag naming the
         decision (``#N by WHO: REASON``) after the game's other tags."""
-        from dataclasses import replace as dc_replace
-
-        from runner.domain.pgn import escape_tag
-
         if self._restarts is None:  # read once, and again after a command is decided
             self._restarts = {}
-            for c in decisions.commands(self.t.store.conn, "applied"):
+            for c in decisions.commands(self.store.conn, "applied"):
                 if c.action == "restart":
                     self._restarts.setdefault(c.args.get("game"), []).append(c)
         restarts = self._restarts.get(game_id, [])
@@ -374,69 +367,40 @@ class Director:
         if not restarts or not sep or "[TDRestart " in head:
             return record
         text = "; ".join(f"#{c.id} by {c.who}: {c.reason}" for c in restarts)
-        return dc_replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
+        return replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
 
     def decided(self, cmd: Command, state: str, outcome: str,
                 args: dict[str, Any] | None = None) -> None:
-        """A command was applied or refused: the console line (and the one place a listener
-        of TD decisions, such as an alert, hooks in)."""
+        """A command was applied or refused: the console line and the alert."""
         self._restarts = None  # a restart applied: the PGN tags read it again
         who = f" by {cmd.who}" + (f" ({cmd.reason})" if cmd.reason else "")
         if state == "refused":
-            self.t.say(f"TD command #{cmd.id} ({cmd.text()}){who} refused: {outcome}",
-                       always=True)
+            self.say(f"TD command #{cmd.id} ({cmd.text()}){who} refused: {outcome}",
+                     always=True)
+        elif state == "failed":
+            self.say(f"TD command #{cmd.id} ({cmd.text()}){who} failed: {outcome}; it is not "
+                     "tried again (give it again if still wanted)", always=True)
+            if self.alerts is not None:
+                self.alerts.emit("td_failed", id=cmd.id, action=cmd.action, who=cmd.who,
+                                 reason=outcome, arguments=cmd.args)
         else:
-            self.t.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
-            alerts = getattr(self.t, "alerts", None)  # runner.service.alerts (docs/alerts.md)
-            if alerts is not None:
-                alerts.emit("td_decision", action=cmd.action, reason=cmd.reason or None,
-                            who=cmd.who, arguments=cmd.args if args is None else args)
-
-    def _snapshot(self) -> None:
-        if self.t.snapshot is not None:
-            with contextlib.suppress(RuntimeError):
-                self.t.snapshot.request(now=True)
+            self.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
+            if self.alerts is not None:  # runner.service.alerts (docs/alerts.md)
+                self.alerts.emit("td_decision", action=cmd.action, reason=cmd.reason or None,
+                                 who=cmd.who, arguments=cmd.args if args is None else args)
 
     # ---- stopping a game in progress ---------------------------------------------------
-
-    async def _settle(self, game_id: int) -> None:
-        assert self.t.router is not None and self.t.movelog is not None
-        await self.t.router.store.settled(game_id)
-        await asyncio.to_thread(self.t.movelog.flush)
 
     async def stop_game(self, game_id: int, effect: Callable[[], Awaitable[bool]]) -> None:
         """Stop the game if this runner plays it, then run ``effect`` (its writes settled
         first); ``effect`` returns True when the game is to be played again at once (in its
         task, from its start)."""
         async def settled_effect() -> bool:
-            await self._settle(game_id)
+            await self.writer.settled(game_id)
+            await self.writer.flush_moves()
             return await effect()
 
-        task = self.t.running.get(game_id)
-        if task is None or task.done():
-            await settled_effect()
-            return
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-        async def hook() -> bool:
-            try:
-                replay = await settled_effect()
-            except BaseException as exc:
-                if not done.done():
-                    done.set_exception(exc)
-                raise
-            done.set_result(replay)
-            return replay
-
-        self.stops[game_id] = hook
-        task.cancel()
-        await asyncio.wait({task, done}, return_when=asyncio.FIRST_COMPLETED)
-        if done.done():
-            done.result()
-            return
-        # the task ended outside its backend call (the hook was not run): run it here
-        self.stops.pop(game_id, None)
-        await settled_effect()
+        await self.running.stop(game_id, settled_effect)
 
     # ---- the actions ---------------------------------------------------------------------
 
@@ -445,23 +409,22 @@ class Director:
 
     async def _pause(self, cmd: Command, args: dict[str, Any]) -> str | None:
         mode = args["mode"]
-        rounds = self.t.store.rounds()
+        rounds = self.store.rounds()
         current = rounds[-1].number if rounds else 0
         if mode == "after-round":
             args["round"] = current
             outcome = (f"no new round after round {current}" if current else
                        "no round is paired yet: paused now")
         elif mode == "now":
-            outcome = f"{len(self.t.running)} game(s) in progress interrupted (rule 7.c on resume)"
+            outcome = f"{len(self.running)} game(s) in progress interrupted (rule 7.c on resume)"
         else:
-            outcome = f"no new game starts; {len(self.t.running)} game(s) in progress finish"
+            outcome = f"no new game starts; {len(self.running)} game(s) in progress finish"
         if not await self._mark_only(cmd, "applied", outcome, args):
             return None
-        self.pause = PauseState(mode=mode, reason=cmd.reason, since=decisions.now(),
+        self.pause = PauseState(mode=mode, reason=cmd.reason, since=utc_now(),
                                 round=args.get("round"), command_id=cmd.id)
         if mode == "now":
-            for task in list(self.t.running.values()):
-                task.cancel()
+            self.running.cancel_all()
         return outcome
 
     async def _resume(self, cmd: Command, args: dict[str, Any]) -> str | None:
@@ -475,7 +438,7 @@ class Director:
         said: list[str] = []
 
         async def effect() -> bool:
-            game = find_game(self.t.store, gid)
+            game = find_game(self.store, gid)
             assert game is not None
             if game.status == "finished":
                 problem = (f"game {gid} ended before the adjudication: {game.result} "
@@ -483,20 +446,19 @@ class Director:
                 if await self._mark_only(cmd, "refused", problem):
                     said.append(f"refused: {problem}")
                 return False
-            record, attempt = adjudicated_record(self.t, game, result, cmd)
+            record = adjudicated_record(self.store, self.spec_for(game), game, result, cmd)
+            attempt = max(1, self.store.attempts(game.game_id))
             outcome = f"game {gid} ({game.white} vs {game.black}) {result} by adjudication"
 
             def job(store: Store) -> None:
                 store.record_game(gid, record, then=lambda c: decisions.mark(
                     c, cmd.id, "applied", outcome))
             try:
-                await self._write(job)
+                await self.writer.run(job)
             except decisions.AlreadyDone:
                 return False
-            from runner.domain.events import GameFinished
-
-            assert self.t.router is not None
-            self.t.router.show(GameFinished(gid, record, attempt))  # the PGN, console, views
+            assert self.views.router is not None
+            self.views.router.show(GameFinished(gid, record, attempt))  # the PGN, console...
             said.append(outcome)
             return False
 
@@ -506,7 +468,7 @@ class Director:
     async def _restart(self, cmd: Command, args: dict[str, Any]) -> str | None:
         gid, when = int(args["game"]), str(args["when"])
         said: list[str] = []
-        running = gid in self.t.running
+        running = gid in self.running
 
         async def effect() -> bool:
             outcome = (f"game {gid} is played again from its start "
@@ -514,17 +476,14 @@ class Director:
 
             def job(store: Store) -> bool:
                 with store.transaction() as c:
-                    cur = c.execute("UPDATE games SET status='scheduled', started=NULL "
-                                    "WHERE game_id=? AND status!='finished'", (gid,))
-                    if cur.rowcount != 1:
+                    if not queries.restart_game(c, gid):
                         decisions.mark(c, cmd.id, "refused",
                                        f"game {gid} ended before the restart")
                         return False
-                    c.execute("DELETE FROM moves WHERE game_id=?", (gid,))
                     decisions.mark(c, cmd.id, "applied", outcome)
                     return True
             try:
-                ok = await self._write(job)
+                ok = await self.writer.run(job)
             except decisions.AlreadyDone:
                 return False
             self._restarts = None  # the PGN's TDRestart tags read it again
@@ -538,37 +497,33 @@ class Director:
 
     async def _withdraw(self, cmd: Command, args: dict[str, Any]) -> str | None:
         engine, now = str(args["engine"]), bool(args.get("now"))
-        rules = tdrules()
-        assert rules is not None
         if now:  # its games in progress are stopped first (then lost by forfeit, 7.a)
-            for gid in sorted(self.t.running):
-                game = find_game(self.t.store, gid)
+            for gid in self.running.ids():
+                game = find_game(self.store, gid)
                 if game is not None and engine in (game.white, game.black):
                     await self.stop_game(gid, _not_again)
         done = await self._with_mark(
             cmd, f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else ""),
-            lambda store, **once: rules.apply_withdraw(store, self.t.config, engine, now,
+            lambda store, **once: rules.apply_withdraw(store, self.config, engine, now,
                                                        cmd.reason, **once),
             rules.apply_withdraw)
         if done is not None:
             self.rewound = True  # the rounds are read again (a round paired anew without it)
-            await self.t.reset_schedule()
+            await self.views.schedule_changed()
         return done
 
     async def _rewind(self, cmd: Command, args: dict[str, Any]) -> str | None:
         gid = int(args["game"])
-        rules = tdrules()
-        assert rules is not None
         self.rewound = True  # no further game of the round starts; the rounds are read again
-        for other in sorted(self.t.running):
+        for other in self.running.ids():
             if other >= gid:
                 await self.stop_game(other, _not_again)
         done = await self._with_mark(
             cmd, f"games from {gid} on voided; the event goes on from there (rule 7.e)",
-            lambda store, **once: rules.apply_rewind(store, self.t.config, gid, cmd.reason,
+            lambda store, **once: rules.apply_rewind(store, self.config, gid, cmd.reason,
                                                      **once),
             rules.apply_rewind)
-        await self.t.reset_schedule()
+        await self.views.schedule_changed()
         return done
 
     async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any],
@@ -579,8 +534,6 @@ class Director:
         call returns the first outcome and changes nothing): the mark follows in its own
         transaction, and a crash between the two is completed by the next run. One that
         does not has the mark in its first transaction (``_MarkingStore``)."""
-        import inspect
-
         once = "decision_id" in inspect.signature(function).parameters
 
         def job(store: Store) -> str:
@@ -598,7 +551,7 @@ class Director:
                     decisions.mark(c, cmd.id, "applied", outcome)
             return outcome
         try:
-            return str(await self._write(job))
+            return str(await self.writer.run(job))
         except decisions.AlreadyDone:
             return None
         except BadInput as exc:  # the store function refused it (the event moved on)
@@ -611,40 +564,17 @@ async def _not_again() -> bool:
     return False
 
 
-def tdrules() -> Any:
-    """runner.service.tdrules (withdraw and rewind in the store), None when absent."""
-    try:
-        from runner.service import tdrules as rules  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return rules
-
-
-def adjudicated_record(t: Tournament, game: StoredGame, result: str, cmd: Command
-                       ) -> tuple[Any, int]:
+def adjudicated_record(store: Store, spec: GameSpec, game: StoredGame, result: str, cmd: Command
+                       ) -> GameRecord:
     """The record of a game ended by the TD's adjudication after the moves it logged:
-    Termination "adjudication", the reason in TerminationDetails (and the attempt)."""
-    from runner.domain.adjudication import End
-    from runner.domain.events import parse_utc, workers_tag
-    from runner.domain.interruption import board_after, played_by
-    from runner.domain.variant import is_960, replay_960
-    from runner.play.referee import finish_record
-
-    spec = t.spec_for(game)
-    started = t.store.started_event(game.game_id) or {}
-    logged = t.store.logged_moves(game.game_id)
+    Termination "adjudication", the reason in TerminationDetails."""
+    started = store.started_event(game.game_id) or {}
+    logged = store.logged_moves(game.game_id)
     board = board_after(started.get("start_fen") or None, logged)
-    if is_960(spec.variant) and not board.chess960:
-        board = replay_960(board)
-    moves = [m.uci() for m in board.move_stack]
-    comments = [m.get("comment", "") for m in logged]
-    start = parse_utc(started.get("start_time")) or datetime.now(UTC)
     end = End(result, f"Adjudicated by the tournament director: {cmd.reason}", "adjudication",
               f"TD decision #{cmd.id} by {cmd.who}: {cmd.reason}")
-    record = finish_record(spec, board.root(), moves, comments, end, start, move_data=logged,
-                           worker=workers_tag(played_by(started, logged)))
-    return record, max(1, t.store.attempts(game.game_id))
+    return record_from_log(spec, board, started, logged, end)
 
 
 __all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give", "open_event",
-           "td_state", "who_am_i"]
+           "who_am_i"]

@@ -42,6 +42,8 @@ from runner.domain.events import parse_utc
 from runner.domain.models import BLACK_WIN, WHITE_WIN, GameRecord
 from runner.domain.pgn import escape_tag
 from runner.errors import BadInput
+from runner.play import referee  # (module: tests replace finish_record)
+from runner.service.gamespec import game_spec
 from runner.store.database import Store, StoredGame
 from runner.store.files import atomic_write
 from runner.store.tdstore import (
@@ -202,9 +204,6 @@ def forfeits_due(store: Store, games: list[StoredGame]) -> dict[int, str]:
 def forfeit_record(store: Store, config: Config, game: StoredGame, loser: str) -> GameRecord:
     """The record of ``game`` lost by forfeit by ``loser`` (withdrawn with --now): the moves
     it had reached (its move log) and Termination "abandoned"."""
-    from runner.play.referee import finish_record
-    from runner.service.tournament import game_spec
-
     spec = game_spec(config, store, game)
     white_loses = loser == game.white
     side = "White" if white_loses else "Black"
@@ -215,7 +214,7 @@ def forfeit_record(store: Store, config: Config, game: StoredGame, loser: str) -
     logged = store.logged_moves(game.game_id)
     board, moves, comments = _reached(spec.variant, started, logged, game)
     start = parse_utc(started.get("start_time")) or datetime.now(UTC)
-    return finish_record(spec, board, moves, comments, end, start,
+    return referee.finish_record(spec, board, moves, comments, end, start,
                          move_data=logged if moves else None)
 
 

@@ -16,10 +16,11 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runner.clock import utc_now
-from runner.clock import utc_now as now  # noqa: F401 - runner.service.td calls decisions.now()
+from runner.store.forensics import connect
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS td_commands (
@@ -29,7 +30,7 @@ CREATE TABLE IF NOT EXISTS td_commands (
     args TEXT NOT NULL,             -- JSON object
     reason TEXT NOT NULL,           -- '' for a note
     who TEXT NOT NULL,              -- user@host, or "web"
-    state TEXT NOT NULL DEFAULT 'pending',   -- pending | applied | refused
+    state TEXT NOT NULL DEFAULT 'pending',   -- pending | applied | refused | failed
     applied_at TEXT,
     outcome TEXT                    -- what applying it did, or why it was refused
 )"""
@@ -139,10 +140,29 @@ def add_command(conn: sqlite3.Connection, action: str, args: dict[str, Any], rea
     return int(cur.lastrowid or 0)
 
 
+def record_command(database: Path, action: str, args: dict[str, Any], reason: str,
+                   who: str) -> int:
+    """Record a command (pending) in the event's database through a connection of its own
+    (fully synced: a command acknowledged is on disk); its id."""
+    conn = connect(database, database, isolation_level=None, timeout=30.0)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        return add_command(conn, action, args, reason, who)
+    finally:
+        conn.close()
+
+
+def set_args(conn: sqlite3.Connection, command_id: int, args: dict[str, Any]) -> None:
+    """Replace a command's arguments as applied (inside the caller's transaction)."""
+    conn.execute("UPDATE td_commands SET args=? WHERE id=?",
+                 (json.dumps(args, sort_keys=True), command_id))
+
+
 def mark(conn: sqlite3.Connection, command_id: int, state: str, outcome: str) -> None:
-    """Mark a pending command applied or refused, inside the caller's transaction (the one
-    of its effect). Raises if it was not pending: it is then never applied twice."""
-    assert state in ("applied", "refused")
+    """Mark a pending command applied, refused or failed (applying it raised: nothing of it
+    was committed), inside the caller's transaction (the one of its effect). Raises if it
+    was not pending: it is then never applied twice."""
+    assert state in ("applied", "refused", "failed")
     cur = conn.execute("UPDATE td_commands SET state=?, applied_at=?, outcome=? "
                        "WHERE id=? AND state='pending'", (state, utc_now(), outcome, command_id))
     if cur.rowcount != 1:
@@ -192,7 +212,7 @@ def intended_pause(log: Iterable[Command]) -> bool:
     """Paused once every command given so far (applied or pending) is applied?"""
     paused = False
     for c in log:
-        if c.state == "refused":
+        if c.state in ("refused", "failed"):
             continue
         if c.action == "pause":
             paused = True
@@ -214,4 +234,5 @@ def td_doc(conn: sqlite3.Connection, round_complete: Any = None) -> dict[str, An
             "decisions": [c.doc() for c in log if c.state != "pending"],
             "pending": [c.doc() for c in log if c.state == "pending"],
             "notes": [{"time": c.applied_at or c.time, "text": c.args.get("text", ""),
-                       "who": c.who} for c in log if c.action == "note" and c.state != "refused"]}
+                       "who": c.who} for c in log
+                      if c.action == "note" and c.state not in ("refused", "failed")]}

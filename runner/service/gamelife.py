@@ -1,0 +1,345 @@
+"""One game's life: its attempts (started, resumed by TCEC rule 7.c, replayed, restarted by
+the TD), each through a backend (runner.play), until its record is committed.
+
+The attempt number is computed in :meth:`GameLife.next_attempt` only; a game whose backend
+reports no GameStarted (or that is recorded without an engine: decided from its log, lost by
+forfeit) gets one from :func:`placeholder_started`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import chess
+
+from runner.config.schema import Config
+from runner.domain.adjudication import End, open_tablebase
+from runner.domain.events import (
+    GameEvent,
+    GameFinished,
+    GameStarted,
+    ResumePoint,
+    parse_utc,
+    workers_tag,
+)
+from runner.domain.interruption import Decision, decide, parse_log, played_by
+from runner.domain.models import GameRecord, GameSpec
+from runner.domain.pgnextended import enrich_comments
+from runner.domain.variant import is_960, replay_960
+from runner.errors import ReplayGame, StopEvent
+from runner.play import referee  # (module: tests replace finish_record)
+from runner.service.builds import check_local
+from runner.service.operations import GameResources
+from runner.service.running import RunningGames
+from runner.service.schedule import Schedule
+from runner.service.sinks import EventRouter, RecordError
+from runner.service.writes import EventWriter
+from runner.store.database import Store, StoredGame
+
+# A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
+PlayGame = Callable[..., Awaitable[GameRecord]]
+Say = Callable[..., None]
+
+
+def placeholder_started(game: StoredGame, record: GameRecord, attempt: int, *,
+                        started: dict[str, Any] | None = None, start_fen: str | None = None,
+                        resumed_from_ply: int = 0, workers: tuple[str, ...] = ()
+                        ) -> GameStarted:
+    """The GameStarted of a game recorded without its backend's own (a backend that reports
+    only its result, a game decided from its log, a forfeit); ``started``: the one its
+    earlier attempt logged, whose engine names and book plies it keeps."""
+    started = started or {}
+    return GameStarted(
+        game_id=game.game_id, white=game.white, black=game.black,
+        white_id=started.get("white_id", ""), black_id=started.get("black_id", ""),
+        start_time=started.get("start_time", record.start_time),
+        start_fen=start_fen if start_fen is not None else record.start_fen or "",
+        book_plies=started.get("book_plies", 0), white_clock_ms=None, black_clock_ms=None,
+        resumed_from_ply=resumed_from_ply, attempt=attempt, played_by=workers)
+
+
+def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
+                    logged: list[dict[str, Any]], end: End, *, resumed_from: int = 0
+                    ) -> GameRecord:
+    """The record of a game ended by ``end`` after the moves of its log (``board``: the
+    position they reach): decided by rule 7.c from its log, or adjudicated by the TD."""
+    if is_960(spec.variant) and not board.chess960:  # a 960 start that reads as standard
+        board = replay_960(board)
+    moves = [m.uci() for m in board.move_stack]
+    comments = [m.get("comment", "") for m in logged]
+    start = parse_utc(started.get("start_time")) or datetime.now(UTC)
+    return referee.finish_record(spec, board.root(), moves, comments, end, start,
+                         resumed_from=resumed_from, move_data=logged,
+                         worker=workers_tag(played_by(started, logged)))
+
+
+def started_event(store: Store, game_id: int) -> dict[str, Any]:
+    """The GameStarted its latest attempt logged ({} when none, or unreadable)."""
+    try:
+        return store.started_event(game_id) or {}
+    except ValueError:
+        return {}
+
+
+class Again(Exception):
+    """The attempt ended without a record: the game is played again (a new attempt)."""
+
+    def __init__(self, from_start: bool = False):
+        super().__init__()
+        self.from_start = from_start
+
+
+@dataclass
+class GameLife:
+    """Plays the event's games, one :meth:`play` per game task."""
+
+    config: Config
+    store: Store
+    schedule: Schedule
+    writer: EventWriter
+    running: RunningGames
+    say: Say
+    backend: PlayGame
+    custom_backend: bool  # a backend given by the caller (a cluster, a test), not the config's
+    annotate: Callable[[int, GameRecord], GameRecord] = lambda gid, record: record
+    router: EventRouter | None = None  # set by the run loop once the views exist
+    resources: GameResources | None = None  # CPU slots, engine logs: made on first use
+
+    def _router(self) -> EventRouter:
+        assert self.router is not None
+        return self.router
+
+    def next_attempt(self, game: StoredGame, previous: int = 0) -> int:
+        """The number of the game's next attempt: one more than any attempt it had."""
+        return max(previous, self.store.attempts(game.game_id)) + 1
+
+    def can_resume(self) -> bool:
+        """Only the built-in referee continues a game from a position (cutechess-cli cannot
+        be handed the clocks of a game in progress: docs/resume.md)."""
+        if self.custom_backend:
+            return bool(getattr(self.backend, "can_resume", False))
+        return self.config.backend == "python-chess"
+
+    async def play(self, game: StoredGame) -> None:
+        """Play one game until its record is committed (or a TD decision ends it). A game
+        interrupted earlier (it has a move log) is first decided by TCEC rule 7.c: finished
+        from its log, continued from the position reached, or replayed from move one."""
+        spec = self.schedule.spec_for(game)
+        if not self.custom_backend:  # engines started here: their files as the event's (8)
+            await check_local(spec, self.schedule.builds, self.store.builds)
+        attempt, from_start = self.next_attempt(game), False
+        while True:
+            seen: set[str] = set()
+            try:
+                record = await self._attempt(game, spec, attempt, from_start, seen)
+            except Again as again:
+                attempt = self.next_attempt(game, attempt)
+                from_start = from_start or again.from_start
+                continue
+            if record is None:
+                return
+            break
+        # a backend that reports only its result still goes through every sink
+        if "started" not in seen:
+            self._emit(game, placeholder_started(game, record, attempt), seen)
+        if "finished" not in seen:
+            self._emit(game, GameFinished(game.game_id, record, attempt), seen)
+        await self.writer.settled(game.game_id)  # recorded before the loop reads it back
+
+    def _emit(self, game: StoredGame, event: GameEvent, seen: set[str]) -> None:
+        seen.add(event.kind)
+        if isinstance(event, GameFinished):
+            event = replace(event, record=self.annotate(game.game_id, event.record))
+        self._router().publish(event)
+
+    async def _attempt(self, game: StoredGame, spec: GameSpec, attempt: int, from_start: bool,
+                       seen: set[str]) -> GameRecord | None:
+        """One attempt: its record, None when it ended the game's life without one (decided
+        from its log, or a TD decision's effect), Again when the game is played again."""
+        decision = None if attempt == 1 or from_start else self.decide_interrupted(game, spec)
+        if decision is not None and decision.action == "finish":
+            if await self._finish_from_log(spec, game, decision, attempt, seen):
+                return None
+            decision = None
+        resume = decision.resume if decision is not None and decision.action == "resume" \
+            else None
+        try:
+            return await self._run_backend(game, spec, attempt, resume, seen)
+        except asyncio.CancelledError:
+            # stopped by a TD decision (runner.service.td): its effect, then maybe again
+            effect = self.running.take_stop(game.game_id)
+            if effect is None:
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            if not await effect():
+                return None
+            raise Again() from None
+        except ReplayGame as exc:
+            # The backend lost the game (a cluster worker died): decide it again from its
+            # move log, as after a crash (TCEC rule 7.c), and go on. No one loses.
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {exc}", always=True)
+            await self.writer.settled(game.game_id)
+            await self.writer.flush_moves()
+            raise Again() from exc
+        except StopEvent:  # (a cancellation is handled above)
+            raise
+        except Exception as exc:
+            if resume is None:
+                raise
+            # the position the log gave could not be played on: from the start instead
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not go on "
+                     f"from its logged position ({type(exc).__name__}: {exc}); it is played "
+                     "again from its start", always=True)
+            await self.writer.settled(game.game_id)
+            raise Again(from_start=True) from exc
+
+    async def _run_backend(self, game: StoredGame, spec: GameSpec, attempt: int,
+                           resume: ResumePoint | None, seen: set[str]) -> GameRecord:
+        router = self._router()
+
+        def on_process(pid: int, create_time: float) -> Any:  # a future (start_engine awaits)
+            return router.store.record_process(pid, create_time, game.game_id)
+
+        if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
+            self.resources = GameResources(
+                self.config, not self.custom_backend and self.config.backend == "python-chess",
+                record=lambda pid, created: router.store.record_process(pid, created, None))
+        extra: dict[str, Any] = {} if resume is None else {"resume": resume}
+        with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
+                                     f"{game.white} vs {game.black}") as more:
+            return await self.backend(spec, emit=lambda event: self._emit(game, event, seen),
+                                      on_process=on_process, attempt=attempt, **extra, **more)
+
+    async def _finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
+                               attempt: int, seen: set[str]) -> bool:
+        """Record the game as its log decides it (True), or say why it could not be and
+        return False (it is then played again from its start)."""
+        try:
+            self.finish_from_log(spec, game, decision, attempt, seen)
+        except (RecordError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one game's log never stops the event
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not be "
+                     f"decided from its log ({type(exc).__name__}: {exc}); it is played "
+                     "again from its start", always=True)
+            return False
+        await self.writer.settled(game.game_id)
+        return True
+
+    def finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
+                        attempt: int, seen: set[str]) -> None:
+        """An interrupted game decided from its log (TCEC rule 7.c.ii-iv, or an end the log
+        already shows): recorded without starting an engine."""
+        assert decision.board is not None and decision.end is not None
+        started = started_event(self.store, game.game_id)
+        logged = list(decision.moves)
+        plies = len(decision.board.move_stack)
+        rule = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
+                "7.c.iii": "TCEC rule 7.c.iii", "7.c.iv": "TCEC rule 7.c.iv"}[decision.rule]
+        self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "
+                 f"{plies}: decided by {rule}")
+        record = record_from_log(spec, decision.board, started, logged, decision.end,
+                                 resumed_from=plies)
+        board = decision.board
+        if is_960(spec.variant) and not board.chess960:
+            board = replay_960(board)
+        self._emit(game, placeholder_started(
+            game, record, attempt, started=started, start_fen=board.root().fen(),
+            resumed_from_ply=plies, workers=played_by(started, logged)), seen)
+        self._emit(game, GameFinished(game.game_id, record, attempt), seen)
+
+    async def record_forfeits(self, games: list[StoredGame], due: dict[int, str],
+                              forfeit: Callable[[StoredGame, str], GameRecord]) -> None:
+        """Record ``games`` in ``due`` as lost by forfeit (their engine was withdrawn by the
+        TD with --now): ``forfeit(game, loser)`` makes each record."""
+        for game in games:
+            if game.game_id in due:
+                record = forfeit(game, due[game.game_id])
+                attempt = self.next_attempt(game)
+                self._router().publish(placeholder_started(game, record, attempt))
+                self._router().publish(GameFinished(game.game_id, record, attempt))
+                await self.writer.settled(game.game_id)
+                self.say(f"Game {game.game_id} ({game.white} vs {game.black}): "
+                         f"{record.reason}", always=True)
+
+    def decide_interrupted(self, game: StoredGame, spec: GameSpec | None = None
+                           ) -> Decision | None:
+        """TCEC rule 7.c for a game that was started before (None: nothing was logged); a
+        log that cannot be read: played again from its start."""
+        try:
+            return self._decide_interrupted(game, spec or self.schedule.spec_for(game))
+        except Exception as exc:  # noqa: BLE001 - one game's bad log never stops the event
+            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log could "
+                     f"not be read ({type(exc).__name__}: {exc}); it is played again from its "
+                     "start", always=True)
+            return Decision("replay", "replay", problem=str(exc))
+
+    def _decide_interrupted(self, game: StoredGame, spec: GameSpec) -> Decision | None:
+        rows = self.store.logged_rows(game.game_id)
+        if not rows:
+            return None
+        moves, unreadable = parse_log(rows)
+        started: dict[str, Any] | None = None
+        try:
+            started = self.store.started_event(game.game_id)
+        except ValueError as exc:
+            unreadable = unreadable or f"its GameStarted is not valid JSON ({exc})"
+            moves = []
+        interruption = self.config.interruption
+        if not self.can_resume() and interruption.mode == "resume":
+            interruption = replace(interruption, mode="replay")
+        tbc = self.config.adjudication.tablebases
+        tablebase = open_tablebase(tbc) if tbc is not None and tbc.paths else None
+        decision = decide(started, moves, interruption=interruption,
+                          adjudication=self.config.adjudication,
+                          time_control=self.config.time_control, tablebase=tablebase)
+        self._tell_decision(game, spec, decision, unreadable, len(rows), interruption.mode)
+        if decision.action == "resume":
+            decision = self._with_logged_comments(spec, decision)
+        return decision
+
+    def _with_logged_comments(self, spec: GameSpec, decision: Decision) -> Decision:
+        """A game that continues from its position gets the comments of its logged moves as
+        the PGN writes them (``PgnComments: extended``, ``PgnExtras: [TCEC]``), from the
+        move log: the PGN must be what an uninterrupted game gives."""
+        assert decision.resume is not None and decision.board is not None
+        point = decision.resume
+        comments = enrich_comments(spec, decision.board.root(), point.moves, point.comments,
+                                   list(decision.moves))
+        if tuple(comments) != point.comments:
+            decision = replace(decision, resume=replace(point, comments=tuple(comments)))
+        return decision
+
+    def _tell_decision(self, game: StoredGame, spec: GameSpec, decision: Decision,
+                       unreadable: str | None, logged: int, mode: str) -> None:
+        """The console line of a rule 7.c decision (a finish says its own)."""
+        name = f"Game {game.game_id} ({game.white} vs {game.black})"
+        problem = decision.problem or unreadable
+        if problem:
+            kept = len(decision.moves)
+            self.say(f"{name}: its move log does not replay past ply {kept}: {problem}; "
+                     + (f"it is decided from its first {kept} plies (TCEC rule 7.c)" if kept
+                        and decision.action != "replay" else "it is played again from its start"),
+                     always=True)
+        if decision.action == "resume":
+            assert decision.resume is not None
+            point = decision.resume
+            self.say(f"{name} was interrupted at ply {point.ply}: it continues from there "
+                     f"(TCEC rule 7.c.v), each clock +{point.compensation_ms / 1000:g}s")
+        elif decision.action == "replay" and not problem:
+            why = "Interruption.Mode is replay" if self.config.interruption.mode == "replay" \
+                else ("no engine move was logged" if mode == "resume"
+                      else f"the {self.config.backend} backend cannot continue a game from a "
+                      "position")
+            self.say(f"{name} was interrupted at ply {logged}: it is played again from its "
+                     f"start ({why})")
+
+
+__all__ = ["Again", "GameLife", "PlayGame", "placeholder_started", "record_from_log",
+           "started_event"]

@@ -1,0 +1,181 @@
+"""What to play next: a round's pairing and playing order, its openings, the extra pairs of a
+tie for first place, and the games of engines the TD withdrew (all read from the store; the
+pairing itself is a pure rule, runner.domain.pairing).
+
+Every decision is written before anything depends on it (through runner.service.writes) and
+reused unchanged on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from runner.books.openings import opening_for_match
+from runner.config.schema import Config
+from runner.domain.models import GameSpec, Opening, PlayedGame
+from runner.domain.pairing import RoundRecord, ScheduledGame, extra_pair_games, pair_round
+from runner.domain.standings import first_place_tie
+from runner.service.gamespec import game_spec
+from runner.service.tdrules import forfeits_due
+from runner.service.writes import EventWriter
+from runner.store import queries
+from runner.store.database import Store, StoredGame, StoredRound
+from runner.store.tdstore import swiss_games, withdrawn_before
+
+Say = Callable[..., None]
+
+
+def played_game(g: StoredGame) -> PlayedGame:
+    """A finished stored game as the rules read it."""
+    return PlayedGame(round=g.round, game_in_round=g.game_in_round, white=g.white, black=g.black,
+                      result=g.result or "", rmobility=g.rmobility, extra=g.extra)
+
+
+@dataclass
+class Schedule:
+    """The event's plan as stored: rounds, their games and openings, the games still due."""
+
+    config: Config
+    store: Store
+    writer: EventWriter
+    say: Say
+    book: list[Opening] = field(default_factory=list)
+    builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
+    _total_games: int | None = None  # total_games() as last read (None: read it again)
+
+    def __post_init__(self) -> None:
+        self.writer.on_written.append(self.changed)
+
+    def changed(self) -> None:
+        """The schedule may have changed (a round paired, a TD withdrawal or rewind)."""
+        self._total_games = None
+
+    def total_games(self) -> int:
+        """The event's games: the Swiss rounds' (fewer after a withdrawal) and the extra
+        tie-break games scheduled; read again after :meth:`changed`, else from memory (every
+        game's start line asks for it)."""
+        if self._total_games is None:
+            s = self.config.swiss
+            self._total_games = queries.extra_game_count(self.store.conn) + swiss_games(
+                self.store.conn, len(self.config.engines), s.games_per_match, s.rounds)
+        return self._total_games
+
+    def spec_for(self, game: StoredGame) -> GameSpec:
+        return game_spec(self.config, self.store, game, self.builds)
+
+    def history(self, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
+        """Finished scheduled rounds as pairing's RoundRecords."""
+        played: dict[int, list[PlayedGame]] = {}
+        for g in self.store.games():  # one query for every round
+            if g.status == "finished":
+                played.setdefault(g.round, []).append(played_game(g))
+        return [RoundRecord(number=rd.number, pairs=rd.pairs,
+                            games=tuple(played.get(rd.number, ())), bye=rd.bye)
+                for rd in rounds if not rd.extra]
+
+    def played(self, number: int) -> list[PlayedGame]:
+        return [played_game(g) for g in self.store.games(number) if g.status == "finished"]
+
+    def first_open_round(self) -> int | None:
+        """The first Swiss round not complete (None: all are), read from the store each
+        time: a TD decision applied during a round may have voided rounds."""
+        stored = {r.number: r for r in self.store.rounds()}
+        return next((n for n in range(1, self.config.swiss.rounds + 1)
+                     if n not in stored or stored[n].state != "complete"), None)
+
+    def is_paired(self, number: int) -> bool:
+        return any(r.number == number for r in self.store.rounds())
+
+    def schedule_games(self, number: int, games: Sequence[ScheduledGame],
+                       pairs: Sequence[tuple[str, str]], bye: str | None, dropped: Sequence[int],
+                       excluded: frozenset[int], extra: bool) -> None:
+        """Assign ids and openings (one per match, in playing order) and store the round."""
+        order = self.store.opening_order() if self.book else []
+        first_match = self.store.next_match_index()
+        next_id = self.store.next_game_id()
+        match_of_pair: dict[int, int] = {}
+        rows = []
+        for i, g in enumerate(games):
+            match = match_of_pair.setdefault(g.pair_index, first_match + len(match_of_pair))
+            opening = None
+            if self.book:
+                opening = opening_for_match(order, match, self.book,
+                                            repeat=self.config.swiss.unique_per_match_only)
+            rows.append({"game_id": next_id + i, "game_in_round": g.game_in_round,
+                         "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
+                         "black": g.black, "match_index": match, "opening": opening})
+        self.writer.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded,
+                                                        rows, extra=extra))
+        self._total_games = None
+
+    def pair(self, number: int) -> None:
+        """Pair Swiss round ``number`` (runner.domain.pairing) and store it."""
+        stored = self.store.rounds()
+        excluded = stored[-1].excluded if stored else frozenset()
+        s = self.config.swiss
+        withdrawn = withdrawn_before(self.store.conn, number)
+        plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
+                          s.double_round_schedule, excluded, withdrawn)
+        self.schedule_games(number, plan.games, plan.pairs, plan.bye,
+                            plan.dropped_history_rounds, frozenset(plan.excluded), extra=False)
+        text = ", ".join(f"{a} - {b}" for a, b in plan.pairs)
+        self.say(f"Round {number} pairings: {text}" + (f"; bye: {plan.bye}" if plan.bye else ""))
+        if withdrawn:
+            self.say(f"Round {number}: not paired (withdrawn by the TD): "
+                     f"{', '.join(sorted(withdrawn))}")
+        if plan.dropped_history_rounds:
+            self.say(f"Round {number}: no viable pairing without repeats; removed round(s) "
+                     f"{', '.join(map(str, plan.dropped_history_rounds))} from the encounter "
+                     "history")
+
+    def pair_extra(self, k: int) -> bool:
+        """Schedule extra pair ``k`` when two engines share first place (seed 003); False
+        when no extra pair is due (no such tie, or a tied engine was withdrawn)."""
+        s = self.config.swiss
+        number = s.rounds + k
+        results = self.store.event_results()
+        tie = first_place_tie(results) if results is not None else None
+        out = set(tie or ()) & withdrawn_before(self.store.conn, number)
+        if tie is not None and out:
+            self.say(f"{' and '.join(tie)} share first place, but the TD withdrew "
+                     f"{' and '.join(sorted(out))}: no extra pair, the tiebreaks decide",
+                     always=True)
+            return False
+        if tie is None:
+            if k > 1:
+                self.say(f"Extra pairs decided the tie for first place after {k - 1} "
+                         "pair(s)", always=True)
+            return False
+        a, b = sorted(tie, key=self.store.seeds().index)
+        if k == 1:
+            self.say(f"{a} and {b} share first place: extra pairs decide the winner "
+                     f"(at most {s.max_extra_pairs})", always=True)
+        games = extra_pair_games(a, b, s.games_per_match, k)
+        self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
+        return True
+
+    def tie_left(self) -> bool:
+        """Do two or more engines still share first place?"""
+        results = self.store.event_results()
+        return results is not None and first_place_tie(results) is not None
+
+    def unfinished(self, number: int) -> list[StoredGame]:
+        return [g for g in self.store.games(number) if g.status != "finished"]
+
+    def round_done(self, number: int) -> bool:
+        return all(g.status == "finished" for g in self.store.games(number))
+
+    def forfeits(self, games: list[StoredGame]) -> dict[int, str]:
+        """game_id -> the engine that loses it by forfeit (withdrawn by the TD with --now)."""
+        return forfeits_due(self.store, games)
+
+    def still_scheduled(self, game: StoredGame) -> bool:
+        """False when a TD decision applied during the round settled the game: recorded (a
+        forfeit) or voided with its round (a rewind)."""
+        status = queries.game_status(self.store.conn, game.game_id, game.round, game.white,
+                                     game.black)
+        return status is not None and status != "finished"
+
+
+__all__ = ["Schedule", "played_game"]

@@ -1,0 +1,88 @@
+"""The event's writes outside a game's own events: a round's pairing, a TD decision's effect,
+a metadata value. While the event runs they go to the store's one writer thread
+(runner.store.movelog), in order with the games' writes; before and after, at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from typing import Any
+
+from runner.service.sinks import StoreSink, err
+from runner.store.database import Store
+from runner.store.movelog import DiskFull
+
+StoreJob = Callable[[Store], Any]
+
+
+class EventWriter:
+    """The one way the service layer writes to the store (its ``sink`` is set by the run
+    loop while the writer thread runs)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.sink: StoreSink | None = None  # the record, while the event runs
+        self._writes: list[concurrent.futures.Future[Any]] = []
+        self.on_written: list[Callable[[], None]] = []  # told after the loop's writes landed
+
+    @property
+    def live(self) -> bool:
+        """Is the writer thread running (writes are queued, not made at once)?"""
+        return self.sink is not None and self.sink.movelog.running
+
+    def submit(self, job: StoreJob) -> concurrent.futures.Future[Any]:
+        """Queue ``job(writer store)`` on the writer thread."""
+        assert self.sink is not None
+        writer = self.sink.writer
+        return self.sink.movelog.submit(lambda conn: job(writer))
+
+    async def run(self, job: StoreJob) -> Any:
+        """Run ``job`` on the writer thread; its result, its exception raised here."""
+        return await asyncio.wrap_future(self.submit(job))
+
+    def write(self, job: StoreJob) -> None:
+        """A write of the loop's own (a round's pairing), in order with the games' writes
+        (a full disk is waited out there); at once when no writer runs. :meth:`written`
+        waits for it."""
+        if self.sink is not None and self.sink.movelog.gave_up:
+            raise DiskFull(f"{self.store.path}: not written, the disk is full")
+        if not self.live:
+            job(self.store)
+            return
+        self._writes.append(self.submit(job))
+
+    async def written(self) -> list[Any]:
+        """Wait for the loop's writes (their results, in order); the loop's connection then
+        reads them."""
+        writes, self._writes = self._writes, []
+        done = [await asyncio.wrap_future(f) for f in writes]
+        if writes:
+            for listener in self.on_written:
+                listener()
+        return done
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a metadata value: through the writer while the event runs (a failure is
+        reported, as a view's), else at once."""
+        if not self.live:
+            self.store.set_meta(key, value)
+            return
+        future = self.submit(lambda writer: writer.set_meta(key, value))
+        future.add_done_callback(lambda f: f.exception() is None or err(
+            f"{self.store.path}: cannot store {key} ({f.exception()}); the games are not "
+            "affected"))
+
+    async def settled(self, game_id: int) -> None:
+        """The game's writes are committed (RecordError when its record could not be)."""
+        if self.sink is not None:
+            await self.sink.settled(game_id)
+
+    async def flush_moves(self) -> None:
+        """The move log written up to now."""
+        if self.sink is not None:
+            await asyncio.to_thread(self.sink.movelog.flush)
+
+
+__all__ = ["EventWriter", "StoreJob"]

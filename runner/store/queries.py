@@ -1,0 +1,124 @@
+"""Named reads and small writes of the event database for the service layer (the run loop,
+the views, the director, the runner lock) and the command line: the only SQL they need.
+
+Each function takes an open connection (a Store's ``conn``, a read-only one, or the writer's
+connection inside its transaction) and runs one statement; none commits on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+
+@contextlib.contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A read transaction (BEGIN ... COMMIT): every read inside sees one consistent state."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def meta_value(conn: sqlite3.Connection, key: str) -> str | None:
+    """The ``meta`` table's value for ``key`` (None when absent)."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    """Set a ``meta`` value (inside the caller's transaction)."""
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def extra_game_count(conn: sqlite3.Connection) -> int:
+    """How many extra tie-break games are scheduled (finished or not)."""
+    return int(conn.execute("SELECT COUNT(*) FROM games WHERE extra=1").fetchone()[0])
+
+
+def game_status(conn: sqlite3.Connection, game_id: int, round_number: int, white: str,
+                black: str) -> str | None:
+    """The status of the game ``game_id`` if it is still the same pairing (None: voided or
+    replaced by a TD decision)."""
+    row = conn.execute("SELECT status FROM games WHERE game_id=? AND round=? AND white=? "
+                       "AND black=?", (game_id, round_number, white, black)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def finished_durations(conn: sqlite3.Connection) -> list[float]:
+    """Lengths (s) of the finished games that recorded one."""
+    rows = conn.execute("SELECT duration_s FROM games WHERE status='finished' "
+                        "AND duration_s IS NOT NULL").fetchall()
+    return [float(r[0]) for r in rows if r[0] is not None and r[0] > 0]
+
+
+def finished_terminations(conn: sqlite3.Connection) -> list[tuple[int, str | None, str | None]]:
+    """(game id, reason, termination) of every finished game, by game id."""
+    return [(int(r[0]), r[1], r[2]) for r in conn.execute(
+        "SELECT game_id, reason, termination FROM games WHERE status='finished' "
+        "ORDER BY game_id").fetchall()]
+
+
+def structure_counts(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    """What changes when games are added, started, finished or put back and rounds are added
+    or completed: the state document's cache key (runner.service.state)."""
+    games = conn.execute(
+        "SELECT COUNT(*), SUM(status='finished'), MAX(finish_seq), SUM(attempt), "
+        "group_concat(CASE WHEN status='running' THEN game_id || '.' || attempt END) "
+        "FROM games").fetchone()
+    rounds = conn.execute("SELECT COUNT(*), SUM(state='complete') FROM rounds").fetchone()
+    return (*games, *rounds)
+
+
+def last_round_number(conn: sqlite3.Connection) -> int | None:
+    """The last paired round's number, None before the first pairing."""
+    row = conn.execute("SELECT MAX(number) FROM rounds").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def round_exists(conn: sqlite3.Connection, number: int) -> bool:
+    return conn.execute("SELECT 1 FROM rounds WHERE number=?", (number,)).fetchone() is not None
+
+
+ROUND_GAME_KEYS = ("game_id", "round", "game_in_round", "white", "black", "status", "reason",
+                   "finish_seq", "attempt", "started_event")
+
+
+def started_games_of_round(conn: sqlite3.Connection, number: int, version: int
+                           ) -> list[dict[str, Any]]:
+    """The round's games that started (running or finished), in board order, as dicts with
+    the keys of ``ROUND_GAME_KEYS`` (``attempt`` 0 and no ``started_event`` before schema 2)."""
+    extra = "attempt, started_event" if version >= 2 else "0, NULL"
+    rows = conn.execute(
+        "SELECT game_id, round, game_in_round, white, black, status, reason, finish_seq, "
+        f"{extra} FROM games WHERE round=? AND status!='scheduled' ORDER BY game_in_round",
+        (number,)).fetchall()
+    return [dict(zip(ROUND_GAME_KEYS, row, strict=True)) for row in rows]
+
+
+def game_text(conn: sqlite3.Connection, game_id: int) -> tuple[str | None, str | None,
+                                                               str | None]:
+    """(pgn, moves, start_fen) as recorded for a finished game."""
+    row = conn.execute("SELECT pgn, moves, start_fen FROM games WHERE game_id=?",
+                       (game_id,)).fetchone()
+    return (row[0], row[1], row[2]) if row else (None, None, None)
+
+
+def restart_game(conn: sqlite3.Connection, game_id: int) -> bool:
+    """Put a game not finished back to scheduled and drop its move log (TD restart, rule
+    7.d), inside the caller's transaction; False when the game has ended."""
+    cur = conn.execute("UPDATE games SET status='scheduled', started=NULL "
+                       "WHERE game_id=? AND status!='finished'", (game_id,))
+    if cur.rowcount != 1:
+        return False
+    conn.execute("DELETE FROM moves WHERE game_id=?", (game_id,))
+    return True
+
+
+__all__ = ["ROUND_GAME_KEYS", "extra_game_count", "finished_durations", "finished_terminations",
+           "game_status", "game_text", "last_round_number", "meta_value", "put_meta",
+           "read_snapshot", "restart_game", "round_exists", "started_games_of_round",
+           "structure_counts"]
