@@ -204,3 +204,24 @@ def test_closing_the_tablebases_at_the_end_of_a_run_releases_them(syzygy_dir):
     assert not mapped()
     again = open_tablebase(config)
     assert again is not first and tablebase_verdict(again, board, 4).result == "1-0"
+
+
+def test_a_run_closes_the_tablebases_it_opened_when_it_ends(tmp_path, syzygy_dir):
+    """`run` adjudicates a 3-man ending by Syzygy, then leaves no table open (#46 item 6)."""
+    from testkit import swiss_event
+
+    from runner.cli import main
+    from runner.domain import adjudication
+
+    (tmp_path / "book.epd").write_text("8/8/8/4k3/8/8/4K3/7Q w - - 0 1\n", encoding="utf-8")
+    config = swiss_event(tmp_path, [
+        {"Name": "Stockfish", "Command": "stockfish", "Options": {"Threads": 1}},
+        {"Name": "Ethereal", "Command": "ethereal-chess", "Options": {"Threads": 1}}],
+        time_control="5+0.05", concurrency=1, rounds=1, games_per_match=1,
+        Openings={"File": "book.epd", "Format": "epd"},
+        Adjudication={"Tablebases": {"Paths": [str(syzygy_dir)], "MaxPieces": 4}})
+    assert main(["run", str(config), "--quiet"]) == 0
+    pgn = (tmp_path / "state" / "games.pgn").read_text(encoding="utf-8")
+    assert "1-0" in pgn and "adjudication" in pgn.lower()  # the tables were read
+    assert not adjudication._TABLEBASES
+    assert ".rtbw" not in Path("/proc/self/maps").read_text()

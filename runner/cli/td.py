@@ -134,11 +134,11 @@ def log_lines(log: list[decisions.Command]) -> list[str]:
 
 
 def _log(config: Config, as_json: bool) -> int:
-    from runner.service.td import open_event
+    from runner.service.td import open_event_store
     from runner.store import decisions
     from runner.store.database import damaged_state
 
-    store = open_event(config)
+    store = open_event_store(config)
     if isinstance(store, str):
         err(store)
         return EXIT_BAD_INPUT

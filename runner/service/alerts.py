@@ -33,10 +33,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from runner.clock import utc_now as _now
 from runner.config.schema import ALERT_KINDS, AlertsConfig, Config
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished
@@ -131,8 +131,6 @@ def schema_text() -> str:
     return json.dumps(ALERT_SCHEMA, indent=2) + "\n"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _message(kind: str, data: dict[str, Any], event: str) -> str:

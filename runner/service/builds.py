@@ -14,12 +14,12 @@ only ones that play (runner.play.builds, runner.store.builds).
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.config.schema import Config
 from runner.errors import EXIT_BAD_INPUT, StopEvent
+from runner.errors import print_error as _err
 from runner.play.builds import build_difference, build_of, cached_build
 from runner.store.database import Store
 
@@ -32,8 +32,6 @@ class BuildChanged(StopEvent):
     played; the event stops and resumes once the build is restored or accepted)."""
 
 
-def _err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
 
 
 def accept_problem(config: Config, accept: Sequence[str], reason: str | None) -> str | None:

@@ -27,6 +27,7 @@ from runner.domain.pairing import seed_players
 from runner.domain.pgn import escape_tag
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
+from runner.errors import print_error as _err
 from runner.play.engines import ignored_limit_text, probe_engines, sweep_orphans
 from runner.store.database import Store, StoreError, event_recorded
 from runner.store.forensics import read_header
@@ -35,8 +36,6 @@ from runner.store.witness import snapshot_witness
 Say = Callable[..., None]
 
 
-def _err(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
 
 
 def open_event(config: Config, store: Store, say: Say, total_games: Callable[[], int]) -> tuple[list[Opening], int | None]:

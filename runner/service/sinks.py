@@ -22,15 +22,9 @@ from typing import Any, Protocol, TextIO
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
 from runner.errors import RecordInvalid, StopEvent, ViewError
+from runner.errors import print_error as err
 from runner.store.database import Store, StoreError, append_pgn
 from runner.store.movelog import MoveLog
-
-
-def err(message: str) -> None:
-    """An error line on stderr; a stderr that cannot be written (a full disk, a closed
-    pipe) loses the line, never the event."""
-    with contextlib.suppress(OSError, ValueError):
-        print(f"error: {message}", file=sys.stderr, flush=True)
 
 
 class Console:

@@ -14,10 +14,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.clock import utc_now as _now
 from runner.config import Config
 from runner.domain import standings as standing_rules  # (module: tests replace its functions)
 from runner.domain.endings import classify_end
@@ -42,8 +42,6 @@ STATE_VERSION = 2  # 2: "td" (the tournament director's pause, decisions and not
 _SEARCH_KEYS = ("score_cp", "mate", "depth", "seldepth", "nodes", "nps", "tbhits", "pv", "time_ms")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 _RANKED: dict[tuple[Any, ...], list[Any]] = {}  # the last rankings computed (ranked())

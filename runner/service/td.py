@@ -141,7 +141,7 @@ def _rules_check(check: Callable[..., Any], store: Store, *args: Any) -> str | N
     return None
 
 
-def open_event(config: Config) -> Store | str:
+def open_event_store(config: Config) -> Store | str:
     """The event's database, read-only, or why there is none to direct."""
     try:
         store = Store.open_readonly(config.database)
@@ -164,7 +164,7 @@ def open_event(config: Config) -> Store | str:
 def give(config: Config, action: str, args: dict[str, Any], reason: str, who: str
          ) -> tuple[int, str]:
     """Check and record one command: (its id, "") or (0, why it was refused)."""
-    store = open_event(config)
+    store = open_event_store(config)
     if isinstance(store, str):
         return 0, store
     try:
@@ -576,5 +576,5 @@ def adjudicated_record(store: Store, spec: GameSpec, game: StoredGame, result: s
     return record_from_log(spec, board, started, logged, end)
 
 
-__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give", "open_event",
+__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give", "open_event_store",
            "who_am_i"]

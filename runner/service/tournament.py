@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from runner.config.schema import Config
+from runner.domain.adjudication import close_tablebases
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.play import eventloop, referee, spawn
@@ -180,6 +181,7 @@ class Tournament:
                 with contextlib.suppress(asyncio.CancelledError):
                     await poll
             await self._close(views)
+            close_tablebases()  # shared by every game: closed once, when the run ends
             for sig, handler in before.items():
                 loop.remove_signal_handler(sig)
                 if handler is not None:  # what run had (asyncio would leave SIGTERM's default)
