@@ -14,6 +14,7 @@ from typing import Any
 from runner.config import Config, ConfigError, load_config
 from runner.domain.text import printable, printable_lines
 from runner.errors import print_error
+from runner.play.eventloop import referee_refused  # noqa: F401 - re-exported for the commands
 from runner.service.eventcheck import other_event  # noqa: F401 - re-exported: the check `run`, `status` and `td` make
 
 MAX_LOG_CHARS = 300  # an engine printing binary garbage must not flood the terminal
@@ -184,19 +185,3 @@ def stored_fingerprint(store: Any) -> dict | None:
 
     recorded = store.fingerprint()
     return None if recorded is None else without_binaries(recorded, set(store.builds()))
-
-
-def referee_refused(say: Any = None) -> int | None:
-    """An exit code (after saying why) when the built-in referee cannot run here, else None:
-    SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop; exit 2). Any
-    python-chess of the supported range (pyproject.toml) carries it: the referee uses only
-    its public API (docs/referee.md, "The engine client")."""
-    from runner.errors import EXIT_BAD_INPUT
-    from runner.play.eventloop import LoopChoiceError, loop_choice
-
-    try:
-        loop_choice()
-    except LoopChoiceError as exc:
-        (say or err)(str(exc))
-        return EXIT_BAD_INPUT
-    return None

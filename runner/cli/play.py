@@ -54,8 +54,8 @@ def _opening_from_args(args: argparse.Namespace, chess960: bool = False) -> Open
 
 def cli_play(config: Config, args: argparse.Namespace) -> int:
     """``swiss-runner play``: one game between two engines of the config; print its PGN."""
-    from runner.cli.common import referee_refused
     from runner.play import eventloop
+    from runner.play.eventloop import referee_refused
 
     refused = referee_refused()  # the event loop it names
     if refused is not None:

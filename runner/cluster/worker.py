@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 from runner.cluster import network
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.play.eventloop import referee_refused
 
 
 def say(text: str) -> None:
@@ -54,8 +55,6 @@ def cli_worker(args: argparse.Namespace) -> int:
     missing = distributed_missing(say)
     if missing is not None:
         return missing
-    from runner.cli.common import referee_refused
-
     refused = referee_refused(say)  # the event loop it names
     if refused is not None:
         return refused

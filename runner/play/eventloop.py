@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from runner.errors import EXIT_BAD_INPUT, print_error
+
 LOOP_ENV = "SWISS_RUNNER_LOOP"
 CHOICES = ("auto", "uvloop", "asyncio")
 T = TypeVar("T")
@@ -138,4 +140,17 @@ def run(main: Coroutine[Any, Any, T]) -> T:
         return runner.run(main)
 
 
-__all__ = ["LOOP_ENV", "SWITCH_INTERVAL_S", "LoopChoiceError", "collect_garbage", "loop_choice", "loop_factory", "run"]
+__all__ = ["LOOP_ENV", "SWITCH_INTERVAL_S", "LoopChoiceError", "collect_garbage", "loop_choice", "loop_factory", "referee_refused", "run"]
+
+
+def referee_refused(say: Callable[[str], None] | None = None) -> int | None:
+    """An exit code (after saying why) when the built-in referee cannot run here, else None:
+    SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop; exit 2). Any
+    python-chess of the supported range (pyproject.toml) carries it: the referee uses only
+    its public API (docs/referee.md, "The engine client")."""
+    try:
+        loop_choice()
+    except LoopChoiceError as exc:
+        (say or print_error)(str(exc))
+        return EXIT_BAD_INPUT
+    return None
