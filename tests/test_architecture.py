@@ -2,9 +2,7 @@
 ``runner/``, SQL only in ``runner/store``, imports pointing down the layers only, and in
 ``runner/service`` no late import of the package's own modules without a comment saying why.
 
-One case per package, so a red one names the package. The circles in runner/config and
-runner/play and the SQL of runner/web/model.py are removed on other branches of the same
-change: those cases are green only once every branch of it is merged.
+One case per package (and top-level module), so a red one names it.
 """
 
 from __future__ import annotations
