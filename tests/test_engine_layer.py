@@ -136,11 +136,11 @@ def test_no_kill_sweep_or_pin_walk_runs_on_the_event_loop(monkeypatch) -> None: 
     both on the spawner thread (runner.play.processes), never on the loop's."""
     import threading
 
-    from runner.play import affinity, processes
+    from runner.play import processes
     from runner.play.engines import start_engine
 
     threads: dict[str, set[int]] = {"kill": set(), "pin": set()}
-    real_kill, real_pin = processes.kill_owned, affinity.pin_tree
+    real_kill, real_pin = processes.kill_owned, processes.pin_tree
 
     def kill_owned(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         threads["kill"].add(threading.get_ident())
@@ -151,7 +151,7 @@ def test_no_kill_sweep_or_pin_walk_runs_on_the_event_loop(monkeypatch) -> None: 
         return real_pin(*args, **kwargs)
 
     monkeypatch.setattr(processes, "kill_owned", kill_owned)
-    monkeypatch.setattr(affinity, "pin_tree", pin_tree)
+    monkeypatch.setattr(processes, "pin_tree", pin_tree)  # the name processes calls
     cpus = sorted(os.sched_getaffinity(0))[:1]
 
     async def main() -> int:
