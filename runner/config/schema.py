@@ -44,6 +44,9 @@ class EngineConfig:
     startup_timeout_s: float | None = None  # handshake/ready time-out; None = the referee's 30 s
     ponder: bool = False  # Ponder: think on the opponent's time (docs/operators.md)
     restart: bool = True  # Restart: on (a fresh process every game) | off (kept: runner.play.keep)
+    gpus: int = 0  # Gpus: devices this engine needs for a game (docs/gpus.md)
+    gpu_devices: tuple[int, ...] = ()  # GpuDevices: the devices it is pinned to (() = any)
+    env: tuple[tuple[str, str], ...] = ()  # set in its process's environment (its GPUs)
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)
@@ -219,6 +222,7 @@ class Config:
     cluster: ClusterConfig | None = None  # None: every game on this machine
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
     alerts: AlertsConfig | None = None  # None: no alerts (runner.service.alerts)
+    gpus: tuple[int, ...] | None = None  # Gpus: the devices the event may use (None: no GPU handling)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

@@ -244,6 +244,8 @@ def _engine(d: dict[str, Any]) -> EngineConfig:
     d = dict(d)
     d["args"] = tuple(d.get("args", ()))
     d["options"] = dict(d.get("options", {}))
+    d["gpu_devices"] = tuple(d.get("gpu_devices", ()))
+    d["env"] = tuple((str(k), str(v)) for k, v in d.get("env", ()))
     return EngineConfig(**d)
 
 
@@ -275,4 +277,5 @@ def spec_from_json(data: dict[str, Any]) -> GameSpec:
         pgn_comments=data.get("pgn_comments", "cutechess"),
         pgn_extras=tuple(data.get("pgn_extras", ())), variant=data.get("variant", "standard"),
         withdrawn=tuple(data.get("withdrawn", ())),
-        white_build=data.get("white_build", ""), black_build=data.get("black_build", ""))
+        white_build=data.get("white_build", ""), black_build=data.get("black_build", ""),
+        white_gpus=data.get("white_gpus", ""), black_gpus=data.get("black_gpus", ""))

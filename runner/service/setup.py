@@ -163,10 +163,12 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
     """Start every engine once (concurrently), finish the handshake and apply its Options:
     one line per engine that cannot play, naming it, its command and what it printed. An
     engine that cannot even start would otherwise lose every game of the event by forfeit."""
-    from runner.play.engines import ignored_limit_text, probe_engines
+    from runner.play.engines import ignored_limit_text
+    from runner.play.gpus import probe_on_devices
 
     problems = []
-    results = probe_engines(config.engines, timeout, default=PREFLIGHT_TIMEOUT_S)
+    # GPU hook: each GPU engine alone on its devices (docs/gpus.md)
+    results = probe_on_devices(config, timeout, default=PREFLIGHT_TIMEOUT_S)
     for i, (engine, result) in enumerate(zip(config.engines, results, strict=True)):
         where = f"{config.path}: Engines[{i}] {engine.name!r}"
         command = " ".join([engine.command, *engine.args])

@@ -435,6 +435,8 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
     spec = event.get("spec") or {}
     if spec.get("white_build") or spec.get("black_build"):  # which builds played it
         out["builds"] = {"white": spec.get("white_build", ""), "black": spec.get("black_build", "")}
+    if spec.get("white_gpus") or spec.get("black_gpus"):  # GPU hook: the devices (docs/gpus.md)
+        out["gpus"] = {"white": spec.get("white_gpus", ""), "black": spec.get("black_gpus", "")}
     return out
 
 

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from runner.config.schema import Config
+from runner.config.schema import Config, EngineConfig
 from runner.domain.events import GameEvent, GameFinished, GameStarted, parse_utc, workers_tag
 from runner.domain.interruption import Decision, played_by
 from runner.domain.models import GameRecord, GameSpec, Opening, PlayedGame
 from runner.domain.variant import is_960, replay_960
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame, StopEvent
 from runner.play import eventloop
+from runner.play.gpus import GpuPool, local_pool
 from runner.service.alerts import Alerter, brief_standings
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
@@ -83,6 +84,7 @@ class Tournament:
     accept_build: tuple[str, ...] = ()  # run --accept-build ENGINE ... --reason TEXT
     build_reason: str = ""
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
+    gpus: GpuPool | None = None  # GPU hook: the event's devices (runner.play.gpus), by run()
 
     def __post_init__(self) -> None:
         self.pgn = PgnSink(self.config.pgn_out, self.store, self.say)
@@ -297,7 +299,8 @@ class Tournament:
         return play_game
 
     def spec_for(self, game: StoredGame) -> GameSpec:
-        return game_spec(self.config, self.store, game, self.builds)
+        spec = game_spec(self.config, self.store, game, self.builds)
+        return self.gpus.hand_over(spec) if self.gpus is not None else spec  # GPU hook
 
     async def play_one(self, game: StoredGame) -> None:
         """Play one game through the backend; its events go to the sinks as they come.
@@ -525,16 +528,24 @@ class Tournament:
         eventloop.collect_garbage()  # now, while no engine of the round is on the clock
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
-        for game in pending:
+        queue = list(pending)
+        while queue:
+            game = queue.pop(0)
             if self.td is not None and self.td.blocks(game.game_id):
                 continue  # paused, rewound or restarted at the end of the round by the TD
             await slots.acquire()
+            if self.gpus is not None:  # GPU hook: the first game whose devices are free
+                queue.insert(0, game)
+                game = await self.gpus.next_game(queue, self._engines_of, lambda g: g.game_id,
+                                                 lambda: self.stopping) or game
             if self.stopping:
                 slots.release()
                 break
             if (self.td is not None and self.td.blocks(game.game_id)) \
                     or not await self.still_to_play(game):
                 slots.release()
+                if self.gpus is not None:  # GPU hook
+                    self.gpus.give_back(game.game_id)
                 continue
             task = asyncio.create_task(self.play_one(game), name=f"game {game.game_id}")
             self.running[game.game_id] = task
@@ -608,9 +619,14 @@ class Tournament:
                          always=True)
         return [g for g in pending if g.game_id not in due]
 
+    def _engines_of(self, game: StoredGame) -> tuple[EngineConfig, EngineConfig]:
+        return self.config.engine(game.white), self.config.engine(game.black)
+
     def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
         self.running.pop(game_id, None)
         slots.release()
+        if self.gpus is not None:  # GPU hook: its devices are free again
+            self.gpus.give_back(game_id)
         if task.cancelled():
             return
         exc = task.exception()
@@ -764,6 +780,7 @@ class Tournament:
                                   self.view_errors)
         if live is not None:
             live.request(now=True)  # the round so far, before its next game starts
+        self.gpus = local_pool(self.config)  # GPU hook: None without Gpus or on a cluster
         from runner.service.td import Director
 
         self.td = Director(self)
