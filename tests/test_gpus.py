@@ -23,13 +23,17 @@ from runner.cli import main
 from runner.config import ConfigError, EngineConfig, load_config
 from runner.domain.gpus import (
     choose_devices,
+    gpu_status_lines,
+    gpu_table,
     hand_over,
     parse_smi_list,
     sysfs_bus_id,
     tag_devices,
 )
-from runner.play.gpus import numa_cores
+from runner.play.affinity import SlotPool
+from runner.play.gpus import GpuPool, numa_cores
 from runner.play.keep import EnginePool
+from runner.service.gpualerts import failed_sides, lost_devices
 
 pytestmark = pytest.mark.engines
 GPU_FAKE = HERE / "fakes" / "gpu_uci.py"
@@ -213,6 +217,14 @@ def test_numa_cores_from_sysfs(tmp_path: Path, monkeypatch) -> None:
         (sysfs / f"devices/system/node/node{node}/cpulist").write_text(cpus)
     assert numa_cores([0], sysfs) == {0, 1, 2, 3, 8}
     assert numa_cores([1], sysfs) == {4, 5, 6, 7}
+    pool = GpuPool((0, 1), sysfs=sysfs)
+    lc0 = EngineConfig(name="Lc0", command="lc0", gpus=1, gpu_devices=(1,))
+    assert pool.take(5, lc0, EngineConfig(name="SF", command="sf")) is not None
+    slots = SlotPool([[0, 1], [2, 3], [4, 5]])
+    with slots.take(pool.numa_cores(5)) as cpus:  # the slot on the GPU's NUMA node
+        assert cpus == (4, 5)
+        with slots.take(pool.numa_cores(6)) as other:  # no GPU: the first free slot
+            assert other == (0, 1)
     (sysfs / "bus/pci/devices/0000:af:00.0/numa_node").write_text("-1\n")
     assert numa_cores([1], sysfs) == set()  # the machine does not say
 
@@ -284,3 +296,91 @@ def test_on_a_cluster_gpu_games_go_to_the_worker_with_gpus(tmp_path: Path) -> No
         for side in gpu:
             assert game.headers[f"{side}Gpus"] in ("0", "1")
     assert any(line["cuda"] in ("0", "1") for line in lines if line["kind"] == "go")
+
+
+def test_the_td_takes_a_device_out_of_rotation_and_status_shows_it(tmp_path: Path,
+                                                                    capsys) -> None:
+    engines = [stand_in(tmp_path, "G1", 1)] + [stand_in(tmp_path, n) for n in ("C1", "C2", "C3")]
+    for engine in engines:
+        engine["Args"][engine["Args"].index("--think") + 1] = "0.25"
+    path = event(tmp_path, engines, Gpus=[0, 1], Concurrency=2,
+                 SwissOptions={"GamesPerMatch": 1, "Rounds": 3, "Seeding": "listed",
+                               "StatePath": "state/swiss.json"})
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    with open(tmp_path / "runner.log", "wb") as log:
+        runner = subprocess.Popen([sys.executable, "-m", "runner", "run", str(path)], env=env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "Round 1 pairings" not in (tmp_path / "runner.log").read_text():
+            assert time.monotonic() < deadline and runner.poll() is None
+            time.sleep(0.05)
+        assert main(["td", str(path), "gpu", "off", "7", "--reason", "no such"]) == 2
+        assert "device 7 is not one of the event's Gpus (0, 1)" in capsys.readouterr().err
+        assert main(["td", str(path), "gpu", "on", "0", "--reason", "x"]) == 2
+        assert main(["td", str(path), "gpu", "off", "0", "--reason", "fan failed"]) == 0
+        assert runner.wait(120) == 0
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    assert "gpu off 0" in (tmp_path / "runner.log").read_text()
+    games = pgn_games(tmp_path / "state" / "games.pgn")
+    later = [g.headers.get(f"{s}Gpus") for g in games for s in ("White", "Black")
+             if g.headers[s] == "G1" and not g.headers["Round"].startswith("1.")]
+    assert later and set(later) == {"1"}  # never the device out of rotation
+    capsys.readouterr()
+    assert main(["status", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "GPUs:\n  0: free; out of rotation (fan failed)\n  1: free" in out
+    from starlette.testclient import TestClient
+
+    from runner.web.app import create_app
+
+    with TestClient(create_app(load_config(path))) as client:  # the dashboard, per game
+        page = client.get("/rounds").text
+        assert "GPUs: G1 1, C" in page or "; GPUs: C" in page and "G1 1" in page
+        state = client.get("/api/state").json()
+        assert state["gpus"]["offline"] == [{"device": 0, "reason": "fan failed"}]
+    assert main(["td", str(path), "gpu", "on", "0", "--reason", "fan replaced"]) == 0
+    assert main(["td", str(path), "log"]) == 0
+    assert "gpu on 0" in capsys.readouterr().out
+
+
+def test_status_names_the_busy_devices() -> None:
+    rounds = [{"pairs": [{"games": [
+        {"game_id": 3, "status": "running", "white": "Lc0", "black": "SF",
+         "gpus": {"white": "1 (NVIDIA A), 2 (NVIDIA A)", "black": ""}},
+        {"game_id": 4, "status": "finished", "white": "Lc0", "black": "SF",
+         "gpus": {"white": "0", "black": ""}}]}]}]
+    table = gpu_table((0, 1, 2), rounds, {0: "broken"})
+    assert gpu_status_lines(table) == ["GPUs:", "  0: free; out of rotation (broken)",
+                                       "  1: busy: game 3, Lc0", "  2: busy: game 3, Lc0"]
+    assert gpu_table(None, [], {}) is None and gpu_status_lines(None) == []
+
+
+def test_a_cuda_error_alerts_naming_the_device(tmp_path: Path) -> None:
+    alerts = tmp_path / "alerts.jsonl"
+    sink = f"import sys; open({str(alerts)!r}, 'a').write(sys.stdin.read().strip() + '\\n')"
+    engines = [stand_in(tmp_path, "G1", 1), stand_in(tmp_path, "G2", 1)]
+    engines[1]["Args"][1:1] = ["--cuda-error-on-go", "2"]
+    path = event(tmp_path, engines, Gpus=[0, 1], Concurrency=1,
+                 EngineLogs={"Dir": "logs"}, Alerts={"Command": [sys.executable, "-c", sink]},
+                 SwissOptions={"GamesPerMatch": 1, "Rounds": 1, "StatePath": "state/s.json"})
+    assert main(["run", str(path)]) == 0
+    sent = [json.loads(line) for line in alerts.read_text().splitlines()]
+    failed = [a["data"] for a in sent if a["kind"] == "gpu_failed"]
+    game = pgn_games(tmp_path / "state" / "games.pgn")[0]
+    side = "White" if game.headers["White"] == "G2" else "Black"
+    assert failed == [{"device": int(game.headers[f"{side}Gpus"]), "game_id": 1,
+                       "engine": "G2", "reason": failed[0]["reason"]}]
+    assert "CUDA error" in failed[0]["reason"]
+    assert any(a["kind"] == "engine_crashed" for a in sent)
+
+
+def test_a_device_nvidia_smi_no_longer_lists_is_lost(tmp_path: Path, monkeypatch) -> None:
+    listing = "GPU 1: NVIDIA Stand-In B (UUID: GPU-2222)\\nGPU 2: Unable to determine the device handle for GPU 2: GPU is lost\\n"
+    monkeypatch.setenv("PATH", f"{fake_smi(tmp_path, listing)}:{os.environ['PATH']}")
+    assert lost_devices({0, 1, 2}) == {0, 2}
+    assert failed_sides("+1.0 Lc0(black) < CUDA error: out of memory\n+1.1 SF(white) < info") \
+        == {"black": "CUDA error: out of memory"}

@@ -10,6 +10,7 @@ import sys
 from runner.cli.common import err as _err
 from runner.cli.common import other_event, stored_fingerprint
 from runner.config import Config
+from runner.domain.gpus import gpu_status_lines
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.service.state import build_state, standings_text
@@ -70,6 +71,8 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
                 print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
                                 f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
                                 + (f", {refused}" if refused else "")))
+        for line in gpu_status_lines(data.get("gpus")):  # GPU hook: which devices are busy
+            print(printable(line))
         accepted = [(engine, b) for engine, rows in (data.get("builds") or {}).items()
                     for b in rows[1:]]
         if accepted:  # run --accept-build (TCEC rule 8: docs/orchestrator.md)

@@ -172,7 +172,7 @@ PGN_EXTRAS = ("ECO", "Elo", "TCEC")
 # what the Alerts block can report (runner.service.alerts, docs/alerts.md)
 ALERT_KINDS = ("event_stopped", "event_failed", "engine_crashed", "engine_stalled",
                "engine_forfeit", "worker_lost", "disk_low", "round_ended", "event_ended",
-               "td_decision")
+               "td_decision", "gpu_failed")
 
 
 @dataclass(frozen=True)

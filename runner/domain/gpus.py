@@ -50,6 +50,70 @@ def tag_devices(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def spec_gpus(spec: Mapping[str, Any]) -> dict[str, str] | None:
+    """The devices of a game's spec (its JSON) for the state document, None for none."""
+    if not (spec.get("white_gpus") or spec.get("black_gpus")):
+        return None
+    return {"white": spec.get("white_gpus", ""), "black": spec.get("black_gpus", "")}
+
+
+def gpu_table(devices: Sequence[int] | None, rounds: Sequence[Mapping[str, Any]],
+              offline: Mapping[int, str]) -> dict[str, Any] | None:
+    """The state document's ``gpus``: the event's devices, which the games in progress
+    hold (device, game, engine) and which the TD took out of rotation (device -> reason);
+    None when the event has none and none is out of rotation."""
+    busy = []
+    for rd in rounds:
+        for pair in rd["pairs"]:
+            for g in pair["games"]:
+                if g["status"] != "running" or not g.get("gpus"):
+                    continue
+                for side in ("white", "black"):
+                    busy += [{"device": d, "game_id": g["game_id"], "engine": g[side]}
+                             for d in tag_devices(g["gpus"][side])]
+    if devices is None and not busy and not offline:
+        return None
+    return {"devices": list(devices or ()), "busy": sorted(busy, key=lambda b: b["device"]),
+            "offline": [{"device": d, "reason": r} for d, r in sorted(offline.items())]}
+
+
+def gpu_status_lines(table: Mapping[str, Any] | None) -> list[str]:
+    """`status`: one line per device of the event (busy with which game, free, or out of
+    rotation), nothing without GPUs."""
+    if not table:
+        return []
+    busy = {b["device"]: b for b in table["busy"]}
+    offline = {o["device"]: o["reason"] for o in table["offline"]}
+    lines = ["GPUs:"]
+    for d in sorted(set(table["devices"]) | set(busy) | set(offline)):
+        text = f"busy: game {busy[d]['game_id']}, {busy[d]['engine']}" if d in busy else "free"
+        if d in offline:
+            text += f"; out of rotation ({offline[d]})"
+        lines.append(f"  {d}: {text}")
+    return lines
+
+
+def gpu_command_problem(devices: Sequence[int] | None, offline: Mapping[int, str],
+                        args: dict[str, Any]) -> str | None:
+    """Why ``td gpu off|on DEVICE`` cannot apply (None: it can); ``args["device"]`` is made
+    an int in place."""
+    state, device = args.get("state"), args.get("device")
+    if state not in ("off", "on"):
+        return f"gpu: {state!r}, expected off or on"
+    try:
+        args["device"] = device = int(str(device))
+    except ValueError:
+        return f"gpu: device {device!r}, expected a GPU index"
+    if not devices or device not in devices:
+        return (f"gpu: device {device} is not one of the event's Gpus "
+                f"({', '.join(map(str, devices)) if devices else 'none'})")
+    if state == "off" and device in offline:
+        return f"gpu: device {device} is out of rotation already"
+    if state == "on" and device not in offline:
+        return f"gpu: device {device} is not out of rotation"
+    return None
+
+
 def parse_smi_list(text: str) -> dict[int, str]:
     """``nvidia-smi -L`` output: index -> device name (lines of other shapes are skipped)."""
     found: dict[int, str] = {}
@@ -115,4 +179,4 @@ def choose_devices(free: Iterable[int], need: int, *, pinned: Sequence[int] = ()
 
 
 __all__ = ["GPU_ENV", "PLACEHOLDER", "choose_devices", "device_list", "gpu_failure",
-           "env_devices", "hand_over", "parse_smi_list", "sysfs_bus_id", "tag_devices", "tag_text"]
+           "env_devices", "gpu_command_problem", "gpu_status_lines", "gpu_table", "hand_over", "spec_gpus", "parse_smi_list", "sysfs_bus_id", "tag_devices", "tag_text"]

@@ -132,6 +132,8 @@ class GpuPool:
     uses: dict[int, int] = field(default_factory=dict)  # device -> games it was given to
     previous: dict[str, tuple[int, ...]] = field(default_factory=dict)  # engine -> last devices
     pins: frozenset[int] = frozenset()
+    sysfs: Path = SYSFS  # where the NUMA nodes are read (a test's own tree)
+    _numa: dict[tuple[int, ...], set[int]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def free(self) -> set[int]:
@@ -173,6 +175,16 @@ class GpuPool:
                 self.holders.pop(d, None)
             self.changed.set()
 
+    def numa_cores(self, game_id: int) -> set[int]:
+        """The cores of the NUMA nodes of the devices ``game_id`` holds (empty: none known)."""
+        gpus = self.held.get(game_id)
+        if gpus is None or not gpus.devices:
+            return set()
+        key = tuple(sorted(gpus.devices))
+        if key not in self._numa:
+            self._numa[key] = numa_cores(key, self.sysfs)
+        return self._numa[key]
+
     def set_offline(self, device: int, offline: bool) -> None:
         """The TD took ``device`` out of rotation (or back): no new game gets it."""
         (self.offline.add if offline else self.offline.discard)(device)
@@ -185,9 +197,13 @@ class GpuPool:
         return with_devices(spec, gpus, self.names)
 
     async def next_game(self, queue: list[T], needs: Callable[[T], tuple[EngineConfig, ...]],
-                           game_id: Callable[[T], int], stopping: Callable[[], bool]) -> T | None:
+                        game_id: Callable[[T], int], stopping: Callable[[], bool],
+                        say: Callable[[str], None] | None = None) -> T | None:
         """The first game of ``queue`` whose devices are free now, taken out of ``queue``
-        with its devices held; waits until a game gives some back (None: ``stopping``)."""
+        with its devices held; waits until a game gives some back (None: ``stopping``).
+        ``say``: told once when no game holds a device to give back (only the TD's
+        ``gpu on`` can end the wait)."""
+        told = False
         while not stopping():
             self.changed.clear()
             for i, game in enumerate(queue):
@@ -196,6 +212,11 @@ class GpuPool:
                     return queue.pop(i)
             if not queue:
                 return None
+            if not told and say is not None and not any(g.devices for g in self.held.values()):
+                told = True
+                say(f"game {game_id(queue[0])} waits for GPUs: the devices its engines need "
+                    f"are out of rotation ({', '.join(map(str, sorted(self.offline)))}); "
+                    "`swiss-runner td CONFIG gpu on INDEX` gives one back")
             with contextlib.suppress(TimeoutError):  # (a stop is seen within this time)
                 await asyncio.wait_for(self.changed.wait(), 0.5)
         return None
@@ -311,12 +332,14 @@ class WorkerGpus:
             self.pool.give_back(game_id)
 
 
-def local_pool(config: Config) -> GpuPool | None:
-    """The event's pool on this machine: None without ``Gpus`` or with a Cluster (each
-    worker allocates its own: runner.cluster.worker)."""
+def local_pool(config: Config, offline: Iterable[int] = ()) -> GpuPool | None:
+    """The event's pool on this machine, without the ``offline`` devices: None without
+    ``Gpus`` or with a Cluster (each worker allocates its own: runner.cluster.worker)."""
     if not config.gpus or config.cluster is not None:
         return None
-    return pool_for(config.gpus, config.engines)
+    pool = pool_for(config.gpus, config.engines)
+    pool.offline.update(offline)
+    return pool
 
 
 __all__ = ["GameGpus", "GpuDetectError", "GpuPool", "detect", "device_names", "numa_cores",

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runner.config import Config
+from runner.domain.gpus import gpu_command_problem
 from runner.errors import BadInput, StopEvent
 from runner.service.sinks import err
 from runner.store import decisions
@@ -97,6 +98,9 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
         # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
         return _rules_check(tdrules(), "validate_withdraw", store, config, engine) \
             if pending else None
+    if action == "gpu":  # GPU hook: a device out of rotation and back (docs/gpus.md)
+        return gpu_command_problem(config.gpus, decisions.offline_gpus(store.conn, pending),
+                                   args)
     if action not in ("adjudicate", "restart", "rewind"):
         return f"unknown action {action!r}"
     game = find_game(store, args.get("game", ""))
@@ -217,6 +221,7 @@ def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str
         "restart": lambda: {"game": fields.get("game", ""), "when": fields.get("when") or "now"},
         "rewind": lambda: {"game": fields.get("game", "")},
         "note": lambda: {"text": fields.get("text", "")},
+        "gpu": lambda: {"device": fields.get("device", ""), "state": fields.get("state", "")},
     }[action]()
     return action, args, reason
 
@@ -439,6 +444,16 @@ class Director:
         await settled_effect()
 
     # ---- the actions ---------------------------------------------------------------------
+
+    async def _gpu(self, cmd: Command, args: dict[str, Any]) -> str | None:
+        """GPU hook: ``td gpu off|on INDEX``: no new game gets the device (or it does again)."""
+        outcome = f"GPU {args['device']} " + ("out of rotation" if args["state"] == "off"
+                                              else "back in rotation")
+        if not await self._mark_only(cmd, "applied", outcome, args):
+            return None
+        if self.t.gpus is not None:
+            self.t.gpus.set_offline(args["device"], args["state"] == "off")
+        return outcome
 
     async def _note(self, cmd: Command, args: dict[str, Any]) -> str | None:
         return "noted" if await self._mark_only(cmd, "applied", "noted") else None

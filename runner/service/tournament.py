@@ -28,6 +28,7 @@ from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, ReplayGame, Stop
 from runner.play import eventloop
 from runner.play.gpus import GpuPool, local_pool
 from runner.service.alerts import Alerter, brief_standings
+from runner.service.gpualerts import gpu_sinks
 from runner.service.livesink import LivePgnSink
 from runner.service.setup import open_event
 from runner.service.sinks import (
@@ -48,6 +49,7 @@ from runner.store.database import (
     StoreError,
     remove_stale_temp_files,
 )
+from runner.store.decisions import offline_gpus
 from runner.store.movelog import DiskFull, MoveLog
 from runner.store.tdstore import swiss_games, withdrawn_before
 
@@ -355,8 +357,10 @@ class Tournament:
             if decision is not None and decision.action == "resume":
                 extra["resume"] = decision.resume
             try:
-                with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
-                                             f"{game.white} vs {game.black}") as more:
+                with self.resources.for_game(
+                        game.game_id, attempt, f"game {game.game_id}, {game.white} vs "
+                        f"{game.black}", self.gpus.numa_cores(game.game_id)  # GPU hook
+                        if self.gpus is not None and self.resources.pool else ()) as more:
                     record = await self.backend()(spec, emit=emit, on_process=on_process,
                                                   attempt=attempt, **extra, **more)
                 break
@@ -537,9 +541,13 @@ class Tournament:
             if self.gpus is not None:  # GPU hook: the first game whose devices are free
                 queue.insert(0, game)
                 game = await self.gpus.next_game(queue, self._engines_of, lambda g: g.game_id,
-                                                 lambda: self.stopping) or game
+                                                 lambda: self.stopping,
+                                                 lambda text: self.say(text, always=True)) \
+                    or game
             if self.stopping:
                 slots.release()
+                if self.gpus is not None:  # GPU hook
+                    self.gpus.give_back(game.game_id)
                 break
             if (self.td is not None and self.td.blocks(game.game_id)) \
                     or not await self.still_to_play(game):
@@ -775,12 +783,14 @@ class Tournament:
         from runner.service.operations import run_views
 
         views = run_views(self)  # console lines with progress/ETA, EPD file, live view
+        gpu_views = gpu_sinks(self.config, self.alerts)  # GPU hook: a failing device alerts
         self.router = EventRouter(StoreSink(self.store, self.movelog),
-                                  [*views.sinks(), self.pgn, snapshot, *([live] if live else [])],
-                                  self.view_errors)
+                                  [*views.sinks(), *gpu_views, self.pgn, snapshot,
+                                   *([live] if live else [])], self.view_errors)
         if live is not None:
             live.request(now=True)  # the round so far, before its next game starts
-        self.gpus = local_pool(self.config)  # GPU hook: None without Gpus or on a cluster
+        # GPU hook: None without Gpus or on a cluster; the TD's `gpu off` devices left out
+        self.gpus = local_pool(self.config, offline_gpus(self.store.conn))
         from runner.service.td import Director
 
         self.td = Director(self)
@@ -801,6 +811,8 @@ class Tournament:
             if self.resources is not None:
                 await self._close_resources()
             views.close()
+            for view in gpu_views:
+                view.close()
             await asyncio.to_thread(self.movelog.close)
             await snapshot.flush()
             await self.pgn.flush()
