@@ -31,7 +31,7 @@ from runner.domain.gpus import (
     tag_devices,
 )
 from runner.play.affinity import SlotPool
-from runner.play.gpus import GpuPool, numa_cores
+from runner.play.gpus import GpuPool, numa_cores, split_devices
 from runner.play.keep import EnginePool
 from runner.service.gpualerts import failed_sides, lost_devices
 
@@ -173,6 +173,8 @@ def test_validate_refuses_what_cannot_be_played(tmp_path: Path) -> None:
             load_config(path)
         assert message in str(caught.value), str(caught.value)
         assert main(["validate", str(path)]) == 2
+    for bad in ("0,0", "-1", "x"):  # the worker's --gpus, refused before it connects
+        assert main(["worker", "tcp://127.0.0.1:9", "--gpus", bad]) == 2
 
 
 def fake_smi(tmp_path: Path, listing: str) -> Path:
@@ -239,6 +241,8 @@ def test_allocation_rule() -> None:
     assert parse_smi_list("GPU 3: Tesla V100 (UUID: GPU-x)\nnoise\n") == {3: "Tesla V100"}
     assert sysfs_bus_id("00000000:3B:00.0") == "0000:3b:00.0"
     assert tag_devices("0 (NVIDIA A), 1 (NVIDIA A)") == (0, 1)
+    assert split_devices((0, 1, 2, 3, 4), 2) == [(0, 1, 2), (3, 4)]  # worker --slots 2
+    assert split_devices((0,), 2) == [(0,), ()]
 
 
 def _loopback_port() -> int:
