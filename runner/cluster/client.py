@@ -55,6 +55,7 @@ from runner.domain.events import (
 )
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import ReplayGame, StopEvent
+from runner.play.gpus import game_resources, gpu_need_text, gpu_workers
 
 FINISH_WAIT_S = 10.0  # after the task's result, how long the GameFinished event may lag
 # from the claim to GameStarted: two engine probes (20 s each at most) and the engines' start
@@ -319,7 +320,7 @@ class ClusterBackend:
             self._submits += 1
             future = client.submit(play_task, self.epoch, token, spec_json, resume_json,
                                    attempt, self.retry_refused_s, key=f"swiss-runner-game-{self.epoch}-{token}-"
-                                   f"{self._submits}", resources={RESOURCE: 1}, retries=0,
+                                   f"{self._submits}", resources={RESOURCE: 1, **game_resources(spec)}, retries=0,
                                    pure=False, workers=workers, allow_other_workers=False)
             try:
                 result = await self._outcome(future, state)
@@ -459,14 +460,14 @@ class ClusterBackend:
         while True:
             self._forgive_refusals()
             await self._client()
-            workers = await self._workers()
+            workers = gpu_workers(await self._workers(), spec)  # GPU hook: enough devices
             if workers and not self.refused:
                 return None
             ok = [a for a in workers or {} if not engines & set(self.refused.get(a, {}))]
             if ok:
                 return ok
             why = (f"the Dask scheduler at {self.address} is unreachable" if workers is None
-                   else "no worker is connected" if not workers else (
+                   else f"no worker {gpu_need_text(spec)}is connected" if not workers else (
                 "every worker refused " + " or ".join(sorted(engines)) + ": " + "; ".join(
                     f"{self.names.get(a, a)}: {r}" for a in workers
                     for e, r in self.refused.get(a, {}).items() if e in engines)))

@@ -174,6 +174,12 @@ class EngineKeys:
     Ponder: bool | None = key(None, "this engine thinks on the opponent's time")
     Restart: Annotated[Any, _any(L.RESTART_SCHEMA)] = key(
         None, "on / off for this engine alone (default: the event's Restart)")
+    Gpus: Annotated[int, Expected(f"a whole number of GPUs from 0 to {L.MAX_GPUS}")] = key(
+        0, "GPUs this engine needs for a game, its own for the whole game (docs/gpus.md)",
+        ge=0, le=L.MAX_GPUS)
+    GpuDevices: Annotated[list[Annotated[int, Meta(ge=0, le=L.MAX_GPU_INDEX)]] | None, Expected(
+        "a list of GPU indices from the event's Gpus")] = key(
+        None, "the devices this engine always plays on (pinned; default: any free ones)")
 
 
 @block
@@ -402,6 +408,11 @@ class ConfigKeys:
     Cluster: ClusterKeys | None = key(None, "play every game on a Dask cluster")
     Variant: Literal[VARIANTS] = key("standard", "standard, chess960 or dfrc")  # type: ignore[valid-type]
     Alerts: AlertsKeys | None = key(None, "where the runner sends alerts (none: no alerts)")
+    Gpus: Annotated[Any, _any({"anyOf": [
+        {"const": "auto"},
+        {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}]})] = key(
+        None, "the GPU indices the event may use ([0, 1]), or auto (nvidia-smi -L); none: no "
+        "GPU handling")
 
 
 def json_schema() -> dict[str, Any]:
