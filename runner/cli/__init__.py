@@ -200,6 +200,9 @@ def _cluster_commands(sub: Subparsers) -> None:
                         "the scheduler; 0.0.0.0 = every interface)")
     p.add_argument("--insecure", action="store_true",
                    help="allow a plain tcp:// scheduler on another machine (a private network)")
+    p.add_argument("--gpus", metavar="0,1|auto",
+                   help="this machine's GPUs for GPU engines' games: device indices or auto "
+                        "(nvidia-smi -L); shared out among --slots (docs/gpus.md)")
     p.add_argument("--slot", action="store_true", help=argparse.SUPPRESS)  # a supervisor's slot
     p.set_defaults(func=cmd_worker)
 

@@ -10,6 +10,7 @@ import sys
 from runner.cli.common import err as _err
 from runner.cli.common import other_event, stored_fingerprint
 from runner.config import Config
+from runner.domain.gpus import gpu_status_lines
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.service.state import build_state, standings_text
@@ -80,7 +81,8 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
             for engine, b in accepted:
                 print(printable(f"  {engine}: build {b['digest']} since {b['recorded']} "
                                 f"({b['reason']})"))
-        for line in _td_lines(data.get("td") or {}):
+        # GPU hook: which devices are busy (docs/gpus.md); then the TD's pause and decisions
+        for line in [*gpu_status_lines(data.get("gpus")), *_td_lines(data.get("td") or {})]:
             print(printable(line))
         if data["runner_running"] is not None:
             print("Runner: " + ("running" if data["runner_running"] else "not running"))

@@ -72,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the first game voided: number or R.G")
     a = action("note", "add a line to the event's log", reason=False)
     a.add_argument("text", help="the note")
+    a = action("gpu", "take a GPU out of rotation (off) or back (on) (docs/gpus.md)")
+    a.add_argument("state", choices=("off", "on"), help="off: no new game gets it; on: back")
+    a.add_argument("device", help="the device index (one of the event's Gpus)")
     a = action("log", "print the decision log", reason=False)
     add_format(a)
 
@@ -91,6 +94,8 @@ def command_args(args: argparse.Namespace) -> dict[str, Any]:
         return {"game": args.game}
     if action == "note":
         return {"text": args.text}
+    if action == "gpu":
+        return {"state": args.state, "device": args.device}
     return {}
 
 

@@ -40,12 +40,13 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
     status = EXIT_OK
     if args.probe:
         from runner.cli.common import quiet_engine_logs
-        from runner.play.engines import ignored_limit_text, probe_engines
+        from runner.play.engines import ignored_limit_text
+        from runner.play.gpus import probe_on_devices
 
         quiet_engine_logs()
 
-        for engine, result in zip(config.engines, probe_engines(config.engines, args.timeout),
-                                  strict=True):
+        for engine, result in zip(config.engines, probe_on_devices(config, args.timeout),
+                                  strict=True):  # GPU hook: each GPU engine on its devices
             if result.error:
                 said = f"; it printed: {printable(result.output[:500])}" if result.output else ""
                 print(f"FAIL {engine.name}: {result.error} (command: "

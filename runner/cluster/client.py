@@ -56,6 +56,7 @@ from runner.domain.events import (
 )
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import ReplayGame, StopEvent
+from runner.play.gpus import game_resources, gpu_need_text, gpu_workers
 
 FINISH_WAIT_S = 10.0  # after the task's result, how long the GameFinished event may lag
 # from the claim to GameStarted: two engine probes (20 s each at most) and the engines' start
@@ -338,7 +339,7 @@ class ClusterBackend:
             self._submits += 1
             future = client.submit(play_task, self.epoch, token, spec_json, resume_json,
                                    attempt, self.retry_refused_s, self.lease_s, key=f"swiss-runner-game-{self.epoch}-{token}-"
-                                   f"{self._submits}", resources={RESOURCE: 1}, retries=0,
+                                   f"{self._submits}", resources={RESOURCE: 1, **game_resources(spec)}, retries=0,
                                    pure=False, workers=workers, allow_other_workers=False)
             try:
                 result = await self._outcome(future, state)
@@ -468,7 +469,7 @@ class ClusterBackend:
         while True:
             self._forgive_refusals()
             await self._client()
-            workers = await self._workers()
+            workers = gpu_workers(await self._workers(), spec)  # enough GPUs
             barred = self.suspects.barred(workers or {})
             if workers and not self.refused and not barred:
                 return None
@@ -476,7 +477,7 @@ class ClusterBackend:
                   if a not in barred and not engines & set(self.refused.get(a, {}))]
             if ok:
                 return ok
-            why = self._why_no_worker(workers, barred, engines)
+            why = self._why_no_worker(workers, barred, engines, spec)
             if time.monotonic() > deadline:
                 raise ClusterUnavailable(f"game {spec.game_id} cannot be played: {why} (waited "
                                          f"Cluster.WaitS = {self.wait_s:g} s)")
@@ -486,12 +487,12 @@ class ClusterBackend:
             await asyncio.sleep(1.0)
 
     def _why_no_worker(self, workers: dict[str, Any] | None, barred: set[str],
-                       engines: set[str]) -> str:
+                       engines: set[str], spec: GameSpec) -> str:
         """Why no worker may play a game of ``engines`` now (for the console)."""
         if workers is None:
             return f"the Dask scheduler at {self.address} is unreachable"
         if not workers:
-            return "no worker is connected"
+            return f"no worker {gpu_need_text(spec)}is connected"
         why = [f"{self.names.get(a, a)}: {r}" for a in workers
                for e, r in self.refused.get(a, {}).items() if e in engines]
         why += [f"{self.names.get(a, a)}: cut off (given up, not heard from since)"

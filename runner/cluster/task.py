@@ -33,6 +33,7 @@ from runner.domain.events import (
     resume_from_json,
     spec_from_json,
 )
+from runner.play.gpus import WorkerGpus
 
 POLL_S = 0.25  # how often a game checks that the runner still wants it
 PROBE_TIMEOUT_S = 20.0  # an engine without StartupTimeoutS
@@ -44,12 +45,14 @@ class EngineProbes(WorkerPlugin):
 
     name = PLUGIN
 
-    def __init__(self, engines: dict[str, str] | None = None) -> None:
+    def __init__(self, engines: dict[str, str] | None = None,
+                 gpus: tuple[int, ...] = ()) -> None:
         # (command, args, protocol, startup timeout) -> (why not, or "", monotonic time)
         self.results: dict[tuple[Any, ...], tuple[str, float]] = {}
         self.lock = threading.Lock()
         # per-worker engine commands: engine name in the event -> command on this machine
         self.engines = dict(engines or {})
+        self.gpus = WorkerGpus(gpus) if gpus else None  # GPU hook: --gpus (docs/gpus.md)
 
     def local(self, spec: Any) -> Any:
         """The spec with this worker's engine commands (``--engine NAME=COMMAND``)."""
@@ -136,6 +139,24 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
     probes = _probes(worker)
     spec = probes.local(spec_from_json(spec_json))
     resume = resume_from_json(resume_json) if resume_json is not None else None
+    if probes.gpus is not None:  # GPU hook: this worker's devices for the game, then back
+        handed = probes.gpus.hand_over(spec, lambda: _wanted(worker, key))
+        if handed is None:
+            raise Abandoned(f"game {spec.game_id}: abandoned on {name} (no longer wanted)")
+        try:
+            return _checked_play(worker, key, probes, handed, resume, attempt, name, send,
+                                 retry_refused_s, (epoch, lease_s))
+        finally:
+            probes.gpus.give_back(spec.game_id)
+    return _checked_play(worker, key, probes, spec, resume, attempt, name, send, retry_refused_s,
+                         (epoch, lease_s))
+
+
+def _checked_play(worker: Any, key: Any, probes: EngineProbes, spec: Any, resume: Any,
+                  attempt: int, name: str, send: Any, retry_refused_s: float,
+                  lease_of: tuple[str, float]) -> dict[str, Any]:
+    """The engines probed here (refused: why), then the game played under the runner's
+    lease (``lease_of``: its epoch and LeaseS)."""
     for engine, want in ((spec.white, spec.white_build), (spec.black, spec.black_build)):
         problem = probes.problem(engine, retry_refused_s) or build_problem(engine, want)
         if problem:
@@ -143,7 +164,7 @@ def play_task(epoch: str, token: str, spec_json: dict[str, Any],
             return {"refused": engine.name, "reason": problem}
     from runner.play import eventloop
 
-    lease = Lease(worker, epoch, lease_s)
+    lease = Lease(worker, *lease_of)
     try:
         record = eventloop.run(_play(worker, key, spec, resume, attempt, name, send, lease))
     finally:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from runner.cluster import network
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.play.eventloop import referee_refused
+from runner.play.gpus import GPU_RESOURCE, parse_worker_gpus, split_devices
 
 
 def say(text: str) -> None:
@@ -60,6 +61,11 @@ def cli_worker(args: argparse.Namespace) -> int:
         return refused
     if args.slots < 1:
         say("--slots must be at least 1")
+        return EXIT_BAD_INPUT
+    try:  # GPU hook: --gpus 0,1 | auto, advertised as Dask resources (docs/gpus.md)
+        gpus = parse_worker_gpus(args.gpus) if getattr(args, "gpus", None) else ()
+    except ValueError as exc:
+        say(f"--gpus {args.gpus}: {exc}")
         return EXIT_BAD_INPUT
     engines: dict[str, str] = {}
     for item in args.engine or ():
@@ -94,9 +100,9 @@ def cli_worker(args: argparse.Namespace) -> int:
     if args.slots > 1:
         return eventloop.run(supervise(args.scheduler, slots=args.slots, name=name,
                                        wait_s=args.wait, engines=engines, listen=host,
-                                       insecure=insecure))
+                                       insecure=insecure, gpus=gpus))
     return eventloop.run(serve(args.scheduler, slots=1, name=name, wait_s=args.wait,
-                               engines=engines, host=host, port=port,
+                               engines=engines, host=host, port=port, gpus=gpus,
                                gave_up=SLOT_GAVE_UP if getattr(args, "slot", False)
                                else EXIT_FAIL))
 
@@ -107,7 +113,8 @@ SLOT_GAVE_UP = 3
 
 
 def slot_argv(scheduler: str, name: str, wait_s: float, engines: dict[str, str],
-              listen: str | None = None, insecure: bool = False) -> list[str]:
+              listen: str | None = None, insecure: bool = False,
+              gpus: tuple[int, ...] = ()) -> list[str]:
     """The command line of one slot process (this interpreter, this package)."""
     argv = [sys.executable, "-m", "runner", "worker", scheduler, "--slots", "1", "--name", name,
             "--wait", f"{wait_s:g}", "--slot"]
@@ -117,6 +124,8 @@ def slot_argv(scheduler: str, name: str, wait_s: float, engines: dict[str, str],
         argv.append("--insecure")
     for engine, command in engines.items():
         argv += ["--engine", f"{engine}={command}"]
+    if gpus:
+        argv += ["--gpus", ",".join(map(str, gpus))]
     return argv
 
 
@@ -125,7 +134,7 @@ RESTART_S = (1.0, 30.0)  # a slot process that died is started again after 1 s, 
 
 async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
                     engines: dict[str, str] | None = None, listen: str | None = None,
-                    insecure: bool = False) -> int:
+                    insecure: bool = False, gpus: tuple[int, ...] = ()) -> int:
     """Run ``slots`` slot processes NAME/1..NAME/N and start again any that dies (a crash,
     exit 1, included: the other slots and their games go on), until SIGINT/SIGTERM (exit
     130) or a slot gives up (``--wait`` without a scheduler: exit 1) or cannot run at all
@@ -138,13 +147,15 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
         loop.add_signal_handler(sig, stop.set)
     procs: dict[str, Process] = {}
     code = EXIT_OK
+    shares = dict(zip((f"{name}/{k}" for k in range(1, slots + 1)), split_devices(gpus, slots),
+                      strict=True))  # GPU hook: each slot process its own devices
 
     async def start(slot: str) -> None:
         # same process group (a terminal's Ctrl-C, systemd's control group reach every
         # slot), and SIGKILL when this supervisor dies (the slot's engines follow it);
         # started and reaped as every process of the runner (runner.play.processes)
         procs[slot] = await start_process(
-            slot_argv(scheduler, slot, wait_s, engines or {}, listen, insecure),
+            slot_argv(scheduler, slot, wait_s, engines or {}, listen, insecure, shares[slot]),
             capture=False, session=False)
 
     async def keep(slot: str) -> None:
@@ -191,7 +202,8 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
 
 async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
                 engines: dict[str, str] | None = None, host: str | None = None,
-                port: int | None = None, gave_up: int = EXIT_FAIL) -> int:
+                port: int | None = None, gave_up: int = EXIT_FAIL,
+                gpus: tuple[int, ...] = ()) -> int:
     """One Dask worker with ``slots`` game slots in this process, listening on host:port
     (port None: any free one), started again whenever it loses the scheduler."""
     from distributed import Worker
@@ -206,8 +218,9 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
     lost_since: float | None = None
     code = EXIT_OK
     while not stop.is_set():
-        worker = Worker(scheduler, name=name, nthreads=slots, resources={RESOURCE: slots},
-                        plugins=(EngineProbes(engines),), memory_limit=0, dashboard=False,
+        worker = Worker(scheduler, name=name, nthreads=slots,
+                        resources={RESOURCE: slots, **({GPU_RESOURCE: len(gpus)} if gpus else {})},
+                        plugins=(EngineProbes(engines, gpus),), memory_limit=0, dashboard=False,
                         host=host, port=port,
                         death_timeout=30 if wait_s == 0 else max(1.0, wait_s))
         try:
@@ -225,7 +238,8 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
                 await asyncio.wait_for(stop.wait(), 2.0)
             continue
         lost_since = None
-        say(f"{name} joined {scheduler} with {slots} game slot(s) as {worker.address}")
+        say(f"{name} joined {scheduler} with {slots} game slot(s) as {worker.address}"
+            + (f" and GPUs {','.join(map(str, gpus))}" if gpus else ""))
         finished = asyncio.ensure_future(worker.finished())
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({finished, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from runner.config.gpus import apply_gpus
 from runner.config.keys import SwissOptionsKeys
 from runner.config.limits import MAX_WHITE_ADVANTAGE
 from runner.config.operations import apply_operations
@@ -457,6 +458,7 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
         ratings=_ratings(c, keys, _given(top, "Ratings"), engines), cluster=_cluster(c, keys),
         alerts=_alerts(c, keys, _given(top, "Alerts")))
     config = apply_operations(c, top, keys, index, config, base, written)
+    config = apply_gpus(c, top, keys, index, config)  # GPU hook: Gpus, engines' Gpus (docs/gpus.md)
     check_distinct_outputs(c, config)
     if writes and not c.problems:
         check_writable_outputs(c, config)

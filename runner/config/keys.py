@@ -187,6 +187,13 @@ class EngineKeys:
                                     "the event's Ponder)", example=False)
     Restart: Annotated[Any, _any(L.RESTART_SCHEMA)] = key(
         None, "on / off for this engine alone (default: the event's Restart)", example="off")
+    Gpus: Annotated[int, Expected(f"a whole number of GPUs from 0 to {L.MAX_GPUS}")] = key(
+        0, "GPUs this engine needs for a game, its own for the whole game (docs/gpus.md)",
+        ge=0, le=L.MAX_GPUS, example=1)
+    GpuDevices: Annotated[list[Annotated[int, Meta(ge=0, le=L.MAX_GPU_INDEX)]] | None, Expected(
+        "a list of GPU indices from the event's Gpus")] = key(
+        None, "the devices this engine always plays on (pinned; default: any free ones)",
+        example=[0])
 
 
 @block
@@ -497,6 +504,11 @@ class ConfigKeys:
                                           "nearly full or the TD decides "
                                           "(docs/alerts.md); not part of the event. none:"
                                           " no alerts", example={'Url': 'https://hooks.example.org/swiss'})
+    Gpus: Annotated[Any, _any({"anyOf": [
+        {"const": "auto"},
+        {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}]})] = key(
+        None, "the GPU indices the event may use ([0, 1]), or auto (nvidia-smi -L); none: no "
+        "GPU handling", example=[0, 1])
 
 
 def json_schema() -> dict[str, Any]:

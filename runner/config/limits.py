@@ -16,6 +16,8 @@ MAX_PLIES = 10_000
 MAX_CP = 100_000
 MAX_MARGIN_MS = 3_600_000
 MAX_CONCURRENCY = 256
+MAX_GPUS = 64  # an engine's Gpus
+MAX_GPU_INDEX = 1023  # a device index
 # Ratings (the config's block and the `ratings` command's options share them)
 MAX_SIMULATIONS = 100_000
 MAX_WHITE_ADVANTAGE = 1000  # Elo, exclusive

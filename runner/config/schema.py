@@ -45,6 +45,9 @@ class EngineConfig:
     ponder: bool = False  # Ponder: think on the opponent's time (docs/operators.md)
     restart: bool = True  # Restart: on (a fresh process every game) | off (kept: runner.play.keep)
     start_retry_s: tuple[float, ...] = ()  # StartRetryS: waits before each new try of a start
+    gpus: int = 0  # Gpus: devices this engine needs for a game (docs/gpus.md)
+    gpu_devices: tuple[int, ...] = ()  # GpuDevices: the devices it is pinned to (() = any)
+    env: tuple[tuple[str, str], ...] = ()  # set in its process's environment (its GPUs)
 
     def __hash__(self) -> int:  # options is a dict; names are unique in a config
         return hash(self.name)
@@ -171,7 +174,7 @@ PGN_EXTRAS = ("ECO", "Elo", "TCEC")
 # what the Alerts block can report (runner.service.alerts, docs/alerts.md)
 ALERT_KINDS = ("event_stopped", "event_failed", "engine_crashed", "engine_stalled",
                "engine_forfeit", "worker_lost", "disk_low", "round_ended", "event_ended",
-               "td_decision", "game_held", "td_failed")
+               "td_decision", "game_held", "td_failed", "gpu_failed")
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,7 @@ class Config:
     cluster: ClusterConfig | None = None  # None: every game on this machine
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
     alerts: AlertsConfig | None = None  # None: no alerts (runner.service.alerts)
+    gpus: tuple[int, ...] | None = None  # Gpus: the devices the event may use (None: no GPU handling)
 
     def engine(self, name: str) -> EngineConfig:
         for engine in self.engines:

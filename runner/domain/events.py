@@ -245,6 +245,8 @@ def _engine(d: dict[str, Any]) -> EngineConfig:
     d["args"] = tuple(d.get("args", ()))
     d["options"] = dict(d.get("options", {}))
     d["start_retry_s"] = tuple(d.get("start_retry_s", ()))
+    d["gpu_devices"] = tuple(d.get("gpu_devices", ()))
+    d["env"] = tuple((str(k), str(v)) for k, v in d.get("env", ()))
     return EngineConfig(**d)
 
 
@@ -276,4 +278,5 @@ def spec_from_json(data: dict[str, Any]) -> GameSpec:
         pgn_comments=data.get("pgn_comments", "cutechess"),
         pgn_extras=tuple(data.get("pgn_extras", ())), variant=data.get("variant", "standard"),
         withdrawn=tuple(data.get("withdrawn", ())),
-        white_build=data.get("white_build", ""), black_build=data.get("black_build", ""))
+        white_build=data.get("white_build", ""), black_build=data.get("black_build", ""),
+        white_gpus=data.get("white_gpus", ""), black_gpus=data.get("black_gpus", ""))

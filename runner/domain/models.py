@@ -65,6 +65,9 @@ class GameSpec:
     # a worker refuses an engine whose build differs; the PGN tags WhiteBuild/BlackBuild
     white_build: str = ""
     black_build: str = ""
+    # the GPUs each engine plays on (runner.domain.gpus.tag_text; "" = none): PGN WhiteGpus/BlackGpus
+    white_gpus: str = ""
+    black_gpus: str = ""
 
     @property
     def round_label(self) -> str:

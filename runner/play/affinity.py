@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 import psutil
 
@@ -62,10 +62,13 @@ class SlotPool:
         self.free = [tuple(s) for s in slots]
 
     @contextlib.contextmanager
-    def take(self) -> Iterator[tuple[int, ...]]:
+    def take(self, prefer: Collection[int] = ()) -> Iterator[tuple[int, ...]]:
+        """A free slot: the first with the most cores in ``prefer`` (a GPU's NUMA node)."""
         if not self.free:  # cannot happen while games <= Concurrency <= slots
             raise RuntimeError("no free CPU slot: more games at once than Affinity slots")
-        cpus = self.free.pop(0)
+        near = set(prefer)
+        best = max(range(len(self.free)), key=lambda i: (len(near.intersection(self.free[i])), -i))
+        cpus = self.free.pop(best)
         try:
             yield cpus
         finally:

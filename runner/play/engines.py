@@ -53,6 +53,8 @@ LOG = logging.getLogger(__name__)
 def _popen_args(engine: EngineConfig, token: str,
                 cpus: Sequence[int] | None = None, stderr: Any = None) -> dict[str, Any]:
     args = child_popen_args(token)
+    if engine.env:  # its GPUs (runner.domain.gpus.hand_over)
+        args["env"] = {**args["env"], **{k.encode(): v.encode() for k, v in engine.env}}
     if cpus and TASKSET is None:  # pinned before exec: every thread inherits the mask
         steps = [args.get("preexec_fn"), pin_self(cpus)]
 

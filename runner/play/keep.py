@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runner.config.schema import EngineConfig
+from runner.domain.gpus import env_devices
 from runner.play.enginelog import FAILURES
 from runner.play.engines import EngineProcess, start_engine
 from runner.play.processes import pin_off_loop
@@ -38,6 +39,14 @@ LOG = logging.getLogger(__name__)
 class _Idle:
     proc: EngineProcess
     cpus: tuple[int, ...] | None  # the cores it is pinned to (None: not pinned)
+
+
+def clashing(idle: Sequence[_Idle], engine: EngineConfig) -> list[_Idle]:
+    """The idle engines that hold a device ``engine`` is given (runner.domain.gpus) and
+    are not the kept process it may take: closed before it starts."""
+    mine = env_devices(engine)
+    return [entry for entry in idle if env_devices(entry.proc.config) & mine
+            and (entry.proc.config.name, entry.proc.config.env) != (engine.name, engine.env)]
 
 
 class EnginePool:
@@ -64,8 +73,9 @@ class EnginePool:
                 del self._busy[key]
         return len(self._busy)
 
-    def _take_idle(self, name: str, cpus: tuple[int, ...] | None) -> _Idle | None:
-        matches = [i for i, idle in enumerate(self.idle) if idle.proc.config.name == name]
+    def _take_idle(self, engine: EngineConfig, cpus: tuple[int, ...] | None) -> _Idle | None:
+        matches = [i for i, idle in enumerate(self.idle) if idle.proc.config.name == engine.name
+                   and idle.proc.config.env == engine.env]  # the same GPUs (docs/gpus.md)
         if not matches:
             return None
         same_cores = [i for i in matches if self.idle[i].cpus == cpus]
@@ -79,8 +89,11 @@ class EnginePool:
         """A kept engine for ``engine`` if one is idle and alive, else a fresh one
         (:func:`runner.play.engines.start_engine`, which raises EngineStartError)."""
         wanted = tuple(sorted(cpus)) if cpus else None
+        for entry in clashing(self.idle, engine):  # GPU hook: an idle engine on its devices
+            self.idle.remove(entry)
+            await entry.proc.close()
         while not engine.restart:
-            idle = self._take_idle(engine.name, wanted)
+            idle = self._take_idle(engine, wanted)
             if idle is None:
                 break
             proc = idle.proc

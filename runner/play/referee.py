@@ -555,6 +555,9 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     for tag, build in (("WhiteBuild", spec.white_build), ("BlackBuild", spec.black_build)):
         if build:  # which build of each engine played (TCEC rule 8: runner.play.builds)
             extra[tag] = build
+    for tag, gpus in (("WhiteGpus", spec.white_gpus), ("BlackGpus", spec.black_gpus)):
+        if gpus:  # the devices each engine played on (docs/gpus.md)
+            extra[tag] = gpus
     start_text = fen(start_board)
     start_fen = None if start_text == chess.STARTING_FEN and not start_board.chess960 else start_text
     if mobility is not None and mobility.plies == len(moves):

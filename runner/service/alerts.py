@@ -80,6 +80,7 @@ _DATA: dict[str, dict[str, Any]] = {
     "event_stopped": _object(_END),
     "event_failed": _object(_END),
     "engine_crashed": _GAME,
+    "gpu_failed": _object({"device": _COUNT, "game_id": _COUNT, "engine": _STR, "reason": _STR}),
     "engine_stalled": _GAME,
     "engine_forfeit": _GAME,
     "worker_lost": _object({"worker": _STR, "address": _STR, "reason": _STR,
@@ -163,6 +164,9 @@ def _message(kind: str, data: dict[str, Any], event: str) -> str:
     if kind == "game_held":
         return (f"{event}: game {d.get('game_id')} ({d.get('white')} vs {d.get('black')}) "
                 f"held, the next round waits: {d.get('reason')}")
+    if kind == "gpu_failed":  # runner.service.gpualerts (docs/gpus.md)
+        return (f"{event}: GPU {d.get('device')} failed in game {d.get('game_id')} "
+                f"({d.get('engine')}): {d.get('reason')}")
     if kind == "td_decision":
         return f"{event}: TD decision by {d.get('who')}: {d.get('action')} ({d.get('reason')})"
     return f"{event}: {kind}"

@@ -32,6 +32,7 @@ from runner.domain.pgnextended import enrich_comments
 from runner.domain.variant import is_960, replay_960
 from runner.errors import ReplayGame, StopEvent
 from runner.play import referee  # (module: tests replace finish_record)
+from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
 from runner.service.operations import GameResources
 from runner.service.running import RunningGames
@@ -108,6 +109,7 @@ class GameLife:
     annotate: Callable[[int, GameRecord], GameRecord] = lambda gid, record: record
     router: EventRouter | None = None  # set by the run loop once the views exist
     resources: GameResources | None = None  # CPU slots, engine logs: made on first use
+    gpus: GpuPool | None = None  # the event's devices here (set by the run loop)
 
     def _router(self) -> EventRouter:
         assert self.router is not None
@@ -211,8 +213,10 @@ class GameLife:
                 self.config, not self.custom_backend and self.config.backend == "python-chess",
                 record=lambda pid, created: router.store.record_process(pid, created, None))
         extra: dict[str, Any] = {} if resume is None else {"resume": resume}
+        near = self.gpus.numa_cores(game.game_id) if self.gpus is not None \
+            and self.resources.pool else ()  # a CPU slot near the game's GPUs
         with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
-                                     f"{game.white} vs {game.black}") as more:
+                                     f"{game.white} vs {game.black}", near) as more:
             return await self.backend(spec, emit=lambda event: self._emit(game, event, seen),
                                       on_process=on_process, attempt=attempt, **extra, **more)
 

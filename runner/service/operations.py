@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -87,9 +87,11 @@ class GameResources:
             self.engines = EnginePool(2 * config.concurrency, record)
 
     @contextlib.contextmanager
-    def for_game(self, game_id: int, attempt: int, title: str) -> Iterator[dict[str, Any]]:
+    def for_game(self, game_id: int, attempt: int, title: str,
+                 near: Collection[int] = ()) -> Iterator[dict[str, Any]]:
+        """``near``: cores the game's slot should be on (its GPUs' NUMA node)."""
         kwargs: dict[str, Any] = {}
-        with self.pool.take() if self.pool else contextlib.nullcontext() as cpus:
+        with self.pool.take(near) if self.pool else contextlib.nullcontext() as cpus:
             if cpus:
                 kwargs["cpus"] = cpus
             if self.engines is not None:

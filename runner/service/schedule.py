@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runner.books.openings import opening_for_match
-from runner.config.schema import Config
+from runner.config.schema import Config, EngineConfig
 from runner.domain.models import GameSpec, Opening, PlayedGame
 from runner.domain.pairing import RoundRecord, ScheduledGame, extra_pair_games, pair_round
 from runner.domain.standings import first_place_tie
+from runner.play.gpus import GpuPool
 from runner.service.gamespec import game_spec
 from runner.service.tdrules import forfeits_due
 from runner.service.writes import EventWriter
@@ -42,6 +43,7 @@ class Schedule:
     say: Say
     book: list[Opening] = field(default_factory=list)
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
+    gpus: GpuPool | None = None  # the event's devices on this machine (set by the run loop)
     _total_games: int | None = None  # total_games() as last read (None: read it again)
 
     def __post_init__(self) -> None:
@@ -62,7 +64,31 @@ class Schedule:
         return self._total_games
 
     def spec_for(self, game: StoredGame) -> GameSpec:
-        return game_spec(self.config, self.store, game, self.builds)
+        """The game's spec; with the event's GPUs, the devices its game holds handed to its
+        engines and named in its record (none held: every engine gets none; docs/gpus.md)."""
+        spec = game_spec(self.config, self.store, game, self.builds)
+        return self.gpus.hand_over(spec) if self.gpus is not None else spec
+
+    async def with_devices(self, game: StoredGame, queue: list[StoredGame],
+                           stopping: Callable[[], bool]) -> StoredGame:
+        """The game to start now: ``game`` without the event's GPUs; with them, the first of
+        ``game`` and ``queue`` whose devices are free, its devices held until
+        :meth:`give_back` (waits until some are; taken out of ``queue``; ``game`` when
+        ``stopping``)."""
+        if self.gpus is None:
+            return game
+        queue.insert(0, game)
+        picked = await self.gpus.next_game(queue, self._engines_of, lambda g: g.game_id,
+                                           stopping, lambda text: self.say(text, always=True))
+        return picked if picked is not None else game
+
+    def give_back(self, game_id: int) -> None:
+        """The game ended or was not started: its GPUs (if any) are free again."""
+        if self.gpus is not None:
+            self.gpus.give_back(game_id)
+
+    def _engines_of(self, game: StoredGame) -> tuple[EngineConfig, EngineConfig]:
+        return self.config.engine(game.white), self.config.engine(game.black)
 
     def history(self, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
         """Finished scheduled rounds as pairing's RoundRecords."""

@@ -28,7 +28,8 @@ from runner.domain.pgn import escape_tag
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
 from runner.errors import print_error as _err
-from runner.play.engines import ignored_limit_text, probe_engines, sweep_orphans
+from runner.play.engines import ignored_limit_text, sweep_orphans
+from runner.play.gpus import probe_on_devices
 from runner.store.database import Store, StoreError, event_recorded
 from runner.store.forensics import read_header
 from runner.store.witness import snapshot_witness
@@ -168,7 +169,8 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
     one line per engine that cannot play, naming it, its command and what it printed. An
     engine that cannot even start would otherwise lose every game of the event by forfeit."""
     problems = []
-    results = probe_engines(config.engines, timeout, default=PREFLIGHT_TIMEOUT_S)
+    # GPU hook: each GPU engine alone on its devices (docs/gpus.md)
+    results = probe_on_devices(config, timeout, default=PREFLIGHT_TIMEOUT_S)
     for i, (engine, result) in enumerate(zip(config.engines, results, strict=True)):
         where = f"{config.path}: Engines[{i}] {engine.name!r}"
         command = " ".join([engine.command, *engine.args])

@@ -21,6 +21,7 @@ from runner.clock import utc_now as _now
 from runner.config import Config
 from runner.domain import standings as standing_rules  # (module: tests replace its functions)
 from runner.domain.endings import classify_end
+from runner.domain.gpus import gpu_table, spec_gpus
 from runner.domain.models import EventResults
 from runner.errors import ViewError, view
 from runner.render import standings as standings_report  # (module: tests replace its functions)
@@ -132,6 +133,7 @@ class LiveGame:
             "started": started.get("start_time"), "attempt": started.get("attempt", 0),
             "resumed_from_ply": started.get("resumed_from_ply", 0),
             "worker": started.get("worker", ""),
+            "gpus": spec_gpus(started.get("spec") or {}),  # GPU hook (docs/gpus.md)
             "played_by": list(started.get("played_by") or ()),
             "start_fen": self.start_fen, "fen": fen, "ply": ply,
             "book_plies": started.get("book_plies", 0),
@@ -360,6 +362,7 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
         "rounds": rounds_out,
         "in_progress": None,
         "workers": workers_table(store, games, decoded),
+        "gpus": gpu_table(config.gpus, rounds_out, decisions.offline_gpus(store.conn)),  # GPU hook
         "builds": store.builds(),  # each engine's builds, oldest first (TCEC rule 8)
         "standings": results[0],
         "ratings": results[1],
@@ -441,6 +444,8 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
     spec = event.get("spec") or {}
     if spec.get("white_build") or spec.get("black_build"):  # which builds played it
         out["builds"] = {"white": spec.get("white_build", ""), "black": spec.get("black_build", "")}
+    if spec_gpus(spec):  # GPU hook: the devices (docs/gpus.md)
+        out["gpus"] = spec_gpus(spec)
     return out
 
 

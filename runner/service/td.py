@@ -25,10 +25,12 @@ from runner.clock import utc_now
 from runner.config import Config
 from runner.domain.adjudication import End
 from runner.domain.events import GameFinished
+from runner.domain.gpus import gpu_command_problem
 from runner.domain.interruption import board_after
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgn import escape_tag
 from runner.errors import BadInput, StopEvent
+from runner.play.gpus import GpuPool
 from runner.service import tdrules as rules
 from runner.service.alerts import Alerter
 from runner.service.eventcheck import other_event
@@ -104,6 +106,9 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
             return f"withdraw: {engine} is withdrawn already"
         # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
         return _rules_check(rules.validate_withdraw, store, config, engine) if pending else None
+    if action == "gpu":  # GPU hook: a device out of rotation and back (docs/gpus.md)
+        return gpu_command_problem(config.gpus, decisions.offline_gpus(store.conn, pending),
+                                   args)
     if action not in ("adjudicate", "restart", "rewind"):
         return f"unknown action {action!r}"
     game = find_game(store, args.get("game", ""))
@@ -200,6 +205,7 @@ def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str
         "restart": lambda: {"game": fields.get("game", ""), "when": fields.get("when") or "now"},
         "rewind": lambda: {"game": fields.get("game", "")},
         "note": lambda: {"text": fields.get("text", "")},
+        "gpu": lambda: {"device": fields.get("device", ""), "state": fields.get("state", "")},
     }[action]()
     return action, args, reason
 
@@ -234,11 +240,13 @@ class Director:
 
     def __init__(self, config: Config, store: Store, writer: EventWriter,
                  running: RunningGames, flags: RunFlags, views: EventViews,
-                 spec_for: Callable[[StoredGame], GameSpec], alerts: Alerter | None = None):
+                 spec_for: Callable[[StoredGame], GameSpec], alerts: Alerter | None = None,
+                 gpus: GpuPool | None = None):
         self.config, self.store, self.writer = config, store, writer
         self.running, self.flags, self.views = running, flags, views
         self.spec_for = spec_for
         self.alerts = alerts
+        self.gpus = gpus  # the event's devices here (`td gpu off|on`); None: none
         self.say = views.console.say
         self.pause: PauseState | None = None
         self.deferred: set[int] = set()  # restart --end-of-round of a game not started yet
@@ -403,6 +411,16 @@ class Director:
         await self.running.stop(game_id, settled_effect)
 
     # ---- the actions ---------------------------------------------------------------------
+
+    async def _gpu(self, cmd: Command, args: dict[str, Any]) -> str | None:
+        """``td gpu off|on INDEX``: no new game gets the device (or it does again)."""
+        outcome = f"GPU {args['device']} " + ("out of rotation" if args["state"] == "off"
+                                              else "back in rotation")
+        if not await self._mark_only(cmd, "applied", outcome, args):
+            return None
+        if self.gpus is not None:
+            self.gpus.set_offline(args["device"], args["state"] == "off")
+        return outcome
 
     async def _note(self, cmd: Command, args: dict[str, Any]) -> str | None:
         return "noted" if await self._mark_only(cmd, "applied", "noted") else None

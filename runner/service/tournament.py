@@ -28,6 +28,7 @@ from runner.domain.adjudication import close_tablebases
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.play import eventloop, referee, spawn
+from runner.play.gpus import local_pool
 from runner.play.referee import EnginesNotStarted
 from runner.service.alerts import Alerter
 from runner.service.builds import BuildChanged, open_builds
@@ -41,6 +42,7 @@ from runner.service.td import Director
 from runner.service.tdrules import forfeit_record, sync_voided_pgn, voided_pgn_path
 from runner.service.views import EventViews
 from runner.service.writes import EventWriter
+from runner.store import decisions
 from runner.store.database import Store, StoredGame, StoreError, remove_stale_temp_files
 from runner.store.movelog import DiskFull, MoveLog
 
@@ -166,8 +168,11 @@ class Tournament:
         self.movelog = self._start_writer(loop, views)
         self.writer.sink = StoreSink(self.store, self.movelog)
         self.games.router = views.start(self.writer.sink)
+        # the event's GPUs here (None without Gpus or on a cluster), less the TD's `gpu off`
+        self.schedule.gpus = self.games.gpus = local_pool(self.config,
+                                                          decisions.offline_gpus(self.store.conn))
         self.td = Director(self.config, self.store, self.writer, self.running, self.flags, views,
-                           self.schedule.spec_for, self.alerts)
+                           self.schedule.spec_for, self.alerts, gpus=self.schedule.gpus)
         self.games.annotate = self.td.annotate
         await self.td.load()
         poll: asyncio.Task[None] | None = None
@@ -315,16 +320,23 @@ class Tournament:
         eventloop.collect_garbage()  # now, while no engine of the round is on the clock
         slots = asyncio.Semaphore(max(1, self.config.concurrency))
         tasks: list[asyncio.Task[None]] = []
-        for game in pending:
+        queue = list(pending)
+        while queue:
+            game = queue.pop(0)
             if self.td.blocks(game.game_id) or self._held_now(game.game_id):
                 continue  # paused, rewound or restarted at the end of the round by the TD,
                 # or held after its last attempt raised (tried again later)
             await slots.acquire()
+            # with GPUs: the first game whose devices are free (held for it)
+            game = await self.schedule.with_devices(game, queue, lambda: self.flags.stopping)
             if self.flags.stopping:
                 slots.release()
+                self.schedule.give_back(game.game_id)
                 break
-            if self.td.blocks(game.game_id) or not await self._still_to_play(game):
+            if self.td.blocks(game.game_id) or self._held_now(game.game_id) \
+                    or not await self._still_to_play(game):
                 slots.release()
+                self.schedule.give_back(game.game_id)
                 continue
             task = asyncio.create_task(self.games.play(game), name=f"game {game.game_id}")
             self.running.add(game.game_id, task)
@@ -367,6 +379,7 @@ class Tournament:
     def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
         self.running.remove(game_id)
         slots.release()
+        self.schedule.give_back(game_id)  # its GPUs are free again
         if task.cancelled():
             return
         exc = task.exception()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from runner.config.schema import Config
 from runner.service.alerts import Alerter, brief_standings
+from runner.service.gpualerts import GpuFailureSink, gpu_sinks
 from runner.service.livesink import LivePgnSink
 from runner.service.operations import RunViews, run_views
 from runner.service.schedule import Schedule
@@ -83,6 +84,7 @@ class EventViews:
         self.snapshot: SnapshotSink | None = None
         self.live: LivePgnSink | None = None
         self.run: RunViews | None = None
+        self.gpu_failures: list[GpuFailureSink] = []  # a failing GPU alerts (docs/gpus.md)
         self.router: EventRouter | None = None
 
     def start(self, record: StoreSink) -> EventRouter:
@@ -93,8 +95,10 @@ class EventViews:
             self.live = LivePgnSink(self.config, self.config.live_pgn, errors=self.errors)
         self.run = run_views(self.console, self.config, self.store, self.schedule.total_games,
                              self.alerts)
-        self.router = EventRouter(record, [*self.run.sinks(), self.pgn, self.snapshot,
-                                           *([self.live] if self.live else [])], self.errors)
+        self.gpu_failures = gpu_sinks(self.config, self.alerts)
+        self.router = EventRouter(record, [*self.run.sinks(), *self.gpu_failures, self.pgn,
+                                           self.snapshot, *([self.live] if self.live else [])],
+                                  self.errors)
         if self.live is not None:
             self.live.request(now=True)  # the round so far, before its next game starts
         return self.router
@@ -144,9 +148,12 @@ class EventViews:
             self.console.say(table.rstrip("\n"), always=True)
 
     def close_progress(self) -> None:
-        """The progress line, the EPD file (before the store's writer closes)."""
+        """The progress line, the EPD file, the GPU failure look-ups (before the store's
+        writer closes)."""
         if self.run is not None:
             self.run.close()
+        for view in self.gpu_failures:  # its last look-ups' alerts
+            view.close()
 
     async def close(self) -> None:
         """Every other view's last write (after the store's writer closed)."""

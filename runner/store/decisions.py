@@ -26,7 +26,7 @@ TABLE = """
 CREATE TABLE IF NOT EXISTS td_commands (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     time TEXT NOT NULL,             -- when it was given (ISO 8601 UTC)
-    action TEXT NOT NULL,           -- pause | resume | withdraw | adjudicate | restart | rewind | note
+    action TEXT NOT NULL,           -- pause | resume | withdraw | adjudicate | restart | rewind | note | gpu
     args TEXT NOT NULL,             -- JSON object
     reason TEXT NOT NULL,           -- '' for a note
     who TEXT NOT NULL,              -- user@host, or "web"
@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS td_commands (
     outcome TEXT                    -- what applying it did, or why it was refused
 )"""
 
-ACTIONS = ("pause", "resume", "withdraw", "adjudicate", "restart", "rewind", "note")
+ACTIONS = ("pause", "resume", "withdraw", "adjudicate", "restart", "rewind", "note", "gpu")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class Command:
             "adjudicate": f"game {a.get('game')} {a.get('result')}",
             "restart": f"game {a.get('game')} ({a.get('when', 'now')})",
             "rewind": f"to game {a.get('game')}",
+            "gpu": f"{a.get('state')} {a.get('device')}",  # a device out of rotation (docs/gpus.md)
         }.get(self.action, "")
         return f"{self.action} {detail}".rstrip()
 
@@ -190,6 +191,22 @@ class PauseState:
     def doc(self, active: bool) -> dict[str, Any]:
         return {"mode": self.mode, "reason": self.reason, "since": self.since,
                 "round": self.round, "active": active, "command": self.command_id}
+
+
+def offline_gpus(conn: sqlite3.Connection, pending: bool = False) -> dict[int, str]:
+    """The GPU devices the TD took out of rotation (``td gpu off``, not yet back ``on``):
+    device -> the reason; the applied commands (``pending``: the pending ones too)."""
+    out: dict[int, str] = {}
+    for c in commands(conn):
+        if c.action != "gpu" or c.state in ("refused", "failed") \
+                or (c.state == "pending" and not pending):
+            continue
+        device = int(c.args.get("device", -1))
+        if c.args.get("state") == "off":
+            out[device] = c.reason
+        else:
+            out.pop(device, None)
+    return out
 
 
 def pause_state(log: Iterable[Command]) -> PauseState | None:
