@@ -100,7 +100,7 @@ def steps() -> list[tuple[str, Callable[..., object]]]:
     from runner.domain.rmobility import RMobility, position_halves
     from runner.play.referee import _pv, move_comment, searched_info
     from runner.play.uci import parse_info
-    from runner.store.movelog import move_json
+    from runner.store.writer import move_json
 
     counted = "legal_moves" in inspect.signature(natural_end).parameters
     adjudicator = Adjudicator(AdjudicationConfig(tcec_draw=TcecDrawRule(),

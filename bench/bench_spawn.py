@@ -42,7 +42,7 @@ done
 
 async def measure(command: str, starts: int) -> tuple[list[float], list[float]]:
     """(start wall times, largest loop lateness during each start), in seconds."""
-    from runner.config.schema import EngineConfig
+    from runner.config.typed import EngineConfig
     from runner.play.engines import start_engine
 
     late: list[float] = []

@@ -37,7 +37,7 @@ from runner.cli import main
 from runner.cli.run import cli_run
 from runner.config import load_config
 from runner.config.fingerprint import event_fingerprint
-from runner.config.schema import ALERT_KINDS, AlertsConfig
+from runner.config.typed import ALERT_KINDS, AlertsConfig
 from runner.domain.events import GameFinished
 from runner.domain.models import GameSpec
 from runner.errors import ConfigError

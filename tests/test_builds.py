@@ -1,4 +1,4 @@
-"""TCEC rule 8 for the engines' files (runner.play.builds, runner.store.builds): a local
+"""TCEC rule 8 for the engines' files (runner.play.enginebuild, runner.store.buildrecords): a local
 engine binary replaced in the middle of an event (as `apt` replaces it: a new file renamed
 over the old one) is refused before its next game with both digests; `run` refuses it
 again until `--accept-build ENGINE --reason TEXT` records the new build; the PGN and the JSON
@@ -158,7 +158,7 @@ def test_a_file_is_hashed_once_per_process_until_it_changes(tmp_path: Path,
     """The event fingerprint and the engine's build read the same binary at start-up: it is
     hashed once (a Stockfish with its network inside is 47 MB), and again once replaced."""
     from runner.config import fingerprint
-    from runner.play.builds import build_of, cached_build
+    from runner.play.enginebuild import build_of, cached_build
 
     binary = tmp_path / "engine"
     binary.write_bytes(b"first build")

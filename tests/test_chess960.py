@@ -30,7 +30,7 @@ from runner.books.openings import BookError, load_book, opening_order
 from runner.cli.run import cli_run
 from runner.config import load_config
 from runner.config.fingerprint import event_fingerprint
-from runner.config.schema import OpeningsConfig
+from runner.config.typed import OpeningsConfig
 from runner.domain.models import GameSpec, Opening
 from runner.domain.pgn import write_game
 from runner.domain.timecontrol import parse_time_control
@@ -206,7 +206,7 @@ def test_960_books_in_epd_and_pgn_with_and_without_moves(tmp_path: Path) -> None
 
 
 def test_the_cutechess_command_line_and_start_file_of_a_960_match(tmp_path: Path) -> None:
-    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.config.typed import AdjudicationConfig, EngineConfig
 
     a = EngineConfig(name="A", command="/usr/games/stockfish")
     b = EngineConfig(name="B", command="/usr/games/ethereal-chess")
@@ -477,7 +477,7 @@ def test_an_xboard_engine_plays_960_after_variant_fischerandom_and_castles_as_o_
         tmp_path: Path) -> None:
     import asyncio
 
-    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.config.typed import AdjudicationConfig, EngineConfig
     from runner.play.referee import play_game
 
     uci = EngineConfig(name="UCI", command=sys.executable, args=(str(CASTLER), "14", "0", "u"),
@@ -499,7 +499,7 @@ def test_an_xboard_engine_plays_960_after_variant_fischerandom_and_castles_as_o_
 
 
 def test_a_960_game_spec_keeps_its_variant_on_the_way_to_a_cluster_worker() -> None:
-    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.config.typed import AdjudicationConfig, EngineConfig
     from runner.domain.events import spec_from_json, spec_to_json
 
     engine_ = EngineConfig(name="A", command="/usr/games/stockfish")

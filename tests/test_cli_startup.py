@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_chess960 import config_text
 
-from runner.books.chess960 import position_numbers
 from runner.books.openings import check_book, event_matches, load_book
+from runner.books.positions960 import position_numbers
 from runner.cli import build_parser, main
 from runner.config import load_config
 

@@ -88,7 +88,7 @@ def test_worker_engine_override() -> None:
     """`swiss-runner worker --engine NAME=COMMAND`: that engine's command on this worker."""
     pytest.importorskip("distributed")
     from runner.cluster.task import EngineProbes
-    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.config.typed import AdjudicationConfig, EngineConfig
     from runner.domain.models import GameSpec
     from runner.domain.timecontrol import TimeControl
 

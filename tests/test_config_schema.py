@@ -195,9 +195,9 @@ def test_schema_command_exits_0_without_a_config(capsys: pytest.CaptureFixture[s
 def test_the_command_line_parser_does_not_import_the_schema_library() -> None:
     """`--help` and the typed config need no msgspec: only loading a config (and `schema`)
     imports it."""
-    code = ("import sys; import runner.cli, runner.config, runner.config.schema, "
+    code = ("import sys; import runner.cli, runner.config, runner.config.typed, "
             "runner.config.fingerprint; runner.cli.build_parser(); "
-            "print('msgspec' in sys.modules, 'runner.config.keys' in sys.modules)")
+            "print('msgspec' in sys.modules, 'runner.config.keyschema' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.split() == ["False", "False"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from testkit import fake, spec_for
 
-from runner.config.schema import AdjudicationConfig, EngineConfig
+from runner.config.typed import AdjudicationConfig, EngineConfig
 from runner.play.enginelog import FAILURES, GameLog
 from runner.play.keep import EnginePool
 from runner.play.referee import play_game

@@ -11,7 +11,7 @@ import chess
 import pytest
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
-from runner.config.schema import TcecWinRule
+from runner.config.typed import TcecWinRule
 from runner.domain.events import (
     EVENT_VERSION,
     EventFormatError,
@@ -87,7 +87,7 @@ def test_every_event_kind_survives_json() -> None:
 
 def test_move_log_rows_are_the_events_wire_form() -> None:
     """The move log's fast encoding writes exactly json.dumps(event_to_json(...)) compact."""
-    from runner.store.movelog import move_json, move_row
+    from runner.store.writer import move_json, move_row
 
     moves = [
         MovePlayed(game_id=1, ply=3, uci="g1f3", san="Nf3", fen="x", white_clock_ms=1000,

@@ -286,7 +286,7 @@ def _results(names: list[str]):
 
 def test_standings_never_print_raw_escapes_and_markdown_is_escaped() -> None:
     from runner.domain.standings import compute_standings
-    from runner.render.standings import render_standings
+    from runner.render.standings_report import render_standings
 
     names = ["Evil\x1b[2J\x1b]0;pwned\x07", "Pipe|<b>bold</b>&amp;\nnext"]
     results = _results(names)
@@ -348,7 +348,7 @@ def test_the_json_snapshot_follows_the_umask(tmp_path: Path, umask: int, mode: i
 
 def test_epd_books_with_fen_counters_are_accepted(tmp_path: Path) -> None:
     from runner.books.openings import load_book
-    from runner.config.schema import OpeningsConfig
+    from runner.config.typed import OpeningsConfig
 
     after_e4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -"
     book = tmp_path / "book.epd"

@@ -10,9 +10,9 @@ import pytest
 from test_standings import E1, TCEC
 
 from runner.cli import build_parser
-from runner.config.schema import RatingsConfig
+from runner.config.typed import RatingsConfig
 from runner.domain.standings import compute_standings
-from runner.render.standings import distinguishing_places, fmt_places, render_standings
+from runner.render.standings_report import distinguishing_places, fmt_places, render_standings
 
 # the positional arguments (and required options) each command needs to parse
 COMMANDS = {

@@ -12,7 +12,7 @@ import chess.pgn
 import pytest
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
-from runner.config.schema import InterruptionConfig, TcecWinRule
+from runner.config.typed import InterruptionConfig, TcecWinRule
 from runner.domain.adjudication import natural_end, open_tablebase
 from runner.domain.events import (
     GameStarted,

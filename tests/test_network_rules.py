@@ -1,5 +1,5 @@
 """The network rules without a cluster (runner.cluster.network), Cluster.Insecure, and the
-engine build of runner.play.builds on real files."""
+engine build of runner.play.enginebuild on real files."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from testkit import write_config
 
 from runner.cluster.network import is_loopback, listen_host, plain_problem, split_address
 from runner.config import load_config
-from runner.config.schema import EngineConfig
+from runner.config.typed import EngineConfig
 from runner.errors import ConfigError
-from runner.play.builds import build_of, cached_build
+from runner.play.enginebuild import build_of, cached_build
 
 
 @pytest.mark.parametrize("host, loopback", [

@@ -23,8 +23,8 @@ from web_support import start_runner
 
 from runner.cli import main
 from runner.config import load_config
-from runner.config.operations import available_cores
-from runner.config.schema import AdjudicationConfig, EngineConfig
+from runner.config.operatorkeys import available_cores
+from runner.config.typed import AdjudicationConfig, EngineConfig
 from runner.domain.events import MovePlayed
 from runner.domain.models import GameSpec
 from runner.domain.timecontrol import parse_time_control

@@ -32,8 +32,8 @@ from runner.domain.ratings import (
     wdl_probabilities,
 )
 from runner.domain.standings import compute_standings, event_ratings
-from runner.render.ratings import ratings_json, render_ratings, summary_line
-from runner.render.standings import render_standings
+from runner.render.ratings_report import ratings_json, render_ratings, summary_line
+from runner.render.standings_report import render_standings
 from runner.store.database import Store
 
 BETA = math.log(0.76 / 0.24) / 202
@@ -351,11 +351,11 @@ def test_text_markdown_csv():
 
 def test_the_parser_does_not_import_numpy_or_scipy():
     """`run` and every other command parse their options without the ratings' numpy/scipy;
-    the `ratings` command's --format choices are runner.render.ratings' formats."""
+    the `ratings` command's --format choices are runner.render.ratings_report' formats."""
     import sys
 
     from runner.cli.ratings import FORMATS as CLI_FORMATS
-    from runner.render.ratings import FORMATS
+    from runner.render.ratings_report import FORMATS
 
     assert CLI_FORMATS == FORMATS
     code = ("import sys; from runner.cli import build_parser; build_parser(); "

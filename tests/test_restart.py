@@ -172,7 +172,7 @@ def test_the_pool_keeps_records_repins_evicts_and_closes() -> None:
     """runner.play.keep.EnginePool with real Stockfish processes."""
     from dataclasses import replace
 
-    from runner.config.schema import EngineConfig
+    from runner.config.typed import EngineConfig
     from runner.play.keep import EnginePool
 
     kept = EngineConfig(name="SF", command="/usr/games/stockfish", restart=False)

@@ -15,7 +15,7 @@ import pytest
 from runner.config import DEFAULT_TIEBREAKS, TIEBREAKS
 from runner.domain.models import EventResults, PlayedGame, RoundResult
 from runner.domain.standings import compute_standings, first_place_tie
-from runner.render.standings import fmt_num, render_standings
+from runner.render.standings_report import fmt_num, render_standings
 
 TCEC = list(DEFAULT_TIEBREAKS)
 RES = {"1": "1-0", "0": "0-1", "=": "1/2-1/2"}

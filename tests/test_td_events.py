@@ -17,7 +17,7 @@ from testkit import run_args, write_config
 from runner.cli import main
 from runner.cli.run import cli_run
 from runner.config import load_config
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.models import GameRecord, GameSpec
 from runner.play.referee import play_game as referee_play
 from runner.service.tdrules import (

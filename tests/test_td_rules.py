@@ -24,7 +24,7 @@ from runner.domain.pairing import RoundRecord, pair_round
 from runner.domain.standings import compute_standings
 from runner.play.cutechess import _build_pgn
 from runner.play.referee import finish_record
-from runner.render.standings import render_standings
+from runner.render.standings_report import render_standings
 from runner.store.database import Store
 from runner.store.tdstore import td_counts, withdrawals
 

@@ -107,7 +107,7 @@ def test_a_view_that_raises_is_reported_once_and_the_event_goes_on(tmp_path, mon
     record intact), the event played to its end (exit 0) with its final snapshot, and
     `status` says it is a bug, not damage."""
     import runner.domain.ratings as ratings
-    import runner.render.standings as standings
+    import runner.render.standings_report as standings
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in a view")

@@ -29,7 +29,7 @@ from runner.domain.models import GameRecord
 from runner.domain.pgn import write_game
 from runner.service.state import WORKERS_META
 from runner.store.database import Store
-from runner.store.movelog import move_row
+from runner.store.writer import move_row
 
 pytestmark = [pytest.mark.slow]
 

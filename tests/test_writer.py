@@ -17,7 +17,7 @@ from runner.cli import main
 from runner.domain.models import GameRecord
 from runner.service.tournament import Tournament
 from runner.store.database import Store
-from runner.store.movelog import MoveLog
+from runner.store.writer import StoreWriter
 
 SLOW_COMMIT_S = 0.6  # each game's record holds the write lock this long (a slow disk)
 
@@ -106,7 +106,7 @@ def test_a_slow_commit_never_stalls_the_loop(tmp_path: Path, monkeypatch: pytest
 
 def test_a_commit_outside_the_writer_thread_is_refused(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "s.sqlite3")
-    log = MoveLog(store.path).start()
+    log = StoreWriter(store.path).start()
     try:
         assert log.conn is not None
         writer = Store.writer(log.conn, store.path, log.on_writer)
@@ -123,7 +123,7 @@ def test_a_failed_commit_reaches_the_loop_through_its_future(tmp_path: Path) -> 
     """A job that fails (here: a table that does not exist, as a full disk would fail the
     commit) hands its error to the future; the jobs after it still run, in order."""
     store = Store.open(tmp_path / "s.sqlite3")
-    log = MoveLog(store.path).start()
+    log = StoreWriter(store.path).start()
     try:
         assert log.conn is not None
         writer = Store.writer(log.conn, store.path, log.on_writer)

@@ -1,7 +1,7 @@
 """The store's one ordered writer (issue #38, item 1): game starts, moves and barriers reach
 SQLite in the order they were submitted, and every write is idempotent on (game, attempt,
 ply). The writer is paused deterministically in the window between taking its next piece of
-the queue and writing it (``MoveLog.between``), never by sleeping and hoping."""
+the queue and writing it (``StoreWriter.between``), never by sleeping and hoping."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import chess
 
 from runner.domain.events import MovePlayed
 from runner.store.database import Store
-from runner.store.movelog import MoveLog
+from runner.store.writer import StoreWriter
 
 LINE = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6"]
 
@@ -64,7 +64,7 @@ def test_a_start_is_never_committed_after_its_own_book_moves(tmp_path: Path) -> 
     ReplayGame path does from asyncio.to_thread). Released, the start runs first and its
     moves stay: the flush is a barrier that waits, not a second writer that overtakes."""
     store = _store(tmp_path)
-    log = MoveLog(store.path, interval=60.0).start()  # moves only go out behind a job
+    log = StoreWriter(store.path, interval=60.0).start()  # moves only go out behind a job
     gate = Gate()
     log.between = gate
     try:
@@ -96,7 +96,7 @@ def test_writes_are_idempotent_on_game_attempt_and_ply(tmp_path: Path) -> None:
     attempt that arrives after the new start is not written; the start, repeated, deletes
     nothing of its own attempt."""
     store = _store(tmp_path)
-    log = MoveLog(store.path, interval=60.0).start()
+    log = StoreWriter(store.path, interval=60.0).start()
     try:
         assert log.conn is not None
         writer = Store.writer(log.conn, store.path, log.on_writer)
@@ -128,7 +128,7 @@ def test_a_game_record_takes_its_queued_moves_in_its_own_transaction(tmp_path: P
     """Moves queued before a record are handed to it (one commit), in order, and the moves
     of another game queued between them are written too, before the record."""
     store = _store(tmp_path)
-    log = MoveLog(store.path, interval=60.0).start()
+    log = StoreWriter(store.path, interval=60.0).start()
     seen: list[list[int]] = []
     try:
         for move in _moves(1, range(1, 4)):

@@ -27,7 +27,7 @@ from runner.domain.models import GameRecord
 from runner.domain.pgn import write_game
 from runner.service.tournament import Tournament
 from runner.store.database import Store
-from runner.store.movelog import INSERT_MOVES, move_row
+from runner.store.writer import INSERT_MOVES, move_row
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 GAME_S = 95.0

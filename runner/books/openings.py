@@ -21,8 +21,8 @@ import chess
 import chess.pgn
 import chess.polyglot
 
-from runner.books.chess960 import position_numbers, positions_book
-from runner.config.schema import Config, OpeningsConfig
+from runner.books.positions960 import position_numbers, positions_book
+from runner.config.typed import Config, OpeningsConfig
 from runner.domain.models import Opening
 from runner.domain.pgn import QuietGameBuilder, read_game
 from runner.domain.variant import board_at, is_960, start_problem

@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the ``ratings`` subcommand (called by runner.cli.build_parser). Each
     one overrides the config's ``Ratings`` block; the defaults said are those of a config
     without one (RatingsConfig, which tests/test_help_defaults.py compares them with)."""
-    from runner.config.schema import RatingsConfig
+    from runner.config.typed import RatingsConfig
 
     d = RatingsConfig()
     p.add_argument("config", nargs="?", help="tournament YAML file (or use --pgn)")
@@ -118,7 +118,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def options_from(config: Config | None, args: argparse.Namespace) -> RatingOptions:
     """The config's ``Ratings`` block, overridden by command-line options."""
-    from runner.config.schema import RatingsConfig
+    from runner.config.typed import RatingsConfig
     from runner.domain.ratings import RatingOptions
 
     _check_options(args)
@@ -246,7 +246,7 @@ def cli_ratings(args: argparse.Namespace) -> int:
     """0 printed; 1 no event yet; 2 bad input (config, PGN, options, state)."""
     from runner.domain.ratings import compute_ratings
     from runner.errors import RecordInvalid, view
-    from runner.render.ratings import render_ratings
+    from runner.render.ratings_report import render_ratings
     from runner.store.database import StoreError
 
     if bool(args.config) == bool(args.pgn):

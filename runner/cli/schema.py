@@ -10,7 +10,7 @@ from runner.errors import EXIT_OK
 
 
 def schema_text() -> str:
-    from runner.config.keys import json_schema
+    from runner.config.keyschema import json_schema
 
     return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
 

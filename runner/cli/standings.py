@@ -11,7 +11,7 @@ from runner.config import Config
 from runner.domain.standings import compute_standings, event_ratings
 from runner.domain.text import printable_lines
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, view
-from runner.render.standings import render_standings
+from runner.render.standings_report import render_standings
 
 
 def cli_standings(config: Config, args: argparse.Namespace) -> int:

@@ -82,11 +82,11 @@ class EngineProbes(WorkerPlugin):
 def build_problem(engine: Any, want: str) -> str:
     """"" when this worker's build of the engine (its own command, the game's Args and
     Options) is the event's (``want``; "" = not checked), else why not, with both digests
-    (TCEC rule 8: runner.play.builds). Checked before every game: a file replaced on this
+    (TCEC rule 8: runner.play.enginebuild). Checked before every game: a file replaced on this
     machine is caught at its next game."""
     if not want:
         return ""
-    from runner.play.builds import build_difference, build_of
+    from runner.play.enginebuild import build_difference, build_of
 
     now = build_of(engine)
     if now.digest == want:

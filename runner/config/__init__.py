@@ -2,7 +2,7 @@
 the event fingerprint that ties a state database to the config that started it."""
 
 from runner.config.loader import advice, load_config, resolve_command
-from runner.config.schema import (
+from runner.config.typed import (
     ALERT_KINDS,
     DEFAULT_TIEBREAKS,
     ENGINE_SEARCH_DIRS,

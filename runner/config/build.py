@@ -1,4 +1,4 @@
-"""The typed config (runner.config.schema) from the keys the schema validated, with the plain
+"""The typed config (runner.config.typed) from the keys the schema validated, with the plain
 checks a schema cannot make: engines on PATH, books and tablebase folders that exist, the time
 control's syntax, names and paths this system takes, and rules between keys. Every problem
 goes to the loader's checker (file, line, key, value, expected); a key the schema already
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from runner.config.gpus import apply_gpus
-from runner.config.keys import SwissOptionsKeys
+from runner.config.keyschema import SwissOptionsKeys
 from runner.config.limits import MAX_WHITE_ADVANTAGE
-from runner.config.operations import apply_operations
+from runner.config.operatorkeys import apply_operations
 from runner.config.outputs import check_distinct_outputs, check_writable_outputs
 from runner.config.paths import resolve_command, resolve_path
-from runner.config.schema import (
+from runner.config.typed import (
     ALERT_KINDS,
     ENGINE_SEARCH_DIRS,
     AdjudicationConfig,

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 
 _UNSET = object()
 
@@ -113,7 +113,7 @@ def event_fingerprint(config: Config) -> dict[str, Any]:
 
 def without_binaries(fingerprint: dict[str, Any], engines: set[str]) -> dict[str, Any]:
     """The fingerprint without the binary digest of ``engines``: those whose build is
-    recorded apart (runner.store.builds) and checked by it, with its own refusal."""
+    recorded apart (runner.store.buildrecords) and checked by it, with its own refusal."""
     if not engines:
         return fingerprint
     return {**fingerprint, "Engines": {

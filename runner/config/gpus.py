@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from runner.config.gpudetect import GpuDetectError, detect
-from runner.config.schema import Config, EngineConfig
+from runner.config.typed import Config, EngineConfig
 
 
 def _event_gpus(c: Any, value: Any) -> tuple[int, ...] | None:

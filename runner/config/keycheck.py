@@ -1,4 +1,4 @@
-"""The raw mapping checked against the keys' schema (runner.config.keys) with msgspec: every
+"""The raw mapping checked against the keys' schema (runner.config.keyschema) with msgspec: every
 problem reported, one line each, not only the first msgspec names."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import UnsetType
 
-from runner.config.keys import ConfigKeys, EngineKeys, Expected
+from runner.config.keyschema import ConfigKeys, EngineKeys, Expected
 from runner.config.problems import Problems
 
 
@@ -74,7 +74,7 @@ _BY_TYPE = {int: "an integer", float: "a finite number", bool: "true or false",
 
 
 def _expected(root: Any, loc: tuple[Any, ...], value: Any) -> str:
-    """What the key at ``loc`` expects: its :class:`~runner.config.keys.Expected` text, the
+    """What the key at ``loc`` expects: its :class:`~runner.config.keyschema.Expected` text, the
     choices of a Literal, or what its type takes."""
     kind, mark, item = _walk(root, loc)
     if _fields(kind):

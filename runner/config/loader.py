@@ -1,7 +1,7 @@
 """YAML tournament configuration: loading, validation with precise messages, typed result.
 
 Keys are PascalCase so a TCEC/Encroissant ``SwissOptions`` block can be pasted in verbatim.
-The keys, their types, bounds, enums and defaults are the models of runner.config.keys,
+The keys, their types, bounds, enums and defaults are the models of runner.config.keyschema,
 validated by msgspec; each of its errors becomes one line naming the file, the line of the
 key, the key path, the bad value and what was expected. The plain checks that follow cover
 what a schema cannot know: engines on PATH, files that exist, outputs distinct from inputs,
@@ -21,7 +21,7 @@ from runner.config.enginesjson import config_engines
 from runner.config.limits import MAX_ENGINES
 from runner.config.paths import resolve_command
 from runner.config.problems import Problems
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.config.values import shown as _shown
 from runner.config.yamlfile import YamlLimit, code_of, line_at, load_yaml
 from runner.errors import ConfigError

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.config.paths import resolve_path
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.config.values import path_problem
 
 

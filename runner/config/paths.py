@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from runner.config.schema import ENGINE_SEARCH_DIRS
+from runner.config.typed import ENGINE_SEARCH_DIRS
 
 
 def resolve_path(base: Path, value: str | os.PathLike[str]) -> Path:

@@ -26,7 +26,7 @@ import chess
 import chess.engine
 import chess.syzygy
 
-from runner.config.schema import AdjudicationConfig, TablebaseConfig, TcecDrawRule
+from runner.config.typed import AdjudicationConfig, TablebaseConfig, TcecDrawRule
 from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.config.schema import (
+from runner.config.typed import (
     AdjudicationConfig,
     EngineConfig,
     TablebaseConfig,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from runner.config.schema import EngineConfig
+from runner.config.typed import EngineConfig
 
 GPU_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 PLACEHOLDER = "{gpus}"

@@ -31,7 +31,7 @@ from typing import Any
 import chess
 import chess.syzygy
 
-from runner.config.schema import AdjudicationConfig, InterruptionConfig
+from runner.config.typed import AdjudicationConfig, InterruptionConfig
 from runner.domain.adjudication import (
     SIDE,
     End,

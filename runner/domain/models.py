@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runner.config.schema import AdjudicationConfig, EngineConfig
+    from runner.config.typed import AdjudicationConfig, EngineConfig
     from runner.domain.timecontrol import TimeControl
 
 WHITE_WIN = "1-0"
@@ -61,7 +61,7 @@ class GameSpec:
     pgn_extras: tuple[str, ...] = ()  # ECO, Elo, TCEC
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
     withdrawn: tuple[str, ...] = ()  # engines withdrawn before this round (WITHDRAWN_TAG)
-    # the engines' builds the event allows (runner.play.builds digests; "" = not checked):
+    # the engines' builds the event allows (runner.play.enginebuild digests; "" = not checked):
     # a worker refuses an engine whose build differs; the PGN tags WhiteBuild/BlackBuild
     white_build: str = ""
     black_build: str = ""

@@ -1,4 +1,4 @@
-"""Final ranking and TCEC tiebreaks (pure, no I/O; runner.render.standings shows them).
+"""Final ranking and TCEC tiebreaks (pure, no I/O; runner.render.standings_report shows them).
 
 Ranking (seed 000 "final ranking", seed 002 section 3, tcec-rules.md section 5):
 
@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from runner.config.schema import TIEBREAKS
+from runner.config.typed import TIEBREAKS
 from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
 from runner.errors import RecordInvalid
 
 if TYPE_CHECKING:
-    from runner.config.schema import Config
+    from runner.config.typed import Config
     from runner.domain.ratings import RatingOptions, Ratings
 
 SHORT = {

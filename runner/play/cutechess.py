@@ -54,7 +54,7 @@ from runner.play.cutechess_live import LiveMoves, is_debug_line
 from runner.play.processes import start_process
 
 if TYPE_CHECKING:
-    from runner.config.schema import EngineConfig, TcecDrawRule
+    from runner.config.typed import EngineConfig, TcecDrawRule
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from typing import Any
 import chess.engine
 import psutil
 
-from runner.config.schema import EngineConfig
+from runner.config.typed import EngineConfig
 from runner.domain.text import printable
 from runner.play import spawn
 from runner.play.affinity import pin_self
-from runner.play.chess960 import chess960_problem
 from runner.play.clientstate import GONE, IDLE, PONDERING, STOPPING, THINKING  # noqa: F401 - also the client's API
+from runner.play.engine960 import chess960_problem
 from runner.play.processes import (  # noqa: F401 - the process API, also used from here
     OWNER_ENV,
     TASKSET,
@@ -540,7 +540,7 @@ class ProbeResult:
     error: str = ""
     output: str = ""  # what the engine wrote to stderr (the first lines)
     limit_ignored: str = ""  # the small node/depth search it did not end (see _limit_ignored)
-    no_chess960: str = ""  # why it cannot play Chess960 (runner.play.chess960), "" if it can
+    no_chess960: str = ""  # why it cannot play Chess960 (runner.play.engine960), "" if it can
 
 
 #: The probe's check that a UCI engine stops at its node or depth limit: ``go nodes`` with at

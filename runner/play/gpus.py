@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from runner.config.gpudetect import GpuDetectError, detect, device_names, run_smi
-from runner.config.schema import Config, EngineConfig
+from runner.config.typed import Config, EngineConfig
 from runner.domain.gpus import (
     choose_devices,
     hand_over,

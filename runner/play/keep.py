@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from runner.config.schema import EngineConfig
+from runner.config.typed import EngineConfig
 from runner.domain.gpus import env_devices
 from runner.play.enginelog import FAILURES
 from runner.play.engines import EngineProcess, start_engine

@@ -20,7 +20,7 @@ from typing import Any
 import chess
 import chess.engine
 
-from runner.config.schema import EngineConfig
+from runner.config.typed import EngineConfig
 from runner.domain.adjudication import SIDE, Adjudicator, Verdict, natural_end
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
@@ -48,7 +48,7 @@ from runner.domain.pgnextended import enrich_comments, extra_tags
 from runner.domain.rmobility import RMobility, position_halves, record_rmobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
-from runner.play.chess960 import chess960_fen, enable_chess960
+from runner.play.engine960 import chess960_fen, enable_chess960
 from runner.play.enginelog import LOG_TAG, GameLog
 from runner.play.engines import (
     EngineProcess,
@@ -553,7 +553,7 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     if worker:
         extra["Worker"] = worker
     for tag, build in (("WhiteBuild", spec.white_build), ("BlackBuild", spec.black_build)):
-        if build:  # which build of each engine played (TCEC rule 8: runner.play.builds)
+        if build:  # which build of each engine played (TCEC rule 8: runner.play.enginebuild)
             extra[tag] = build
     for tag, gpus in (("WhiteGpus", spec.white_gpus), ("BlackGpus", spec.black_gpus)):
         if gpus:  # the devices each engine played on (docs/gpus.md)

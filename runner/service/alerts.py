@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runner.clock import utc_now as _now
-from runner.config.schema import ALERT_KINDS, AlertsConfig, Config
+from runner.config.typed import ALERT_KINDS, AlertsConfig, Config
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK

@@ -1,5 +1,5 @@
 """TCEC rule 8 for the engines' files: the builds recorded when the event started are the
-only ones that play (runner.play.builds, runner.store.builds).
+only ones that play (runner.play.enginebuild, runner.store.buildrecords).
 
 - When a run opens its event, every engine's build is compared with the recorded one; a
   changed build is refused with both digests unless ``run --accept-build ENGINE --reason
@@ -17,10 +17,10 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.errors import EXIT_BAD_INPUT, StopEvent
 from runner.errors import print_error as _err
-from runner.play.builds import build_difference, build_of, cached_build
+from runner.play.enginebuild import build_difference, build_of, cached_build
 from runner.store.database import Store
 
 ACCEPT_HINT = ("restore the event's build, or, where a decision allows the new one, record it "

@@ -16,7 +16,7 @@ from typing import Any
 
 import chess
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.adjudication import End, open_tablebase
 from runner.domain.events import (
     GameEvent,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.models import GameSpec
 from runner.store.database import Store, StoredGame
 from runner.store.tdstore import withdrawn_before
@@ -12,7 +12,7 @@ def game_spec(config: Config, store: Store, game: StoredGame,
               builds: dict[str, str] | None = None) -> GameSpec:
     """Everything a backend needs to play ``game``; the engines the TD withdrew before its
     round was paired are named in its PGN (tag Withdrawn, read by `audit`); ``builds``: the
-    build digest each engine must play with (runner.play.builds)."""
+    build digest each engine must play with (runner.play.enginebuild)."""
     builds = builds or {}
     withdrawn: tuple[str, ...] = ()
     if not game.extra:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.events import GameEvent, GameFinished
 from runner.domain.variant import board_at
 from runner.play.affinity import SlotPool

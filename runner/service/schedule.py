@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runner.books.openings import opening_for_match
-from runner.config.schema import Config, EngineConfig
+from runner.config.typed import Config, EngineConfig
 from runner.domain.models import GameSpec, Opening, PlayedGame
 from runner.domain.pairing import RoundRecord, ScheduledGame, extra_pair_games, pair_round
 from runner.domain.standings import first_place_tie

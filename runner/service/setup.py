@@ -21,7 +21,7 @@ from runner.books.openings import (
     opening_order,
 )
 from runner.config.fingerprint import event_fingerprint, fingerprint_changes, without_binaries
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.models import Opening
 from runner.domain.pairing import seed_players
 from runner.domain.pgn import escape_tag
@@ -45,7 +45,7 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
     book: list[Opening] = []
     fingerprint = event_fingerprint(config)
     if store.has_event():
-        # an engine whose build is recorded (runner.store.builds) is checked by its build,
+        # an engine whose build is recorded (runner.store.buildrecords) is checked by its build,
         # which `run --accept-build` may change, not by the fingerprint's binary digest
         tracked = set(store.builds())
         changes = fingerprint_changes(without_binaries(store.fingerprint() or {}, tracked),

@@ -24,7 +24,7 @@ from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlaye
 from runner.errors import RecordInvalid, StopEvent, ViewError
 from runner.errors import print_error as err
 from runner.store.database import Store, StoreError, append_pgn
-from runner.store.movelog import MoveLog
+from runner.store.writer import StoreWriter
 
 
 class Console:
@@ -141,22 +141,22 @@ class RecordError(StopEvent):
 class StoreSink:
     """The record: game starts, the per-move log, and each finished game in one transaction.
 
-    Every write goes to the store's one writer thread (runner.store.movelog): the loop only
+    Every write goes to the store's one writer thread (runner.store.writer): the loop only
     enqueues. A game's writes are awaited (:meth:`settled`) before the loop acts on them;
     a record that could not be committed then stops the event (RecordError)."""
 
-    def __init__(self, store: Store, movelog: MoveLog):
+    def __init__(self, store: Store, store_writer: StoreWriter):
         self.store = store
-        self.movelog = movelog
-        assert movelog.conn is not None, "start the writer first"
-        self.writer = Store.writer(movelog.conn, store.path, movelog.on_writer)
+        self.store_writer = store_writer
+        assert store_writer.conn is not None, "start the writer first"
+        self.writer = Store.writer(store_writer.conn, store.path, store_writer.on_writer)
         self.pending: dict[int, list[concurrent.futures.Future[Any]]] = {}
         self.records: dict[int, concurrent.futures.Future[Any]] = {}
 
     def handle(self, event: GameEvent) -> concurrent.futures.Future[Any] | None:
         """Enqueue the event's write; for a GameFinished, the future of its record."""
         if isinstance(event, MovePlayed):
-            self.movelog.append(event)
+            self.store_writer.append(event)
             return None
         if isinstance(event, GameStarted):
             self.check_files()
@@ -167,11 +167,11 @@ class StoreSink:
                 started = json.dumps(event_to_json(event), separators=(",", ":"))
                 return writer.start_game(gid, attempt, started, keep_plies=keep)
 
-            self.pending.setdefault(gid, []).append(self.movelog.restart(gid, attempt, start))
+            self.pending.setdefault(gid, []).append(self.store_writer.restart(gid, attempt, start))
             return None
         if isinstance(event, GameFinished):
             gid, record, writer = event.game_id, event.record, self.writer
-            future = self.movelog.settle(
+            future = self.store_writer.settle(
                 gid, lambda conn, rows: writer.record_game(gid, record, moves=rows))
             self.records[gid] = future
             return future
@@ -181,7 +181,7 @@ class StoreSink:
                        game_id: int | None) -> concurrent.futures.Future[Any]:
         """Enqueue an engine process to sweep; the future says when it is committed."""
         writer = self.writer
-        return self.movelog.submit(lambda conn: writer.record_process(pid, create_time, game_id))
+        return self.store_writer.submit(lambda conn: writer.record_process(pid, create_time, game_id))
 
     async def settled(self, game_id: int) -> None:
         """Wait for the game's writes: its start (an error as it came), then its record
@@ -201,7 +201,7 @@ class StoreSink:
         """Wait until every write enqueued so far is done (the loop's own connection then
         reads them); the error of a record nobody waited for (a game cancelled after it
         finished), else None."""
-        await asyncio.wrap_future(self.movelog.submit(lambda conn: None))
+        await asyncio.wrap_future(self.store_writer.submit(lambda conn: None))
         self.pending.clear()
         records, self.records = self.records, {}
         for gid, future in records.items():

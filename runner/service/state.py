@@ -24,8 +24,8 @@ from runner.domain.endings import classify_end
 from runner.domain.gpus import gpu_table, spec_gpus
 from runner.domain.models import EventResults
 from runner.errors import ViewError, view
-from runner.render import standings as standings_report  # (module: tests replace its functions)
-from runner.render.ratings import ratings_json
+from runner.render import standings_report  # (module: tests replace its functions)
+from runner.render.ratings_report import ratings_json
 from runner.service.lock import runner_alive
 from runner.store import decisions, queries
 from runner.store.database import Store, atomic_write

@@ -4,7 +4,7 @@ recorded state, and applying it in the running tournament.
 A command is checked twice: when it is given (`swiss-runner td`, the dashboard: refused at
 once, nothing recorded) and when the runner applies it (the event may have moved on: a
 game finished meanwhile); refused then, it stays in the log as ``refused`` with why.
-Every write goes through the store's writer thread (runner.store.movelog), the command
+Every write goes through the store's writer thread (runner.store.writer), the command
 marked applied in the transaction of its effect (runner.store.decisions.mark).
 """
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import chess
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.adjudication import End
 from runner.domain.events import parse_utc
 from runner.domain.models import BLACK_WIN, WHITE_WIN, GameRecord

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.adjudication import close_tablebases
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
@@ -44,7 +44,7 @@ from runner.service.views import EventViews
 from runner.service.writes import EventWriter
 from runner.store import decisions
 from runner.store.database import Store, StoredGame, StoreError, remove_stale_temp_files
-from runner.store.movelog import DiskFull, MoveLog
+from runner.store.writer import DiskFull, StoreWriter
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Tournament:
         self.alerts = Alerter(None)  # set by runner.cli.run (docs/alerts.md)
         self.writer = EventWriter(store)
         self.schedule = Schedule(config, store, self.writer, self.say)
-        self.movelog: MoveLog | None = None
+        self.store_writer: StoreWriter | None = None
         self.views: EventViews | None = None
         self.td: Director | None = None
         self.hold_retry_s = max(1.0, sum(config.start_retry_s))
@@ -165,8 +165,8 @@ class Tournament:
         if stop_requested() is not None:  # a stop signal whose KeyboardInterrupt was swallowed
             self.on_signal(stop_requested())
         views = self._views()
-        self.movelog = self._start_writer(loop, views)
-        self.writer.sink = StoreSink(self.store, self.movelog)
+        self.store_writer = self._start_writer(loop, views)
+        self.writer.sink = StoreSink(self.store, self.store_writer)
         self.games.router = views.start(self.writer.sink)
         # the event's GPUs here (None without Gpus or on a cluster), less the TD's `gpu off`
         self.schedule.gpus = self.games.gpus = local_pool(self.config,
@@ -192,7 +192,7 @@ class Tournament:
                 if handler is not None:  # what run had (asyncio would leave SIGTERM's default)
                     signal.signal(sig, handler)
 
-    def _start_writer(self, loop: asyncio.AbstractEventLoop, views: EventViews) -> MoveLog:
+    def _start_writer(self, loop: asyncio.AbstractEventLoop, views: EventViews) -> StoreWriter:
         """The store's one writer thread, which tells the views when moves were written."""
         def log_failed(exc: BaseException) -> None:
             if isinstance(exc, DiskFull):  # stopped while waiting for space
@@ -204,7 +204,7 @@ class Tournament:
         def space_again(text: str) -> None:
             loop.call_soon_threadsafe(lambda: self.say(text, always=True))
 
-        return MoveLog(self.store.path, on_flush=views.moves_written(loop),
+        return StoreWriter(self.store.path, on_flush=views.moves_written(loop),
                        on_error=log_failed, on_wait=err, on_space=space_again).start()
 
     async def _close(self, views: EventViews) -> None:
@@ -214,8 +214,8 @@ class Tournament:
         if self.games.resources is not None:
             await self._close_resources()
         views.close_progress()
-        assert self.movelog is not None
-        await asyncio.to_thread(self.movelog.close)
+        assert self.store_writer is not None
+        await asyncio.to_thread(self.store_writer.close)
         await views.close()
 
     async def _close_resources(self) -> None:
@@ -441,8 +441,8 @@ class Tournament:
 
     def stop(self, cancel: bool) -> None:
         self.flags.stopping = True
-        if cancel and self.movelog is not None and self.movelog.waiting is not None:
-            self.movelog.give_up()  # waiting for disk space: what is not written is not
+        if cancel and self.store_writer is not None and self.store_writer.waiting is not None:
+            self.store_writer.give_up()  # waiting for disk space: what is not written is not
         if cancel:
             self.running.cancel_all()
 

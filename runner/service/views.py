@@ -11,7 +11,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable
 
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.service.alerts import Alerter, brief_standings
 from runner.service.gpualerts import GpuFailureSink, gpu_sinks
 from runner.service.livesink import LivePgnSink

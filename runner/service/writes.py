@@ -1,6 +1,6 @@
 """The event's writes outside a game's own events: a round's pairing, a TD decision's effect,
 a metadata value. While the event runs they go to the store's one writer thread
-(runner.store.movelog), in order with the games' writes; before and after, at once.
+(runner.store.writer), in order with the games' writes; before and after, at once.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from runner.service.sinks import StoreSink, err
 from runner.store.database import Store
-from runner.store.movelog import DiskFull
+from runner.store.writer import DiskFull
 
 StoreJob = Callable[[Store], Any]
 
@@ -30,13 +30,13 @@ class EventWriter:
     @property
     def live(self) -> bool:
         """Is the writer thread running (writes are queued, not made at once)?"""
-        return self.sink is not None and self.sink.movelog.running
+        return self.sink is not None and self.sink.store_writer.running
 
     def submit(self, job: StoreJob) -> concurrent.futures.Future[Any]:
         """Queue ``job(writer store)`` on the writer thread."""
         assert self.sink is not None
         writer = self.sink.writer
-        return self.sink.movelog.submit(lambda conn: job(writer))
+        return self.sink.store_writer.submit(lambda conn: job(writer))
 
     async def run(self, job: StoreJob) -> Any:
         """Run ``job`` on the writer thread; its result, its exception raised here."""
@@ -46,7 +46,7 @@ class EventWriter:
         """A write of the loop's own (a round's pairing), in order with the games' writes
         (a full disk is waited out there); at once when no writer runs. :meth:`written`
         waits for it."""
-        if self.sink is not None and self.sink.movelog.gave_up:
+        if self.sink is not None and self.sink.store_writer.gave_up:
             raise DiskFull(f"{self.store.path}: not written, the disk is full")
         if not self.live:
             job(self.store)
@@ -82,7 +82,7 @@ class EventWriter:
     async def flush_moves(self) -> None:
         """The move log written up to now."""
         if self.sink is not None:
-            await asyncio.to_thread(self.sink.movelog.flush)
+            await asyncio.to_thread(self.sink.store_writer.flush)
 
 
 __all__ = ["EventWriter", "StoreJob"]

@@ -13,7 +13,7 @@ Layout (all beside ``SwissOptions.StatePath`` unless configured otherwise):
 
 The store is split by concern: ``schema`` (tables, upgrades, identity checks, StoreError),
 ``forensics`` (what an existing file is, before and beside SQLite), ``files`` (atomic writes
-beside the database), ``pgnfile`` (the PGN view) and ``movelog`` (the per-move log); this
+beside the database), ``pgnfile`` (the PGN view) and ``writer`` (the one writer thread: the per-move log and every write); this
 module is the :class:`Store` itself and re-exports what callers import from here.
 """
 
@@ -31,14 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.clock import utc_now
-from runner.config.schema import Config
+from runner.config.typed import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
-from runner.store import builds
-from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
-from runner.store.forensics import FileWatch, connect, connect_readonly, examine, save_copy
-from runner.store.movelog import INSERT_MOVES, MoveRow
-from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
-from runner.store.schema import (
+from runner.store import buildrecords
+from runner.store.dbformat import (
     APPLICATION_ID,
     MIGRATIONS,
     SCHEMA,
@@ -47,7 +43,11 @@ from runner.store.schema import (
     check_identity,
     check_integrity,
 )
+from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
+from runner.store.forensics import FileWatch, connect, connect_readonly, examine, save_copy
+from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
 from runner.store.tdstore import withdrawals
+from runner.store.writer import INSERT_MOVES, MoveRow
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
@@ -138,7 +138,7 @@ class Store:
 
     @classmethod
     def writer(cls, conn: sqlite3.Connection, path: Path, owner: Callable[[], bool]) -> Store:
-        """The store on the writer thread's connection (runner.store.movelog): every commit
+        """The store on the writer thread's connection (runner.store.writer): every commit
         through it is checked to run on that thread."""
         store = cls(conn, path, readonly=False)
         store.owner = owner
@@ -296,13 +296,13 @@ class Store:
         return None if text is None else json.loads(text)
 
     def builds(self) -> dict[str, list[dict[str, Any]]]:
-        """The engines' recorded builds, oldest first (runner.store.builds)."""
-        return builds.builds(self.conn)
+        """The engines' recorded builds, oldest first (runner.store.buildrecords)."""
+        return buildrecords.builds(self.conn)
 
     def record_builds(self, entries: dict[str, dict[str, Any]], reason: str) -> None:
-        """Record a build per engine (runner.store.builds), in one transaction."""
+        """Record a build per engine (runner.store.buildrecords), in one transaction."""
         with self.transaction() as c:
-            builds.record(c, entries, reason)
+            buildrecords.record(c, entries, reason)
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction() as c:
@@ -377,7 +377,7 @@ class Store:
         """A game (attempt) started: mark it running, keep its GameStarted, and drop the
         logged moves of earlier attempts past ``keep_plies`` (a replay keeps none; a resume
         keeps those it goes on from). Rows of this attempt are never deleted: a start that
-        is committed after some of its own moves (runner.store.movelog) loses none.
+        is committed after some of its own moves (runner.store.writer) loses none.
 
         Not synced: a power cut that loses this loses every move of the attempt with it (they
         are committed after it), and the game is then as it was before it started."""

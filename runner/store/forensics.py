@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner.store.dbformat import StoreError, check_identity, check_integrity
 from runner.store.files import file_identity
-from runner.store.schema import StoreError, check_identity, check_integrity
 
 _open_here: collections.Counter[tuple[int, int]] = collections.Counter()
 _guard = threading.Lock()

@@ -1,6 +1,6 @@
 """What the tournament director's withdrawals and rewinds keep in the event's database.
 
-Tables (schema 4, runner.store.schema):
+Tables (schema 4, runner.store.dbformat):
 
 * ``withdrawals``: one row per withdrawn engine: the first round paired without it, whether
   its unfinished games are forfeited (``withdraw --now``), the decision and its reason.

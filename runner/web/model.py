@@ -31,7 +31,7 @@ from runner.domain.pgn import read_game, unescape_tag
 from runner.domain.standings import compute_standings
 from runner.domain.variant import board_at
 from runner.errors import ViewError
-from runner.render.standings import standings_json
+from runner.render.standings_report import standings_json
 from runner.service.lock import lock_path, runner_alive
 from runner.service.state import build_state, live_game, ratings_doc
 from runner.store.dashboard import (
@@ -55,7 +55,7 @@ class View:
 
     state: dict[str, Any] | None  # the versioned state document; None: no event yet
     error: str | None = None  # the database cannot be read (message for the page)
-    standings: dict[str, Any] | None = None  # runner.render.standings.standings_json
+    standings: dict[str, Any] | None = None  # runner.render.standings_report.standings_json
     ratings: dict[str, Any] | None = None  # runner.domain.ratings.ratings_json, with margins
     chart: list[dict[str, Any]] = field(default_factory=list)
     live: dict[str, Any] = field(default_factory=dict)  # the /api/live document

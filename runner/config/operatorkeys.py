@@ -1,6 +1,6 @@
 """The operator keys of a config: Affinity, Ponder, EngineLogs, StartupTimeoutS, PgnComments,
 PgnExtras, EpdOut (docs/operators.md), LivePgn (docs/broadcast.md). Their types and bounds
-are in the schema (runner.config.keys); what is checked here (cores, backends, files) goes to
+are in the schema (runner.config.keyschema); what is checked here (cores, backends, files) goes to
 the loader's checker, so every problem names the file, line, key, bad value and what was
 expected; none of them changes the event (they may change between resumes and are not in the
 fingerprint).
@@ -15,7 +15,7 @@ from typing import Any
 
 from runner.config.limits import RESTART_EXPECTED
 from runner.config.paths import resolve_path
-from runner.config.schema import (
+from runner.config.typed import (
     AffinityConfig,
     Config,
     EngineConfig,

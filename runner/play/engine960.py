@@ -13,7 +13,7 @@ from typing import Any
 
 import chess
 
-from runner.config.schema import EngineConfig
+from runner.config.typed import EngineConfig
 
 OPTION = "UCI_Chess960"
 XBOARD_VARIANT = "fischerandom"

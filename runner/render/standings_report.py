@@ -12,11 +12,11 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from runner.config.schema import TIEBREAKS
+from runner.config.typed import TIEBREAKS
 from runner.domain.models import EventResults, PlayedGame
 from runner.domain.standings import SHORT, GameView, StandingRow, round_numbers
 from runner.domain.text import markdown_cell, printable
-from runner.render.ratings import ratings_json, summary_line
+from runner.render.ratings_report import ratings_json, summary_line
 from runner.render.tables import markdown_table, text_table
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 ``Args`` and in its ``Options`` values (networks, books the engine loads itself).
 
 TCEC rule 8: no engine update once the event has started. The runner records each
-engine's build when the event starts (runner.store.builds); before each local game it
+engine's build when the event starts (runner.store.buildrecords); before each local game it
 checks the engine's files again, and a cluster worker computes the same for its own
 commands (its ``--engine`` overrides included) and refuses an engine whose build differs.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from runner.config.schema import OpeningsConfig
+from runner.config.typed import OpeningsConfig
 from runner.domain.models import Opening
 from runner.domain.variant import POSITIONS, position_fen, position_name
 

@@ -30,7 +30,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 import runner.config.limits as L
-from runner.config.schema import ALERT_KINDS, DEFAULT_TIEBREAKS, PGN_EXTRAS, TIEBREAKS
+from runner.config.typed import ALERT_KINDS, DEFAULT_TIEBREAKS, PGN_EXTRAS, TIEBREAKS
 from runner.domain.variant import VARIANTS
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

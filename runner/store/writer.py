@@ -9,7 +9,7 @@ connection with ``synchronous=FULL``. The ordering rule:
   submitted before it is committed; consecutive moves are committed together, in one
   transaction every ``interval`` seconds (default 0.25 s; a power cut loses at most the
   moves of the last interval, never a recorded game), or at once when a job follows them.
-  :meth:`MoveLog.flush` is a barrier in the same queue, never a second writer: whoever calls
+  :meth:`StoreWriter.flush` is a barrier in the same queue, never a second writer: whoever calls
   it (the loop's worker threads, a test) waits for the writer to reach it.
 * **Writes are idempotent on (game, attempt, ply).** A logged move never replaces a row of a
   later attempt, and is not written at all for an attempt older than the game's current one;
@@ -17,7 +17,7 @@ connection with ``synchronous=FULL``. The ordering rule:
   of its own attempt. So a write repeated after an error, or a stale event, cannot undo a
   newer one.
 * **A game's record takes its moves along.** When a finished game's record job
-  (:meth:`MoveLog.settle`) comes up, the game's moves queued before it are committed in the
+  (:meth:`StoreWriter.settle`) comes up, the game's moves queued before it are committed in the
   record's own transaction.
 * **A full disk is waited out.** A write that fails because the disk is full (SQLITE_FULL,
   ENOSPC) is not dropped and not failed: it goes back to the head of the queue with all that
@@ -29,7 +29,7 @@ connection with ``synchronous=FULL``. The ordering rule:
   its future; a failed batch of moves is kept in memory and tried again (reported once).
 
 The events are turned into rows (JSON) by the writer thread; the event loop only appends.
-Test seam: ``MoveLog.between`` (None in production) is called on the writer thread after it
+Test seam: ``StoreWriter.between`` (None in production) is called on the writer thread after it
 has taken its next piece of the queue and before it writes it.
 """
 
@@ -146,7 +146,7 @@ def _size(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-class MoveLog:
+class StoreWriter:
     """The store's one ordered writer: the ``moves`` table of one database, and every other
     write of a running event (:meth:`submit`), through one queue and one thread."""
 
@@ -178,7 +178,7 @@ class MoveLog:
         self.between: Callable[[], None] | None = None  # test seam (module docstring)
         self.gave_up = False  # stopped while waiting for disk space (give_up)
 
-    def start(self) -> MoveLog:
+    def start(self) -> StoreWriter:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
                              check_same_thread=False)
         self._conn.execute("PRAGMA synchronous=FULL")

@@ -22,7 +22,7 @@ from runner.clock import utc_now
 TABLE = """CREATE TABLE IF NOT EXISTS builds (
     engine TEXT NOT NULL,
     seq INTEGER NOT NULL,           -- 1: the event's start; 2, 3, ...: accepted later
-    digest TEXT NOT NULL,           -- runner.play.builds.Build.digest
+    digest TEXT NOT NULL,           -- runner.play.enginebuild.Build.digest
     files TEXT NOT NULL,            -- JSON {path: sha256}, the executable first
     recorded TEXT NOT NULL,         -- ISO 8601 UTC
     reason TEXT NOT NULL,           -- "event start", or the organiser's reason
