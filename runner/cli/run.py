@@ -64,6 +64,37 @@ def _live_pgn(config: Config, given: str) -> Config | str:
     return replace(config, live_pgn=path)
 
 
+def _cluster_backend(config: Config, args: argparse.Namespace,
+                     address: str) -> ClusterBackend | int:
+    """The Dask backend for ``address`` (docs/cluster.md), or the exit code after saying why
+    it cannot be used (no distributed, cutechess-cli, plain tcp:// beyond loopback)."""
+    try:
+        from runner.cluster.client import ClusterBackend
+    except ImportError:
+        _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
+             "(pip install 'swiss-runner[cluster]')")
+        return EXIT_BAD_INPUT
+    if config.backend != "python-chess":
+        _err(f"{config.path}: Cluster: workers play with the built-in referee "
+             "(Backend: python-chess), not cutechess-cli")
+        return EXIT_BAD_INPUT
+    cc = config.cluster
+    from runner.cluster.network import plain_problem, plain_warning
+
+    insecure = getattr(args, "insecure", False) or bool(cc and cc.insecure)
+    problem = plain_problem(address, insecure, "run --insecure or Cluster.Insecure: true")
+    if problem:
+        _err(f"{config.path}: Cluster.Scheduler / --scheduler: {problem}")
+        return EXIT_BAD_INPUT
+    if insecure and plain_problem(address, False, ""):
+        print(plain_warning(address), file=sys.stderr, flush=True)
+    return ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
+                          overdue_s=cc.overdue_s if cc else 60.0,
+                          **({"retry_refused_s": cc.retry_refused_s,
+                              "lease_s": cc.lease_s,
+                              "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
+
+
 def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -> int:
     quiet_engine_logs()  # python-chess's warnings would drown the progress output
     if getattr(args, "live_pgn", None):
@@ -94,31 +125,9 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
     address = getattr(args, "scheduler", None) or (config.cluster.scheduler if config.cluster
                                                     else None)
     if address and play_game is None:
-        try:
-            from runner.cluster.client import ClusterBackend
-        except ImportError:
-            _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
-                 "(pip install 'swiss-runner[cluster]')")
-            return EXIT_BAD_INPUT
-        if config.backend != "python-chess":
-            _err(f"{config.path}: Cluster: workers play with the built-in referee "
-                 "(Backend: python-chess), not cutechess-cli")
-            return EXIT_BAD_INPUT
-        cc = config.cluster
-        from runner.cluster.network import plain_problem, plain_warning
-
-        insecure = getattr(args, "insecure", False) or bool(cc and cc.insecure)
-        problem = plain_problem(address, insecure, "run --insecure or Cluster.Insecure: true")
-        if problem:
-            _err(f"{config.path}: Cluster.Scheduler / --scheduler: {problem}")
-            return EXIT_BAD_INPUT
-        if insecure and plain_problem(address, False, ""):
-            print(plain_warning(address), file=sys.stderr, flush=True)
-        cluster = ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
-                                 overdue_s=cc.overdue_s if cc else 60.0,
-                                 **({"retry_refused_s": cc.retry_refused_s,
-                                     "lease_s": cc.lease_s,
-                                     "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
+        cluster = _cluster_backend(config, args, address)
+        if isinstance(cluster, int):
+            return cluster
         play_game = cluster
     if play_game is None and config.backend == "python-chess":
         refused = referee_refused()  # the event loop it names

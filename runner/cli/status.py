@@ -9,6 +9,7 @@ import sys
 
 from runner.cli.common import err as _err
 from runner.cli.common import other_event, stored_fingerprint
+from runner.cli.status_ops import eta, failed_game_logs, status_lines
 from runner.config import Config
 from runner.domain.gpus import gpu_status_lines
 from runner.domain.text import printable
@@ -42,53 +43,13 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         json_out = getattr(args, "format", "text") == "json"
         data = build_state(config, store, standings=json_out)
-        from runner.cli.status_ops import eta, failed_game_logs, status_lines
-
         if json_out:
             data["eta_s"] = eta(config, store, data)
             data["engine_logs"] = [{"game_id": gid, "reason": reason, "path": str(path)}
                                    for gid, reason, path in failed_game_logs(config, store)]
             print(json.dumps(data, indent=1), flush=True)
             return EXIT_OK
-        cur = data["current_round"]
-        print(printable(f"Event: {data['event']}  ({data['database']})"))
-        if cur is None:
-            print("Round: not paired yet")
-        else:
-            kind = "extra pair round" if cur["extra"] else f"round {cur['number']} of {data['rounds_total']}"
-            print(f"Round: {kind} ({cur['state']})")
-        print(f"Games: {data['games_finished']} of {data['games_total']} finished"
-              + ("; event complete" if data["complete"] else ""))
-        if data["in_progress"]:
-            stale = " (the runner is not running: they will be played again on resume)" \
-                if data["runner_running"] is False else ""
-            print("In progress:" + stale)
-            for g in data["in_progress"]:
-                print(f"  {printable(_live_line(g))}")
-        for line in status_lines(config, store, data):
-            print(printable(line))
-        if data.get("workers"):
-            print("Workers:")
-            for w in data["workers"]:
-                refused = "; ".join(f"refused {e}: {r}" for e, r in w["refused"].items())
-                print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
-                                f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
-                                + (f", {refused}" if refused else "")))
-        accepted = [(engine, b) for engine, rows in (data.get("builds") or {}).items()
-                    for b in rows[1:]]
-        if accepted:  # run --accept-build (TCEC rule 8: docs/orchestrator.md)
-            print("Engine builds accepted during the event:")
-            for engine, b in accepted:
-                print(printable(f"  {engine}: build {b['digest']} since {b['recorded']} "
-                                f"({b['reason']})"))
-        # GPU hook: which devices are busy (docs/gpus.md); then the TD's pause and decisions
-        for line in [*gpu_status_lines(data.get("gpus")), *_td_lines(data.get("td") or {})]:
-            print(printable(line))
-        if data["runner_running"] is not None:
-            print("Runner: " + ("running" if data["runner_running"] else "not running"))
-        table = standings_text(config, store)
-        if table:
-            print(table.rstrip("\n"))
+        _print_text(config, store, data)
         sys.stdout.flush()
         return EXIT_OK
     except StoreError as exc:
@@ -99,6 +60,49 @@ def cli_status(config: Config, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     finally:
         store.close()
+
+
+def _print_text(config: Config, store: Store, data: dict) -> None:
+    """The state document as `status` prints it for a person, every value escaped."""
+    cur = data["current_round"]
+    print(printable(f"Event: {data['event']}  ({data['database']})"))
+    if cur is None:
+        print("Round: not paired yet")
+    else:
+        kind = "extra pair round" if cur["extra"] else f"round {cur['number']} of {data['rounds_total']}"
+        print(f"Round: {kind} ({cur['state']})")
+    print(f"Games: {data['games_finished']} of {data['games_total']} finished"
+          + ("; event complete" if data["complete"] else ""))
+    if data["in_progress"]:
+        stale = " (the runner is not running: they will be played again on resume)" \
+            if data["runner_running"] is False else ""
+        print("In progress:" + stale)
+        for g in data["in_progress"]:
+            print(f"  {printable(_live_line(g))}")
+    for line in status_lines(config, store, data):
+        print(printable(line))
+    if data.get("workers"):
+        print("Workers:")
+        for w in data["workers"]:
+            refused = "; ".join(f"refused {e}: {r}" for e, r in w["refused"].items())
+            print(printable(f"  {w['name']}: {w['state'] or '-'}, {w['slots'] or '?'} "
+                            f"slot(s), {w['busy']} busy, {w['games']} game(s) played"
+                            + (f", {refused}" if refused else "")))
+    accepted = [(engine, b) for engine, rows in (data.get("builds") or {}).items()
+                for b in rows[1:]]
+    if accepted:  # run --accept-build (TCEC rule 8: docs/orchestrator.md)
+        print("Engine builds accepted during the event:")
+        for engine, b in accepted:
+            print(printable(f"  {engine}: build {b['digest']} since {b['recorded']} "
+                            f"({b['reason']})"))
+    # GPU hook: which devices are busy (docs/gpus.md); then the TD's pause and decisions
+    for line in [*gpu_status_lines(data.get("gpus")), *_td_lines(data.get("td") or {})]:
+        print(printable(line))
+    if data["runner_running"] is not None:
+        print("Runner: " + ("running" if data["runner_running"] else "not running"))
+    table = standings_text(config, store)
+    if table:
+        print(table.rstrip("\n"))
 
 
 def _clock(ms: int | None) -> str:

@@ -40,39 +40,12 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
     status = EXIT_OK
     if args.probe:
         from runner.cli.common import quiet_engine_logs
-        from runner.play.engines import ignored_limit_text
         from runner.play.gpus import probe_on_devices
 
         quiet_engine_logs()
 
-        for engine, result in zip(config.engines, probe_on_devices(config, args.timeout),
-                                  strict=True):  # GPU hook: each GPU engine on its devices
-            if result.error:
-                said = f"; it printed: {printable(result.output[:500])}" if result.output else ""
-                print(f"FAIL {engine.name}: {result.error} (command: "
-                      f"{' '.join([engine.command, *engine.args])}){said}")
-                status = EXIT_FAIL
-                continue
-            where = f"Engines[{config.engines.index(engine)}]"
-            if result.no_chess960 and is_960(config.variant):
-                print(f"FAIL {engine.name}: {where}: cannot play Variant: {config.variant}: "
-                      f"{result.no_chess960}")
-                status = EXIT_FAIL
-                continue
-            said = ignored_limit_text(engine, result.limit_ignored) if result.limit_ignored else ""
-            if said and config.time_control.infinite:  # nothing else ends its moves: games stall
-                print(f"FAIL {engine.name}: {where}: {said}; with TimeControl 'inf' its moves "
-                      "would never end (set MoveTime, or Depth if it honours that)")
-                status = EXIT_FAIL
-            else:
-                print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
-                if said:
-                    print(f"warning: {engine.name}: {where}: {said}; it will move on its clock "
-                          f"({config.time_control}) instead")
-            for option in result.unknown_options:
-                print(f"FAIL {engine.name}: {where}.Options.{option}: "
-                      f"the engine has no option {option!r}")
-                status = EXIT_FAIL
+        # each GPU engine probed on its own devices (docs/gpus.md)
+        status = _probe_report(config, probe_on_devices(config, args.timeout))
     if config.backend == "cutechess" and config.interruption.mode == "resume":
         print(f"note: {config.path}: Interruption.Mode: resume: with Backend: cutechess an "
               "interrupted game is played again from its start (cutechess-cli cannot be given "
@@ -96,6 +69,42 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
     print(f"{config.path}: {verdict}: {len(config.engines)} engines, {config.swiss.rounds} "
           f"round(s) x {config.swiss.games_per_match} game(s) per match = {games} games, "
           f"time control {config.time_control} ({config.time_control.human()})")
+    return status
+
+
+def _probe_report(config: Config, results: list) -> int:
+    """One line per probed engine (`validate --probe`): ok, or FAIL with the key and why;
+    EXIT_FAIL when any engine failed."""
+    from runner.play.engines import ignored_limit_text
+
+    status = EXIT_OK
+    for engine, result in zip(config.engines, results, strict=True):
+        if result.error:
+            said = f"; it printed: {printable(result.output[:500])}" if result.output else ""
+            print(f"FAIL {engine.name}: {result.error} (command: "
+                  f"{' '.join([engine.command, *engine.args])}){said}")
+            status = EXIT_FAIL
+            continue
+        where = f"Engines[{config.engines.index(engine)}]"
+        if result.no_chess960 and is_960(config.variant):
+            print(f"FAIL {engine.name}: {where}: cannot play Variant: {config.variant}: "
+                  f"{result.no_chess960}")
+            status = EXIT_FAIL
+            continue
+        said = ignored_limit_text(engine, result.limit_ignored) if result.limit_ignored else ""
+        if said and config.time_control.infinite:  # nothing else ends its moves: games stall
+            print(f"FAIL {engine.name}: {where}: {said}; with TimeControl 'inf' its moves "
+                  "would never end (set MoveTime, or Depth if it honours that)")
+            status = EXIT_FAIL
+        else:
+            print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
+            if said:
+                print(f"warning: {engine.name}: {where}: {said}; it will move on its clock "
+                      f"({config.time_control}) instead")
+        for option in result.unknown_options:
+            print(f"FAIL {engine.name}: {where}.Options.{option}: "
+                  f"the engine has no option {option!r}")
+            status = EXIT_FAIL
     return status
 
 

@@ -37,14 +37,13 @@ from runner.store import buildrecords
 from runner.store.dbformat import (
     APPLICATION_ID,
     MIGRATIONS,
-    SCHEMA,
     SCHEMA_VERSION,
     StoreError,
     check_identity,
-    check_integrity,
 )
 from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
-from runner.store.forensics import FileWatch, connect, connect_readonly, examine, save_copy
+from runner.store.forensics import FileWatch, connect, save_copy
+from runner.store.opening import open_event_file, open_event_readonly
 from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
 from runner.store.tdstore import withdrawals
 from runner.store.writer import INSERT_MOVES, MoveRow
@@ -148,86 +147,30 @@ class Store:
 
     @classmethod
     def open(cls, path: Path) -> Store:
-        """Open or create the database; refuse (StoreError) anything that is not ours.
-
-        An existing file is examined through a read-only connection first: nothing is
-        written to it (not even the switch to WAL) until it is known to be our database, or
-        the empty file a first start left when it died before the schema was committed.
-        """
+        """Open or create the database; refuse (StoreError) anything that is not ours
+        (runner.store.opening.open_event_file)."""
         path = Path(os.path.normpath(path))
+        store = cls(open_event_file(path), path, readonly=False)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"{path.parent}: cannot create the state directory: {exc.strerror}") from None
-        if not os.access(path.parent, os.W_OK | os.X_OK):
-            raise StoreError(f"{path.parent}: the state directory is not writable "
-                             f"(the runner needs to create {path.name} and its journal there)")
-        fresh = True
-        if path.exists():
-            if not os.access(path, os.R_OK | os.W_OK):
-                raise StoreError(f"{path}: the state database is not readable and writable")
-            fresh = examine(path, integrity=True, recover=True) == "empty"
-        try:
-            conn = connect(path, path, isolation_level=None, timeout=30.0)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot open the state database: {exc}") from None
-        store = cls(conn, path, readonly=False)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            if not (fresh and store._create()):
-                store._check_existing(quick=False)  # _examine ran the integrity check
-                store._migrate()
+            store._migrate()
         except sqlite3.DatabaseError as exc:
-            conn.close()
+            store.close()
             raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
                              "untouched: restore it from a backup or move it away to start a "
                              "new event") from None
         except StoreError:
-            conn.close()
+            store.close()
             raise
         return store
 
     @classmethod
     def open_readonly(cls, path: Path, *, threads: bool = False) -> Store | None:
-        """Read-only connection that never writes or blocks the running tournament.
-
-        None when there is no event yet: no file, or the empty file of a first start that
-        died before creating the schema. ``threads``: the connection may be used from
-        another thread than this one (one at a time).
-        """
+        """Read-only connection that never writes or blocks the running tournament; None
+        when there is no event yet (runner.store.opening.open_event_readonly). ``threads``:
+        the connection may be used from another thread than this one (one at a time)."""
         path = Path(os.path.normpath(path))
-        if not path.exists():
-            return None
-        if examine(path, integrity=False, recover=False) == "empty":
-            return None
-        try:
-            conn = connect_readonly(path, threads=threads)
-            store = cls(conn, path, readonly=True)
-            store._check_existing(quick=False)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path}: cannot read the state database: {exc}") from None
-        return store
-
-    def _create(self) -> bool:
-        """Create the schema in an empty database (False: another runner just created it)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            if self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
-                self.conn.execute("ROLLBACK")
-                return False
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    self.conn.execute(statement)
-            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-        return True
+        conn = open_event_readonly(path, threads=threads)
+        return None if conn is None else cls(conn, path, readonly=True)
 
     @property
     def version(self) -> int:
@@ -242,11 +185,6 @@ class Store:
                 for statement in MIGRATIONS[version]:
                     c.execute(statement)
                 c.execute(f"PRAGMA user_version={version}")
-
-    def _check_existing(self, quick: bool = True) -> None:
-        check_identity(self.conn, self.path)
-        if quick:
-            check_integrity(self.conn, self.path)
 
     def close(self) -> None:
         self.conn.close()
