@@ -43,7 +43,7 @@ from runner.store.dbformat import (
 )
 from runner.store.files import atomic_write, file_identity, remove_stale_temp_files
 from runner.store.forensics import FileWatch, connect, save_copy
-from runner.store.opening import open_event_file, open_event_readonly
+from runner.store.opening import damaged_file, open_event_file, open_event_readonly
 from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
 from runner.store.tdstore import withdrawals
 from runner.store.writer import INSERT_MOVES, MoveRow
@@ -155,9 +155,7 @@ class Store:
             store._migrate()
         except sqlite3.DatabaseError as exc:
             store.close()
-            raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
-                             "untouched: restore it from a backup or move it away to start a "
-                             "new event") from None
+            raise damaged_file(path, exc) from None
         except StoreError:
             store.close()
             raise

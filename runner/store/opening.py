@@ -49,13 +49,17 @@ def open_event_file(path: Path) -> sqlite3.Connection:
             check_identity(conn, path)  # examine() ran the integrity check
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise StoreError(f"{path}: the state database is damaged ({exc}); it was left "
-                         "untouched: restore it from a backup or move it away to start a "
-                         "new event") from None
+        raise damaged_file(path, exc) from None
     except StoreError:
         conn.close()
         raise
     return conn
+
+
+def damaged_file(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    """The error for a database SQLite cannot read as it opens or migrates it."""
+    return StoreError(f"{path}: the state database is damaged ({exc}); it was left untouched: "
+                      "restore it from a backup or move it away to start a new event")
 
 
 def open_event_readonly(path: Path, *, threads: bool = False) -> sqlite3.Connection | None:
@@ -98,4 +102,4 @@ def _create(conn: sqlite3.Connection) -> bool:
     return True
 
 
-__all__ = ["open_event_file", "open_event_readonly"]
+__all__ = ["damaged_file", "open_event_file", "open_event_readonly"]
