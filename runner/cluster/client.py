@@ -326,6 +326,7 @@ class ClusterBackend:
                        **_local: Any) -> GameRecord:
         """``_local``: this machine's per-game resources (Affinity cores), which a worker on
         another machine has no use for."""
+        # late: runner.cluster.task imports distributed, which loads only once a cluster is used
         from runner.cluster.task import play_task
 
         token = f"{spec.game_id}:{attempt}"
@@ -365,6 +366,7 @@ class ClusterBackend:
     def _startup_budget(self, spec: GameSpec) -> float:
         """From the claim to GameStarted: each engine's probe and start, within its
         StartupTimeoutS (the probe's own default when it has none), and the usual slack."""
+        # late: runner.cluster.task imports distributed, which loads only once a cluster is used
         from runner.cluster.task import PROBE_TIMEOUT_S
 
         startup = sum(2 * (e.startup_timeout_s or PROBE_TIMEOUT_S) for e in (spec.white, spec.black))

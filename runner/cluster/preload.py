@@ -7,6 +7,7 @@ from typing import Any
 
 
 async def dask_setup(worker: Any) -> None:
+    # late: `dask worker --preload` imports this module before distributed is ready for it
     from runner.cluster.task import EngineProbes
 
     await worker.plugin_add(EngineProbes(), name="swiss-runner")

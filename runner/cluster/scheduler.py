@@ -29,6 +29,7 @@ def say(text: str) -> None:
 
 
 def cli_scheduler(args: argparse.Namespace) -> int:
+    # late: the command loads distributed and the loop only once its arguments are checked
     from runner.cluster.worker import distributed_missing
 
     missing = distributed_missing(say)
@@ -58,6 +59,7 @@ def cli_scheduler(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if args.insecure and network.plain_problem(address, False, ""):
         say(network.plain_warning(address))
+    # late: the command loads distributed and the loop only once its arguments are checked
     from runner.play import eventloop
 
     return eventloop.run(serve(address, security, args.dashboard))

@@ -33,7 +33,11 @@ from runner.domain.events import (
     resume_from_json,
     spec_from_json,
 )
+from runner.play import eventloop
+from runner.play.enginebuild import build_difference, build_of
+from runner.play.engines import probe_engines
 from runner.play.gpus import WorkerGpus
+from runner.play.referee import play_game
 
 POLL_S = 0.25  # how often a game checks that the runner still wants it
 PROBE_TIMEOUT_S = 20.0  # an engine without StartupTimeoutS
@@ -68,8 +72,6 @@ class EngineProbes(WorkerPlugin):
         """"" when the engine starts, completes its handshake and takes its Options here
         (within its StartupTimeoutS), else why not. A failure is probed again after
         ``retry_s`` seconds (the runner asks again after Cluster.RetryRefusedS)."""
-        from runner.play.engines import probe_engines
-
         key = (engine.command, tuple(engine.args), engine.protocol, engine.startup_timeout_s)
         with self.lock:
             known = self.results.get(key)
@@ -86,8 +88,6 @@ def build_problem(engine: Any, want: str) -> str:
     machine is caught at its next game."""
     if not want:
         return ""
-    from runner.play.enginebuild import build_difference, build_of
-
     now = build_of(engine)
     if now.digest == want:
         return ""
@@ -162,8 +162,6 @@ def _checked_play(worker: Any, key: Any, probes: EngineProbes, spec: Any, resume
         if problem:
             send("refused", engine=engine.name, reason=problem)
             return {"refused": engine.name, "reason": problem}
-    from runner.play import eventloop
-
     lease = Lease(worker, *lease_of)
     try:
         record = eventloop.run(_play(worker, key, spec, resume, attempt, name, send, lease))
@@ -174,8 +172,6 @@ def _checked_play(worker: Any, key: Any, probes: EngineProbes, spec: Any, resume
 
 async def _play(worker: Any, key: Any, spec: Any, resume: Any, attempt: int, name: str,
                 send: Any, lease: Lease) -> Any:
-    from runner.play.referee import play_game
-
     def emit(event: Any) -> None:
         send("event", event=event_to_json(event))
 

@@ -95,6 +95,7 @@ def cli_worker(args: argparse.Namespace) -> int:
     if insecure and not getattr(args, "slot", False) and network.plain_problem(
             args.scheduler, False, ""):
         say(network.plain_warning(args.scheduler))
+    # late: the command loads distributed, the loop and the engine layer only when it runs
     from runner.play import eventloop
 
     if args.slots > 1:
@@ -139,6 +140,7 @@ async def supervise(scheduler: str, *, slots: int, name: str, wait_s: float = 0.
     exit 1, included: the other slots and their games go on), until SIGINT/SIGTERM (exit
     130) or a slot gives up (``--wait`` without a scheduler: exit 1) or cannot run at all
     (bad input: exit 2)."""
+    # late: the command loads distributed, the loop and the engine layer only when it runs
     from runner.play.processes import Process, start_process
 
     stop = asyncio.Event()
@@ -208,6 +210,7 @@ async def serve(scheduler: str, *, slots: int, name: str, wait_s: float = 0.0,
     (port None: any free one), started again whenever it loses the scheduler."""
     from distributed import Worker
 
+    # late: the command loads distributed, the loop and the engine layer only when it runs
     from runner.cluster import RESOURCE
     from runner.cluster.task import EngineProbes
 

@@ -647,6 +647,7 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
         who = admins.who(request, supplied)
         if isinstance(who, tuple):
             return who
+        # late: the TD's side of the service loads only when an admin acts
         from runner.service.td import give, web_command
 
         if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
