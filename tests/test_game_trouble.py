@@ -23,6 +23,7 @@ import runner.service.tournament as tournament_module
 from runner.cli.run import cli_run
 from runner.cluster.client import ClusterBackend, _Attempt
 from runner.config import load_config
+from runner.domain.events import GameEvent, GameStarted
 from runner.domain.models import GameSpec
 from runner.errors import EXIT_OK, ReplayGame
 from runner.play.referee import EnginesNotStarted
@@ -60,6 +61,15 @@ def test_an_unexpected_error_in_one_game_holds_that_game_only(
 
     async def faulty(spec: GameSpec, **kwargs: Any) -> Any:
         calls[spec.game_id] += 1
+        if spec.game_id == 1 and calls[1] == 1:  # inside the referee, its engines started
+            emit = kwargs["emit"]
+
+            def faulty_emit(event: GameEvent) -> None:
+                emit(event)
+                if isinstance(event, GameStarted):
+                    raise ValueError("injected fault, try 1")
+
+            return await referee_play(spec, **{**kwargs, "emit": faulty_emit})
         if spec.game_id == 1 and calls[1] <= FAILURES:
             raise ValueError(f"injected fault, try {calls[1]}")
         if spec.game_id == 1:  # the fault cleared: what was recorded meanwhile

@@ -346,13 +346,16 @@ class Tournament:
         return self.schedule.round_done(number)
 
     async def _put_back_aborted(self) -> None:
-        """Games left running (aborted) are scheduled again, their engines forgotten."""
+        """Games left running (aborted, or held after an error) are scheduled again, their
+        engines forgotten; only the aborted ones are announced."""
+        held = sum(1 for g in self.store.games() if g.status == "running" and g.game_id in self.held)
         self.writer.write(lambda store: store.reset_running())
-        aborted = (await self.writer.written())[0]
-        if aborted:
+        reset = (await self.writer.written())[0]
+        if reset:
             self.writer.write(lambda store: store.clear_processes())
             await self.writer.written()
-            self.say(f"{aborted} game(s) aborted; they will be played again on resume",
+        if reset > held:
+            self.say(f"{reset - held} game(s) aborted; they will be played again on resume",
                      always=True)
 
     async def _still_to_play(self, game: StoredGame) -> bool:
