@@ -40,7 +40,7 @@ from runner.config.fingerprint import event_fingerprint
 from runner.config.typed import ALERT_KINDS, AlertsConfig
 from runner.domain.events import GameFinished
 from runner.domain.models import GameSpec
-from runner.errors import ConfigError
+from runner.errors import ConfigError, StopEvent
 from runner.service.alerts import ALERT_SCHEMA, Alerter, schema_text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,7 +212,7 @@ def test_adding_or_changing_alerts_keeps_the_event_and_resumes_it(
 
     def explode(spec: GameSpec) -> None:
         if spec.game_id == 6:
-            raise RuntimeError("engine would not start")
+            raise StopEvent("the runner stops")  # (an engine that cannot start: held, #48)
 
     assert cli_run(before, run_args(), play_game=backend(hook=explode)) == 1
     with_alerts(path, {"Url": receiver.url, "On": ["round_ended", "event_ended"]})
@@ -441,12 +441,12 @@ def test_a_stopped_and_a_failed_run_alert(tmp_path: Path, receiver: Receiver) ->
 
     def explode(spec: GameSpec) -> None:
         if spec.game_id == 6:
-            raise RuntimeError("engine would not start")
+            raise StopEvent("the cluster is gone")  # (any other error: the game is held, #48)
 
     assert cli_run(config, run_args(), play_game=backend(hook=explode)) == 1
     failed = valid(receiver.got[-1])
     assert failed["kind"] == "event_failed" and failed["data"]["exit_code"] == 1
-    assert "game 6 could not be played: RuntimeError: engine would not start" in \
+    assert "game 6 could not be played: StopEvent: the cluster is gone" in \
         failed["data"]["reason"]
     assert [d["kind"] for d in receiver.got] == ["event_stopped", "round_ended", "event_failed"]
 

@@ -36,6 +36,7 @@ from runner.cli import main
 from runner.cli.run import cli_run
 from runner.config import OpeningsConfig, load_config
 from runner.domain.models import Opening
+from runner.errors import StopEvent
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BOOK = REPO / "books" / "default.pgn"
@@ -398,7 +399,7 @@ def test_a_resumed_event_gives_every_match_the_opening_of_an_uninterrupted_run(t
 
     def fail_in_round_2(spec) -> None:  # noqa: ANN001 - a GameSpec
         if spec.game_id == 9:
-            raise RuntimeError("engine crashed")
+            raise StopEvent("the runner stops")
 
     assert cli_run(config, run_args(), play_game=backend(hook=fail_in_round_2)) == 1
     assert len(match_openings(config.database)) == 12  # rounds 3 and 4 not paired yet
@@ -427,7 +428,7 @@ def test_book_lines_that_change_under_the_same_file_are_refused_on_resume(
 
     def stop_in_round_2(spec) -> None:  # noqa: ANN001 - a GameSpec
         if spec.game_id == 5:
-            raise RuntimeError("stop")
+            raise StopEvent("stop")
 
     assert cli_run(config, run_args(), play_game=backend(hook=stop_in_round_2)) == 1
     before = config.database.read_bytes()

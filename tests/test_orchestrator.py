@@ -28,6 +28,7 @@ from runner.cli.run import cli_run
 from runner.config import load_config
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pairing import RoundRecord, pair_round
+from runner.errors import StopEvent
 from runner.store.database import Store, StoreError, count_pgn_games
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "det_engine.py"
@@ -90,7 +91,7 @@ def test_failure_mid_event_then_resume_equals_uninterrupted(tmp_path: Path) -> N
 
     def explode(spec: GameSpec) -> None:
         if spec.game_id == 6:
-            raise RuntimeError("engine would not start")
+            raise StopEvent("the runner stops")
 
     assert cli_run(config, run_args(), play_game=backend(hook=explode)) == 1
     games = event_games(config.database)
@@ -337,7 +338,7 @@ def test_an_existing_pgn_is_kept_when_a_new_event_starts(
     config.pgn_out.write_text(last_season)
 
     def stop(spec: GameSpec) -> None:
-        raise RuntimeError("stop before any game is recorded")
+        raise StopEvent("stop before any game is recorded")
 
     assert cli_run(config, run_args(), play_game=backend(hook=stop)) == 1
     out = capsys.readouterr().out
@@ -357,7 +358,7 @@ def test_pgn_out_moved_onto_an_unrelated_file_on_resume_keeps_that_file(
 
     def stop_at_5(spec: GameSpec) -> None:
         if spec.game_id == 5:
-            raise RuntimeError("stop")
+            raise StopEvent("stop")
 
     assert cli_run(config, run_args(), play_game=backend(hook=stop_at_5)) == 1
     notes = tmp_path / "notes.pgn"

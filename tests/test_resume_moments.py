@@ -31,7 +31,7 @@ from testkit import write_config
 from runner.cli.run import cli_run
 from runner.config import load_config
 from runner.domain.events import GameEvent, MovePlayed
-from runner.errors import EXIT_FAIL, EXIT_OK
+from runner.errors import EXIT_FAIL, EXIT_OK, StopEvent
 from runner.play.referee import play_game as referee_play
 from runner.service.setup import stop_requested, stop_signals
 
@@ -75,7 +75,7 @@ class CutAfter:
         def cut(event: GameEvent) -> None:
             emit(event)
             if attempt == 1 and isinstance(event, MovePlayed) and event.ply >= self.ply:
-                raise RuntimeError(f"cut after ply {event.ply}")
+                raise StopEvent(f"the runner stops after ply {event.ply}")
 
         return await referee_play(spec, emit=cut, attempt=attempt, **kw)
 

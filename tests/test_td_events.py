@@ -19,6 +19,7 @@ from runner.cli.run import cli_run
 from runner.config import load_config
 from runner.config.typed import Config
 from runner.domain.models import GameRecord, GameSpec
+from runner.errors import StopEvent
 from runner.play.referee import play_game as referee_play
 from runner.service.tdrules import (
     TDRefused,
@@ -68,7 +69,7 @@ def run_until(config: Config, game_id: int) -> int:
     about to start: the games before it are played, it and the rest are not."""
     async def play(spec: GameSpec, **kwargs: Any) -> GameRecord:
         if spec.game_id >= game_id:
-            raise RuntimeError(f"the test stops the runner before game {spec.game_id}")
+            raise StopEvent(f"the test stops the runner before game {spec.game_id}")
         return await referee_play(spec, **kwargs)
 
     return cli_run(config, run_args(), play_game=play)

@@ -223,13 +223,14 @@ def test_a_withdrawal_now_cut_short_by_a_crash_is_completed_once(tmp_path: Path)
 
     from runner.cli.run import cli_run
     from runner.config import load_config
+    from runner.errors import StopEvent
     from runner.service.tdrules import apply_withdraw, record_forfeit
 
     config = load_config(loop_config(tmp_path, players=5))  # double rounds, 3 rounds
 
     def stop(spec: object) -> None:
         if getattr(spec, "game_id", 0) == 5:
-            raise RuntimeError("stop")
+            raise StopEvent("stop")
 
     assert cli_run(config, run_args(), play_game=backend(hook=stop)) == 1
     games = event_games(config.database)

@@ -57,6 +57,7 @@ from runner.domain.events import (
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import ReplayGame, StopEvent
 from runner.play.gpus import game_resources, gpu_need_text, gpu_workers
+from runner.play.referee import EnginesNotStarted
 
 FINISH_WAIT_S = 10.0  # after the task's result, how long the GameFinished event may lag
 # from the claim to GameStarted: two engine probes (20 s each at most) and the engines' start
@@ -432,6 +433,8 @@ class ClusterBackend:
         if state.lost.is_set():
             raise ReplayGame(f"{state.why}; the game continues from its last logged position")
         outcome = waiting.result()
+        if isinstance(outcome, EnginesNotStarted):  # that game's trouble: held, not replayed
+            raise outcome
         if isinstance(outcome, BaseException):
             where = f" on worker {state.owner_name}" if state.owner_name else ""
             if "scheduler-connection-lost" in str(outcome):

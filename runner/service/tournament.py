@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from runner.config.typed import Config
 from runner.domain.adjudication import close_tablebases
 from runner.domain.models import GameRecord, GameSpec
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
 from runner.play import eventloop, referee, spawn
 from runner.play.gpus import local_pool
 from runner.play.referee import EnginesNotStarted
@@ -46,13 +46,23 @@ from runner.store import decisions
 from runner.store.database import Store, StoredGame, StoreError, remove_stale_temp_files
 from runner.store.writer import DiskFull, StoreWriter
 
+# One game's trouble (docs/orchestrator.md): a held game whose error is not a start failure
+# is tried again HOLD_TRIES times after the short wait, then every HOLD_SLOW_S seconds.
+HOLD_TRIES = 3
+HOLD_SLOW_S = 600.0
+
+# Raised inside a game, these stop the event: the store or its writer failing is no one
+# game's trouble (a StopEvent: a record not committed, the cluster gone, a build changed).
+EVENT_STOPS: tuple[type[BaseException], ...] = (StopEvent, StoreError, sqlite3.Error, DiskFull)
+
 
 @dataclass
 class HeldGame:
-    """Why a game is held, and when it is tried again (time.monotonic())."""
+    """Why a game is held, when it is tried again (time.monotonic()), how often it failed."""
 
     reason: str
     retry_at: float
+    tries: int = 1
 
 
 def config_backend(config: Config) -> PlayGame:
@@ -350,13 +360,16 @@ class Tournament:
         return self.schedule.round_done(number)
 
     async def _put_back_aborted(self) -> None:
-        """Games left running (aborted) are scheduled again, their engines forgotten."""
+        """Games left running (aborted, or held after an error) are scheduled again, their
+        engines forgotten; only the aborted ones are announced."""
+        held = sum(1 for g in self.store.games() if g.status == "running" and g.game_id in self.held)
         self.writer.write(lambda store: store.reset_running())
-        aborted = (await self.writer.written())[0]
-        if aborted:
+        reset = (await self.writer.written())[0]
+        if reset:
             self.writer.write(lambda store: store.clear_processes())
             await self.writer.written()
-            self.say(f"{aborted} game(s) aborted; they will be played again on resume",
+        if reset > held:
+            self.say(f"{reset - held} game(s) aborted; they will be played again on resume",
                      always=True)
 
     async def _still_to_play(self, game: StoredGame) -> bool:
@@ -383,31 +396,43 @@ class Tournament:
         if task.cancelled():
             return
         exc = task.exception()
+        if exc is None:
+            return
         if isinstance(exc, BuildChanged):  # no new game; the games in progress finish
             self.fail(str(exc), cancel=False)
         elif isinstance(exc, RecordError):
             self.fail(str(exc))
-        elif isinstance(exc, EnginesNotStarted):  # that game's trouble only
-            self.hold(game_id, exc)
-        elif exc is not None:
+        elif isinstance(exc, EVENT_STOPS) or not isinstance(exc, Exception):
             self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
                       "it will be played again when you run the same command again")
+        else:  # that game's trouble only (#48: an engine that cannot start, any other error)
+            self.hold(game_id, exc)
 
-    def hold(self, game_id: int, exc: BaseException) -> None:
-        """A game whose engines both failed to start is that game's trouble: it stays scheduled and is tried again after ``StartRetryS``'s waits (at least 1 s); the
-        other games go on; its round, so the next pairing, waits for it or for a TD
-        decision (docs/orchestrator.md, "One game's trouble")."""
-        first = game_id not in self.held
+    def hold(self, game_id: int, exc: Exception) -> None:
+        """A game whose attempt raised (its engines both failed to start, or any error that
+        is not EVENT_STOPS) is that game's trouble: it stays scheduled and is tried again
+        after ``StartRetryS``'s waits (at least 1 s); an error other than a start failure
+        HOLD_TRIES times so, then every HOLD_SLOW_S. The other games go on; its round, so
+        the next pairing, waits for it or for a TD decision (docs/orchestrator.md)."""
+        before = self.held.get(game_id)
+        tries = 1 if before is None else before.tries + 1
         why = f"{type(exc).__name__}: {exc}"
-        self.held[game_id] = HeldGame(why, time.monotonic() + self.hold_retry_s)
-        if not first:
+        slow = not isinstance(exc, EnginesNotStarted) and tries >= HOLD_TRIES
+        wait = max(self.hold_retry_s, HOLD_SLOW_S) if slow else self.hold_retry_s
+        self.held[game_id] = HeldGame(why, time.monotonic() + wait, tries)
+        if before is not None and not (slow and tries == HOLD_TRIES):
             return
         game = next((g for g in self.store.games() if g.game_id == game_id), None)
         white, black = (game.white, game.black) if game is not None else ("?", "?")
-        self.say(f"Game {game_id} ({white} vs {black}) could not be played ({why}); it is "
-                 f"held and tried again every {self.hold_retry_s:g}s, the other games go on, and "
-                 "the next round waits for it (or for `swiss-runner td ... adjudicate "
-                 f"{game_id}`)", always=True)
+        if before is None:
+            self.say(f"Game {game_id} ({white} vs {black}) could not be played ({why}); it "
+                     f"is held and tried again every {wait:g}s, the other games go on, and "
+                     "the next round waits for it (or for `swiss-runner td ... adjudicate "
+                     f"{game_id}`)", always=True)
+        else:
+            why = (f"{why} (failed {tries} times; now tried again every {wait:g}s until it "
+                   "is played or the TD adjudicates it)")
+            self.say(f"Game {game_id} ({white} vs {black}) is still held: {why}", always=True)
         self.alerts.emit("game_held", game_id=game_id, round=game.round if game else 0,
                          white=white, black=black, reason=why)
 
