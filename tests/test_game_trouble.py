@@ -19,7 +19,7 @@ from test_alerts import receiver as receiver  # the fixture
 from test_engine_trouble import query
 from testkit import run_args, write_config
 
-import runner.service.tournament as tournament_module
+import runner.service.held as held_module
 from runner.cli.run import cli_run
 from runner.cluster.client import ClusterBackend, _Attempt
 from runner.config import load_config
@@ -54,7 +54,7 @@ def event(directory: Path, receiver_url: str) -> Path:
 def test_an_unexpected_error_in_one_game_holds_that_game_only(
         tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(tournament_module, "HOLD_SLOW_S", 1.5)  # (600 s in an event)
+    monkeypatch.setattr(held_module, "HOLD_SLOW_S", 1.5)  # (600 s in an event)
     config = load_config(event(tmp_path, receiver.url))
     calls: collections.Counter[int] = collections.Counter()
     finished_while_held: list[int] = []

@@ -20,7 +20,6 @@ import signal
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 from runner.config.typed import Config
@@ -29,10 +28,10 @@ from runner.domain.models import GameRecord, GameSpec
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
 from runner.play import eventloop, referee, spawn
 from runner.play.gpus import local_pool
-from runner.play.referee import EnginesNotStarted
 from runner.service.alerts import Alerter
 from runner.service.builds import BuildChanged, open_builds
 from runner.service.gamelife import GameLife, PlayGame
+from runner.service.held import HeldGames
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.setup import event_needs_games, open_event, stop_requested
@@ -46,23 +45,9 @@ from runner.store import decisions
 from runner.store.database import Store, StoredGame, StoreError, remove_stale_temp_files
 from runner.store.writer import DiskFull, StoreWriter
 
-# One game's trouble (docs/orchestrator.md): a held game whose error is not a start failure
-# is tried again HOLD_TRIES times after the short wait, then every HOLD_SLOW_S seconds.
-HOLD_TRIES = 3
-HOLD_SLOW_S = 600.0
-
 # Raised inside a game, these stop the event: the store or its writer failing is no one
 # game's trouble (a StopEvent: a record not committed, the cluster gone, a build changed).
 EVENT_STOPS: tuple[type[BaseException], ...] = (StopEvent, StoreError, sqlite3.Error, DiskFull)
-
-
-@dataclass
-class HeldGame:
-    """Why a game is held, when it is tried again (time.monotonic()), how often it failed."""
-
-    reason: str
-    retry_at: float
-    tries: int = 1
 
 
 def config_backend(config: Config) -> PlayGame:
@@ -99,8 +84,8 @@ class Tournament:
         self.store_writer: StoreWriter | None = None
         self.views: EventViews | None = None
         self.td: Director | None = None
-        self.hold_retry_s = max(1.0, sum(config.start_retry_s))
-        self.held: dict[int, HeldGame] = {}  # games whose last attempt raised (one game's trouble)
+        # games whose last attempt raised (one game's trouble)
+        self.held = HeldGames(max(1.0, sum(config.start_retry_s)))
         self.games = GameLife(config, store, self.schedule, self.writer, self.running,
                               self.say, play_game or config_backend(config),
                               custom_backend=play_game is not None)
@@ -333,7 +318,7 @@ class Tournament:
         queue = list(pending)
         while queue:
             game = queue.pop(0)
-            if self.td.blocks(game.game_id) or self._held_now(game.game_id):
+            if self.td.blocks(game.game_id) or self.held.waiting(game.game_id):
                 continue  # paused, rewound or restarted at the end of the round by the TD,
                 # or held after its last attempt raised (tried again later)
             await slots.acquire()
@@ -343,7 +328,7 @@ class Tournament:
                 slots.release()
                 self.schedule.give_back(game.game_id)
                 break
-            if self.td.blocks(game.game_id) or self._held_now(game.game_id) \
+            if self.td.blocks(game.game_id) or self.held.waiting(game.game_id) \
                     or not await self._still_to_play(game):
                 slots.release()
                 self.schedule.give_back(game.game_id)
@@ -411,35 +396,25 @@ class Tournament:
     def hold(self, game_id: int, exc: Exception) -> None:
         """A game whose attempt raised (its engines both failed to start, or any error that
         is not EVENT_STOPS) is that game's trouble: it stays scheduled and is tried again
-        after ``StartRetryS``'s waits (at least 1 s); an error other than a start failure
-        HOLD_TRIES times so, then every HOLD_SLOW_S. The other games go on; its round, so
-        the next pairing, waits for it or for a TD decision (docs/orchestrator.md)."""
-        before = self.held.get(game_id)
-        tries = 1 if before is None else before.tries + 1
-        why = f"{type(exc).__name__}: {exc}"
-        slow = not isinstance(exc, EnginesNotStarted) and tries >= HOLD_TRIES
-        wait = max(self.hold_retry_s, HOLD_SLOW_S) if slow else self.hold_retry_s
-        self.held[game_id] = HeldGame(why, time.monotonic() + wait, tries)
-        if before is not None and not (slow and tries == HOLD_TRIES):
+        (runner.service.held); the other games go on; its round, so the next pairing, waits
+        for it or for a TD decision (docs/orchestrator.md)."""
+        held, wait, tell = self.held.note(game_id, exc)
+        if not tell:
             return
         game = next((g for g in self.store.games() if g.game_id == game_id), None)
         white, black = (game.white, game.black) if game is not None else ("?", "?")
-        if before is None:
+        why = held.reason
+        if held.tries == 1:
             self.say(f"Game {game_id} ({white} vs {black}) could not be played ({why}); it "
                      f"is held and tried again every {wait:g}s, the other games go on, and "
                      "the next round waits for it (or for `swiss-runner td ... adjudicate "
                      f"{game_id}`)", always=True)
         else:
-            why = (f"{why} (failed {tries} times; now tried again every {wait:g}s until it "
-                   "is played or the TD adjudicates it)")
+            why = (f"{why} (failed {held.tries} times; now tried again every {wait:g}s until "
+                   "it is played or the TD adjudicates it)")
             self.say(f"Game {game_id} ({white} vs {black}) is still held: {why}", always=True)
         self.alerts.emit("game_held", game_id=game_id, round=game.round if game else 0,
                          white=white, black=black, reason=why)
-
-    def _held_now(self, game_id: int) -> bool:
-        """Is the game held and not due for another try yet?"""
-        held = self.held.get(game_id)
-        return held is not None and time.monotonic() < held.retry_at
 
     async def _wait_for_held(self, number: int) -> None:
         """Between passes over a round with games left: a short wait, or while only held
@@ -447,9 +422,7 @@ class Tournament:
         settles one of them (an adjudication)."""
         assert self.td is not None
         left = {g.game_id for g in self.schedule.unfinished(number)}
-        for gid in [gid for gid in self.held if gid not in left]:
-            del self.held[gid]  # recorded meanwhile (a TD adjudication) or voided
-        due = [self.held[gid].retry_at for gid in left if gid in self.held]
+        due = self.held.due_times(left)
         if not due or len(due) < len(left):
             await asyncio.sleep(0.05)
             return
