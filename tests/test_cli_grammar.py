@@ -194,6 +194,13 @@ def test_status_without_an_event_is_still_one_json_document(
     assert "no event recorded yet" in json.loads(capsys.readouterr().out)["error"]
     assert main(["status", str(config.path)]) == 1
     assert capsys.readouterr().out.startswith(f"{config.path}: no event recorded yet")
+    for command in ("standings", "ratings"):  # the same for every data command
+        assert main([command, str(config.path), "--format", "json"]) == 1
+        out = capsys.readouterr()
+        assert "no tournament state yet" in json.loads(out.out)["error"] and not out.err
+        assert main([command, str(config.path)]) == 1
+        out = capsys.readouterr()
+        assert not out.out and "no tournament state yet" in out.err
 
 
 def test_the_escaping_stream_keeps_the_live_bar_and_line_breaks_only() -> None:

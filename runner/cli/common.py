@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 
 from runner.config import Config, ConfigError, load_config
 from runner.domain.text import printable, printable_lines
-from runner.errors import print_error
+from runner.errors import EXIT_FAIL, print_error
 from runner.play.eventloop import referee_refused  # noqa: F401 - re-exported for the commands
 from runner.service.eventcheck import other_event  # noqa: F401 - re-exported: the check `run`, `status` and `td` make
 
@@ -185,3 +186,15 @@ def stored_fingerprint(store: Any) -> dict | None:
 
     recorded = store.fingerprint()
     return None if recorded is None else without_binaries(recorded, set(store.builds()))
+
+
+def no_event_yet(config: Config, args: argparse.Namespace) -> int:
+    """Exit 1 for a data command given a config whose event has no state yet: why on stderr,
+    or with ``--format json`` one JSON document ``{"error": ...}`` on stdout (as `status`)."""
+    said = (f"{config.path}: no tournament state yet (no database at "
+            f"{config.database.resolve()}); start it with: swiss-runner run {config.path}")
+    if getattr(args, "format", "text") == "json":
+        print(json.dumps({"error": said}), flush=True)
+    else:
+        print(printable_lines(said), file=sys.stderr)
+    return EXIT_FAIL

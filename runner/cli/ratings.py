@@ -19,7 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.cli.common import add_format, load, other_event, recorded_event_fingerprint
+from runner.cli.common import (
+    add_format,
+    load,
+    no_event_yet,
+    other_event,
+    recorded_event_fingerprint,
+)
 from runner.domain.endings import classify_end
 from runner.domain.text import printable, printable_lines
 
@@ -275,10 +281,7 @@ def cli_ratings(args: argparse.Namespace) -> int:
                 return EXIT_BAD_INPUT
             read = read_event(config)
             if read is None:
-                print(f"{config.path}: no tournament state yet (no database at "
-                      f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
-                      file=sys.stderr)
-                return EXIT_NO_EVENT
+                return no_event_yet(config, args)
             games, players = read
             notes = []
             changed = other_event(config, recorded_event_fingerprint(config))

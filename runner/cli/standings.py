@@ -6,11 +6,11 @@ import argparse
 import sqlite3
 import sys
 
-from runner.cli.common import other_event, recorded_event_fingerprint
+from runner.cli.common import no_event_yet, other_event, recorded_event_fingerprint
 from runner.config import Config
 from runner.domain.standings import compute_standings, event_ratings
 from runner.domain.text import printable_lines
-from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, view
+from runner.errors import EXIT_BAD_INPUT, EXIT_OK, view
 from runner.render.standings_report import render_standings
 
 
@@ -24,10 +24,7 @@ def cli_standings(config: Config, args: argparse.Namespace) -> int:
     try:
         results = store.load_results(config)
         if results is None:
-            print(f"{config.path}: no tournament state yet (no database at "
-                  f"{config.database.resolve()}); start it with: swiss-runner run {config.path}",
-                  file=sys.stderr)
-            return EXIT_FAIL  # as `status`: the command ran, there is just no event yet
+            return no_event_yet(config, args)  # as `status`: the command ran, no event yet
         changed = other_event(config, recorded_event_fingerprint(config))
         if changed:
             print(f"error: {printable_lines(changed)}", file=sys.stderr)
