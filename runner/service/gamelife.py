@@ -172,7 +172,7 @@ class GameLife:
         try:
             return await self._run_backend(game, spec, attempt, resume, seen)
         except asyncio.CancelledError:
-            # stopped by a TD decision (runner.service.td): its effect, then maybe again
+            # stopped by a TD decision (runner.service.director): its effect, then maybe again
             effect = self.running.take_stop(game.game_id)
             if effect is None:
                 raise

@@ -4,7 +4,7 @@ drives:
 
 - what to play next: runner.service.schedule (pairing, openings, extra pairs, withdrawals);
 - one game's life: runner.service.gamelife (attempts, rule 7.c, replay, restart, record);
-- the director: runner.service.td (a TD command applied as a store operation);
+- the director: runner.service.director (a TD command applied as a store operation);
 - the views: runner.service.views (console, PGN, snapshot, live feeds, alerts);
 - the writes: runner.service.writes (the store's one writer thread while the event runs).
 
@@ -30,6 +30,7 @@ from runner.play import eventloop, referee, spawn
 from runner.play.gpus import local_pool
 from runner.service.alerts import Alerter
 from runner.service.builds import BuildChanged, open_builds
+from runner.service.director import Director
 from runner.service.gamelife import GameLife, PlayGame
 from runner.service.held import HeldGames
 from runner.service.running import RunFlags, RunningGames
@@ -37,7 +38,6 @@ from runner.service.schedule import Schedule
 from runner.service.setup import event_needs_games, open_event, stop_requested
 from runner.service.sinks import ConsoleOut, RecordError, StoreSink, err
 from runner.service.state import check_snapshot
-from runner.service.td import Director
 from runner.service.tdrules import forfeit_record, sync_voided_pgn, voided_pgn_path
 from runner.service.views import EventViews
 from runner.service.writes import EventWriter

@@ -7,7 +7,7 @@ in a worker thread when something changed, and pushes the live document to every
 Server-Sent-Events client at once. Pages and JSON are served from the latest View, so
 requests cost no database work however many browsers watch. Every URL in the pages is
 relative, so the app works behind a reverse proxy under a path prefix. With admin tokens,
-the TD's actions (/admin, /api/td) record commands through runner.service.td, as `td` does.
+the TD's actions (/admin, /api/td) record commands through runner.service.director, as `td` does.
 """
 
 from __future__ import annotations
@@ -648,7 +648,7 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
         if isinstance(who, tuple):
             return who
         # late: the TD's side of the service loads only when an admin acts
-        from runner.service.td import give, web_command
+        from runner.service.director import give, web_command
 
         if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
             fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)
