@@ -153,11 +153,10 @@ class Store:
         store = cls(open_event_file(path), path, readonly=False)
         try:
             store._migrate()
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:  # the connection closed, whatever stopped the upgrade
             store.close()
-            raise damaged_file(path, exc) from None
-        except StoreError:
-            store.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise damaged_file(path, exc) from None
             raise
         return store
 
