@@ -81,6 +81,7 @@ def wait(what: str, ok: Any, proc: subprocess.Popen[bytes], out: Path,
                          f"{out.read_text()[-3000:]}")
 
 
+@pytest.mark.slow
 def test_neither_engine_starting_holds_that_game_only(tmp_path: Path) -> None:
     config = event(tmp_path, {"Fairy": "fairy-stockfish", "Glaurung": "glaurung"}, rounds=2)
     db = tmp_path / "state" / "swiss.sqlite3"
@@ -116,6 +117,7 @@ def test_neither_engine_starting_holds_that_game_only(tmp_path: Path) -> None:
     assert len(games) == 4 and all(status == "finished" for _, status in games), games
 
 
+@pytest.mark.slow
 def test_one_engine_not_starting_is_retried_then_loses_by_rule_7a(tmp_path: Path) -> None:
     config = event(tmp_path, {"Fairy": "fairy-stockfish"}, rounds=1)
     run = subprocess.run([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,

@@ -50,6 +50,7 @@ def event(directory: Path, receiver_url: str) -> Path:
     })
 
 
+@pytest.mark.slow
 @pytest.mark.engines
 def test_an_unexpected_error_in_one_game_holds_that_game_only(
         tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch,

@@ -67,6 +67,7 @@ def name_of(line: dict) -> str:
     return next(a for a in line["argv"] if a.startswith("name="))[5:]
 
 
+@pytest.mark.slow
 def test_each_gpu_engine_has_devices_of_its_own(tmp_path: Path) -> None:
     # round 1 (listed seeds, played from the last board): G1-G2, G3-C1, C2-C3, C4-C5 at
     # Concurrency 3 on two devices: G3-C1 waits for a device, C2-C3 starts before it
@@ -111,6 +112,7 @@ def test_each_gpu_engine_has_devices_of_its_own(tmp_path: Path) -> None:
     assert not any("gpus" in g for g in played if g not in gpu_games)
 
 
+@pytest.mark.slow
 def test_kept_engines_keep_their_devices_only(tmp_path: Path) -> None:
     engines = [stand_in(tmp_path, n, 1) for n in ("G1", "G2", "G3")] + [stand_in(tmp_path, "C1")]
     path = event(tmp_path, engines, Gpus=[0, 1], Restart="off", Concurrency=2,
@@ -302,6 +304,7 @@ def test_on_a_cluster_gpu_games_go_to_the_worker_with_gpus(tmp_path: Path) -> No
     assert any(line["cuda"] in ("0", "1") for line in lines if line["kind"] == "go")
 
 
+@pytest.mark.slow
 def test_the_td_takes_a_device_out_of_rotation_and_status_shows_it(tmp_path: Path,
                                                                     capsys) -> None:
     engines = [stand_in(tmp_path, "G1", 1)] + [stand_in(tmp_path, n) for n in ("C1", "C2", "C3")]

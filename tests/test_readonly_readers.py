@@ -62,6 +62,7 @@ print(json.dumps(stats))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                     reason="needs root and setpriv (a reader that cannot write the directory)")
 def test_a_reader_that_cannot_write_the_directory_reads_committed_states(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from runner.store import decisions
 from runner.store.database import Store
 
 
+@pytest.mark.slow
 def test_a_command_that_fails_when_applied_is_marked_failed_and_not_retried(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
