@@ -180,8 +180,10 @@ def db(directory: Path) -> sqlite3.Connection:
                            uri=True)
 
 
-def running_game(directory: Path, min_moves: int) -> tuple[int, str] | None:
-    """(game id, worker name) of a game in progress with at least ``min_moves`` logged."""
+def running_game(directory: Path, min_moves: int,
+                 on: str | None = None) -> tuple[int, str] | None:
+    """(game id, worker name) of a game in progress with at least ``min_moves`` logged
+    (``on``: on that worker only)."""
     if not (directory / "state" / "swiss.sqlite3").exists():
         return None
     conn = db(directory)
@@ -191,9 +193,9 @@ def running_game(directory: Path, min_moves: int) -> tuple[int, str] | None:
             n = conn.execute("SELECT COUNT(*) FROM moves WHERE game_id=?",
                              (game_id,)).fetchone()[0]
             worker = json.loads(started or "{}").get("worker", "")
-            if n >= min_moves and worker:
+            if n >= min_moves and worker and on in (None, worker):
                 return game_id, worker
-    except sqlite3.OperationalError:  # not created yet
+    except sqlite3.Error:  # not created yet, or busy
         return None
     finally:
         conn.close()

@@ -39,6 +39,7 @@ from test_cluster import (
     db,
     engines_of,
     no_engines_left,
+    running_game,
     wait_until,
 )
 from testkit import need_distributed
@@ -90,22 +91,8 @@ def proxied(tmp_path: Path) -> Iterator[tuple[Cluster, LinkProxy]]:
 
 def game_on(directory: Path, worker: str, min_moves: int) -> int | None:
     """The id of a game in progress on ``worker`` with ``min_moves`` plies logged."""
-    if not (directory / "state" / "swiss.sqlite3").exists():
-        return None
-    conn = db(directory)
-    try:
-        for game_id, started in conn.execute(
-                "SELECT game_id, started_event FROM games WHERE status='running'"):
-            if json.loads(started or "{}").get("worker") != worker:
-                continue
-            if conn.execute("SELECT COUNT(*) FROM moves WHERE game_id=?",
-                            (game_id,)).fetchone()[0] >= min_moves:
-                return int(game_id)
-    except Exception:  # noqa: BLE001 - not created yet, or busy
-        return None
-    finally:
-        conn.close()
-    return None
+    hit = running_game(directory, min_moves, on=worker)
+    return None if hit is None else int(hit[0])
 
 
 def started_workers(directory: Path) -> dict[int, str]:
