@@ -305,18 +305,20 @@ async def _start_both(spec: GameSpec, board: chess.Board,
             "cpus": engine_cpus(spec, color, cpus),
             "io_log": engine_log.writer(f"{engine.name}({SIDE[color].lower()})")
             if engine_log else None}
-        for wait in (*engine.start_retry_s, None):  # StartRetryS: a failed start is retried
+
+        async def once() -> EngineProcess:
+            if pool is None:
+                return await start_engine(engine, **kwargs)
+            return await pool.acquire(engine, note=engine_log.note if engine_log else None,
+                                      **kwargs)
+
+        for wait in engine.start_retry_s:  # StartRetryS: a failed start is tried again
             try:
-                if pool is None:
-                    return await start_engine(engine, **kwargs)
-                return await pool.acquire(engine, note=engine_log.note if engine_log else None,
-                                          **kwargs)
+                return await once()
             except EngineStartError as exc:
-                if wait is None:
-                    raise
                 LOG.warning("game %s: %s; trying again in %gs", spec.round_label, exc, wait)
                 await asyncio.sleep(wait)
-        raise AssertionError("unreachable")
+        return await once()
 
     tasks = {color: asyncio.ensure_future(start(color, engine))
              for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
