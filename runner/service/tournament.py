@@ -318,9 +318,8 @@ class Tournament:
         queue = list(pending)
         while queue:
             game = queue.pop(0)
-            if self.td.blocks(game.game_id) or self.held.waiting(game.game_id):
-                continue  # paused, rewound or restarted at the end of the round by the TD,
-                # or held after its last attempt raised (tried again later)
+            if self._not_now(game.game_id):
+                continue
             await slots.acquire()
             # with GPUs: the first game whose devices are free (held for it)
             game = await self.schedule.with_devices(game, queue, lambda: self.flags.stopping)
@@ -328,8 +327,7 @@ class Tournament:
                 slots.release()
                 self.schedule.give_back(game.game_id)
                 break
-            if self.td.blocks(game.game_id) or self.held.waiting(game.game_id) \
-                    or not await self._still_to_play(game):
+            if self._not_now(game.game_id) or not await self._still_to_play(game):
                 slots.release()
                 self.schedule.give_back(game.game_id)
                 continue
@@ -343,6 +341,12 @@ class Tournament:
             self.fail(lost)
         await self._put_back_aborted()
         return self.schedule.round_done(number)
+
+    def _not_now(self, game_id: int) -> bool:
+        """A game not to start now: paused, rewound or restarted at the end of the round by
+        the TD, or held after its last attempt raised and not due again yet."""
+        assert self.td is not None
+        return self.td.blocks(game_id) or self.held.waiting(game_id)
 
     async def _put_back_aborted(self) -> None:
         """Games left running (aborted, or held after an error) are scheduled again, their
