@@ -85,7 +85,7 @@ class Lease:
         now = time.monotonic()
         for asked, future in [p for p in self.pending if p[1].done()]:
             self.pending.remove((asked, future))
-            value = None if future.cancelled() or future.exception() else future.result()
+            value = None if future.cancelled() else future.result()
             if value is not None and value != self.value:
                 self.value = value
                 self.heard = max(self.heard, asked)
@@ -96,9 +96,17 @@ class Lease:
         return now - self.heard > self.lease_s
 
     async def _ask(self) -> Any:
-        # an answer later than the lease renews nothing: the lease has lapsed meanwhile
-        return await asyncio.wait_for(self.worker.scheduler.get_metadata(
-            keys=[LEASE_KEY, self.epoch], default=None), self.lease_s)
+        """The lease's counter, or None when the scheduler did not answer within the lease.
+
+        Never raises: :meth:`close` may cancel the future that would have read an error
+        (the worker's connections closing at its end), and asyncio would then report the
+        error as never retrieved."""
+        try:
+            # an answer later than the lease renews nothing: the lease has lapsed meanwhile
+            return await asyncio.wait_for(self.worker.scheduler.get_metadata(
+                keys=[LEASE_KEY, self.epoch], default=None), self.lease_s)
+        except Exception:  # noqa: BLE001 - scheduler away, link cut, worker closing
+            return None
 
     def close(self) -> None:
         for _, future in self.pending:
