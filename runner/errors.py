@@ -32,6 +32,16 @@ EXIT_INTERRUPTED = 130  # SIGINT / SIGTERM
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 failed/mismatch/stopped, 2 bad input or state, 130 interrupted."
 
+# Set to show the traceback of an unexpected error (for a bug report) instead of one line.
+TRACEBACK_ENV = "SWISS_RUNNER_TRACEBACK"
+
+
+def unexpected_error(command: str, exc: BaseException) -> str:
+    """The one line a user gets for an error swiss-runner did not expect (a bug)."""
+    return (f"{command}: unexpected error: {type(exc).__name__}: {exc or '(no message)'}; "
+            f"this is a bug in swiss-runner: please report it with the command "
+            f"(set {TRACEBACK_ENV}=1 to see where it happened)")
+
 
 def print_error(message: str) -> None:
     """``error: MESSAGE`` on stderr, every control character shown escaped (each line kept);

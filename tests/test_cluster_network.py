@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -256,6 +257,34 @@ async def serve(scheduler, *, name, **kw):
 worker.serve = serve
 '''
 
+# With CRASH: slot m/2's game thread stuck (an engine probe on a hung file system, say)
+# until the fault; STUCK_MARKER says it is.
+STUCK = '''
+import time
+import runner.cluster.task as task
+
+_checked_play = task._checked_play
+
+
+def checked_play(worker, key, *args, **kw):
+    if str(worker.name) == os.environ["CRASH_SLOT"] and not Path(os.environ["CRASH_MARKER"]).exists():
+        Path(os.environ["STUCK_MARKER"]).touch()
+        time.sleep(120)
+    return _checked_play(worker, key, *args, **kw)
+
+
+task._checked_play = checked_play
+'''
+
+
+def start_two_slots(c: Cluster, env: dict[str, str]) -> None:
+    """A scheduler, and a worker ``m`` with slots m/1 and m/2 (``env``: its fault injection)."""
+    c.start_scheduler()
+    c.start_worker("m", env=env, slots=2)
+    for slot in ("m/1", "m/2"):
+        wait_until(lambda s=slot: f"{s} joined" in c.log("m"), f"slot {slot} joins", 90,
+                   c.procs["m"])
+
 
 def test_a_crashing_slot_is_started_again_and_the_others_play_on(tmp_path: Path) -> None:
     """`worker --slots 2`: slot m/2 raises an unexpected error (exit 1) while the event
@@ -269,11 +298,7 @@ def test_a_crashing_slot_is_started_again_and_the_others_play_on(tmp_path: Path)
            "CRASH_TRIGGER": str(trigger), "CRASH_MARKER": str(marker)}
     c = Cluster(tmp_path)
     try:
-        c.start_scheduler()
-        c.start_worker("m", env=env, slots=2)
-        for slot in ("m/1", "m/2"):
-            wait_until(lambda s=slot: f"{s} joined" in c.log("m"), f"slot {slot} joins", 90,
-                       c.procs["m"])
+        start_two_slots(c, env)
         supervisor = c.procs["m"].pid
         before = slot_processes(supervisor)
         config = cluster_config(tmp_path, c.address, real=False, rounds=2)
@@ -298,3 +323,34 @@ def test_a_crashing_slot_is_started_again_and_the_others_play_on(tmp_path: Path)
         c.close()
     no_engines_left(c.pids)
 
+
+
+def test_a_slot_that_crashes_with_its_game_thread_stuck_is_started_again_at_once(
+        tmp_path: Path) -> None:
+    """A slot's unexpected error ends its process at once (exit 1), though its game thread
+    is stuck: the Dask worker's own close would wait 30 s for that thread. The game it
+    held is continued elsewhere and the event completes."""
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(CRASH + STUCK)
+    trigger, marker, stuck = tmp_path / "crash-now", tmp_path / "crashed", tmp_path / "stuck"
+    env = {"PYTHONPATH": f"{inject}:{REPO}", "CRASH_SLOT": "m/2", "CRASH_TRIGGER": str(trigger),
+           "CRASH_MARKER": str(marker), "STUCK_MARKER": str(stuck)}
+    c = Cluster(tmp_path)
+    try:
+        start_two_slots(c, env)
+        runner = c.run(cluster_config(tmp_path, c.address, real=False, rounds=2))
+        wait_until(stuck.exists, "m/2 given a game", 120, runner)
+        trigger.touch()
+        wait_until(marker.exists, "the injected fault", 30)
+        faulted = time.monotonic()
+        wait_until(lambda: "slot m/2 died (exit 1); starting it again" in c.log("m"),
+                   "the supervisor restarts m/2", 60, c.procs["m"])
+        assert time.monotonic() - faulted < 10, c.log("m")
+        assert runner.wait(300) == 0, c.log("runner")
+        games = pgn_games(tmp_path / "state" / "games.pgn")
+        assert len(games) == 8 and all("forfeit" not in g.headers.get("Termination", "")
+                                       for g in games)
+    finally:
+        c.close()
+    no_engines_left(c.pids)

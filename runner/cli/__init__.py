@@ -31,12 +31,11 @@ from runner.errors import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    TRACEBACK_ENV,
     BadInput,
     SwissRunnerError,
+    unexpected_error,
 )
-
-# Set to show the traceback of an unexpected error (for a bug report) instead of one line.
-TRACEBACK_ENV = "SWISS_RUNNER_TRACEBACK"
 
 
 def _with_config(module: str, function: str,
@@ -319,9 +318,7 @@ def _run(argv: Sequence[str]) -> int:
         # recorded before this point is committed (every game in its own transaction).
         if os.environ.get(TRACEBACK_ENV):
             raise
-        err(f"{args.command}: unexpected error: {type(exc).__name__}: {exc or '(no message)'}"
-            f"; this is a bug in swiss-runner: please report it with the command "
-            f"(set {TRACEBACK_ENV}=1 to see where it happened)")
+        err(unexpected_error(args.command, exc))
         return EXIT_FAIL
 
 

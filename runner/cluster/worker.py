@@ -26,14 +26,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Awaitable, Callable
 
 from runner.cluster import network
-from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from runner.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    TRACEBACK_ENV,
+    print_error,
+    unexpected_error,
+)
 from runner.play.eventloop import referee_refused
 from runner.play.gpus import GPU_RESOURCE, parse_worker_gpus, split_devices
 
@@ -102,10 +112,27 @@ def cli_worker(args: argparse.Namespace) -> int:
         return eventloop.run(supervise(args.scheduler, slots=args.slots, name=name,
                                        wait_s=args.wait, engines=engines, listen=host,
                                        insecure=insecure, gpus=gpus))
-    return eventloop.run(serve(args.scheduler, slots=1, name=name, wait_s=args.wait,
-                               engines=engines, host=host, port=port, gpus=gpus,
-                               gave_up=SLOT_GAVE_UP if getattr(args, "slot", False)
-                               else EXIT_FAIL))
+    return eventloop.run(failing_hard(serve(
+        args.scheduler, slots=1, name=name, wait_s=args.wait, engines=engines, host=host,
+        port=port, gpus=gpus, gave_up=SLOT_GAVE_UP if getattr(args, "slot", False)
+        else EXIT_FAIL)))
+
+
+async def failing_hard(run: Awaitable[int]) -> int:
+    """``run``'s exit code; an unexpected error in it ends this process at once, exit 1,
+    after its one line on stderr. A Dask worker's own close would first wait up to 30 s
+    for the game in its thread: a crashed slot is started again at once instead (its
+    engines die with it, by their parent-death signal) and the runner continues the game
+    elsewhere (7.c)."""
+    try:
+        return await run
+    except Exception as exc:  # noqa: BLE001 - the last resort of a worker process
+        if os.environ.get(TRACEBACK_ENV):
+            traceback.print_exc()
+        print_error(unexpected_error("worker", exc))
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os._exit(EXIT_FAIL)
 
 
 # a slot process (--slot) that gave up waiting for the scheduler (--wait): the supervisor
