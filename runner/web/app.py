@@ -463,9 +463,9 @@ class Pages:
         if cached is not None and cached[0] == generation:
             html = cached[1]
         else:
-            html = self.env.get_template(template).render(
-                view=view, state=view.state, live=view.live, config=self.config,
-                fragment=fragment, page=template.removesuffix(".html"), **context)
+            html = self.env.get_template(template).render(**{
+                "view": view, "state": view.state, "live": view.live, "config": self.config,
+                "fragment": fragment, "page": template.removesuffix(".html"), **context})
             if not context:
                 self.rendered[key] = (generation, html)
         return HTMLResponse(html, headers={"cache-control": "no-store", "vary": "X-Fragment"})
@@ -594,7 +594,10 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
                admin_td: dict[str, Any] | None = None) -> Response:
         """The TD's page: the outcome of an action, the decision log with who acted only
         for a valid admin token (``admin_td``)."""
-        response = page(request, "admin.html", admin_on=on, admin_td=admin_td,
+        state = hub.view.state
+        if admin_td is not None and state is not None:
+            state = dict(state, td=admin_td)  # the TD's log as recorded: who acted
+        response = page(request, "admin.html", admin_on=on, state=state,
                         message=message if status == 200 else None,
                         error=None if status == 200 else message)
         response.status_code = status
