@@ -1,6 +1,8 @@
 """Benchmark the dashboard: response times on a big event, and its cost to a running event.
 
     python bench/bench_web.py [--requests 200] [--clients 100] [--repeats 2] [--dir DIR]
+                              [--viewers 500] [--page-rate 50] [--skip-requests]
+                              [--skip-cpu] [--skip-load]
 
 1. A generated 42-engine, 11-round event (10 rounds played, round 11 with two games in
    progress; tests/web_event.py fills it through the Store API) is served by a real
@@ -13,6 +15,14 @@
    `swiss-runner run` in its own process, alternately without the dashboard and with `serve`
    and ``--clients`` SSE clients connected: the runner's own CPU time (getrusage of its
    process: all its threads, not the engines) per ply. Goal: the same within noise.
+3. Load (``--viewers``, default 500, and ``--page-rate``, default 50 requests a second):
+   the same short event played once without the dashboard and once with ``--viewers`` SSE
+   clients on the live feed and pages (overview, standings, /api/live, live.pgn) asked at
+   ``--page-rate`` over 4 keep-alive connections, all on loopback: page latencies and
+   errors, live messages received, the server's memory (RSS at start and at its peak), the
+   runner's CPU per ply and the time charged to the engines per move (p50/p95/max of the
+   move log's ``time_ms``, book moves apart): the event's clock unaffected means the same
+   charges within noise (2 cores are shared by engines, runner, server and clients here).
 """
 
 from __future__ import annotations
@@ -29,8 +39,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import yaml
@@ -152,38 +164,57 @@ def short_event(directory: Path) -> Path:
 
 
 CLIENTS = textwrap.dedent("""
-    import socket, sys, time, selectors
+    import json, resource, selectors, signal, socket, sys
     host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:  # 500 sockets need more than the common 1,024 minus what is open
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
     sel = selectors.DefaultSelector()
     for _ in range(n):
         s = socket.create_connection((host, port))
-        s.sendall(b"GET /events HTTP/1.1\\r\\nHost: x\\r\\nAccept: text/event-stream\\r\\n\\r\\n")
+        s.sendall(b"GET /events HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+                  b"Accept: text/event-stream\\r\\n\\r\\n")
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
     print("connected", flush=True)
-    received = 0
+    received = messages = 0
+    def report(signum, frame):
+        print(json.dumps({"open": len(sel.get_map()), "messages": messages,
+                          "bytes": received}), flush=True)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, report)
     while True:
         for key, _ in sel.select(timeout=1):
-            data = key.fileobj.recv(65536)
+            try:
+                data = key.fileobj.recv(65536)
+            except OSError:
+                data = b""
             if not data:
                 sel.unregister(key.fileobj)
             received += len(data)
+            messages += data.count(b"\\ndata: ") + data.startswith(b"data: ")
 """)
 
 
-def run_event(work: Path, label: str, clients: int) -> dict[str, float]:
+def run_event(work: Path, label: str, clients: int, rate: float = 0.0) -> dict[str, Any]:
+    """Play the short event (``clients`` SSE clients and ``rate`` page requests a second on
+    a dashboard beside it, if any): the runner's CPU, plies, wall time, the charges."""
     directory = work / label
     config = short_event(directory)
     usage = directory / "usage.json"
+    load: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         served = stack.enter_context(serve(config)) if clients > 0 else None
         if served is not None:
             helper = subprocess.Popen([sys.executable, "-c", CLIENTS, *map(str, address(served)),
                                        str(clients)], stdout=subprocess.PIPE)
-            stack.callback(helper.wait)
-            stack.callback(helper.kill)
+            stack.callback(lambda: load.update(viewers_report(helper)))
             assert helper.stdout is not None
             helper.stdout.readline()
+            if rate > 0:
+                pages = PageLoad(served, rate, psutil_process(served.proc.pid))
+                stack.callback(lambda: load.update(pages.stop()))
+                pages.start()
         t0 = time.perf_counter()
         serve_cpu0 = _cpu(served.proc.pid) if served else 0.0
         proc = subprocess.run([sys.executable, "-c", RUN_WRAPPER, str(usage), str(config)],
@@ -196,12 +227,87 @@ def run_event(work: Path, label: str, clients: int) -> dict[str, float]:
     db = directory / "state" / "swiss.sqlite3"
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     plies = conn.execute("SELECT COUNT(*) FROM moves").fetchone()[0]
+    charged = [m["time_ms"] for m in (json.loads(r[0]) for r in
+                                      conn.execute("SELECT data FROM moves"))
+               if not m.get("book") and m.get("time_ms") is not None]
     reasons = [r[0] for r in conn.execute("SELECT reason FROM games ORDER BY game_id")]
     conn.close()
     if any("time" in (r or "") for r in reasons):
         print(f"  warning: {label}: a game was lost on time ({reasons})")
     return {"cpu": cpu["user"] + cpu["system"], "plies": plies, "wall": wall,
-            "serve_cpu": serve_cpu}
+            "serve_cpu": serve_cpu, "charged": charged, **load}
+
+
+def psutil_process(pid: int) -> Any:
+    import psutil
+
+    return psutil.Process(pid)
+
+
+def viewers_report(helper: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """The SSE clients' counts (they print them on SIGTERM)."""
+    helper.terminate()
+    out, _ = helper.communicate(timeout=30)
+    lines = out.decode().strip().splitlines()
+    return {"viewers": json.loads(lines[-1])} if lines and lines[-1].startswith("{") else {}
+
+
+class PageLoad:
+    """Pages asked at ``rate`` a second over 4 keep-alive connections (threads), and the
+    server's memory sampled meanwhile."""
+
+    PATHS = ("/", "/standings", "/api/live", "/live.pgn", "/rounds")
+
+    def __init__(self, served: Served, rate: float, server: Any):
+        self.served = served
+        self.rate = rate
+        self.server = server
+        self.times: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.rss: list[int] = [server.memory_info().rss]
+        self.done = threading.Event()
+        self.threads = [threading.Thread(target=self._ask, args=(i,), daemon=True)
+                        for i in range(4)]
+        self.threads.append(threading.Thread(target=self._sample, daemon=True))
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def _ask(self, index: int) -> None:
+        interval = 4 / self.rate
+        conn = http.client.HTTPConnection(*address(self.served), timeout=10)
+        n = 0
+        next_at = time.perf_counter() + index * interval / 4
+        while not self.done.is_set():
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+            next_at += interval
+            path = self.PATHS[(n + index) % len(self.PATHS)]
+            n += 1
+            t = time.perf_counter()
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 200:
+                    self.errors[str(resp.status)] = self.errors.get(str(resp.status), 0) + 1
+                self.times.append((time.perf_counter() - t) * 1000)
+            except (OSError, http.client.HTTPException) as exc:
+                self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
+                conn.close()
+                conn = http.client.HTTPConnection(*address(self.served), timeout=10)
+        conn.close()
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.5):
+            with contextlib.suppress(Exception):
+                self.rss.append(self.server.memory_info().rss)
+
+    def stop(self) -> dict[str, Any]:
+        self.done.set()
+        for thread in self.threads:
+            thread.join(timeout=15)
+        return {"pages": self.times, "errors": self.errors, "rss": self.rss}
 
 
 def _cpu(pid: int) -> float:
@@ -230,6 +336,29 @@ def bench_cpu(work: Path, clients: int, repeats: int) -> None:
               f"(runs: {', '.join(f'{v:.2f}' for v in per_ply)})")
 
 
+def bench_load(work: Path, viewers: int, rate: float) -> None:
+    if not all(shutil.which(e, path=ENV["PATH"])
+               for e in ("stockfish", "ethereal-chess", "fairy-stockfish", "glaurung")):
+        print("load: skipped (stockfish, ethereal-chess, fairy-stockfish, glaurung needed)")
+        return
+    quiet = run_event(work, "load-none", 0)
+    busy = run_event(work, "load-viewers", viewers, rate)
+    for label, r in (("no dashboard", quiet),
+                     (f"{viewers} SSE + {rate:g} pages/s", busy)):
+        c = r["charged"]
+        print(f"{label:<24} {r['plies']} plies in {r['wall']:.0f} s; runner CPU "
+              f"{r['cpu'] / r['plies'] * 1000:.2f} ms/ply; charged per move p50 "
+              f"{pct(c, .5):.0f} ms p95 {pct(c, .95):.0f} ms max {max(c):.0f} ms")
+    pages = busy.get("pages") or [0.0]
+    rss = busy.get("rss") or [0]
+    print(f"pages under load: n={len(pages)} ({len(pages) / busy['wall']:.0f}/s) p50 "
+          f"{pct(pages, .5):.1f} ms p95 {pct(pages, .95):.1f} ms max {max(pages):.0f} ms; "
+          f"errors {busy.get('errors') or 'none'}")
+    print(f"live feed: {busy.get('viewers')} (open at the end, messages, bytes); "
+          f"serve CPU {busy['serve_cpu']:.1f} s; serve RSS {rss[0] / 2**20:.0f} MB at start, "
+          f"{max(rss) / 2**20:.0f} MB at its peak")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
@@ -238,12 +367,17 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--skip-cpu", action="store_true")
     parser.add_argument("--skip-requests", action="store_true")
+    parser.add_argument("--viewers", type=int, default=500)
+    parser.add_argument("--page-rate", type=float, default=50.0)
+    parser.add_argument("--skip-load", action="store_true")
     opts = parser.parse_args()
     work = opts.dir or Path(tempfile.mkdtemp(prefix="bench_web_"))
     if not opts.skip_requests:
         bench_requests(work, opts.requests)
     if not opts.skip_cpu:
         bench_cpu(work, opts.clients, opts.repeats)
+    if not opts.skip_load:
+        bench_load(work, opts.viewers, opts.page_rate)
     return 0
 
 

@@ -158,12 +158,15 @@ class Hub:
     def _build(self, live_only: bool) -> model.View:
         """A new View for the public (in a worker thread); the TD's log as it is recorded
         kept aside for the admin side (``private_td``)."""
+        old = self.view
         if live_only:
-            return public.view(model.refresh_live(self.config, self.view,
-                                                  runner_seen=self._alive_changed),
-                               live_only=True)
-        built = model.build_view(self.config, runner_seen=self._alive_changed)
-        self.private_td = (built.state or {}).get("td")
+            built = model.refresh_live(self.config, old, runner_seen=self._alive_changed)
+        else:
+            built = model.build_view(self.config, runner_seen=self._alive_changed)
+        if built.state is not None and built.chart is old.chart:
+            # only the games in progress were read again, into the public View's copy
+            return public.view(built, live_only=True)
+        self.private_td = (built.state or {}).get("td")  # (refresh_live may build it all)
         return public.view(built)
 
     async def _publish(self, view: model.View) -> None:

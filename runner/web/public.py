@@ -22,6 +22,8 @@ from runner.web.model import View
 # not inside a word, a number ("1/2-1/2"), a FEN, a URL ("https://") or markup ("</b>")
 _PATH = re.compile(r"(?:^|(?<=[\s\"'(\[=,]))/[^\s\"'<>:;,()\[\]]+")
 _LOG_TAG = re.compile(r'^\[EngineLog "([^"\n]*)"\]$', re.MULTILINE)
+_DETAILS_TAG = re.compile(r'^\[TerminationDetails "((?:[^"\\\n]|\\.)*)"\]$', re.MULTILINE)
+_COMMENT = re.compile(r"\{[^}]*\}")
 PRIVATE_KEYS = frozenset({"address"})  # a worker's network address
 # names as they were given (an engine's may hold a "/"): never cut
 NAME_KEYS = frozenset({"event", "site", "white", "black", "white_id", "black_id", "engine",
@@ -73,10 +75,13 @@ def _names(value: Any) -> bool:
 
 
 def pgn(value: str) -> str:
-    """A PGN whose ``EngineLog`` tags name the log file alone."""
-    if "[EngineLog" not in value:
+    """A PGN whose ``EngineLog`` tags name the log file alone, and whose comments and
+    ``TerminationDetails`` (an engine's failure may name its binary) hold no path."""
+    if "/" not in value:
         return value
-    return _LOG_TAG.sub(lambda m: f'[EngineLog "{PurePath(m.group(1)).name}"]', value)
+    value = _LOG_TAG.sub(lambda m: f'[EngineLog "{PurePath(m.group(1)).name}"]', value)
+    value = _DETAILS_TAG.sub(lambda m: f'[TerminationDetails "{text(m.group(1))}"]', value)
+    return _COMMENT.sub(lambda m: text(m.group(0)), value)
 
 
 def game(detail: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +91,9 @@ def game(detail: dict[str, Any]) -> dict[str, Any]:
         out["pgn"] = pgn(out["pgn"])
     out["headers"] = [(k, PurePath(v).name if k == "EngineLog" else text(v))
                       for k, v in out.get("headers") or ()]
+    out["plies"] = [dict(ply, comment=text(ply["comment"]))
+                    if "/" in (ply.get("comment") or "") else ply
+                    for ply in out.get("plies") or ()]
     for key in ("reason", "termination"):
         if isinstance(out.get(key), str):
             out[key] = text(out[key])
