@@ -2,7 +2,7 @@
 
     python bench/bench_web.py [--requests 200] [--clients 100] [--repeats 2] [--dir DIR]
                               [--viewers 500] [--page-rate 50] [--skip-requests]
-                              [--skip-cpu] [--skip-load]
+                              [--skip-cpu] [--skip-load] [--skip-clock]
 
 1. A generated 42-engine, 11-round event (10 rounds played, round 11 with two games in
    progress; tests/web_event.py fills it through the Store API) is served by a real
@@ -23,6 +23,13 @@
    runner's CPU per ply and the time charged to the engines per move (p50/p95/max of the
    move log's ``time_ms``, book moves apart): the event's clock unaffected means the same
    charges within noise (2 cores are shared by engines, runner, server and clients here).
+4. The clock beside the load: bench/bench_clock.py (sleeping test engines: the time charged
+   minus the time the engine really took, per move) played alternately alone and beside a
+   dashboard of the generated 42-engine event with ``--viewers`` SSE clients,
+   ``--page-rate`` pages a second and a move added to its game in progress every 0.25 s
+   (each pushed to every viewer), ``--repeats`` times each. The viewers and the page
+   requests stand in for other machines: they run at the lowest priority (nice 19), so what
+   competes with the event here is the dashboard itself (at its default ``--nice 10``).
 """
 
 from __future__ import annotations
@@ -103,7 +110,7 @@ def bench_requests(work: Path, n: int) -> None:
         times.append((time.perf_counter() - t) * 1000)
     print(f"first /api/state after a change (JSON)    p50 {pct(times, .5):6.1f} ms  "
           f"p95 {pct(times, .95):6.1f} ms")
-    with serve(config.path) as served:
+    with serve(config.path, default_nice=True) as served:
         conn = http.client.HTTPConnection(*address(served), timeout=10)
         for url in ("/", "/api/state", "/standings"):  # warm up (templates compiled)
             conn.request("GET", url)
@@ -164,8 +171,9 @@ def short_event(directory: Path) -> Path:
 
 
 CLIENTS = textwrap.dedent("""
-    import json, resource, selectors, signal, socket, sys
+    import json, os, resource, selectors, signal, socket, sys
     host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    os.nice(19)  # the viewers stand in for other machines: the CPU goes to the event first
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < n + 64:  # 500 sockets need more than the common 1,024 minus what is open
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
@@ -204,7 +212,7 @@ def run_event(work: Path, label: str, clients: int, rate: float = 0.0) -> dict[s
     usage = directory / "usage.json"
     load: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        served = stack.enter_context(serve(config)) if clients > 0 else None
+        served = stack.enter_context(serve(config, default_nice=True)) if clients > 0 else None
         if served is not None:
             helper = subprocess.Popen([sys.executable, "-c", CLIENTS, *map(str, address(served)),
                                        str(clients)], stdout=subprocess.PIPE)
@@ -275,6 +283,8 @@ class PageLoad:
             thread.start()
 
     def _ask(self, index: int) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: a thread's own priority
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         interval = 4 / self.rate
         conn = http.client.HTTPConnection(*address(self.served), timeout=10)
         n = 0
@@ -359,6 +369,76 @@ def bench_load(work: Path, viewers: int, rate: float) -> None:
           f"{max(rss) / 2**20:.0f} MB at its peak")
 
 
+def bench_clock_beside(work: Path, viewers: int, rate: float, repeats: int) -> None:
+    config = generate_event(work / "clock-beside", engines=42, rounds=11)
+    clock = [sys.executable, str(REPO / "bench" / "bench_clock.py"), "--tools", "swiss-runner",
+             "--restart", "off", "--games", "28", "--concurrency", "4"]
+    rows: dict[str, list[str]] = {"alone": [], "beside the loaded dashboard": []}
+    for _ in range(repeats):
+        for label in rows:
+            with contextlib.ExitStack() as stack:
+                if label != "alone":
+                    served = stack.enter_context(serve(config.path, default_nice=True))
+                    helper = subprocess.Popen([sys.executable, "-c", CLIENTS,
+                                               *map(str, address(served)), str(viewers)],
+                                              stdout=subprocess.PIPE)
+                    stack.callback(viewers_report, helper)
+                    assert helper.stdout is not None
+                    helper.stdout.readline()
+                    pages = PageLoad(served, rate, psutil_process(served.proc.pid))
+                    stack.callback(pages.stop)
+                    pages.start()
+                    feeder = MoveFeeder(config.database)
+                    stack.callback(feeder.stop)
+                    feeder.start()
+                out = subprocess.run(clock, cwd=REPO, env=ENV, capture_output=True, text=True,
+                                     timeout=900).stdout
+            line = next((x for x in out.splitlines() if "charged - taken" in x), "no result")
+            rows[label].append(line.split("charged - taken", 1)[-1].strip())
+            print(f"  bench_clock {label:<28} charged - taken {rows[label][-1]}", flush=True)
+
+
+class MoveFeeder:
+    """A move added to the event's first game in progress every 0.25 s (a thread)."""
+
+    def __init__(self, database: Path):
+        self.database = database
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._feed, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=10)
+
+    def _feed(self) -> None:
+        import chess
+        from web_event import add_moves
+
+        from runner.domain.events import MovePlayed
+        from runner.store.database import Store
+
+        store = Store.open(self.database)
+        try:
+            game = next(g for g in store.games() if g.status == "running")
+            logged = store.logged_moves(game.game_id)
+            board = chess.Board(logged[-1]["fen"])
+            ply = logged[-1]["ply"]
+            while not self.done.wait(0.25) and not board.is_game_over():
+                move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+                san = board.san(move)
+                board.push(move)
+                ply += 1
+                add_moves(store, [MovePlayed(
+                    game_id=game.game_id, ply=ply, uci=move.uci(), san=san, fen=board.fen(),
+                    white_clock_ms=5000, black_clock_ms=5000, score_cp=0, depth=5,
+                    at_ms=int(time.time() * 1000))])
+        finally:
+            store.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
@@ -370,6 +450,7 @@ def main() -> int:
     parser.add_argument("--viewers", type=int, default=500)
     parser.add_argument("--page-rate", type=float, default=50.0)
     parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--skip-clock", action="store_true")
     opts = parser.parse_args()
     work = opts.dir or Path(tempfile.mkdtemp(prefix="bench_web_"))
     if not opts.skip_requests:
@@ -378,6 +459,8 @@ def main() -> int:
         bench_cpu(work, opts.clients, opts.repeats)
     if not opts.skip_load:
         bench_load(work, opts.viewers, opts.page_rate)
+    if not opts.skip_clock:
+        bench_clock_beside(work, opts.viewers, opts.page_rate, opts.repeats)
     return 0
 
 

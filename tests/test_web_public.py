@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 import chess
 import psutil
 import pytest
+from testkit import run_cli as cli
 from web_event import add_moves, generate_event, web_config
 from web_support import need, serve
 
@@ -349,7 +350,9 @@ def test_slow_clients_are_dropped_and_the_feed_keeps_its_pace(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_connections_past_the_cap_get_503(event) -> None:  # noqa: ANN001
-    with serve(event.path, "--max-connections", "20") as served:
+    with serve(event.path, "--max-connections", "20", "--nice", "7") as served:
+        # and it gives the CPU to the event first (its default lowers it by 10)
+        assert psutil.Process(served.proc.pid).nice() == min(19, psutil.Process().nice() + 7)
         host, port = _address(served.url)
         idle = [socket.create_connection((host, port), timeout=5) for _ in range(20)]
         try:
@@ -400,3 +403,13 @@ def test_the_wrong_token_limit_is_keyed_on_the_real_client(event, tmp_path: Path
         assert codes[-1] == 429, codes
         assert td(served.url, ADMIN, "127.0.0.2", "127.0.0.6") == 200  # another viewer
         assert td(served.url, ADMIN, "127.0.0.2", "127.0.0.5") == 429
+
+
+def test_bad_serve_options_are_refused(event) -> None:  # noqa: ANN001
+    for option, value, said in (("--trusted-proxy", "proxy.local", "IP address"),
+                                ("--max-connections", "0", "1 or more"),
+                                ("--client-timeout", "0", "more than 0"),
+                                ("--nice", "20", "0 (the priority")):
+        done = cli("serve", str(event.path), "--port", "0", option, value)
+        assert done.returncode == 2, (option, done.stdout, done.stderr)
+        assert option in done.stderr and said in done.stderr and "Traceback" not in done.stderr

@@ -264,6 +264,9 @@ def _serve_command(sub: Subparsers) -> None:
     p.add_argument("--max-connections", type=int, default=1000, metavar="N",
                    help="open connections at most (event streams included); more are "
                         "answered 503 (default 1000)")
+    p.add_argument("--nice", type=int, default=10, metavar="N",
+                   help="lower the dashboard's scheduling priority by N (0-19, default 10): "
+                        "beside a running event, its engines and runner get the CPU first")
     p.add_argument("--client-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="close a connection on which no request is in flight for this long "
                         "(a request's head sent slowly, an idle one; default 10)")

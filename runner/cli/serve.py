@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import os
 import re
 import signal
@@ -222,6 +223,16 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         err(f"--port {port}: not a TCP port (0-65535)")
         return EXIT_BAD_INPUT
+    for proxy in args.trusted_proxy or ():
+        try:
+            ipaddress.ip_address(proxy)
+        except ValueError:
+            err(f"--trusted-proxy {printable(proxy)!r}: expected the proxy's IP address, as "
+                "its connections come from (e.g. 127.0.0.1)")
+            return EXIT_BAD_INPUT
+    if not 0 <= args.nice <= 19:
+        err(f"--nice {args.nice}: expected 0 (the priority it was started with) to 19")
+        return EXIT_BAD_INPUT
     if args.max_connections < 1:
         err(f"--max-connections {args.max_connections}: expected 1 or more")
         return EXIT_BAD_INPUT
@@ -273,6 +284,9 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
                      allowed_hosts=allowed_hosts(host, args.allowed_host or ()),
                      limits=Limits(max_streams=most), connections=connections,
                      admin_tokens=admin)
+    if args.nice:  # the event first: engines and runner win the CPU from the viewers
+        with contextlib.suppress(OSError):
+            os.nice(args.nice)
     # open event streams end at once on Ctrl-C, so shutdown does not wait on them
     server = make_server(app, connections, loop=loop_choice(),
                          on_exit=app.state.hub.close_streams)
