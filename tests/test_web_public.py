@@ -142,6 +142,15 @@ def test_every_answer_has_the_headers_and_no_traceback(event, caplog) -> None:  
         assert any("RuntimeError: a bug" in r.getMessage() for r in caplog.records)
 
 
+def test_requests_past_the_limit_in_flight_get_503(event) -> None:  # noqa: ANN001
+    from runner.web.shield import Limits  # (new with issue 55: this file runs on the old code)
+
+    with TestClient(create_app(event, limits=Limits(max_requests=0))) as client:
+        resp = client.get("/api/live")
+        assert resp.status_code == 503 and resp.headers["retry-after"] == "5"
+        assert all(h in resp.headers for h in HEADERS)
+
+
 def test_wrong_admin_tokens_get_429_with_retry_after(event) -> None:  # noqa: ANN001
     with TestClient(create_app(event, admin_tokens={"carol": ADMIN})) as client:
         for n in range(10):  # X-Forwarded-For from an untrusted peer changes nothing
