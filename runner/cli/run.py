@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
 from runner.cli.common import quiet_engine_logs, referee_refused
-from runner.config import Config
+from runner.config import Config, tablebase_gap
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
 from runner.play import eventloop
 from runner.service.lock import event_lock as _event_lock
@@ -141,6 +141,9 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
             _err(f"{config.path}: {len(problems)} engine problem(s); no game was played and "
                  "nothing was written (`swiss-runner validate --probe` checks the engines)")
             return EXIT_BAD_INPUT
+    gap = tablebase_gap(config)
+    if gap:  # adjudication covers less than the config says: the operator should know
+        print(f"warning: {config.path}: {gap}", file=sys.stderr, flush=True)
     try:
         # the lock first, on the lock file only: nothing opens the database outside SQLite
         # while this run's connection is open (that would drop SQLite's locks)
