@@ -15,10 +15,11 @@ import pytest
 from testkit import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
-INSTALL = "bash scripts/install.sh && "
+INSTALL = "bash scripts/install.sh && "  # what a game server needs
+TEST_INSTALL = "bash scripts/install.sh --test && "  # and what the tests need besides
 DEMO = INSTALL + ".venv/bin/swiss-runner run configs/demo.yaml"
-TESTS = INSTALL + ".venv/bin/python -m pytest -q"
-FAST = INSTALL + '.venv/bin/python -m pytest -q -m "not slow"'
+TESTS = TEST_INSTALL + ".venv/bin/python -m pytest -q"
+FAST = TEST_INSTALL + '.venv/bin/python -m pytest -q -m "not slow"'
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -96,8 +97,9 @@ FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 PATH = re.compile(r"\.?[\w-]+(?:\.[\w-]+)*(?:/[\w.*-]*)+(?:::\w+)?")
 #: first parts of a relative path that name what a run writes or a URL, not the repository
 NOT_REPOSITORY = {"state", "games", "round", "api", "points", "NAME", "Dir", ".cache", ".", ".."}
-#: words before a colon in a span that are not config keys (a console line, HTTP headers)
-NOT_KEYS = {"Progress", "Authorization", "Content-Type"}
+#: words before a colon in a span that are not config keys (a console line, HTTP headers, a
+#: Debian package field)
+NOT_KEYS = {"Progress", "Authorization", "Content-Type", "Priority"}
 
 
 def _spans(text: str) -> list[str]:
@@ -136,10 +138,12 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
 
 PARSERS = _parsers()
 TD_ACTIONS = {name.split()[1] for name in PARSERS if name.startswith("td ")}
-#: every flag of a command, and of a script under bench/ (the docs give their flags too)
+#: every flag of a command, of a script under bench/ and of scripts/install.sh (the docs give
+#: their flags too)
 ALL_FLAGS = set().union(*map(_flags, PARSERS.values()), {"--help", "--version"}, *(
     re.findall(r"add_argument\(\s*\"(--[a-z][\w-]*)\"", script.read_text(encoding="utf-8"))
-    for script in (REPO / "bench").glob("*.py")))
+    for script in (REPO / "bench").glob("*.py")), re.findall(
+        r"^ *(--[a-z][\w-]*)\)", (REPO / "scripts" / "install.sh").read_text(), re.M))
 
 
 def _command_problem(words: list[str]) -> str | None:
@@ -321,3 +325,49 @@ def test_the_code_span_check_finds_what_is_not_there() -> None:
         assert expected in found, (expected, found)
     assert _span_problems("`swiss-runner td CONFIG gpu off 0 --reason R`, `Restart: on | off`, "
                           "`validate --probe`, `Alerts.On`, `state/demo/`") == []
+
+
+def test_the_td_synopses_name_every_action() -> None:
+    """docs/td.md's synopsis and docs/commands.md's `td` row omitted `gpu`."""
+    synopsis = FENCE.findall((REPO / "docs" / "td.md").read_text(encoding="utf-8"))[0]
+    row = next(line for line in (REPO / "docs" / "commands.md").read_text(
+        encoding="utf-8").splitlines() if line.startswith("| `swiss-runner td "))
+    for action in sorted(TD_ACTIONS):
+        assert f"swiss-runner td CONFIG {action}" in synopsis, action
+        assert re.search(rf"[ `]{action} ", row), action
+
+
+def _install_lists() -> dict[str, list[str]]:
+    """scripts/install.sh's lists (RUNTIME_APT, RUNTIME_EXTRAS, TEST_APT, TEST_EXTRAS), as
+    bash reads them."""
+    script = (REPO / "scripts" / "install.sh").read_text(encoding="utf-8")
+    names = ("RUNTIME_APT", "RUNTIME_EXTRAS", "TEST_APT", "TEST_EXTRAS")
+    lines = "".join(m[0] for m in re.finditer(rf"^(?:{'|'.join(names)})=\"[^\"]*\"\n", script,
+                                               re.M))
+    out = subprocess.run(["bash", "-c", lines + "".join(f'printf "%s;" "${n}";' for n in names)],
+                         capture_output=True, text=True, check=True, timeout=10).stdout
+    return {n: re.split(r"[\s,]+", v.strip()) for n, v in zip(names, out.split(";"),
+                                                              strict=False)}
+
+
+def test_two_installs_a_game_server_and_the_tests() -> None:
+    """The README's run command installs what a game server needs (no SSH server, browser or
+    test tools: issue #54 item 10); its test command installs the rest; the README says what
+    each puts on the machine."""
+    lists = _install_lists()
+    runtime = set(lists["RUNTIME_APT"])
+    assert {"stockfish", "fairymax", "phalanx", "python3-venv"} <= runtime
+    assert not runtime & {"openssh-server", "chromium", "gnuchess-book", "scid-data"}
+    assert {"chromium", "openssh-server"} <= set(lists["TEST_APT"])
+    assert lists["RUNTIME_EXTRAS"] == ["web", "cluster"] and lists["TEST_EXTRAS"] == ["dev"]
+    script = (REPO / "scripts" / "install.sh").read_text(encoding="utf-8")
+    assert '--test) TEST=1' in script and 'APT="$APT $TEST_APT"' in script
+    assert '-e ".[$EXTRAS]"' in script and "apt-get install -y -qq --no-install-recommends $APT" \
+        in script
+    table = README.split("What the install puts on the machine", 1)[1].split("\n\n", 2)[1]
+    for package in [*lists["RUNTIME_APT"], *lists["TEST_APT"]]:
+        assert package in table, package
+    for extra in [*lists["RUNTIME_EXTRAS"], *lists["TEST_EXTRAS"]]:
+        assert f"`{extra}` extra" in table, extra
+    for command in ("`serve`", "`worker`"):
+        assert command in table, command

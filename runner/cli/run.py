@@ -15,7 +15,7 @@ from runner.books.openings import BookError
 from runner.cli.common import err as _err
 from runner.cli.common import quiet_engine_logs, referee_refused
 from runner.config import Config, tablebase_gap
-from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, missing_extra
 from runner.play import eventloop
 from runner.service.lock import event_lock as _event_lock
 from runner.service.lock import runner_alive
@@ -72,7 +72,7 @@ def _cluster_backend(config: Config, args: argparse.Namespace,
         from runner.cluster.client import ClusterBackend
     except ImportError:
         _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
-             "(pip install 'swiss-runner[cluster]')")
+             f"({missing_extra('cluster')})")
         return EXIT_BAD_INPUT
     if config.backend != "python-chess":
         _err(f"{config.path}: Cluster: workers play with the built-in referee "
