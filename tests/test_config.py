@@ -283,7 +283,7 @@ def test_validate_probe_real_engines(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [line.split(":")[0] for line in verdicts] == ["FAIL A", "ok   B", "ok   C"]
     assert "ok   C: " in out  # fairymax over xboard
     a = verdicts[0]
-    assert a.startswith("FAIL A: Stockfish")
+    assert a.startswith("FAIL A: Engines[0].Options.Skill Levle") and "(Stockfish 15.1, uci" in a
     assert ("Engines[0].Options.Skill Levle: the engine has no option 'Skill Levle'; did you "
             "mean 'Skill Level'?") in a
     assert "Engines[0].Options.NoSuchOption: the engine has no option 'NoSuchOption';" not in a

@@ -86,8 +86,8 @@ def _probe_report(config: Config, results: list) -> int:
                 print(f"FAIL {engine.name}: {failures[0]} (command: "
                       f"{' '.join([engine.command, *engine.args])}){said}")
                 continue
-            print(f"FAIL {engine.name}: {result.id_name} ({engine.protocol}, {engine.command}): "
-                  + "; ".join(failures))
+            print(f"FAIL {engine.name}: {'; '.join(failures)} ({result.id_name}, "
+                  f"{engine.protocol}, {engine.command})")
             continue
         print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
         for warning in warnings:
