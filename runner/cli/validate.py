@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.config import Config, advice, tablebase_gap
 from runner.domain.text import printable
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+
+if TYPE_CHECKING:
+    from runner.config import EngineConfig
+    from runner.play.engines import ProbeResult
 
 
 def cli_validate(config: Config, args: argparse.Namespace) -> int:
@@ -73,7 +77,7 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
     return status
 
 
-def _probe_report(config: Config, results: list) -> int:
+def _probe_report(config: Config, results: list[ProbeResult]) -> int:
     """One verdict per probed engine (`validate --probe`): ok, or FAIL with each key and why
     (an unknown option with the closest of the engine's own); EXIT_FAIL when any failed."""
     status = EXIT_OK
@@ -88,14 +92,14 @@ def _probe_report(config: Config, results: list) -> int:
                 continue
             print(f"FAIL {engine.name}: {'; '.join(failures)} ({result.id_name}, "
                   f"{engine.protocol}, {engine.command})")
-            continue
-        print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
+        else:
+            print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
         for warning in warnings:
             print(f"warning: {engine.name}: {warning}")
     return status
 
 
-def _probe_findings(config: Config, where: str, engine: Any, result: Any
+def _probe_findings(config: Config, where: str, engine: EngineConfig, result: ProbeResult
                     ) -> tuple[list[str], list[str]]:
     """(what makes the engine unfit for this event, what only deserves a warning)."""
     from runner.play.engines import ignored_limit_text, unknown_option_text
