@@ -265,6 +265,9 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
             if getattr(exc, "errno", None) == 98 else ""
         err(f"cannot listen on {host}:{port}: {reason}{hint}")
         return EXIT_BAD_INPUT
+    if args.nice:  # the event first: engines and runner win the CPU from the viewers
+        with contextlib.suppress(OSError):
+            os.nice(args.nice)
     actual = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{actual}/"
@@ -284,9 +287,6 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
                      allowed_hosts=allowed_hosts(host, args.allowed_host or ()),
                      limits=Limits(max_streams=most), connections=connections,
                      admin_tokens=admin)
-    if args.nice:  # the event first: engines and runner win the CPU from the viewers
-        with contextlib.suppress(OSError):
-            os.nice(args.nice)
     # open event streams end at once on Ctrl-C, so shutdown does not wait on them
     server = make_server(app, connections, loop=loop_choice(),
                          on_exit=app.state.hub.close_streams)
