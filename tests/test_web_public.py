@@ -518,7 +518,7 @@ def test_behind_a_proxy_each_client_is_limited_by_its_own_address(event) -> None
                                       headers={"x-forwarded-for": "127.0.0.5"})
             assert status == 429 and headers["retry-after"] == "5", status
             assert all(h in headers for h in HEADERS)
-            # the proxy holds 6 connections (3 allowed per address): another client is served
+            # the proxy holds 5 open connections (3 per address): another client is served
             for _ in range(2):
                 sock, head = _stream(served.url, "127.0.0.2", "127.0.0.6")
                 held.append(sock)
@@ -541,13 +541,17 @@ def test_behind_a_proxy_each_client_is_limited_by_its_own_address(event) -> None
 
 
 def test_a_client_is_its_address_or_its_ipv6_network() -> None:
-    from runner.web.shield import client_key  # (new with the per-client limits)
+    from runner.web.shield import client_key, forwarded_client  # (client_key: new here)
 
     assert client_key("198.51.100.7") == "198.51.100.7"
     assert client_key("2001:db8:1:2::1") == client_key("2001:db8:1:2:ffff::9")
     assert client_key("2001:db8:1:2::1") != client_key("2001:db8:1:3::1")
     assert client_key("::ffff:198.51.100.7") == "198.51.100.7"
     assert client_key("testclient") == "testclient"
+    # a proxy on 127.0.0.1 seen by a dual-stack socket (--listen [::]) is still that proxy
+    scope = {"client": ("::ffff:127.0.0.1", 4000),
+             "headers": [(b"x-forwarded-for", b"::ffff:198.51.100.7")]}
+    assert forwarded_client(scope, frozenset({"127.0.0.1"}))[0] == "198.51.100.7"
 
 
 def test_bad_serve_options_are_refused(event) -> None:  # noqa: ANN001

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.web.shield import SECURITY_HEADERS, client_key
+from runner.web.shield import SECURITY_HEADERS, canonical, client_key
 
 MAX_HEAD = 16 * 1024  # the largest request line and headers h11 takes (431 past it)
 
@@ -67,7 +67,7 @@ class Connections:
                  proxies: Iterable[str] = ()):
         self.max_connections = max_connections
         self.max_per_client = max_per_client
-        self.proxies = frozenset(proxies)
+        self.proxies = frozenset(map(canonical, proxies))
         self.idle_s = idle_s
         self.clock = clock
         self.open: dict[tuple[str, int], _Open] = {}
@@ -86,7 +86,7 @@ class Connections:
             transport.write(BUSY)
             transport.close()
             return
-        client = None if key[0] in self.proxies else client_key(key[0])
+        client = None if canonical(key[0]) in self.proxies else client_key(key[0])
         if client is not None and self.per_client[client] >= self.max_per_client:
             self.crowded += 1
             transport.write(CROWDED)

@@ -6,9 +6,8 @@ operator names), the Host header against the names the dashboard answers to (DNS
 rebinding: 421), the client's own requests in flight and event streams (429 past them:
 one client cannot take every slot), the body (its route's limit, 413 past it while it is
 read, 408 when it comes too slowly), the requests in flight of all (503 past it), then the
-app; every
-answer, errors included, carries the same security headers (HSTS over https) and an
-exception in the app becomes a plain 500 and one log line, never a traceback.
+app; every answer, errors included, carries the same security headers (HSTS over https)
+and an exception in the app becomes a plain 500 and one log line, never a traceback.
 """
 
 from __future__ import annotations
@@ -101,17 +100,25 @@ def _is_address(text: str) -> bool:
     return True
 
 
-def client_key(address: str) -> str:
-    """What one client is counted by: its IPv4 address (an IPv4-mapped IPv6 one too), or
-    the /64 of its IPv6 address (a host is given a /64 and may take any address in it)."""
+def canonical(address: str) -> str:
+    """An IP address as it is compared: an IPv4-mapped IPv6 one (an IPv4 peer of a
+    dual-stack socket, ``::ffff:127.0.0.1``) as its IPv4 address, IPv6 compressed;
+    anything else as it is."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def client_key(address: str) -> str:
+    """What one client is counted by: its IPv4 address (an IPv4-mapped IPv6 one too), or
+    the /64 of its IPv6 address (a host is given a /64 and may take any address in it)."""
+    address = canonical(address)
+    if ":" in address and _is_address(address):
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
     return address
 
 
@@ -146,7 +153,7 @@ def forwarded_client(scope: Scope, trusted: frozenset[str]) -> tuple[str, str]:
     """(client address, scheme) of a request: the peer's, or, from a trusted proxy, those
     its X-Forwarded-For (its last entry: the address the proxy itself saw) and
     X-Forwarded-Proto say."""
-    peer = str((scope.get("client") or ("?", 0))[0])
+    peer = canonical(str((scope.get("client") or ("?", 0))[0]))
     scheme = str(scope.get("scheme") or "http")
     if peer not in trusted:
         return peer, scheme
@@ -154,7 +161,7 @@ def forwarded_client(scope: Scope, trusted: frozenset[str]) -> tuple[str, str]:
         if name == b"x-forwarded-for":
             last = value.decode("latin-1").split(",")[-1].strip()
             if _is_address(last):
-                peer = last
+                peer = canonical(last)
         elif name == b"x-forwarded-proto":
             proto = value.decode("latin-1").split(",")[0].strip().lower()
             if proto in ("http", "https"):
@@ -179,7 +186,7 @@ class Shield:
                  hosts: Hosts | None = None, limits: Limits | None = None,
                  activity: Any = None):
         self.app = app
-        self.trusted = frozenset(trusted_proxies)
+        self.trusted = frozenset(map(canonical, trusted_proxies))
         self.hosts = hosts or Hosts(["*"])
         self.limits = limits or Limits()
         self.activity = activity
@@ -356,4 +363,4 @@ def json_depth(text: str | bytes, limit: int) -> bool:
 
 
 __all__ = ["HSTS", "LOCAL_NAMES", "SECURITY_HEADERS", "Hosts", "Limits", "Shield", "Tally",
-           "client_key", "forwarded_client", "host_name", "json_depth", "plain"]
+           "canonical", "client_key", "forwarded_client", "host_name", "json_depth", "plain"]
