@@ -23,6 +23,7 @@
  * mode), under one mutex, so that the lines stay in the order they were written. The first
  * write error turns it off (its errno is kept; the next write from Python raises it).
  */
+#define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
@@ -442,6 +443,7 @@ static void wake(ReaderCore *r) {
 
 static void *reader_main(void *arg) {
     ReaderCore *r = arg;
+    pthread_setname_np(pthread_self(), "engine-reader");
     char *buf = malloc(READ_SIZE);
     struct pollfd fds[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->stop_fd, .events = POLLIN}};
     int err = 0;

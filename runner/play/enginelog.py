@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from pathlib import Path
 from io import TextIOBase
+from pathlib import Path
 from typing import Any
 
 from runner.clock import utc_now
