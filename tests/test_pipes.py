@@ -24,6 +24,7 @@ from runner.play.engines import start_engine
 from runner.play.referee import play_game
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 STAMP = HERE / "fakes" / "stamp_uci.py"
 PATHS = ("native", "python")
 
@@ -205,15 +206,26 @@ def test_without_the_compiled_module_the_python_path_is_taken(monkeypatch: pytes
     monkeypatch.delenv(pipes.ENV, raising=False)
     assert pipes.native() is None and pipes.path_name() == "python"
     monkeypatch.setenv(pipes.ENV, "native")
-    with pytest.raises(ImportError, match="SWISS_RUNNER_PIPES=native"):
+    with pytest.raises(pipes.PipesChoiceError, match="SWISS_RUNNER_PIPES=native, but"):
         pipes.native()
     monkeypatch.setenv(pipes.ENV, "fast")
-    with pytest.raises(ValueError, match="expected one of auto, native, python"):
+    with pytest.raises(pipes.PipesChoiceError, match="got 'fast', expected auto | native"):
         pipes.native()
     monkeypatch.setenv(pipes.ENV, "auto")
     record = asyncio.run(play_game(spec_for(fake("A"), fake("B"), "10+0.1",
                                             adjudication=AdjudicationConfig(max_moves=3))))
     assert record.reason == "Draw by adjudication: maximal game length"
+
+
+def test_a_bad_switch_is_refused_before_any_game(tmp_path: Path) -> None:
+    """``swiss-runner play`` with SWISS_RUNNER_PIPES naming no path: its one line, exit 2."""
+    done = subprocess.run([sys.executable, "-m", "runner", "play", str(REPO / "configs" / "demo.yaml"),
+                           "--white", "Stockfish", "--black", "Ethereal"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env={**os.environ, pipes.ENV: "fast"}, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "SWISS_RUNNER_PIPES: got 'fast', expected auto | native | python" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_process_without_the_module_plays_on_python(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@ time-stamped, in one file per game.
 
 Lines go through a 64 KiB buffered file (a ``write`` copies into the buffer; the buffer is
 handed to the kernel when full, never fsynced), so logging costs the engines' event loop
-microseconds per line. With ``Keep: failures`` the file of a game is deleted when the game
+microseconds per line. Where engines' pipes are read by the compiled reader
+(runner.play.pipes) the file is its ``LogFile``: the same buffer, shared under a mutex with
+the reader threads, which write an engine's lines during its moves themselves. With ``Keep: failures`` the file of a game is deleted when the game
 ends, unless it ended by a crash (disconnect or failed start), a stalled connection, an
 illegal move or a time forfeit.
 

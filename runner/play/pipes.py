@@ -28,11 +28,15 @@ _module: ModuleType | None = None
 _loaded = False
 
 
+class PipesChoiceError(Exception):
+    """SWISS_RUNNER_PIPES names a path this install cannot take (or no path)."""
+
+
 def _load() -> ModuleType | None:
     global _module, _loaded
     if not _loaded:
         _loaded = True
-        try:
+        try:  # late: the compiled part is optional (not built without a C compiler)
             from runner.play import _pipes  # type: ignore[attr-defined]
         except ImportError:
             _pipes = None
@@ -44,13 +48,15 @@ def native() -> ModuleType | None:
     """The compiled module when engines' pipes are to be read by it, else None (Python's)."""
     choice = (os.environ.get(ENV) or "auto").strip().lower()
     if choice not in CHOICES:
-        raise ValueError(f"{ENV}={os.environ.get(ENV)!r}: expected one of {', '.join(CHOICES)}")
+        raise PipesChoiceError(f"{ENV}: got {os.environ.get(ENV)!r}, expected "
+                               f"{' | '.join(CHOICES)}")
     if choice == "python":
         return None
     module = _load()
     if module is None and choice == "native":
-        raise ImportError(f"{ENV}=native, but runner.play._pipes (the compiled engine pipes) "
-                          "is not built: reinstall with a C compiler and Python's headers")
+        raise PipesChoiceError(f"{ENV}=native, but runner.play._pipes (the compiled engine "
+                               "pipes) is not built: reinstall with gcc and python3-dev "
+                               "(scripts/install.sh), or unset it")
     return module
 
 

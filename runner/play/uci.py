@@ -13,7 +13,10 @@ from the engine's output while python-chess's protocol is idle (no command of it
 - ``info`` lines are not parsed as they stream in: the last one with a score (and the last
   one with a PV) is kept and parsed once, when ``bestmove`` arrives;
 - no command objects, futures chained per line or debug-log calls per line: python-chess's
-  command machinery cost more per move than the engine's output itself (bench/bench_referee.py).
+  command machinery cost more per move than the engine's output itself (bench/bench_referee.py);
+- where the engine's stdout is read by the compiled reader (runner.play.pipes), the move is
+  handed to it just before ``go`` is written: it reads, logs and sifts the move's lines on
+  its own thread and the loop wakes once, with ``bestmove`` and its time (:meth:`UciMove.answered`).
 
 XBoard engines keep python-chess's ``play``.
 """
