@@ -30,6 +30,7 @@ from runner.errors import EXIT_BAD_INPUT
 from runner.errors import print_error as _err
 from runner.play.engines import ignored_limit_text, sweep_orphans
 from runner.play.gpus import probe_on_devices
+from runner.service.interrupted import interrupted_games, interrupted_lines
 from runner.store.database import Store, StoreError, event_recorded
 from runner.store.forensics import read_header
 from runner.store.witness import snapshot_witness
@@ -108,10 +109,13 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         say(f"Engine processes of the previous run: {len(leftovers)} recorded, "
                  f"{killed} still running and killed")
     store.remember_files()
-    replay = store.reset_running()
-    if replay:
-        say(f"{replay} game(s) interrupted by the previous run will be played again "
-            "with the same opening and colours")
+    interrupted = interrupted_games(config, store, runner_running=False)
+    store.reset_running()
+    if interrupted:
+        say(f"{len(interrupted)} game(s) interrupted, each played on with the same opening "
+            "and colours:")
+        for line in interrupted_lines(interrupted):
+            say(f"  {line[0].upper()}{line[1:]}")
     return book, None
 
 

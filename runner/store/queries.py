@@ -73,6 +73,20 @@ def structure_counts(conn: sqlite3.Connection) -> tuple[Any, ...]:
     return (*games, *rounds)
 
 
+def interrupted_game_ids(conn: sqlite3.Connection, *, running_too: bool) -> list[int]:
+    """Games not finished that were interrupted: put back to scheduled with a move log, and
+    (``running_too``: the runner is not running) those left running."""
+    try:
+        rows = conn.execute(
+            "SELECT game_id FROM games g WHERE (status='scheduled' AND EXISTS "
+            "(SELECT 1 FROM moves m WHERE m.game_id=g.game_id))"
+            + (" OR status='running'" if running_too else "") + " ORDER BY game_id").fetchall()
+    except sqlite3.OperationalError:  # a state of format 1 logs no moves
+        rows = conn.execute("SELECT game_id FROM games WHERE status='running' AND ?"
+                            " ORDER BY game_id", (running_too,)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
 def last_round_number(conn: sqlite3.Connection) -> int | None:
     """The last paired round's number, None before the first pairing."""
     row = conn.execute("SELECT MAX(number) FROM rounds").fetchone()
@@ -119,6 +133,6 @@ def restart_game(conn: sqlite3.Connection, game_id: int) -> bool:
 
 
 __all__ = ["ROUND_GAME_KEYS", "extra_game_count", "finished_durations", "finished_terminations",
-           "game_status", "game_text", "last_round_number", "meta_value", "put_meta",
+           "game_status", "game_text", "interrupted_game_ids", "last_round_number", "meta_value", "put_meta",
            "read_snapshot", "restart_game", "round_exists", "started_games_of_round",
            "structure_counts"]
