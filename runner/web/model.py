@@ -32,6 +32,7 @@ from runner.domain.standings import compute_standings
 from runner.domain.variant import board_at
 from runner.errors import ViewError
 from runner.render.standings_report import standings_json
+from runner.service.interrupted import interrupted_games
 from runner.service.lock import lock_path, runner_alive
 from runner.service.state import build_state, live_game, ratings_doc
 from runner.store.dashboard import (
@@ -179,6 +180,8 @@ def refresh_live(config: Config, old: View, *,
             in_progress.append({k: g[k] for k in ("game_id", "round", "game_in_round",
                                                   "white", "black")} | fresh)
         state["in_progress"] = in_progress
+        state["interrupted"] = interrupted_games(config, store,
+                                                 runner_running=state["runner_running"])
         view = View(state=state, standings=old.standings, chart=old.chart, ratings=old.ratings)
         view.live = _live_document(config, store, state, runner_seen, logged)
     except sqlite3.Error as exc:
@@ -216,7 +219,7 @@ def _digest(view: View) -> str:
         key = [s["games_finished"], s["games_total"], s["rounds_complete"], len(s["rounds"]),
                cur.get("state"), s["runner_running"], s["complete"],
                sorted((g["game_id"], g["attempt"]) for g in s["in_progress"]),
-               s.get("td")]
+               s.get("td"), s.get("interrupted")]
     return hashlib.sha1(json.dumps(key).encode()).hexdigest()[:16]
 
 
@@ -316,7 +319,7 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
                            "rounds_complete": state["rounds_complete"],
                            "current_round": state["current_round"]["number"]
                            if state["current_round"] else None,
-                           "complete": state["complete"],
+                           "complete": state["complete"], "halted": halted(state),
                            "mean_game_s": None, "eta_s": None, "eta_at": None}
     if not durations or state["complete"]:
         return out
@@ -330,9 +333,18 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
     lanes = max(1, min(config.concurrency, total - done))
     eta = work / lanes
     out.update(mean_game_s=round(mean, 1), eta_s=round(eta))
-    if state["runner_running"]:
+    if state["runner_running"] and out["halted"] is None:
         out["eta_at"] = _iso(now + eta)
     return out
+
+
+def halted(state: dict[str, Any]) -> str | None:
+    """Why no game is played now: "stopped" (the runner is not running), "paused" (by the
+    TD), else None; the ETA is then the play left, not a time of day."""
+    if state["runner_running"] is False:
+        return "stopped"
+    pause = (state.get("td") or {}).get("paused")
+    return "paused" if pause and pause.get("active") else None
 
 
 def runner_info(config: Config, store: Store, state: dict[str, Any],
