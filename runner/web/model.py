@@ -414,19 +414,23 @@ def swiss_chart(results: Any, standings: dict[str, Any] | None) -> list[dict[str
             opponent[rd.bye] = "BYE"
         for name, d in delta.items():
             totals[name] = totals.get(name, 0.0) + d
-        columns.append(_column(rd.number, totals, delta, opponent, order, rd.bye))
+        out = {name for name, first in results.withdrawn
+               if rd.number >= first and name not in opponent}
+        columns.append(_column(rd.number, totals, delta, opponent, order, rd.bye, out))
     return columns
 
 
 def _column(number: int, totals: dict[str, float], delta: dict[str, float],
-            opponent: dict[str, str], order: dict[str, int], bye: str | None) -> dict[str, Any]:
+            opponent: dict[str, str], order: dict[str, int], bye: str | None,
+            withdrawn: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
     groups: dict[float, list[str]] = {}
     for name, score in totals.items():
         groups.setdefault(score, []).append(name)
     return {"round": number, "groups": [
         {"score": score,
-         "engines": [{"engine": n, "delta": delta.get(n) if number else None,
-                      "opponent": opponent.get(n), "bye": n == bye}
+         "engines": [{"engine": n, "delta": None if n in withdrawn or not number
+                      else delta.get(n), "opponent": opponent.get(n), "bye": n == bye,
+                      "withdrawn": n in withdrawn}
                      for n in sorted(names, key=lambda n: order.get(n, 10**6))]}
         for score, names in sorted(groups.items(), reverse=True)]}
 
