@@ -299,8 +299,24 @@ def _decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], board: 
         white_moves=made[chess.WHITE], black_moves=made[chess.BLACK],
         compensation_ms=compensation_ms, draw_plies=int(last.get("draw_plies") or 0),
         win_plies=win_plies, win_side=win_side,
-        start_time=(started or {}).get("start_time", ""), workers=played_by(started, moves))
+        start_time=(started or {}).get("start_time", ""), workers=played_by(started, moves),
+        played_s=played_seconds(moves))
     return Decision("resume", "7.c.v", resume=point, board=board)
+
+
+def played_seconds(moves: list[dict[str, Any]]) -> float | None:
+    """How long the logged ``moves`` took to play: the engines' measured time on each (book
+    moves none). Never a difference of wall-clock times, which a clock stepped between two
+    runs would bend into months; None when an engine move lacks its time."""
+    total = 0
+    for move in moves:
+        if move.get("book"):
+            continue
+        ms = move.get("time_ms")
+        if not isinstance(ms, int | float) or ms < 0:
+            return None
+        total += ms
+    return round(total / 1000, 3)
 
 
 def played_by(started: dict[str, Any] | None, moves: list[dict[str, Any]]) -> tuple[str, ...]:

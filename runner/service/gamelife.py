@@ -26,7 +26,7 @@ from runner.domain.events import (
     parse_utc,
     workers_tag,
 )
-from runner.domain.interruption import Decision, played_by
+from runner.domain.interruption import Decision, played_by, played_seconds
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgnextended import enrich_comments
 from runner.domain.variant import is_960, replay_960
@@ -75,6 +75,7 @@ def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
     comments = [m.get("comment", "") for m in logged]
     start = parse_utc(started.get("start_time")) or datetime.now(UTC)
     return referee.finish_record(spec, board.root(), moves, comments, end, start,
+                                 played_seconds(logged),
                          resumed_from=resumed_from, move_data=logged,
                          worker=workers_tag(played_by(started, logged)))
 

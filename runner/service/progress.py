@@ -72,8 +72,10 @@ class Progress:
             self.running[event.game_id] = self.clock()
         elif isinstance(event, GameFinished):
             started = self.running.pop(event.game_id, None)
-            length = event.record.duration_s or (self.clock() - started if started else 0)
-            if length > 0:
+            length = event.record.duration_s
+            if length == 0:  # a backend that measures none: this run's clock
+                length = self.clock() - started if started else None
+            if length is not None and length > 0:  # None: not known, never guessed
                 self.durations.append(length)
             self.done += 1
 
