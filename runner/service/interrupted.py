@@ -50,24 +50,28 @@ def interrupted_games(config: Config, store: Store, *, runner_running: bool | No
     """The games interrupted and not played on yet, each with what becomes of it: those put
     back with a move log (a ``td pause --now``, a stop), and those left running by a runner
     that is not running."""
-    return foreseen(config, store, queries.interrupted_game_ids(
+    return _foreseen(config, store, queries.interrupted_games(
         store.conn, running_too=runner_running is False))
 
 
 def foreseen(config: Config, store: Store, game_ids: list[int]) -> list[dict[str, Any]]:
     """What becomes of each of ``game_ids``: its names, the plies it logged and ``words``
     (:meth:`Decision.words`), as the state document's ``interrupted`` (docs/state.md)."""
-    if not game_ids:
+    return _foreseen(config, store, queries.interrupted_games(store.conn, running_too=True,
+                                                              ids=game_ids))
+
+
+def _foreseen(config: Config, store: Store, games: list[tuple[int, int, str, str]]
+              ) -> list[dict[str, Any]]:
+    if not games:
         return []
     tablebase = event_tablebase(config)
     try:
-        games = {g.game_id: g for g in store.games()}
         out = []
-        for game_id in game_ids:
-            game = games[game_id]
+        for game_id, number, white, black in games:
             decision = foresee_game(config, store, game_id, tablebase=tablebase)
-            out.append({"game_id": game_id, "round": game.round, "white": game.white,
-                        "black": game.black, "logged_plies": len(store.logged_rows(game_id)),
+            out.append({"game_id": game_id, "round": number, "white": white,
+                        "black": black, "logged_plies": len(store.logged_rows(game_id)),
                         "action": decision.action, "rule": decision.rule,
                         "words": decision.words()})
         return out
