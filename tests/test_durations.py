@@ -9,13 +9,12 @@ import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-import chess
 import pytest
 from test_interruption import log, run
 from testkit import simple_record
 
 from runner.config import AdjudicationConfig, EngineConfig
-from runner.domain.events import GameFinished, GameStarted, MovePlayed, ResumePoint
+from runner.domain.events import GameFinished, GameStarted, MovePlayed
 from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
 from runner.play import referee
@@ -62,16 +61,14 @@ def test_a_wall_clock_stepped_during_a_game_does_not_bend_its_length(
 def test_a_game_resumed_under_another_wall_clock_keeps_its_real_length() -> None:
     """Killed under the true clock, resumed with it 400 days behind: the length is the
     engines' time before the interruption plus this attempt's, not 400 days."""
-    board = chess.Board()
-    ucis = [board.push_san(san).uci() for san in
-            ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Ba4", "Nf6", "O-O", "Be7"]]
-    point = ResumePoint(moves=tuple(ucis), comments=("book", "book") + ("",) * 8, book_plies=2,
-                        white_clock_ms=50000, black_clock_ms=50000, white_moves=4,
-                        black_moves=4, start_time=(datetime.now().astimezone() - STEP
-                                                   ).isoformat(timespec="milliseconds"),
-                        played_s=30.0)
+    started, moves = log(None, ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Ba4", "Nf6", "O-O",
+                                "Be7"], [10] * 10, book=2)  # eight engine moves of 0.5 s
+    started["start_time"] = (datetime.now().astimezone() - STEP).isoformat(
+        timespec="milliseconds")  # the first run's clock was 400 days ahead of this one's
+    point = run(started, moves).resume
+    assert point is not None
     record = asyncio.run(referee.play_game(spec(), attempt=2, resume=point))
-    assert record.duration_s is not None and 30 < record.duration_s < 150, record.duration_s
+    assert record.duration_s is not None and 4 < record.duration_s < 150, record.duration_s
 
 
 def test_the_logged_part_of_a_game_is_its_engines_time() -> None:
@@ -85,14 +82,14 @@ def test_the_logged_part_of_a_game_is_its_engines_time() -> None:
 
 
 def test_a_length_not_known_is_left_out_of_the_eta_never_guessed() -> None:
-    now = [0.0]
+    now = [100.0]
     progress = Progress([60.0, 60.0], done=2, total=lambda: 10, concurrency=1,
                         clock=lambda: now[0])
     started = GameStarted(game_id=3, white="A", black="B", white_id="", black_id="",
                           start_time="", start_fen="", book_plies=0, white_clock_ms=None,
                           black_clock_ms=None)
     progress.handle(started)
-    now[0] = 5.0  # this attempt's few seconds are not the game's length
+    now[0] = 105.0  # this attempt's few seconds are not the game's length
     unknown = replace(simple_record("A", "B"), duration_s=None)
     progress.handle(GameFinished(3, unknown, 2))
     assert progress.durations == [60.0, 60.0]

@@ -187,7 +187,7 @@ def test_sigkill_at_random_moments_then_resume_matches_clean_run(tmp_path: Path)
     assert code == 0, log.read_text()[-3000:]
     output = log.read_text()
     assert "Resuming event" in output
-    assert "interrupted by the previous run will be played again" in output  # a kill hit a game in progress
+    assert "game(s) interrupted, each played on with the same opening and colours:" in output  # a kill hit a game in progress
 
     games = db_games(db)
     assert games == reference  # same games, same order, same results and moves
