@@ -535,7 +535,7 @@ async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePoo
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                   comments: list[str], end: _End, started: datetime,
-                  played_s: float | None, *, resumed_from: int = 0,
+                  played_s: float | None = None, *, resumed_from: int = 0,
                   resume_note: str = "", move_data: Sequence[Any] | None = None,
                   engine_log: Path | None = None, worker: str = "",
                   sans: Sequence[str] | None = None, mobility: RMobility | None = None
