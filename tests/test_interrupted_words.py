@@ -128,6 +128,11 @@ def test_every_surface_says_what_the_runner_then_does(tmp_path: Path) -> None:
         run.wait("the start-up lines", lambda: "each played on with the same" in run.output())
         assert told(run.output()) == said, run.output()
         check_did(run, said, attempts)
+        for line in status(config).splitlines():  # a continued game still in play says so
+            for gid, (plies, _) in said.items():
+                if line.strip().startswith(f"game {gid} (") and ": ply " in line:
+                    assert line.endswith(f", continued from ply {plies} (attempt "
+                                         f"{attempts[gid][0] + 1})"), line
 
         # 3. td pause --now: the runner's lines, status and the dashboard, per game
         run.two_games_under_way()
@@ -148,6 +153,8 @@ def test_every_surface_says_what_the_runner_then_does(tmp_path: Path) -> None:
         assert dashboard_told(page) == said
         outcome = next(c["outcome"] for c in log_json(config) if c["id"] == pause)
         assert "each continues from the ply it reached (TCEC rule 7.c.v)" in outcome, outcome
+        assert re.search(r"\(games? [\d, ]+\)", outcome) and all(
+            re.search(rf"\b{gid}\b", outcome) for gid in said), outcome
         run.applied(recorded_id(td(config, "resume", "--reason", "done")))
         check_did(run, said, attempts)
 

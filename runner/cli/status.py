@@ -133,7 +133,7 @@ def _live_line(g: dict) -> str:
     if g.get("draw_plies"):
         text += f", TCEC draw rule {g['draw_plies']} plies"
     history = attempt_words(g.get("attempt") or 1, g.get("resumed_from_ply") or 0)
-    return text + (f" ({history})" if history else "")
+    return text + (f", {history}" if history else "")
 
 
 def _td_lines(td: dict) -> list[str]:

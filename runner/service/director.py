@@ -445,8 +445,11 @@ class Director:
             outcome = (f"no new round after round {current}" if current else
                        "no round is paired yet: paused now")
         elif mode == "now":
-            outcome = (f"{len(self.running)} game(s) in progress interrupted; when the event "
-                       "goes on, " + policy_words(self.config.interruption.mode,
+            ids = ", ".join(map(str, sorted(self.running.ids())))
+            outcome = (f"{len(self.running)} game(s) in progress interrupted"
+                       + (f" (game{'s' if len(self.running) > 1 else ''} {ids})" if ids else "")
+                       + "; when the event goes on, "
+                       + policy_words(self.config.interruption.mode,
                                                   self.config.backend,
                                                   backend_resumes(self.config)))
         else:
