@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from testkit import backend, loop_config, run_args
 from web_event import generate_event
-from web_support import need
+from web_support import browser, need, need_browser, serve
 
 from runner.cli import main
 from runner.cli.run import cli_run
@@ -140,3 +140,26 @@ def test_the_eta_during_a_td_pause_says_paused(tmp_path: Path) -> None:
     assert shown["eta_at"] is None and shown["eta_s"]  # main: "done about ..." while paused
     assert shown["halted"] == "paused"
     assert waiting["halted"] is None and waiting["eta_at"] is not None
+
+
+def test_in_a_browser_a_stopped_runner_reads_stopped_not_paused(tmp_path: Path) -> None:
+    """The header line app.js writes, in a real browser: "stopped: ... of play left", never
+    "ETA ... (paused)" (#54), and the overview lists the interrupted games' fates."""
+    need_browser()
+    config = generate_event(tmp_path, engines=6, rounds=3, finished_rounds=1, running=2,
+                            plies=20)
+    errors: list[str] = []
+    with serve(config.path) as served, browser() as b:
+        page = b.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(served.url)
+        page.wait_for_function("() => document.getElementById('progress-text')"
+                               ".textContent.includes('stopped')", timeout=15_000)
+        header = page.inner_text("#progress-text")
+        assert "of play left" in header and "(paused)" not in header, header
+        card = page.inner_text("#eta-card")
+        assert "stopped" in card and "done about" not in card, card
+        fates = page.inner_text("#interrupted")
+        assert len(re.findall(r"interrupted at ply (\d+): continues from ply \1 \(TCEC rule "
+                              r"7\.c\.v\)", fates)) == 2, fates
+    assert not errors, errors
