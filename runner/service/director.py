@@ -506,7 +506,7 @@ class Director:
         running = gid in self.running
 
         async def effect() -> bool:
-            outcome = (f"game {gid} is played again from its start "
+            outcome = (f"game {gid} is replayed from move 1 "
                        + ("now" if when == "now" else "at the end of its round") + " (rule 7.d)")
 
             def job(store: Store) -> bool:

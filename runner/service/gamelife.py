@@ -197,9 +197,8 @@ class GameLife:
             if resume is None:
                 raise
             # the position the log gave could not be played on: from the start instead
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not go on "
-                     f"from its logged position ({type(exc).__name__}: {exc}); it is played "
-                     "again from its start", always=True)
+            self._replayed(game, "it could not go on from its logged position "
+                                 f"({type(exc).__name__}: {exc})")
             await self.writer.settled(game.game_id)
             raise Again(from_start=True) from exc
 
@@ -225,15 +224,14 @@ class GameLife:
     async def _finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
                                attempt: int, seen: set[str]) -> bool:
         """Record the game as its log decides it (True), or say why it could not be and
-        return False (it is then played again from its start)."""
+        return False (it is then replayed from move 1)."""
         try:
             self.finish_from_log(spec, game, decision, attempt, seen)
         except (RecordError, asyncio.CancelledError):
             raise
         except Exception as exc:  # noqa: BLE001 - one game's log never stops the event
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not be "
-                     f"decided from its log ({type(exc).__name__}: {exc}); it is played "
-                     "again from its start", always=True)
+            self._replayed(game, "it could not be decided from its log "
+                                 f"({type(exc).__name__}: {exc})")
             return False
         await self.writer.settled(game.game_id)
         return True
@@ -274,14 +272,19 @@ class GameLife:
     def decide_interrupted(self, game: StoredGame, spec: GameSpec | None = None
                            ) -> Decision | None:
         """TCEC rule 7.c for a game that was started before (None: nothing was logged); a
-        log that cannot be read: played again from its start."""
+        log that cannot be read: replayed from move 1."""
         try:
             return self._decide_interrupted(game, spec or self.schedule.spec_for(game))
         except Exception as exc:  # noqa: BLE001 - one game's bad log never stops the event
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log could "
-                     f"not be read ({type(exc).__name__}: {exc}); it is played again from its "
-                     "start", always=True)
-            return Decision("replay", "replay", problem=str(exc))
+            return self._replayed(game, "its move log could not be read "
+                                        f"({type(exc).__name__}: {exc})")
+
+    def _replayed(self, game: StoredGame, why: str) -> Decision:
+        """A game replayed from move 1 for ``why``, said in the words of every surface."""
+        decision = Decision("replay", "replay", problem=why, why=why)
+        self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {decision.words()}",
+                 always=True)
+        return decision
 
     def _decide_interrupted(self, game: StoredGame, spec: GameSpec) -> Decision | None:
         if not self.store.logged_rows(game.game_id):
