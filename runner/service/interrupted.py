@@ -45,31 +45,34 @@ def foresee_game(config: Config, store: Store, game_id: int, *, backend: str | N
                    unreadable=unreadable)
 
 
-def interrupted_games(config: Config, store: Store, *, runner_running: bool | None
-                      ) -> list[dict[str, Any]]:
+def interrupted_games(config: Config, store: Store, *, runner_running: bool | None,
+                      resumes: bool | None = None) -> list[dict[str, Any]]:
     """The games interrupted and not played on yet, each with what becomes of it: those put
     back with a move log (a ``td pause --now``, a stop), and those left running by a runner
-    that is not running."""
+    that is not running. ``resumes``: whether the backend that plays them continues a game
+    from a position (default: the configured backend's)."""
     return _foreseen(config, store, queries.interrupted_games(
-        store.conn, running_too=runner_running is False))
+        store.conn, running_too=runner_running is False), resumes)
 
 
-def foreseen(config: Config, store: Store, game_ids: list[int]) -> list[dict[str, Any]]:
+def foreseen(config: Config, store: Store, game_ids: list[int], resumes: bool | None = None
+             ) -> list[dict[str, Any]]:
     """What becomes of each of ``game_ids``: its names, the plies it logged and ``words``
     (:meth:`Decision.words`), as the state document's ``interrupted`` (docs/state.md)."""
     return _foreseen(config, store, queries.interrupted_games(store.conn, running_too=True,
-                                                              ids=game_ids))
+                                                              ids=game_ids), resumes)
 
 
-def _foreseen(config: Config, store: Store, games: list[tuple[int, int, str, str]]
-              ) -> list[dict[str, Any]]:
+def _foreseen(config: Config, store: Store, games: list[tuple[int, int, str, str]],
+              resumes: bool | None) -> list[dict[str, Any]]:
     if not games:
         return []
     tablebase = event_tablebase(config)
     try:
         out = []
         for game_id, number, white, black in games:
-            decision = foresee_game(config, store, game_id, tablebase=tablebase)
+            decision = foresee_game(config, store, game_id, resumes=resumes,
+                                    tablebase=tablebase)
             out.append({"game_id": game_id, "round": number, "white": white,
                         "black": black, "logged_plies": len(store.logged_rows(game_id)),
                         "action": decision.action, "rule": decision.rule,

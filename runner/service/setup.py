@@ -40,9 +40,12 @@ Say = Callable[..., None]
 
 
 
-def open_event(config: Config, store: Store, say: Say, total_games: Callable[[], int]) -> tuple[list[Opening], int | None]:
+def open_event(config: Config, store: Store, say: Say, total_games: Callable[[], int],
+               resumes: bool | None = None) -> tuple[list[Opening], int | None]:
     """Create the event or check that the config still describes it; sweep what a dead run
-    left behind. Returns the book's lines and an exit code when the run must not start."""
+    left behind. Returns the book's lines and an exit code when the run must not start.
+    ``resumes``: whether the run's backend continues a game from a position (what it says
+    becomes of the interrupted games; default: the configured backend's)."""
     book: list[Opening] = []
     fingerprint = event_fingerprint(config)
     if store.has_event():
@@ -109,7 +112,7 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         say(f"Engine processes of the previous run: {len(leftovers)} recorded, "
                  f"{killed} still running and killed")
     store.remember_files()
-    interrupted = interrupted_games(config, store, runner_running=False)
+    interrupted = interrupted_games(config, store, runner_running=False, resumes=resumes)
     store.reset_running()
     if interrupted:
         say(f"{len(interrupted)} game(s) interrupted, each played on with the same opening "

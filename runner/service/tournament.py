@@ -125,7 +125,7 @@ class Tournament:
         """Create or check the event; sweep leftovers. Return an exit code to stop early."""
         new_event = not self.store.has_event()
         self.schedule.book, code = open_event(self.config, self.store, self.say,
-                                              self.total_games)
+                                              self.total_games, self.games.can_resume())
         if code is not None:
             return code
         self.schedule.builds, code = open_builds(
@@ -362,7 +362,8 @@ class Tournament:
         if aborted:
             self.say(f"{len(aborted)} game(s) stopped; when the event goes on, each is played "
                      "on with the same opening and colours:", always=True)
-            for line in interrupted_lines(foreseen(self.config, self.store, aborted)):
+            for line in interrupted_lines(foreseen(self.config, self.store, aborted,
+                                                   self.games.can_resume())):
                 self.say(f"  {line[0].upper()}{line[1:]}", always=True)
 
     async def _still_to_play(self, game: StoredGame) -> bool:
