@@ -113,6 +113,8 @@ def test_every_surface_says_what_the_runner_then_does(tmp_path: Path) -> None:
         attempts = interrupted_now(run)
         assert len(attempts) == 2, attempts
         text = status(config)
+        assert re.search(r"Progress: \d+/\d+ games, stopped \(the runner is not running\)"
+                         r"(: [\d:]+ of play left)? ", text), text
         said = told(text.split("Interrupted:", 1)[1])
         assert set(said) == set(attempts), text
         for gid, (plies, words) in said.items():
@@ -146,11 +148,15 @@ def test_every_surface_says_what_the_runner_then_does(tmp_path: Path) -> None:
         out = run.output().split("game(s) stopped", 1)[1]
         said = told(out)
         assert set(said) == set(attempts) and said, out
-        assert told(status(config).split("Interrupted:", 1)[1]) == said
+        text = status(config)
+        assert told(text.split("Interrupted:", 1)[1]) == said
+        assert re.search(r"Progress: \d+/\d+ games, paused by the TD", text), text
         assert status_json_told(config) == said
         page = dashboard(web.url, lambda p: 'id="interrupted"' in p and all(
             f"game {gid} (" in p for gid in said))
         assert dashboard_told(page) == said
+        card = page.split('id="eta-card"', 1)[1].split("</div></div>", 1)[0]
+        assert "paused by the TD" in card and "done about" not in card, card
         outcome = next(c["outcome"] for c in log_json(config) if c["id"] == pause)
         assert "each continues from the ply it reached (TCEC rule 7.c.v)" in outcome, outcome
         assert re.search(r"\(games? [\d, ]+\)", outcome) and all(

@@ -34,6 +34,7 @@ from runner.errors import ViewError
 from runner.render.standings_report import standings_json
 from runner.service.interrupted import interrupted_games
 from runner.service.lock import lock_path, runner_alive
+from runner.service.progress import halted
 from runner.service.state import build_state, live_game, ratings_doc
 from runner.store.dashboard import (
     begin_read,
@@ -337,14 +338,6 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
         out["eta_at"] = _iso(now + eta)
     return out
 
-
-def halted(state: dict[str, Any]) -> str | None:
-    """Why no game is played now: "stopped" (the runner is not running), "paused" (by the
-    TD), else None; the ETA is then the play left, not a time of day."""
-    if state["runner_running"] is False:
-        return "stopped"
-    pause = (state.get("td") or {}).get("paused")
-    return "paused" if pause and pause.get("active") else None
 
 
 def runner_info(config: Config, store: Store, state: dict[str, Any],
