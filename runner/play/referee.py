@@ -443,7 +443,9 @@ async def play_game(
     # (a flush, maybe an unlink) in a thread, the record and its PGN, then its event.
     kept_log = None if engine_log is None else await asyncio.to_thread(
         engine_log.close, end.termination, end.reason)
-    record = finish_record(spec, start_board, moves, comments, end, started,
+    played_s = None if g.played_before is None else \
+        g.played_before + time.monotonic() - g.began
+    record = finish_record(spec, start_board, moves, comments, end, started, played_s,
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=g.resume_note, move_data=move_data, engine_log=kept_log,
                            worker=workers_tag(resume.workers if resume else (), worker),
@@ -475,6 +477,8 @@ class _GameStart:
             spec.opening, is_960(spec.variant), self.mobility, self.book_fens if book else None)
         self.comments = ["book"] * len(self.moves)
         self.started = datetime.now(UTC)
+        self.began = time.monotonic()  # the attempt's length: never from the wall clock
+        self.played_before: float | None = 0.0  # the game's length before this attempt
         self.clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
         self.resume_note = ""
         if resume is None:
@@ -483,6 +487,7 @@ class _GameStart:
         self.board, self.moves, self.comments, self.sans = _resume_board(
             self.start_board, resume, self.mobility)
         self.started = parse_utc(resume.start_time) or self.started
+        self.played_before = resume.played_s
         for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
                                 (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
             if ms is not None and not tc.infinite:
@@ -529,12 +534,16 @@ async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePoo
 
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
-                  comments: list[str], end: _End, started: datetime, *, resumed_from: int = 0,
+                  comments: list[str], end: _End, started: datetime,
+                  played_s: float | None = None, *, resumed_from: int = 0,
                   resume_note: str = "", move_data: Sequence[Any] | None = None,
                   engine_log: Path | None = None, worker: str = "",
                   sans: Sequence[str] | None = None, mobility: RMobility | None = None
                   ) -> GameRecord:
     """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
+
+    ``played_s``: how long the game took to play (a monotonic clock's measure, plus the
+    engines' logged time before an interruption); None: not known (no duration recorded).
 
     ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
     decided there, TCEC rule 7.c); the PGN gets a ``ResumedFromPly`` tag and ``resume_note``
@@ -583,7 +592,7 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
         termination=end.termination, termination_details=end.details, moves=list(moves),
         comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
         end_time=finished.isoformat(timespec="milliseconds"),
-        duration_s=round((finished - started).total_seconds(), 3),
+        duration_s=None if played_s is None else round(played_s, 3),
         rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
         start_fen=start_fen,
     )

@@ -26,7 +26,7 @@ from runner.config import Config
 from runner.domain.adjudication import End
 from runner.domain.events import GameFinished
 from runner.domain.gpus import gpu_command_problem
-from runner.domain.interruption import board_after
+from runner.domain.interruption import board_after, policy_words
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgn import escape_tag
 from runner.errors import BadInput, StopEvent
@@ -35,6 +35,7 @@ from runner.service import tdrules as rules
 from runner.service.alerts import Alerter
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
+from runner.service.interrupted import backend_resumes
 from runner.service.running import RunFlags, RunningGames
 from runner.service.sinks import err
 from runner.service.state import round_complete
@@ -444,7 +445,13 @@ class Director:
             outcome = (f"no new round after round {current}" if current else
                        "no round is paired yet: paused now")
         elif mode == "now":
-            outcome = f"{len(self.running)} game(s) in progress interrupted (rule 7.c on resume)"
+            ids = ", ".join(map(str, sorted(self.running.ids())))
+            outcome = (f"{len(self.running)} game(s) in progress interrupted"
+                       + (f" (game{'s' if len(self.running) > 1 else ''} {ids})" if ids else "")
+                       + "; when the event goes on, "
+                       + policy_words(self.config.interruption.mode,
+                                                  self.config.backend,
+                                                  backend_resumes(self.config)))
         else:
             outcome = f"no new game starts; {len(self.running)} game(s) in progress finish"
         if not await self._mark_only(cmd, "applied", outcome, args):
@@ -499,7 +506,7 @@ class Director:
         running = gid in self.running
 
         async def effect() -> bool:
-            outcome = (f"game {gid} is played again from its start "
+            outcome = (f"game {gid} is replayed from move 1 "
                        + ("now" if when == "now" else "at the end of its round") + " (rule 7.d)")
 
             def job(store: Store) -> bool:

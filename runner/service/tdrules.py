@@ -39,6 +39,7 @@ import chess
 from runner.config.typed import Config
 from runner.domain.adjudication import End
 from runner.domain.events import parse_utc
+from runner.domain.interruption import played_seconds
 from runner.domain.models import BLACK_WIN, WHITE_WIN, GameRecord
 from runner.domain.pgn import escape_tag
 from runner.errors import BadInput
@@ -222,6 +223,7 @@ def forfeit_record(store: Store, config: Config, game: StoredGame, loser: str) -
     board, moves, comments = _reached(spec.variant, started, logged, game)
     start = parse_utc(started.get("start_time")) or datetime.now(UTC)
     return referee.finish_record(spec, board, moves, comments, end, start,
+                                 played_seconds(logged) if moves else None,
                          move_data=logged if moves else None)
 
 

@@ -33,6 +33,7 @@ from runner.service.builds import BuildChanged, open_builds
 from runner.service.director import Director
 from runner.service.gamelife import GameLife, PlayGame
 from runner.service.held import HeldGames
+from runner.service.interrupted import foreseen, interrupted_lines
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.setup import event_needs_games, open_event, stop_requested
@@ -124,7 +125,7 @@ class Tournament:
         """Create or check the event; sweep leftovers. Return an exit code to stop early."""
         new_event = not self.store.has_event()
         self.schedule.book, code = open_event(self.config, self.store, self.say,
-                                              self.total_games)
+                                              self.total_games, self.games.can_resume())
         if code is not None:
             return code
         self.schedule.builds, code = open_builds(
@@ -351,15 +352,19 @@ class Tournament:
     async def _put_back_aborted(self) -> None:
         """Games left running (aborted, or held after an error) are scheduled again, their
         engines forgotten; only the aborted ones are announced."""
-        held = sum(1 for g in self.store.games() if g.status == "running" and g.game_id in self.held)
+        aborted = [g.game_id for g in self.store.games()
+                   if g.status == "running" and g.game_id not in self.held]
         self.writer.write(lambda store: store.reset_running())
         reset = (await self.writer.written())[0]
         if reset:
             self.writer.write(lambda store: store.clear_processes())
             await self.writer.written()
-        if reset > held:
-            self.say(f"{reset - held} game(s) aborted; they will be played again on resume",
-                     always=True)
+        if aborted:
+            self.say(f"{len(aborted)} game(s) stopped; when the event goes on, each is played "
+                     "on with the same opening and colours:", always=True)
+            for line in interrupted_lines(foreseen(self.config, self.store, aborted,
+                                                   self.games.can_resume())):
+                self.say(f"  {line[0].upper()}{line[1:]}", always=True)
 
     async def _still_to_play(self, game: StoredGame) -> bool:
         """False when a TD decision applied during the round settled the game: recorded

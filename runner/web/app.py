@@ -38,7 +38,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from runner.config import Config
+from runner.domain.interruption import attempt_words
 from runner.domain.standings import SHORT
+from runner.service.interrupted import interrupted_lines
 from runner.service.lock import runner_alive
 from runner.store.database import StoreError, file_identity
 from runner.store.forensics import connect
@@ -433,6 +435,8 @@ def make_env() -> Environment:
                        duration=_fmt_duration, result_class=_result_class, engine=_engine_name,
                        script_json=_json_for_script)
     env.globals["short_names"] = SHORT
+    env.globals["attempt_words"] = attempt_words
+    env.globals["interrupted_lines"] = interrupted_lines
     return env
 
 
