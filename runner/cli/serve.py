@@ -226,6 +226,26 @@ def bad_limit(args: argparse.Namespace) -> str | None:
     return None
 
 
+def listening_socket(host: str, port: int) -> socket.socket | None:
+    """The bound socket, or None after saying why it cannot be had (the port in use, ...)."""
+    try:
+        return bind(host, port)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        hint = " (another program uses it: choose another port: --listen HOST:PORT, or --port)" \
+            if getattr(exc, "errno", None) == 98 else ""
+        err(f"cannot listen on {host}:{port}: {reason}{hint}")
+        return None
+
+
+def warn_open_files(most: int, files: int) -> None:
+    """A warning when the open-file limit is below --max-connections plus a margin."""
+    if files < most + 32:
+        print(f"warning: --max-connections {most}: this process may open only {files} files "
+              f"(ulimit -n); connections past about {max(files - 32, 0)} will fail",
+              file=sys.stderr, flush=True)
+
+
 def cli_serve(config: Config, args: argparse.Namespace) -> int:
     """`swiss-runner serve`: 0 after a clean stop; 2 bad options, tokens or address."""
     try:
@@ -263,13 +283,8 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
         err(f"the dashboard needs the web extra ({exc.name} is missing): "
             f"{missing_extra('web')}")
         return EXIT_BAD_INPUT
-    try:
-        sock = bind(host, port)
-    except (OSError, UnicodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        hint = " (another program uses it: choose another port: --listen HOST:PORT, or --port)" \
-            if getattr(exc, "errno", None) == 98 else ""
-        err(f"cannot listen on {host}:{port}: {reason}{hint}")
+    sock = listening_socket(host, port)
+    if sock is None:
         return EXIT_BAD_INPUT
     if args.nice:  # the event first: engines and runner win the CPU from the viewers
         with contextlib.suppress(OSError):
@@ -282,11 +297,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
              else "read-only")
           + "; Ctrl-C stops it)" + ("; access token required" if token else ""), flush=True)
     most = args.max_connections
-    files = open_files_for(most)
-    if files < most + 32:
-        print(f"warning: --max-connections {most}: this process may open only {files} files "
-              f"(ulimit -n); connections past about {max(files - 32, 0)} will fail",
-              file=sys.stderr, flush=True)
+    warn_open_files(most, open_files_for(most))
     proxies = tuple(args.trusted_proxy or ())
     connections = Connections(max_connections=most, idle_s=args.client_timeout,
                               max_per_client=args.max_per_client, proxies=proxies)
