@@ -327,8 +327,8 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
     if not durations or state["complete"]:
         return out
     now = time.time()
-    running = []
-    for g in state["in_progress"]:
+    running = []  # a stopped runner's games are not being played: no time counts for them
+    for g in state["in_progress"] if state["runner_running"] is not False else ():
         started = _parse_time(g.get("started"))
         running.append(0.0 if started is None else max(0.0, now - started))
     eta = event_eta(config, durations, total, done, running) or 0.0
