@@ -593,6 +593,37 @@ def _api_routes(hub: Hub) -> list[Route]:
             Route("/api/standings", api_standings), Route("/events", events)]
 
 
+def _retry_after(admins: Admins, request: Request, status: int) -> dict[str, str]:
+    """A 429's Retry-After: the seconds until this client may try a token again."""
+    if status != 429:
+        return {}
+    wait = admins.throttle.blocked(client_address(request.scope))
+    return {"retry-after": str(max(1, wait))}
+
+
+async def _td_action(config: Config, hub: Hub, who: str | tuple[int, str],
+                     fields: dict[str, str]) -> tuple[int, str]:
+    """A TD action from the web, by ``who`` (an admin's name, or the refusal of the token):
+    recorded as a pending command (200) or refused (status, why); nothing else is done."""
+    if isinstance(who, tuple):
+        return who
+    # late: the TD's side of the service loads only when an admin acts
+    from runner.service.director import give, web_command
+
+    if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
+        fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)
+    parsed = web_command(fields)
+    if isinstance(parsed, str):
+        return 400, parsed
+    action, args, reason = parsed
+    cid, problem = await asyncio.to_thread(give, config, action, args, reason, f"web:{who}")
+    if not cid:
+        return 400, f"{action}: {problem}; nothing was recorded"
+    await hub.refresh()
+    return 200, (f"TD command #{cid} recorded ({action}); the running runner applies it "
+                 "within a second (the next `swiss-runner run`, when none runs)")
+
+
 def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list[Route]:
     """The TD's actions (docs/td.md): the form at /admin and the JSON /api/td."""
     on = admins.on
@@ -653,31 +684,11 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
                             headers=no_store | retry_after(request, status))
 
     def retry_after(request: Request, status: int) -> dict[str, str]:
-        if status != 429:
-            return {}
-        wait = admins.throttle.blocked(client_address(request.scope))
-        return {"retry-after": str(max(1, wait))}
+        return _retry_after(admins, request, status)
 
     async def td_action(request: Request, supplied: str | None,
                         fields: dict[str, str]) -> tuple[int, str]:
-        who = admins.who(request, supplied)
-        if isinstance(who, tuple):
-            return who
-        # late: the TD's side of the service loads only when an admin acts
-        from runner.service.director import give, web_command
-
-        if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
-            fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)
-        parsed = web_command(fields)
-        if isinstance(parsed, str):
-            return 400, parsed
-        action, args, reason = parsed
-        cid, problem = await asyncio.to_thread(give, config, action, args, reason, f"web:{who}")
-        if not cid:
-            return 400, f"{action}: {problem}; nothing was recorded"
-        await hub.refresh()
-        return 200, (f"TD command #{cid} recorded ({action}); the running runner applies it "
-                     "within a second (the next `swiss-runner run`, when none runs)")
+        return await _td_action(config, hub, admins.who(request, supplied), fields)
 
     return [Route("/admin", admin, methods=["GET", "POST"]),
             Route("/api/td", api_td, methods=["POST"])]
