@@ -188,3 +188,37 @@ def test_kept_as_played_equals_the_whole_game_at_once():
         replayed = RMobility()
         replayed.replay(chess.Board(start) if start else chess.Board(), moves[:5])
         assert replayed.tag(DRAW) == game_rmobility(start, moves[:5], DRAW)
+
+
+def test_deferred_and_settled_equals_the_whole_game_at_once():
+    """The referee's deferred count (no count per ply; the positions since the last reset
+    counted at a draw's end, after some counted as played) gives game_rmobility's tag."""
+    import random
+
+    from runner.domain.rmobility import RMobility
+
+    rng = random.Random(11)
+    starts = [None, "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1", "8/8/4k3/8/8/3NB3/8/4K3 w - - 0 1"]
+    for game in range(40):
+        start = starts[game % len(starts)]
+        board = chess.Board(start) if start else chess.Board()
+        kept, moves = RMobility(), []
+        eager = rng.randrange(0, 6)  # the first plies counted as played (a book)
+        for ply in range(rng.randrange(0, 120)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            move = rng.choice(legal)
+            resets = board.is_zeroing(move)
+            board.push(move)
+            if ply < eager:
+                kept.played(board, resets)
+            else:
+                kept.deferred(resets)
+            moves.append(move.uci())
+        assert kept.plies == len(moves)
+        for result in (WHITE_WIN, BLACK_WIN):  # decisive: nothing to count
+            assert kept.tag(result) == game_rmobility(start, moves, result)
+        kept.settle(board.copy(stack=kept.pending))
+        assert kept.pending == 0
+        assert kept.tag(DRAW) == game_rmobility(start, moves, DRAW), (start, moves)
