@@ -81,8 +81,11 @@ def writer(database: Path, stop: threading.Event, written: list[int], every: flo
 
 
 def poller(host: str, port: int, seconds: float, out: dict[str, list], lock: threading.Lock,
-           start: float) -> None:
-    conn = http.client.HTTPConnection(host, port, timeout=10)
+           start: float, index: int) -> None:
+    """One relay site polling live.pgn once a second, from its own loopback address (the
+    dashboard caps what one client address may hold)."""
+    source = (f"127.1.{index // 250}.{index % 250 + 1}", 0)
+    conn = http.client.HTTPConnection(host, port, timeout=10, source_address=source)
     etag = None
     latencies: list[float] = []
     codes: list[int] = []
@@ -111,8 +114,10 @@ def poller(host: str, port: int, seconds: float, out: dict[str, list], lock: thr
 POLLERS = textwrap.dedent("""
     import http.client, sys, threading, time
     host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    def poll():
-        conn, etag = http.client.HTTPConnection(host, port, timeout=10), None
+    def poll(i):  # each from its own address (the dashboard caps one address's share)
+        source = (f"127.1.{i // 250}.{i % 250 + 1}", 0)
+        conn = http.client.HTTPConnection(host, port, timeout=10, source_address=source)
+        etag = None
         while True:
             t0 = time.monotonic()
             conn.request("GET", "/live.pgn", headers={"If-None-Match": etag} if etag else {})
@@ -120,8 +125,8 @@ POLLERS = textwrap.dedent("""
             resp.read()
             etag = resp.getheader("etag") or etag
             time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
-    for _ in range(n):
-        threading.Thread(target=poll, daemon=True).start()
+    for i in range(n):
+        threading.Thread(target=poll, args=(i,), daemon=True).start()
     print("polling", flush=True)
     while True:
         time.sleep(60)
@@ -205,8 +210,9 @@ def main() -> int:
             w.start()
             start = time.monotonic()
             threads = [threading.Thread(target=poller, args=(url.hostname, url.port,
-                                                             args.seconds, out, lock, start))
-                       for _ in range(args.pollers)]
+                                                             args.seconds, out, lock, start,
+                                                             i))
+                       for i in range(args.pollers)]
             for t in threads:
                 t.start()
             for t in threads:

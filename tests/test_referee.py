@@ -472,9 +472,12 @@ def check_record(record, white: str, black: str, round_label: str = "1.1") -> ch
     # kept move by move by the referee: the same as computed from the whole game
     assert record.rmobility == game_rmobility(record.start_fen, record.moves, record.result)
     comments = [node.comment for node in game.mainline()]
-    assert comments[-1].endswith(", " + record.reason) or comments[-1] == record.reason
-    for c in comments[:-1] + [comments[-1].split(", ")[0]]:
-        assert COMMENT.match(c), c
+    if not comments:  # no move played (a flag on the first move): the reason is the game's
+        assert game.comment == record.reason
+    else:
+        assert comments[-1].endswith(", " + record.reason) or comments[-1] == record.reason
+        for c in comments[:-1] + [comments[-1].split(", ")[0]]:
+            assert COMMENT.match(c), c
     keys = list(h.keys())  # cutechess's order: the seven-tag roster, then the rest sorted
     assert keys[:7] == TAGS[:7] and keys[7:] == sorted(keys[7:]) and set(TAGS) <= set(keys)
     return game

@@ -163,3 +163,24 @@ def test_in_a_browser_a_stopped_runner_reads_stopped_not_paused(tmp_path: Path) 
         assert len(re.findall(r"interrupted at ply (\d+): continues from ply \1 \(TCEC rule "
                               r"7\.c\.v\)", fates)) == 2, fates
     assert not errors, errors
+
+
+def test_status_and_the_dashboard_give_one_eta(tmp_path: Path) -> None:
+    """One estimator (runner.domain.eta) for `status` and the dashboard; main's dashboard had
+    its own, and counted the games of a stopped runner as still being played."""
+    from runner.cli.status_ops import eta
+    from runner.service.state import build_state
+    from runner.web.model import progress
+
+    config = generate_event(tmp_path, engines=6, rounds=3, finished_rounds=1, running=2,
+                            plies=20)
+    store = Store.open_readonly(config.database)
+    assert store is not None
+    try:
+        for running in (True, False):
+            state = build_state(config, store, runner_running=running)
+            shown = progress(config, store, state)["eta_s"]
+            said = eta(config, store, state)
+            assert said is not None and shown == pytest.approx(said, abs=1.5), running
+    finally:
+        store.close()

@@ -126,8 +126,9 @@ def test_live_document_has_what_a_board_needs(event, client) -> None:  # noqa: A
         assert g["pv_san"]["white"] and g["pv_san"]["black"]
     progress = live["progress"]
     assert progress["finished"] == 12 and progress["total"] == 18
-    # ETA: 4 games not started plus 2 in progress, at the mean measured length, 1 lane
-    assert 80 < progress["mean_game_s"] < 110
+    # ETA: 4 games not started plus 2 in progress, 1 lane; the game length between the
+    # measured mean and the prior of 60+1 (2 x (80% of 60 s + 60 x 1 s), runner.domain.eta)
+    assert 80 < progress["mean_game_s"] < 2 * (0.8 * 60 + 60)
     assert 4 * progress["mean_game_s"] <= progress["eta_s"] <= 6 * progress["mean_game_s"] + 1
 
 

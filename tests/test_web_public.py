@@ -293,8 +293,9 @@ def test_slow_clients_are_dropped_and_the_feed_keeps_its_pace(tmp_path: Path) ->
     with serve(config.path) as served:
         host, port = _address(served.url)
         slow = []
-        for n in range(40):
-            sock = socket.create_connection((host, port), timeout=5)
+        for n in range(40):  # 10 from each of 4 addresses: within the cap per client
+            sock = socket.create_connection((host, port), timeout=5,
+                                            source_address=(f"127.0.1.{n % 4 + 1}", 0))
             sock.sendall(b"GET / HT" if n % 2 else b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             slow.append(sock)
         conn = http.client.HTTPConnection(host, port, timeout=10)
@@ -368,7 +369,9 @@ def test_connections_past_the_cap_get_503(event) -> None:  # noqa: ANN001
             time.sleep(0.1)
         assert psutil.Process(served.proc.pid).nice() == wanted
         host, port = _address(served.url)
-        idle = [socket.create_connection((host, port), timeout=5) for _ in range(20)]
+        idle = [socket.create_connection((host, port), timeout=5,  # 5 from each of 4
+                                         source_address=(f"127.0.1.{n % 4 + 1}", 0))
+                for n in range(20)]
         try:
             time.sleep(0.3)
             answer = _raw(served.url, b"")  # the 21st: answered at once, closed
@@ -419,10 +422,144 @@ def test_the_wrong_token_limit_is_keyed_on_the_real_client(event, tmp_path: Path
         assert td(served.url, ADMIN, "127.0.0.2", "127.0.0.5") == 429
 
 
+def _stream(url: str, source: str, forwarded: str | None = None) -> tuple[socket.socket, bytes]:
+    """An event stream opened from ``source`` (through a proxy when ``forwarded``): its
+    socket, left open, and the head of the answer."""
+    sock = socket.create_connection(_address(url), timeout=10, source_address=(source, 0))
+    extra = f"X-Forwarded-For: {forwarded}\r\n" if forwarded else ""
+    sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, head
+
+
+def _refused(answer: bytes) -> None:
+    assert answer.startswith(b"HTTP/1.1 429"), answer[:200]
+    assert b"retry-after: 5" in answer.lower() and b"content-security-policy" in answer.lower()
+
+
+def _served_again(url: str, source: str, forwarded: str | None = None) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        sock, head = _stream(url, source, forwarded)
+        sock.close()
+        if head.startswith(b"HTTP/1.1 200"):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{source} was not served again once its connections closed")
+
+
+@pytest.mark.slow
+def test_one_client_cannot_take_every_slot(event) -> None:  # noqa: ANN001
+    """With serve's defaults (16 connections, 8 event streams per client address), a client
+    at its cap is answered 429 while another address is still served."""
+    with serve(event.path, "--max-connections", "40") as served:
+        host, port = _address(served.url)
+        held: list[socket.socket] = []
+        try:
+            for _ in range(8):
+                sock, head = _stream(served.url, "127.0.0.3")
+                held.append(sock)
+                assert head.startswith(b"HTTP/1.1 200"), head[:200]
+            sock, head = _stream(served.url, "127.0.0.3")  # its 9th stream
+            held.append(sock)
+            _refused(head)
+            sock, head = _stream(served.url, "127.0.0.4")  # another viewer's
+            held.append(sock)
+            assert head.startswith(b"HTTP/1.1 200"), head[:200]
+            sock.close()
+            held[-2].close()  # the refused one
+            del held[-2:]
+            held += [socket.create_connection((host, port), timeout=5,
+                                              source_address=("127.0.0.3", 0))
+                     for _ in range(8)]  # its 16 connections: 8 streams, 8 idle
+            time.sleep(0.3)
+            with socket.create_connection((host, port), timeout=5,
+                                          source_address=("127.0.0.3", 0)) as sock:
+                answer = b""  # its 17th: answered at once, closed
+                while chunk := sock.recv(4096):
+                    answer += chunk
+            _refused(answer)
+            assert _get(served.url, "/api/live", source="127.0.0.4")[0] == 200
+        finally:
+            for sock in held:
+                sock.close()
+        _served_again(served.url, "127.0.0.3")
+
+
+@pytest.mark.slow
+def test_behind_a_proxy_each_client_is_limited_by_its_own_address(event) -> None:  # noqa: ANN001
+    """Through a trusted proxy (127.0.0.2 here) the proxy's own connections are not capped
+    per address; each client it names is, by its requests in flight and event streams."""
+    with serve(event.path, "--trusted-proxy", "127.0.0.2", "--max-per-client", "3",
+               "--max-streams-per-client", "2") as served:
+        held: list[socket.socket] = []
+        try:
+            for _ in range(2):
+                sock, head = _stream(served.url, "127.0.0.2", "127.0.0.5")
+                held.append(sock)
+                assert head.startswith(b"HTTP/1.1 200"), head[:200]
+            sock, head = _stream(served.url, "127.0.0.2", "127.0.0.5")  # its 3rd stream
+            held.append(sock)
+            _refused(head)
+            # a request's body trickled: in flight, its 3rd request; the 4th is refused
+            slow = socket.create_connection(_address(served.url), timeout=10,
+                                            source_address=("127.0.0.2", 0))
+            held.append(slow)
+            slow.sendall(b"POST /api/td HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: "
+                         b"127.0.0.5\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100\r\n\r\n{")
+            time.sleep(0.3)
+            status, headers, _ = _get(served.url, "/api/live", source="127.0.0.2",
+                                      headers={"x-forwarded-for": "127.0.0.5"})
+            assert status == 429 and headers["retry-after"] == "5", status
+            assert all(h in headers for h in HEADERS)
+            # the proxy holds 5 open connections (3 per address): another client is served
+            for _ in range(2):
+                sock, head = _stream(served.url, "127.0.0.2", "127.0.0.6")
+                held.append(sock)
+                assert head.startswith(b"HTTP/1.1 200"), head[:200]
+            assert _get(served.url, "/api/live", source="127.0.0.2",
+                        headers={"x-forwarded-for": "127.0.0.6"})[0] == 200
+            # a direct client is still capped per connection: 3
+            held += [socket.create_connection(_address(served.url), timeout=5,
+                                              source_address=("127.0.0.7", 0))
+                     for _ in range(3)]
+            time.sleep(0.3)
+            with socket.create_connection(_address(served.url), timeout=5,
+                                          source_address=("127.0.0.7", 0)) as sock:
+                answer = sock.recv(4096)
+            _refused(answer)
+        finally:
+            for sock in held:
+                sock.close()
+        _served_again(served.url, "127.0.0.2", "127.0.0.5")
+
+
+def test_a_client_is_its_address_or_its_ipv6_network() -> None:
+    from runner.web.shield import client_key, forwarded_client  # (client_key: new here)
+
+    assert client_key("198.51.100.7") == "198.51.100.7"
+    assert client_key("2001:db8:1:2::1") == client_key("2001:db8:1:2:ffff::9")
+    assert client_key("2001:db8:1:2::1") != client_key("2001:db8:1:3::1")
+    assert client_key("::ffff:198.51.100.7") == "198.51.100.7"
+    assert client_key("testclient") == "testclient"
+    # a proxy on 127.0.0.1 seen by a dual-stack socket (--listen [::]) is still that proxy
+    scope = {"client": ("::ffff:127.0.0.1", 4000),
+             "headers": [(b"x-forwarded-for", b"::ffff:198.51.100.7")]}
+    assert forwarded_client(scope, frozenset({"127.0.0.1"}))[0] == "198.51.100.7"
+
+
 def test_bad_serve_options_are_refused(event) -> None:  # noqa: ANN001
     for option, value, said in (("--trusted-proxy", "proxy.local", "IP address"),
                                 ("--max-connections", "0", "1 or more"),
                                 ("--client-timeout", "0", "more than 0"),
+                                ("--max-per-client", "0", "1 or more"),
+                                ("--max-streams-per-client", "0", "1 or more"),
                                 ("--nice", "20", "0 (the priority")):
         done = cli("serve", str(event.path), "--port", "0", option, value)
         assert done.returncode == 2, (option, done.stdout, done.stderr)

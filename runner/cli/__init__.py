@@ -261,9 +261,16 @@ def _serve_command(sub: Subparsers) -> None:
                    help="a name the dashboard answers to (the Host header; repeatable; "
                         "*.example.org for its subdomains); always: the --listen address, "
                         "localhost, 127.0.0.1, ::1; others get 421")
-    p.add_argument("--max-connections", type=int, default=1000, metavar="N",
-                   help="open connections at most (event streams included); more are "
-                        "answered 503 (default 1000)")
+    for flag, default, what in (
+            ("--max-connections", 1000, "open connections at most (event streams included); "
+             "more are answered 503"),
+            ("--max-per-client", 16, "open connections at most from one client address (an "
+             "IPv6 one by its /64; through a --trusted-proxy: requests in flight of each "
+             "client it names); more are answered 429"),
+            ("--max-streams-per-client", 8, "live event streams at most of one client (a "
+             "client as just above); more are answered 429")):
+        p.add_argument(flag, type=int, default=default, metavar="N",
+                       help=f"{what} (default {default})")
     p.add_argument("--nice", type=int, default=10, metavar="N",
                    help="lower the dashboard's scheduling priority by N (0-19, default 10): "
                         "beside a running event, its engines and runner get the CPU first")

@@ -207,6 +207,45 @@ def allowed_hosts(listen: str, given: tuple[str, ...] | list[str]) -> tuple[str,
     return tuple(dict.fromkeys(n for n in names if n))
 
 
+def bad_limit(args: argparse.Namespace) -> str | None:
+    """Why ``--trusted-proxy``, ``--nice`` or a limit of serve's is wrong (None: fine)."""
+    for proxy in args.trusted_proxy or ():
+        try:
+            ipaddress.ip_address(proxy)
+        except ValueError:
+            return (f"--trusted-proxy {printable(proxy)!r}: expected the proxy's IP address, "
+                    "as its connections come from (e.g. 127.0.0.1)")
+    if not 0 <= args.nice <= 19:
+        return f"--nice {args.nice}: expected 0 (the priority it was started with) to 19"
+    for option in ("max_connections", "max_per_client", "max_streams_per_client"):
+        if getattr(args, option) < 1:
+            return f"--{option.replace('_', '-')} {getattr(args, option)}: expected 1 or more"
+    if not 0 < args.client_timeout <= 3600:
+        return (f"--client-timeout {args.client_timeout:g}: expected seconds, more than 0 "
+                "and at most 3600")
+    return None
+
+
+def listening_socket(host: str, port: int) -> socket.socket | None:
+    """The bound socket, or None after saying why it cannot be had (the port in use, ...)."""
+    try:
+        return bind(host, port)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        hint = " (another program uses it: choose another port: --listen HOST:PORT, or --port)" \
+            if getattr(exc, "errno", None) == 98 else ""
+        err(f"cannot listen on {host}:{port}: {reason}{hint}")
+        return None
+
+
+def warn_open_files(most: int, files: int) -> None:
+    """A warning when the open-file limit is below --max-connections plus a margin."""
+    if files < most + 32:
+        print(f"warning: --max-connections {most}: this process may open only {files} files "
+              f"(ulimit -n); connections past about {max(files - 32, 0)} will fail",
+              file=sys.stderr, flush=True)
+
+
 def cli_serve(config: Config, args: argparse.Namespace) -> int:
     """`swiss-runner serve`: 0 after a clean stop; 2 bad options, tokens or address."""
     try:
@@ -223,22 +262,9 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         err(f"--port {port}: not a TCP port (0-65535)")
         return EXIT_BAD_INPUT
-    for proxy in args.trusted_proxy or ():
-        try:
-            ipaddress.ip_address(proxy)
-        except ValueError:
-            err(f"--trusted-proxy {printable(proxy)!r}: expected the proxy's IP address, as "
-                "its connections come from (e.g. 127.0.0.1)")
-            return EXIT_BAD_INPUT
-    if not 0 <= args.nice <= 19:
-        err(f"--nice {args.nice}: expected 0 (the priority it was started with) to 19")
-        return EXIT_BAD_INPUT
-    if args.max_connections < 1:
-        err(f"--max-connections {args.max_connections}: expected 1 or more")
-        return EXIT_BAD_INPUT
-    if not 0 < args.client_timeout <= 3600:
-        err(f"--client-timeout {args.client_timeout:g}: expected seconds, more than 0 and "
-            "at most 3600")
+    problem = bad_limit(args)
+    if problem is not None:
+        err(problem)
         return EXIT_BAD_INPUT
     from runner.play.eventloop import LoopChoiceError, loop_choice
 
@@ -257,13 +283,8 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
         err(f"the dashboard needs the web extra ({exc.name} is missing): "
             f"{missing_extra('web')}")
         return EXIT_BAD_INPUT
-    try:
-        sock = bind(host, port)
-    except (OSError, UnicodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        hint = " (another program uses it: choose another port: --listen HOST:PORT, or --port)" \
-            if getattr(exc, "errno", None) == 98 else ""
-        err(f"cannot listen on {host}:{port}: {reason}{hint}")
+    sock = listening_socket(host, port)
+    if sock is None:
         return EXIT_BAD_INPUT
     if args.nice:  # the event first: engines and runner win the CPU from the viewers
         with contextlib.suppress(OSError):
@@ -276,17 +297,16 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
              else "read-only")
           + "; Ctrl-C stops it)" + ("; access token required" if token else ""), flush=True)
     most = args.max_connections
-    files = open_files_for(most)
-    if files < most + 32:
-        print(f"warning: --max-connections {most}: this process may open only {files} files "
-              f"(ulimit -n); connections past about {max(files - 32, 0)} will fail",
-              file=sys.stderr, flush=True)
-    connections = Connections(max_connections=most, idle_s=args.client_timeout)
+    warn_open_files(most, open_files_for(most))
+    proxies = tuple(args.trusted_proxy or ())
+    connections = Connections(max_connections=most, idle_s=args.client_timeout,
+                              max_per_client=args.max_per_client, proxies=proxies)
+    limits = Limits(max_streams=most, max_per_client=args.max_per_client,
+                    max_streams_per_client=args.max_streams_per_client)
     app = create_app(config, token=token, secure_cookie=getattr(args, "secure_cookie", False),
-                     trusted_proxies=tuple(args.trusted_proxy or ()),
+                     trusted_proxies=proxies,
                      allowed_hosts=allowed_hosts(host, args.allowed_host or ()),
-                     limits=Limits(max_streams=most), connections=connections,
-                     admin_tokens=admin)
+                     limits=limits, connections=connections, admin_tokens=admin)
     # open event streams end at once on Ctrl-C, so shutdown does not wait on them
     server = make_server(app, connections, loop=loop_choice(),
                          on_exit=app.state.hub.close_streams)

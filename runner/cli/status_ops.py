@@ -9,7 +9,7 @@ from typing import Any
 
 from runner.config import Config
 from runner.service.progress import (
-    eta_seconds,
+    event_eta,
     format_eta,
     format_left,
     halted,
@@ -31,8 +31,8 @@ def eta(config: Config, store: Store, data: dict[str, Any]) -> float | None:
     now = time.time()
     running = [_elapsed(g.get("started"), now) for g in data.get("in_progress", [])] \
         if data.get("runner_running") is not False else []
-    return eta_seconds(recorded_durations(store.conn),
-                       data["games_total"] - data["games_finished"], running, config.concurrency)
+    return event_eta(config, recorded_durations(store.conn), data["games_total"],
+                     data["games_finished"], running)
 
 
 def failed_game_logs(config: Config, store: Store) -> list[tuple[int, str, Path]]:

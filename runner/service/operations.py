@@ -21,6 +21,7 @@ from runner.service.progress import (
     LiveView,
     Progress,
     ProgressConsoleSink,
+    event_pace,
     recorded_durations,
 )
 from runner.service.sinks import ConsoleOut, Sink, err
@@ -117,7 +118,7 @@ class RunViews:
 
     def __init__(self, config: Config, say: Callable[[str], None], total: Callable[[], int],
                  done: int, durations: list[float], live_stream: TextIO | None):
-        self.progress = Progress(durations, done, total, config.concurrency)
+        self.progress = Progress(durations, done, total, **event_pace(config))
         self.console = ProgressConsoleSink(say, total, self.progress)
         self.live = LiveView(live_stream, self.progress) if live_stream is not None else None
         self.epd = EpdSink(config.epd_out) if config.epd_out is not None else None

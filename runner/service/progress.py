@@ -1,10 +1,10 @@
 """Progress a person can follow: games done/total and an ETA from the measured game lengths.
 
-The ETA: the mean length of the games recorded so far (this run and earlier ones), times the
-games still to play, less what the games in progress have already used (each counted up to
-95% of the mean), shared among ``Concurrency`` slots; never less than what the longest
-running game should still need. Shown on every ``Finished game`` line, by ``status``, and
-on a terminal in a live progress bar (tqdm) under the plain lines.
+The ETA (runner.domain.eta): the expected game length from the games recorded so far (this
+run and earlier ones), the games in progress (each lasts at least what it has run) and the
+time control's prior; the rounds left played one after the other, each on ``Concurrency``
+slots. Shown on every ``Finished game`` line, by ``status``, and on a terminal in a live
+progress bar (tqdm) under the plain lines.
 """
 
 from __future__ import annotations
@@ -16,27 +16,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from runner.config import Config
+from runner.domain.eta import eta_seconds, expected_game_s
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed
 from runner.service.sinks import ConsoleSink
 from runner.store import queries
-
-
-def eta_seconds(durations: Sequence[float], remaining: int, running_elapsed: Sequence[float],
-                concurrency: int) -> float | None:
-    """Seconds until the last game ends (None before any game has a measured length).
-
-    ``remaining`` counts the games not finished yet, those in progress included.
-    """
-    if remaining <= 0:
-        return 0.0
-    if not durations:
-        return None
-    mean = sum(durations) / len(durations)
-    used = [min(e, 0.95 * mean) for e in running_elapsed]
-    work = remaining * mean - sum(used)
-    slots = max(1, min(concurrency, remaining))
-    longest = max((mean - u for u in used), default=0.0)
-    return max(work / slots, longest, 0.0)
 
 
 def format_eta(seconds: float | None) -> str:
@@ -63,6 +47,28 @@ def format_left(seconds: float | None, why: str) -> str:
                   f": {format_eta(seconds).removeprefix('ETA ')} of play left")
 
 
+def rounds_eta(durations: Sequence[float], total: int, finished: int,
+               running_elapsed: Sequence[float], concurrency: int, prior_s: float | None,
+               rounds: int) -> float | None:
+    """The ETA of ``total`` games in ``rounds`` rounds (0: not in rounds) of equal size."""
+    return eta_seconds(durations, total - finished, running_elapsed, concurrency,
+                       prior_s=prior_s, round_games=-(-total // rounds) if rounds > 0 else 0,
+                       finished=finished)
+
+
+def event_pace(config: Config) -> dict[str, Any]:
+    """What ``config`` tells the ETA: ``concurrency``, its time control's prior game length
+    (``prior_s``) and its Swiss ``rounds`` (each the event's games over ``Rounds``)."""
+    return {"concurrency": config.concurrency, "prior_s": expected_game_s(config.time_control),
+            "rounds": config.swiss.rounds}
+
+
+def event_eta(config: Config, durations: Sequence[float], total: int, finished: int,
+              running_elapsed: Sequence[float]) -> float | None:
+    """The ETA of ``config``'s event (runner.domain.eta)."""
+    return rounds_eta(durations, total, finished, running_elapsed, **event_pace(config))
+
+
 def recorded_durations(conn: sqlite3.Connection) -> list[float]:
     """Lengths (s) of the games recorded in a state database (read-only query)."""
     try:
@@ -72,14 +78,18 @@ def recorded_durations(conn: sqlite3.Connection) -> list[float]:
 
 
 class Progress:
-    """What the ETA needs, kept up to date from the event stream."""
+    """What the ETA needs, kept up to date from the event stream; ``prior_s`` and ``rounds``
+    as runner.domain.eta and ``event_eta`` take them."""
 
     def __init__(self, durations: Sequence[float], done: int, total: Callable[[], int],
-                 concurrency: int, clock: Callable[[], float] = time.monotonic):
+                 concurrency: int, clock: Callable[[], float] = time.monotonic, *,
+                 prior_s: float | None = None, rounds: int = 0):
         self.durations = list(durations)
         self.done = done
         self.total = total
         self.concurrency = concurrency
+        self.prior_s = prior_s
+        self.rounds = rounds
         self.clock = clock
         self.running: dict[int, float] = {}  # game id -> when it started (clock)
 
@@ -97,8 +107,9 @@ class Progress:
 
     def eta(self) -> float | None:
         now = self.clock()
-        return eta_seconds(self.durations, self.total() - self.done,
-                           [now - t for t in self.running.values()], self.concurrency)
+        return rounds_eta(self.durations, self.total(), self.done,
+                          [now - t for t in self.running.values()], self.concurrency,
+                          self.prior_s, self.rounds)
 
     def summary(self) -> str:
         return f"{self.done}/{self.total()} games, {format_eta(self.eta())}"
@@ -189,5 +200,5 @@ class LiveView:
             self.bar.close()
 
 
-__all__ = ["LiveOut", "LiveView", "Progress", "ProgressConsoleSink", "eta_seconds",
-           "format_eta", "format_left", "halted", "recorded_durations"]
+__all__ = ["LiveOut", "LiveView", "Progress", "ProgressConsoleSink", "event_eta", "event_pace",
+           "format_eta", "format_left", "halted", "recorded_durations", "rounds_eta"]

@@ -25,6 +25,7 @@ import chess.pgn
 
 from runner.clock import utc_now
 from runner.config import Config
+from runner.domain.eta import expected_game_s, game_length
 from runner.domain.events import parse_utc
 from runner.domain.models import white_score
 from runner.domain.pgn import read_game, unescape_tag
@@ -34,7 +35,7 @@ from runner.errors import ViewError
 from runner.render.standings_report import standings_json
 from runner.service.interrupted import interrupted_games
 from runner.service.lock import lock_path, runner_alive
-from runner.service.progress import halted
+from runner.service.progress import event_eta, halted
 from runner.service.state import build_state, live_game, ratings_doc
 from runner.store.dashboard import (
     begin_read,
@@ -311,7 +312,8 @@ def _pv_san(fen: str, pv: list[str]) -> str | None:
 
 
 def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, Any]:
-    """Games done/total and an ETA from the measured game lengths (recent 100 games)."""
+    """Games done/total and an ETA (runner.domain.eta) from the measured game lengths (the
+    last 100 games), the games in play and the time control; ``mean_game_s`` its game length."""
     total, done = state["games_total"], state["games_finished"]
     durations = recent_durations(store.conn)
     out: dict[str, Any] = {"finished": done, "total": total,
@@ -324,15 +326,13 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
                            "mean_game_s": None, "eta_s": None, "eta_at": None}
     if not durations or state["complete"]:
         return out
-    mean = sum(durations) / len(durations)
     now = time.time()
-    work = (total - done - state["games_in_progress"]) * mean
-    for g in state["in_progress"]:
+    running = []  # a stopped runner's games are not being played: no time counts for them
+    for g in state["in_progress"] if state["runner_running"] is not False else ():
         started = _parse_time(g.get("started"))
-        elapsed = 0.0 if started is None else max(0.0, now - started)
-        work += max(mean - elapsed, 0.1 * mean)
-    lanes = max(1, min(config.concurrency, total - done))
-    eta = work / lanes
+        running.append(0.0 if started is None else max(0.0, now - started))
+    eta = event_eta(config, durations, total, done, running) or 0.0
+    mean = game_length(durations, running, expected_game_s(config.time_control))[0]
     out.update(mean_game_s=round(mean, 1), eta_s=round(eta))
     if state["runner_running"] and out["halted"] is None:
         out["eta_at"] = _iso(now + eta)

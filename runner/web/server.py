@@ -5,8 +5,9 @@ request's head) leave two holes this module closes: a connection that never comp
 request's head (half a request line, headers trickled one every few seconds) is kept
 forever, and past ``limit_concurrency`` uvicorn answers without the dashboard's security
 headers. :class:`Connections` counts the open connections (one more than ``max_connections``
-is answered 503 at once and closed) and closes every connection on which no request has been
-in flight for ``idle_s`` seconds; :func:`make_server` builds the server with it.
+is answered 503 at once and closed; one more than ``max_per_client`` from one client address,
+429) and closes every connection on which no request has been in flight for ``idle_s``
+seconds; :func:`make_server` builds the server with it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import asyncio
 import contextlib
 import resource
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.web.shield import SECURITY_HEADERS
+from runner.web.shield import SECURITY_HEADERS, canonical, client_key
 
 MAX_HEAD = 16 * 1024  # the largest request line and headers h11 takes (431 past it)
 
@@ -35,6 +37,9 @@ def _raw_answer(status: bytes, text: str, *extra: tuple[bytes, bytes]) -> bytes:
 
 BUSY = _raw_answer(b"503 Service Unavailable", "too many connections: try again shortly\n",
                    (b"retry-after", b"5"))
+CROWDED = _raw_answer(b"429 Too Many Requests",
+                      "too many connections from your address: try again shortly\n",
+                      (b"retry-after", b"5"))
 
 
 def _key(transport: Any) -> tuple[str, int] | None:
@@ -48,19 +53,27 @@ class _Open:
     busy: int = 0
     since: float = 0.0
     timer: asyncio.TimerHandle | None = None
+    client: str | None = None  # counted against max_per_client (None: a trusted proxy)
 
 
 class Connections:
     """The server's open connections by peer (the ASGI scope's ``client``), and whether a
-    request is in flight on each (:meth:`begin` / :meth:`end`, from the Shield)."""
+    request is in flight on each (:meth:`begin` / :meth:`end`, from the Shield).
+    ``max_per_client``: open connections from one client (shield.client_key), the
+    ``proxies``' own apart (the Shield limits their clients, by the address they name)."""
 
     def __init__(self, max_connections: int = 1000, idle_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, *, max_per_client: int = 16,
+                 proxies: Iterable[str] = ()):
         self.max_connections = max_connections
+        self.max_per_client = max_per_client
+        self.proxies = frozenset(map(canonical, proxies))
         self.idle_s = idle_s
         self.clock = clock
         self.open: dict[tuple[str, int], _Open] = {}
+        self.per_client: Counter[str] = Counter()
         self.refused = 0
+        self.crowded = 0
         self.dropped = 0
 
     def made(self, transport: Any) -> None:
@@ -73,7 +86,15 @@ class Connections:
             transport.write(BUSY)
             transport.close()
             return
-        self.open[key] = _Open(transport, since=self.clock())
+        client = None if canonical(key[0]) in self.proxies else client_key(key[0])
+        if client is not None and self.per_client[client] >= self.max_per_client:
+            self.crowded += 1
+            transport.write(CROWDED)
+            transport.close()
+            return
+        if client is not None:
+            self.per_client[client] += 1
+        self.open[key] = _Open(transport, since=self.clock(), client=client)
         self._arm(key, self.idle_s)
 
     def lost(self, transport: Any) -> None:
@@ -83,6 +104,10 @@ class Connections:
             if entry.timer is not None:
                 entry.timer.cancel()
             del self.open[key]  # type: ignore[arg-type]
+            if entry.client is not None:
+                self.per_client[entry.client] -= 1
+                if self.per_client[entry.client] <= 0:
+                    del self.per_client[entry.client]
 
     def begin(self, client: Any) -> None:
         entry = self.open.get(tuple(client)) if client else None  # type: ignore[arg-type]

@@ -3,10 +3,11 @@
 :class:`Shield` is the outermost ASGI middleware. In order, for each request: the real
 client and scheme (X-Forwarded-For / X-Forwarded-Proto believed only from the proxies the
 operator names), the Host header against the names the dashboard answers to (DNS
-rebinding: 421), the number of requests in flight (503 past it), the body (its route's
-limit, 413 past it while it is read, 408 when it comes too slowly), then the app; every
-answer, errors included, carries the same security headers (HSTS over https) and an
-exception in the app becomes a plain 500 and one log line, never a traceback.
+rebinding: 421), the client's own requests in flight and event streams (429 past them:
+one client cannot take every slot), the body (its route's limit, 413 past it while it is
+read, 408 when it comes too slowly), the requests in flight of all (503 past it), then the
+app; every answer, errors included, carries the same security headers (HSTS over https)
+and an exception in the app becomes a plain 500 and one log line, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import ipaddress
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,13 +46,17 @@ KIB = 1024
 class Limits:
     """What one request may cost. ``bodies``: the largest body by path (POST routes);
     any other path takes none. ``body_timeout_s``: the whole body must arrive within it.
-    ``max_requests``: requests in flight at once, event streams apart (``max_streams``)."""
+    ``max_requests``: requests in flight at once, event streams apart (``max_streams``).
+    ``max_per_client``, ``max_streams_per_client``: one client's (:func:`client_key`)
+    requests in flight, event streams included, and event streams."""
 
     bodies: dict[str, int] = field(default_factory=lambda: {"/api/td": 4 * KIB,
                                                             "/admin": 64 * KIB})
     body_timeout_s: float = 10.0
     max_requests: int = 64
     max_streams: int = 1000
+    max_per_client: int = 16
+    max_streams_per_client: int = 8
     retry_after_s: int = 5
 
 
@@ -94,11 +100,60 @@ def _is_address(text: str) -> bool:
     return True
 
 
+def canonical(address: str) -> str:
+    """An IP address as it is compared: an IPv4-mapped IPv6 one (an IPv4 peer of a
+    dual-stack socket, ``::ffff:127.0.0.1``) as its IPv4 address, IPv6 compressed;
+    anything else as it is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def client_key(address: str) -> str:
+    """What one client is counted by: its IPv4 address (an IPv4-mapped IPv6 one too), or
+    the /64 of its IPv6 address (a host is given a /64 and may take any address in it)."""
+    address = canonical(address)
+    if ":" in address and _is_address(address):
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return address
+
+
+class Tally:
+    """Each client's requests in flight and event streams (:class:`Limits`' per-client
+    caps); a client with none is forgotten."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.requests: Counter[str] = Counter()
+        self.streams: Counter[str] = Counter()
+
+    def take(self, client: str, stream: bool) -> bool:
+        """Count one more request of ``client``; False (nothing counted) past its caps."""
+        if self.requests[client] >= self.limits.max_per_client or (
+                stream and self.streams[client] >= self.limits.max_streams_per_client):
+            return False
+        self.requests[client] += 1
+        if stream:
+            self.streams[client] += 1
+        return True
+
+    def give(self, client: str, stream: bool) -> None:
+        """One request of ``client`` (counted by :meth:`take`) is over."""
+        for counts in (self.requests, self.streams) if stream else (self.requests,):
+            counts[client] -= 1
+            if counts[client] <= 0:
+                del counts[client]
+
+
 def forwarded_client(scope: Scope, trusted: frozenset[str]) -> tuple[str, str]:
     """(client address, scheme) of a request: the peer's, or, from a trusted proxy, those
     its X-Forwarded-For (its last entry: the address the proxy itself saw) and
     X-Forwarded-Proto say."""
-    peer = str((scope.get("client") or ("?", 0))[0])
+    peer = canonical(str((scope.get("client") or ("?", 0))[0]))
     scheme = str(scope.get("scheme") or "http")
     if peer not in trusted:
         return peer, scheme
@@ -106,7 +161,7 @@ def forwarded_client(scope: Scope, trusted: frozenset[str]) -> tuple[str, str]:
         if name == b"x-forwarded-for":
             last = value.decode("latin-1").split(",")[-1].strip()
             if _is_address(last):
-                peer = last
+                peer = canonical(last)
         elif name == b"x-forwarded-proto":
             proto = value.decode("latin-1").split(",")[0].strip().lower()
             if proto in ("http", "https"):
@@ -131,12 +186,13 @@ class Shield:
                  hosts: Hosts | None = None, limits: Limits | None = None,
                  activity: Any = None):
         self.app = app
-        self.trusted = frozenset(trusted_proxies)
+        self.trusted = frozenset(map(canonical, trusted_proxies))
         self.hosts = hosts or Hosts(["*"])
         self.limits = limits or Limits()
         self.activity = activity
         self.requests = 0
         self.streams = 0
+        self.clients = Tally(self.limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -172,13 +228,28 @@ class Shield:
             await plain(guarded_send, 421, "this dashboard does not answer to that name\n",
                         close=True)
             return
-        replay = await self._body(scope, receive, guarded_send)
+        stream = scope.get("path") == "/events"
+        who = client_key(client)
+        if not self.clients.take(who, stream):
+            await plain(guarded_send, 429, "too many " + ("event streams" if stream else
+                        "requests") + " at once from your address: try again shortly\n",
+                        close=True, retry_after=self.limits.retry_after_s)
+            return
+        try:  # counted while its body is read too: a slow body holds a slot
+            await self._admitted(scope, receive, guarded_send, stream, started)
+        finally:
+            self.clients.give(who, stream)
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send, stream: bool,
+                        started: list[bool]) -> None:
+        """A request within its client's caps: its body read, then the app (within the
+        caps of all)."""
+        replay = await self._body(scope, receive, send)
         if replay is None:
             return
-        stream = scope.get("path") == "/events"
         if (self.streams >= self.limits.max_streams if stream
                 else self.requests >= self.limits.max_requests):
-            await plain(guarded_send, 503, "too many requests at once: try again shortly\n",
+            await plain(send, 503, "too many requests at once: try again shortly\n",
                         retry_after=self.limits.retry_after_s)
             return
         if stream:
@@ -186,12 +257,12 @@ class Shield:
         else:
             self.requests += 1
         try:
-            await self.app(scope, replay, guarded_send)
+            await self.app(scope, replay, send)
         except Exception as exc:  # noqa: BLE001 - one line, a plain 500: never a traceback
             LOG.error("%s %s: %s: %s", scope.get("method"), scope.get("path"),
                       type(exc).__name__, exc)
             if not started[0]:
-                await plain(guarded_send, 500, "internal error (the server's log says which)\n",
+                await plain(send, 500, "internal error (the server's log says which)\n",
                             close=True)
         finally:
             if stream:
@@ -291,5 +362,5 @@ def json_depth(text: str | bytes, limit: int) -> bool:
     return True
 
 
-__all__ = ["HSTS", "LOCAL_NAMES", "SECURITY_HEADERS", "Hosts", "Limits", "Shield",
-           "forwarded_client", "host_name", "json_depth", "plain"]
+__all__ = ["HSTS", "LOCAL_NAMES", "SECURITY_HEADERS", "Hosts", "Limits", "Shield", "Tally",
+           "canonical", "client_key", "forwarded_client", "host_name", "json_depth", "plain"]
