@@ -54,7 +54,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (referee, "_played", "the reply as python-chess's PlayResult"),
     (referee, "_refused", "the move's legality"),
     (referee, "_pv", "the PV checked on a board"),
-    (referee, "_push", "SAN, the move pushed, legal moves counted (r-mobility, natural end)"),
+    (referee, "_push", "SAN, the move pushed (r-mobility counted at a draw's end)"),
     (referee, "searched_info", "the search info kept"),
     (referee, "move_comment", "the PGN comment"),
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),

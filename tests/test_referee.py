@@ -469,7 +469,7 @@ def check_record(record, white: str, black: str, round_label: str = "1.1") -> ch
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} UTC", h["GameStartTime"])
     assert re.fullmatch(r"\d\d:\d\d:\d\d", h["GameDuration"])
     assert h["RMobilityResult"] == record.rmobility
-    # kept move by move by the referee: the same as computed from the whole game
+    # kept by the referee (counted at a draw's end): the same as computed from the whole game
     assert record.rmobility == game_rmobility(record.start_fen, record.moves, record.result)
     comments = [node.comment for node in game.mainline()]
     if not comments:  # no move played (a flag on the first move): the reason is the game's

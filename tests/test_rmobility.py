@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fractions import Fraction
+from typing import Any
 
 import chess
 import pytest
@@ -159,6 +161,21 @@ def test_illegal_move_names_the_ply():
         game_rmobility(None, ["e2e4", "e2e4"], DRAW)
 
 
+def _random_plies(board: chess.Board, rng: Any, plies: int, moves: list[str]
+                  ) -> Iterator[tuple[int, bool]]:
+    """Push up to ``plies`` random legal moves on ``board`` (their UCI onto ``moves``);
+    yields (ply, whether it reset) after each push."""
+    for ply in range(plies):
+        legal = list(board.legal_moves)
+        if not legal:
+            return
+        move = rng.choice(legal)
+        resets = board.is_zeroing(move)
+        board.push(move)
+        moves.append(move.uci())
+        yield ply, resets
+
+
 def test_kept_as_played_equals_the_whole_game_at_once():
     """The referee's RMobility (one count per move as the game goes) gives the tag that
     game_rmobility computes from the finished game, from any start and prefix."""
@@ -173,18 +190,38 @@ def test_kept_as_played_equals_the_whole_game_at_once():
         start = starts[game % len(starts)]
         board = chess.Board(start) if start else chess.Board()
         kept, moves = RMobility(), []
-        for _ in range(rng.randrange(0, 80)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            move = rng.choice(legal)
-            resets = board.is_zeroing(move)
-            board.push(move)
+        for _, resets in _random_plies(board, rng, rng.randrange(0, 80), moves):
             kept.played(board, resets)
-            moves.append(move.uci())
         for result in (DRAW, WHITE_WIN, BLACK_WIN):
             assert kept.tag(result) == game_rmobility(start, moves, result), (start, moves)
         assert kept.plies == len(moves)
         replayed = RMobility()
         replayed.replay(chess.Board(start) if start else chess.Board(), moves[:5])
         assert replayed.tag(DRAW) == game_rmobility(start, moves[:5], DRAW)
+
+
+def test_deferred_and_settled_equals_the_whole_game_at_once():
+    """The referee's deferred count (no count per ply; the positions since the last reset
+    counted at a draw's end, after some counted as played) gives game_rmobility's tag."""
+    import random
+
+    from runner.domain.rmobility import RMobility
+
+    rng = random.Random(11)
+    starts = [None, "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1", "8/8/4k3/8/8/3NB3/8/4K3 w - - 0 1"]
+    for game in range(40):
+        start = starts[game % len(starts)]
+        board = chess.Board(start) if start else chess.Board()
+        kept, moves = RMobility(), []
+        eager = rng.randrange(0, 6)  # the first plies counted as played (a book)
+        for ply, resets in _random_plies(board, rng, rng.randrange(0, 120), moves):
+            if ply < eager:
+                kept.played(board, resets)
+            else:
+                kept.deferred(resets)
+        assert kept.plies == len(moves)
+        for result in (WHITE_WIN, BLACK_WIN):  # decisive: nothing to count
+            assert kept.tag(result) == game_rmobility(start, moves, result)
+        kept.settle(board.copy(stack=kept.pending))
+        assert kept.pending == 0
+        assert kept.tag(DRAW) == game_rmobility(start, moves, DRAW), (start, moves)

@@ -126,19 +126,45 @@ def legal_move_count(board: chess.Board) -> int:
 
 
 class RMobility:
-    """The r-mobility of a game kept as it is played: one legal-move count per move (what
-    :func:`game_rmobility` does for a whole game at once), so that the referee records a game
-    without a pause proportional to its length."""
+    """The r-mobility of a game kept as it is played (what :func:`game_rmobility` does for a
+    whole game at once), so that the referee records a game without a pause proportional to
+    its length: each position counted as it comes (:meth:`played`), or left to count at the
+    game's end (:meth:`deferred`), where only a draw needs them and only those since the last
+    pawn move or capture (a reset forgets all before it): :meth:`settle`."""
 
-    __slots__ = ("best", "plies")
+    __slots__ = ("best", "pending", "plies")
 
     def __init__(self) -> None:
         self.best: tuple[int, bool] | None = None  # (halves, White achieved)
         self.plies = 0
+        self.pending = 0  # positions deferred, the last ones of the game, not counted yet
+
+    def deferred(self, resets: bool) -> None:
+        """After a move was pushed: its position is counted at the end, by :meth:`settle`
+        (if the game is drawn and no reset comes after it)."""
+        self.plies += 1
+        if resets:
+            self.best, self.pending = None, 1
+        else:
+            self.pending += 1
+
+    def settle(self, board: chess.Board) -> None:
+        """Count the deferred positions: ``board`` is the game's last position, its move
+        stack holding at least the deferred plies (a copy: its moves are popped)."""
+        halves = []
+        for left in range(self.pending, 0, -1):
+            halves.append((position_halves(board), board.turn == chess.BLACK))
+            if left > 1:
+                board.pop()
+        for g, white in reversed(halves):
+            if self.best is None or g < self.best[0]:
+                self.best = (g, white)
+        self.pending = 0
 
     def played(self, board: chess.Board, resets: bool, halves: int | None = None) -> None:
         """After a move was pushed on ``board``; ``resets``: it was a pawn move or a capture.
         ``halves``: :func:`position_halves` of ``board``, when the caller has it already."""
+        assert not self.pending, "positions deferred: settle() them first"
         g = position_halves(board) if halves is None else halves
         self.plies += 1
         if resets or self.best is None or g < self.best[0]:
@@ -166,6 +192,7 @@ class RMobility:
             return format_tag(0, False)
         if result not in RESULTS:
             raise RecordInvalid(f"bad result {result!r}: expected one of {', '.join(RESULTS)}")
+        assert not self.pending, "positions deferred: settle() them first"
         return NO_POSITION_TAG if self.best is None else format_tag(*self.best)
 
 

@@ -36,8 +36,10 @@ from runner.domain.events import (
 )
 from runner.domain.fen import fen
 from runner.domain.models import (
+    BLACK_WIN,
     DRAW,
     TIEBREAK_PAIR_TAG,
+    WHITE_WIN,
     WITHDRAWN_TAG,
     GameRecord,
     GameSpec,
@@ -443,6 +445,7 @@ async def play_game(
     # (a flush, maybe an unlink) in a thread, the record and its PGN, then its event.
     kept_log = None if engine_log is None else await asyncio.to_thread(
         engine_log.close, end.termination, end.reason)
+    await _settle_mobility(mobility, board, end.result)
     played_s = None if g.played_before is None else \
         g.played_before + time.monotonic() - g.began
     record = finish_record(spec, start_board, moves, comments, end, started, played_s,
@@ -571,7 +574,8 @@ def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
             extra[tag] = gpus
     start_text = fen(start_board)
     start_fen = None if start_text == chess.STARTING_FEN and not start_board.chess960 else start_text
-    if mobility is not None and mobility.plies == len(moves):
+    if mobility is not None and mobility.plies == len(moves) \
+            and (not mobility.pending or end.result in (WHITE_WIN, BLACK_WIN)):
         rmob: str | None = mobility.tag(end.result)
     else:
         rmob = record_rmobility(start_fen, moves, end.result)
@@ -886,16 +890,21 @@ def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.C
     return None
 
 
-def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> tuple[str, int | None]:
-    """Play ``move``: (its SAN, the legal moves counted once after it for r-mobility and the
-    natural end, None without r-mobility)."""
+def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str:
+    """Play ``move``: its SAN. Its position's r-mobility is counted at the game's end, and
+    only if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
     resets = board.is_zeroing(move)
     san = board.san_and_push(move)
-    if mobility is None:
-        return san, None
-    halves = position_halves(board)
-    mobility.played(board, resets, halves)
-    return san, halves
+    if mobility is not None:
+        mobility.deferred(resets)
+    return san
+
+
+async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
+    """Count the game's deferred r-mobility positions (a draw's, since its last reset), on a
+    copy of the last position in a thread: the loop serves the other games meanwhile."""
+    if mobility.pending and result not in (WHITE_WIN, BLACK_WIN):
+        await asyncio.to_thread(mobility.settle, board.copy(stack=mobility.pending))
 
 
 def _record_move(event: MovePlayed, move_data: list[MovePlayed] | None, emit: Emit | None) -> None:
@@ -967,14 +976,14 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
         wanted = emit is not None or move_data is not None
         pv_line = proto.take_pv_line()
         pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
-        san, halves = _push(board, move, mobility)
+        san = _push(board, move, mobility)
         uci = move.uci()
         moves.append(uci)
         sans.append(san)
         info = searched_info(played.info)
         comment = move_comment(info, color, elapsed)
         comments.append(comment)
-        end = natural_end(board, None if halves is None else halves // 2)
+        end = natural_end(board)
         verdict = None
         pov = info.get("score")
         score = pov.pov(color) if pov is not None else None
