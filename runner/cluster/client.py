@@ -109,11 +109,16 @@ def move_budget(event: MovePlayed | GameStarted, overdue_s: float) -> float:
 class ClusterBackend:
     """``await backend(spec, emit=..., attempt=..., resume=...) -> GameRecord`` on a cluster."""
 
+    # what it can do (runner.play.backend.Backend)
     can_resume = True  # games continue from a position (the referee plays them)
+    local_engines = False  # engines start on the workers, which check their builds
+    engine_resources = False  # a worker on another machine has no use for this one's
 
     def __init__(self, address: str, *, wait_s: float = 600.0, overdue_s: float = 60.0,
                  retry_refused_s: float = 600.0, max_lost_attempts: int = 3,
-                 lease_s: float | None = None, say: Callable[..., None] | None = None):
+                 lease_s: float | None = None, say: Callable[..., None] | None = None,
+                 on_workers: Callable[[list[dict[str, Any]]], None] | None = None,
+                 alert: Callable[..., None] | None = None):
         self.address = address
         self.wait_s = wait_s
         self.overdue_s = overdue_s
@@ -137,8 +142,8 @@ class ClusterBackend:
         # the workers table of status and the JSON state: address -> name, slots, state,
         # last_seen (ISO 8601 UTC), refused {engine: why}; handed to on_workers on changes
         self.workers: dict[str, dict[str, Any]] = {}
-        self.on_workers: Callable[[list[dict[str, Any]]], None] | None = None
-        self.alert: Callable[..., None] = lambda kind, **fields: None  # Alerter.emit (run)
+        self.on_workers = on_workers
+        self.alert: Callable[..., None] = alert or (lambda kind, **fields: None)  # Alerter.emit
         self._connecting: asyncio.Lock | None = None
 
     def _seen(self, address: str, *, name: str | None = None, slots: float | None = None,

@@ -43,11 +43,14 @@ class Schedule:
     say: Say
     book: list[Opening] = field(default_factory=list)
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
-    gpus: GpuPool | None = None  # the event's devices on this machine (set by the run loop)
+    gpus: GpuPool | None = None  # the event's devices on this machine (None: no Gpus here)
     _total_games: int | None = None  # total_games() as last read (None: read it again)
 
-    def __post_init__(self) -> None:
-        self.writer.on_written.append(self.changed)
+    async def written(self) -> None:
+        """Wait until the schedule's writes (a round paired) are committed; the counts are
+        read again."""
+        await self.writer.written()
+        self.changed()
 
     def changed(self) -> None:
         """The schedule may have changed (a round paired, a TD withdrawal or rewind)."""
