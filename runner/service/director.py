@@ -31,7 +31,7 @@ from runner.service.alerts import Alerter
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
 from runner.service.recording import Recorder, last_attempt
-from runner.service.running import RunFlags, RunningGames
+from runner.service.running import RoundChange, RunFlags, RunningGames
 from runner.service.sinks import err
 from runner.service.state import round_complete
 from runner.service.views import EventViews
@@ -224,8 +224,7 @@ class Director:
         self.gpus = gpus  # the event's devices here (`td gpu off|on`); None: none
         self.say = views.console.say
         self.pause: PauseState | None = None
-        self.deferred: set[int] = set()  # restart --end-of-round of a game not started yet
-        self.rewound = False
+        self._changes: list[RoundChange] = []  # for the run loop (:meth:`changes`)
         self.failed: set[int] = set()  # commands whose application raised (not retried)
         self._announced: int | None = None
 
@@ -249,10 +248,15 @@ class Director:
             return round_complete(self.store)(p.round)
         return True
 
-    def blocks(self, game_id: int) -> bool:
-        """Must the round not start this game now?"""
-        return self.rewound or game_id in self.deferred or (
-            self.pause is not None and self.pause.mode != "after-round")
+    def pause_blocks_games(self) -> bool:
+        """Does the TD's pause keep the round from starting games now?"""
+        return self.pause is not None and self.pause.mode != "after-round"
+
+    def changes(self) -> list[RoundChange]:
+        """What the decisions applied since the last call change for the run loop (the
+        rounds read again, a game left to the end of its round); the loop keeps them."""
+        changes, self._changes = self._changes, []
+        return changes
 
     async def hold(self) -> bool:
         """Wait while paused; False when the run is stopping."""
@@ -463,7 +467,7 @@ class Director:
             return ok and when == "now"
 
         if when == "end-of-round" and not running:
-            self.deferred.add(gid)
+            self._changes.append(RoundChange(deferred=gid))
         await self.stop_game(gid, effect)
         return said[0] if said else None
 
@@ -479,13 +483,15 @@ class Director:
             lambda store, **once: rules.apply_withdraw(store, self.config, engine, now,
                                                        cmd.reason, **once))
         if done is not None:
-            self.rewound = True  # the rounds are read again (a round paired anew without it)
+            # the rounds are read again (a round paired anew without it)
+            self._changes.append(RoundChange(rewound=True))
             await self.views.schedule_changed()
         return done
 
     async def _rewind(self, cmd: Command, args: dict[str, Any]) -> str | None:
         gid = int(args["game"])
-        self.rewound = True  # no further game of the round starts; the rounds are read again
+        # no further game of the round starts; the rounds are read again
+        self._changes.append(RoundChange(rewound=True))
         for other in self.running.ids():
             if other >= gid:
                 await self.stop_game(other, _not_again)

@@ -37,7 +37,7 @@ from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
 from runner.service.operations import GameResources
 from runner.service.recording import Recorder, next_attempt, placeholder_started
-from runner.service.running import RunningGames
+from runner.service.running import Effect, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.sinks import RecordError
 from runner.service.writes import EventWriter
@@ -144,18 +144,7 @@ class GameLife:
         resume = decision.resume if decision is not None and decision.action == "resume" \
             else None
         try:
-            return await self._run_backend(game, spec, attempt, resume, seen)
-        except asyncio.CancelledError:
-            # stopped by a TD decision (runner.service.director): its effect, then maybe again
-            effect = self.running.take_stop(game.game_id)
-            if effect is None:
-                raise
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            if not await effect():
-                return None
-            raise Again() from None
+            outcome = await self._backend_or_order(game, spec, attempt, resume, seen)
         except ReplayGame as exc:
             # The backend lost the game (a cluster worker died): decide it again from its
             # move log, as after a crash (TCEC rule 7.c), and go on. No one loses.
@@ -163,7 +152,7 @@ class GameLife:
             await self.writes.settled(game.game_id)
             await self.writes.flush_moves()
             raise Again() from exc
-        except StopEvent:  # (a cancellation is handled above)
+        except StopEvent:
             raise
         except Exception as exc:
             if resume is None:
@@ -174,6 +163,33 @@ class GameLife:
                      "again from its start", always=True)
             await self.writes.settled(game.game_id)
             raise Again(from_start=True) from exc
+        if isinstance(outcome, GameRecord):
+            return outcome
+        # stopped by a TD decision (runner.service.director): its effect, then maybe again
+        if not await outcome():
+            return None
+        raise Again()
+
+    async def _backend_or_order(self, game: StoredGame, spec: GameSpec, attempt: int,
+                                resume: ResumePoint | None, seen: set[str]
+                                ) -> GameRecord | Effect:
+        """The backend's record, or the order a TD decision sent on the game's control
+        channel (the backend's call then stopped: its engines killed)."""
+        order = self.running.orders_for(game.game_id)
+        if not order.done():
+            play = asyncio.ensure_future(self._run_backend(game, spec, attempt, resume, seen))
+            try:
+                await asyncio.wait({play, order}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not play.done():  # an order came, or the game's task is cancelled
+                    play.cancel()
+                    await asyncio.wait({play})
+            if not play.cancelled():
+                return play.result()  # (its order, if one came too, is run by the Director)
+            if not order.done():  # the backend's call cancelled itself: a cancelled game
+                raise asyncio.CancelledError
+        self.running.taken(game.game_id)
+        return order.result()
 
     async def _run_backend(self, game: StoredGame, spec: GameSpec, attempt: int,
                            resume: ResumePoint | None, seen: set[str]) -> GameRecord:

@@ -66,6 +66,17 @@ class RunLoop:
     def __post_init__(self) -> None:
         # games whose last attempt raised (one game's trouble)
         self.held = HeldGames(max(1.0, sum(self.config.start_retry_s)))
+        # the loop's own flags, set from the TD's decisions (:meth:`_rewound`)
+        self.rewound = False  # the rounds are read again
+        self.deferred: set[int] = set()  # games left to the end of their round
+
+    def _rewound(self) -> bool:
+        """Take in the TD's decisions since the last look; has it rewound the event?"""
+        for change in self.director.changes():
+            self.rewound = self.rewound or change.rewound
+            if change.deferred is not None:
+                self.deferred.add(change.deferred)
+        return self.rewound
 
     def say(self, text: str, *, always: bool = False) -> None:
         self.console.say(text, always=always)
@@ -141,8 +152,8 @@ class RunLoop:
                 break
             if not await self.director.hold():
                 break  # stopped while the TD paused the event (no pairing while paused)
-            if self.director.rewound:  # decided while paused: the rounds are read again
-                self.director.rewound = False
+            if self._rewound():  # decided while paused: the rounds are read again
+                self.rewound = False
                 continue
             if not self.schedule.is_paired(number):
                 self.schedule.pair(number)
@@ -191,9 +202,9 @@ class RunLoop:
                 return False
             if await self.play_round(number):
                 return True
-            if self.flags.stopping or self.director.rewound:
+            if self.flags.stopping or self._rewound():
                 return False
-            self.director.deferred.clear()
+            self.deferred.clear()
             await self._wait_for_held(number)
 
     async def play_round(self, number: int) -> bool:
@@ -234,7 +245,8 @@ class RunLoop:
     def _not_now(self, game_id: int) -> bool:
         """A game not to start now: paused, rewound or restarted at the end of the round by
         the TD, or held after its last attempt raised and not due again yet."""
-        return self.director.blocks(game_id) or self.held.waiting(game_id)
+        return self._rewound() or game_id in self.deferred \
+            or self.director.pause_blocks_games() or self.held.waiting(game_id)
 
     async def _put_back_aborted(self) -> None:
         """Games left running (aborted, or held after an error) are scheduled again, their
@@ -318,7 +330,7 @@ class RunLoop:
             await asyncio.sleep(0.05)
             return
         end = min(due)
-        while time.monotonic() < end and not self.flags.stopping and not self.director.rewound \
+        while time.monotonic() < end and not self.flags.stopping and not self._rewound() \
                 and {g.game_id for g in self.schedule.unfinished(number)} == left:
             await asyncio.sleep(0.25)
 
