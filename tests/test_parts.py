@@ -69,6 +69,17 @@ async def running(config: Any, store: Store, tour: Tournament) -> AsyncIterator[
         await loop.writes.close()
 
 
+@asynccontextmanager
+async def recording(store: Store, seen: Seen) -> AsyncIterator[Recorder]:
+    """The writer's path as the run builds it: the store's writer thread, the record, the
+    router with ``seen`` as its one view, the recorder."""
+    writer = StoreWriter(store.path).start()
+    try:
+        yield Recorder(EventRouter(StoreSink(store, writer), [seen]), RestartTags(store))
+    finally:
+        writer.close()
+
+
 # --------------------------------------------------------------------------- Schedule
 
 
@@ -95,18 +106,13 @@ def test_the_recorder_commits_a_game_then_shows_it_to_the_views(paired: Any) -> 
     record = make_record(spec, "1-0")
 
     async def main() -> list[str]:
-        writer = StoreWriter(store.path).start()
-        try:
-            seen = Seen()
-            recorder = Recorder(EventRouter(StoreSink(store, writer), [seen]),
-                                RestartTags(store))
+        seen = Seen()
+        async with recording(store, seen) as recorder:
             attempt = next_attempt(store, game.game_id)
             await recorder.finish(game, record, attempt,
                                   started=placeholder_started(game, record, attempt))
             await asyncio.sleep(0)  # the views are told on the loop once it is committed
-            return seen.kinds()
-        finally:
-            writer.close()
+        return seen.kinds()
 
     assert asyncio.run(main()) == ["started", "finished"]
     stored = next(g for g in store.games(1) if g.game_id == game.game_id)
@@ -124,16 +130,11 @@ def test_a_decision_already_applied_leaves_the_game_unrecorded_and_unshown(paire
         raise decisions.AlreadyDone("applied by an earlier run")
 
     async def main() -> list[str]:
-        writer = StoreWriter(store.path).start()
-        try:
-            seen = Seen()
-            recorder = Recorder(EventRouter(StoreSink(store, writer), [seen]),
-                                RestartTags(store))
+        seen = Seen()
+        async with recording(store, seen) as recorder:
             with pytest.raises(decisions.AlreadyDone):
                 await recorder.finish(game, make_record(spec, "0-1"), 1, then=already)
-            return seen.kinds()
-        finally:
-            writer.close()
+        return seen.kinds()
 
     assert asyncio.run(main()) == []
     assert next(g for g in store.games(1) if g.game_id == game.game_id).status != "finished"

@@ -399,7 +399,7 @@ def test_commands_at_moments_the_test_does_not_choose(tmp_path: Path, seed: int)
     import random
     import threading
 
-    from runner.service.director import give
+    from runner.service.director import give_command as give
     from runner.store.database import Store
 
     config_path = loop_config(tmp_path, players=5, Rounds=3)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from runner.config.typed import Config
 from runner.domain.models import Opening
+from runner.errors import print_error as err
 from runner.play.backend import Backend
 from runner.play.gpus import local_pool
 from runner.service.alerts import Alerter
@@ -23,7 +24,7 @@ from runner.service.recording import Recorder, RestartTags
 from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import ConsoleOut, EventRouter, StoreSink, err
+from runner.service.sinks import ConsoleOut, EventRouter, StoreSink
 from runner.service.views import EventViews, StartViews, moves_written, running_snapshots
 from runner.service.writes import EventWriter
 from runner.store import decisions

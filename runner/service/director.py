@@ -25,6 +25,7 @@ from runner.domain.gpus import gpu_command_problem
 from runner.domain.interruption import board_after
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import BadInput, StopEvent
+from runner.errors import print_error as err
 from runner.play.gpus import GpuPool
 from runner.service import tdrules as rules
 from runner.service.alerts import Alerter
@@ -32,7 +33,6 @@ from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
 from runner.service.recording import Recorder, last_attempt
 from runner.service.running import RoundChange, RunFlags, RunningGames
-from runner.service.sinks import err
 from runner.service.state import round_complete
 from runner.service.views import EventViews
 from runner.service.writes import EventWriter
@@ -162,7 +162,7 @@ def open_event_store(config: Config) -> Store | str:
     return store
 
 
-def give(config: Config, action: str, args: dict[str, Any], reason: str, who: str
+def give_command(config: Config, action: str, args: dict[str, Any], reason: str, who: str
          ) -> tuple[int, str]:
     """Check and record one command: (its id, "") or (0, why it was refused)."""
     store = open_event_store(config)
@@ -258,7 +258,7 @@ class Director:
         changes, self._changes = self._changes, []
         return changes
 
-    async def hold(self) -> bool:
+    async def wait_while_paused(self) -> bool:
         """Wait while paused; False when the run is stopping."""
         while self.paused() and not self.flags.stopping:
             assert self.pause is not None
@@ -541,5 +541,5 @@ def adjudicated_record(store: Store, spec: GameSpec, game: StoredGame, result: s
     return record_from_log(spec, board, started, logged, end)
 
 
-__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give", "open_event_store",
+__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give_command", "open_event_store",
            "who_am_i"]

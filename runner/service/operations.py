@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from runner.config.typed import Config
 from runner.domain.events import GameEvent, GameFinished
 from runner.domain.variant import board_at
+from runner.errors import print_error as err
 from runner.play.affinity import SlotPool
 from runner.play.enginelog import GameLog, log_name
 from runner.play.keep import EnginePool
@@ -22,7 +23,7 @@ from runner.service.progress import (
     ProgressConsoleSink,
     recorded_durations,
 )
-from runner.service.sinks import ConsoleOut, Sink, err
+from runner.service.sinks import ConsoleOut, Sink
 from runner.store.database import Store
 
 

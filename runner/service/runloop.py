@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from runner.config.typed import Config
 from runner.domain.adjudication import close_tablebases
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
+from runner.errors import print_error as err
 from runner.play import eventloop
 from runner.play.backend import Backend
 from runner.service.alerts import Alerter
@@ -32,7 +33,7 @@ from runner.service.operations import GameResources
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.setup import stop_requested
-from runner.service.sinks import ConsoleOut, RecordError, err
+from runner.service.sinks import ConsoleOut, RecordError
 from runner.service.tdrules import forfeit_record
 from runner.service.views import EventViews
 from runner.service.writes import EventWriter
@@ -150,7 +151,7 @@ class RunLoop:
                 if self.config.swiss.allow_extra_pairs_on_tie:
                     await self.extra_pairs()
                 break
-            if not await self.director.hold():
+            if not await self.director.wait_while_paused():
                 break  # stopped while the TD paused the event (no pairing while paused)
             if self._rewound():  # decided while paused: the rounds are read again
                 self.rewound = False
@@ -198,7 +199,7 @@ class RunLoop:
         end of the round), waiting while the TD has paused the event; False when the run
         stops or the TD rewound the event."""
         while True:
-            if not await self.director.hold():
+            if not await self.director.wait_while_paused():
                 return False
             if await self.play_round(number):
                 return True
@@ -222,14 +223,14 @@ class RunLoop:
                 continue
             await slots.acquire()
             # with GPUs: the first game whose devices are free (held for it)
-            game = await self.schedule.with_devices(game, queue, lambda: self.flags.stopping)
+            game = await self.schedule.next_with_devices(game, queue, lambda: self.flags.stopping)
             if self.flags.stopping:
                 slots.release()
-                self.schedule.give_back(game.game_id)
+                self.schedule.free_devices(game.game_id)
                 break
             if self._not_now(game.game_id) or not await self._still_to_play(game):
                 slots.release()
-                self.schedule.give_back(game.game_id)
+                self.schedule.free_devices(game.game_id)
                 continue
             task = asyncio.create_task(self.games.play(game), name=f"game {game.game_id}")
             self.running.add(game.game_id, task)
@@ -281,7 +282,7 @@ class RunLoop:
     def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
         self.running.remove(game_id)
         slots.release()
-        self.schedule.give_back(game_id)  # its GPUs are free again
+        self.schedule.free_devices(game_id)  # its GPUs are free again
         if task.cancelled():
             return
         exc = task.exception()

@@ -72,11 +72,11 @@ class Schedule:
         spec = game_spec(self.config, self.store, game, self.builds)
         return self.gpus.hand_over(spec) if self.gpus is not None else spec
 
-    async def with_devices(self, game: StoredGame, queue: list[StoredGame],
+    async def next_with_devices(self, game: StoredGame, queue: list[StoredGame],
                            stopping: Callable[[], bool]) -> StoredGame:
         """The game to start now: ``game`` without the event's GPUs; with them, the first of
         ``game`` and ``queue`` whose devices are free, its devices held until
-        :meth:`give_back` (waits until some are; taken out of ``queue``; ``game`` when
+        :meth:`free_devices` (waits until some are; taken out of ``queue``; ``game`` when
         ``stopping``)."""
         if self.gpus is None:
             return game
@@ -85,7 +85,7 @@ class Schedule:
                                            stopping, lambda text: self.say(text, always=True))
         return picked if picked is not None else game
 
-    def give_back(self, game_id: int) -> None:
+    def free_devices(self, game_id: int) -> None:
         """The game ended or was not started: its GPUs (if any) are free again."""
         if self.gpus is not None:
             self.gpus.give_back(game_id)

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable
 
 from runner.config.typed import Config
+from runner.errors import print_error as err
 from runner.service.alerts import Alerter, brief_standings
 from runner.service.gpualerts import GpuFailureSink, gpu_sinks
 from runner.service.livesink import LivePgnSink
@@ -24,7 +25,6 @@ from runner.service.sinks import (
     SnapshotSink,
     ThreadReader,
     ViewErrors,
-    err,
 )
 from runner.service.state import StateCache, standings_text, write_snapshot
 from runner.store import queries

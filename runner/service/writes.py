@@ -10,7 +10,8 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
-from runner.service.sinks import StoreSink, err
+from runner.errors import print_error as err
+from runner.service.sinks import StoreSink
 from runner.store.database import Store
 from runner.store.writer import DiskFull
 

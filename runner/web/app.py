@@ -648,7 +648,7 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
         if isinstance(who, tuple):
             return who
         # late: the TD's side of the service loads only when an admin acts
-        from runner.service.director import give, web_command
+        from runner.service.director import give_command, web_command
 
         if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
             fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)
@@ -656,7 +656,7 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
         if isinstance(parsed, str):
             return 400, parsed
         action, args, reason = parsed
-        cid, problem = await asyncio.to_thread(give, config, action, args, reason, f"web:{who}")
+        cid, problem = await asyncio.to_thread(give_command, config, action, args, reason, f"web:{who}")
         if not cid:
             return 400, f"{action}: {problem}; nothing was recorded"
         await hub.refresh()
