@@ -36,6 +36,13 @@ EXIT_CODES_HELP = "Exit codes: 0 ok, 1 failed/mismatch/stopped, 2 bad input or s
 TRACEBACK_ENV = "SWISS_RUNNER_TRACEBACK"
 
 
+def missing_extra(extra: str) -> str:
+    """How to install an extra that is missing: swiss-runner comes from its clone, not from a
+    package registry."""
+    return (f"scripts/install.sh installs the {extra!r} extra; into another virtualenv, from "
+            f"the clone: pip install -e '.[{extra}]'")
+
+
 def unexpected_error(command: str, exc: BaseException) -> str:
     """The one line a user gets for an error swiss-runner did not expect (a bug)."""
     return (f"{command}: unexpected error: {type(exc).__name__}: {exc or '(no message)'}; "

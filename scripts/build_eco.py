@@ -2,7 +2,7 @@
 
 Usage: python scripts/build_eco.py [--eco /usr/share/scid/data/scid.eco] [--out PATH]
 
-The input is ``scid.eco`` from the Debian package ``scid-data`` (scripts/install.sh installs
+The input is ``scid.eco`` from the Debian package ``scid-data`` (scripts/install.sh --test installs
 it). Each of its lines ``B90a "Sicilian: Najdorf" 1.e4 c5 2.Nf3 d6 ... *`` is played out on a
 board; the table maps the EPD of the final position to the three-character ECO code. When
 several lines reach one position the first in the file wins (Scid lists the main code first).
@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "runner" / "domain" / "eco.tsv.gz"))
     args = parser.parse_args()
     if not Path(args.eco).is_file():
-        print(f"{args.eco}: not found; install Debian's scid-data (scripts/install.sh does)",
+        print(f"{args.eco}: not found; install Debian's scid-data (scripts/install.sh --test does)",
               file=sys.stderr)
         return 2
     codes = build(Path(args.eco))

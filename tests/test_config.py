@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from testkit import write_config
+from testkit import backend, loop_config, run_args, write_config
 
 from runner.cli import main
+from runner.cli.run import cli_run
 from runner.config import ConfigError, load_config
 from runner.domain.timecontrol import Clock, parse_time_control
 
@@ -271,14 +272,27 @@ def test_cli_help_and_module_entry_point() -> None:
 
 @pytest.mark.engines
 def test_validate_probe_real_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An engine option's typo: one verdict per engine (FAIL, never also "ok"), with the
+    closest of the engine's own options; `run` refuses it with the same hint."""
     data = base_config(tmp_path)
-    data["Engines"][0]["Options"] = {"Hash": 16, "NoSuchOption": 1}
+    data["Engines"][0]["Options"] = {"Hash": 16, "Skill Levle": 10, "NoSuchOption": 1}
     path = write_config(tmp_path, data)
     assert main(["validate", "--probe", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "ok   A: Stockfish" in out
+    verdicts = [line for line in out.splitlines() if line.startswith(("ok ", "FAIL "))]
+    assert [line.split(":")[0] for line in verdicts] == ["FAIL A", "ok   B", "ok   C"]
     assert "ok   C: " in out  # fairymax over xboard
-    assert "Engines[0].Options.NoSuchOption" in out
+    a = verdicts[0]
+    assert a.startswith("FAIL A: Engines[0].Options.Skill Levle") and "(Stockfish 15.1, uci" in a
+    assert ("Engines[0].Options.Skill Levle: the engine has no option 'Skill Levle'; did you "
+            "mean 'Skill Level'?") in a
+    assert "Engines[0].Options.NoSuchOption: the engine has no option 'NoSuchOption';" not in a
+    assert "Engines[0].Options.NoSuchOption: the engine has no option 'NoSuchOption'" in a
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert ("Engines[0] 'A': Options.Skill Levle: the engine has no option 'Skill Levle'; "
+            "did you mean 'Skill Level'?") in err
+    assert not (tmp_path / "state").exists()  # refused before anything was written
 
 
 def test_cutechess_path_relative_to_config(tmp_path: Path) -> None:
@@ -339,3 +353,40 @@ def test_interruption_block(tmp_path: Path) -> None:
                    "Interruption.CompensationS: got -1", "Interruption.DrawMoves: got 1.5",
                    "Interruption.TablebasePieces: got 9", "Interruption.Frobnicate"):
         assert needle in text, text
+
+
+def _tablebase_event(tmp_path: Path, folder: Path, max_pieces: int) -> Path:
+    tmp_path.mkdir(exist_ok=True)
+    data = base_config(tmp_path)
+    data["Adjudication"] = {"Tablebases": {"Paths": [str(folder)], "MaxPieces": max_pieces}}
+    return write_config(tmp_path, data)
+
+
+def test_tablebases_that_do_not_cover_max_pieces_are_warned_about(
+        tmp_path: Path, syzygy_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`Tablebases: {MaxPieces: 6}` over 3-4-man tables validated silently, and adjudication
+    then covered less than the config said: validate and run name the missing piece counts."""
+    path = _tablebase_event(tmp_path, syzygy_dir, 6)
+    assert main(["validate", str(path)]) == 0
+    warning = (f"warning: {path}: Adjudication.Tablebases.MaxPieces: 6, but there are no "
+               f"5-man or 6-man tables in {syzygy_dir}: adjudication covers up to 4 pieces")
+    assert warning in capsys.readouterr().out.splitlines()
+    assert main(["validate", str(_tablebase_event(tmp_path / "four", syzygy_dir, 4))]) == 0
+    assert "Tablebases" not in capsys.readouterr().out  # what it says is what it has
+    # only the 3-man tables: 4 and 5 missing
+    three = tmp_path / "three"
+    three.mkdir()
+    for table in syzygy_dir.glob("*.rtbw"):
+        if len(table.stem) == 4:
+            (three / table.name).symlink_to(table)
+    path = _tablebase_event(tmp_path / "t", three, 5)
+    assert main(["validate", str(path)]) == 0
+    assert ("MaxPieces: 5, but there are no 4-man or 5-man tables in "
+            f"{three}: adjudication covers up to 3 pieces") in capsys.readouterr().out
+    # and `run` says it at its start (games of scripted fake engines: no wait)
+    path = loop_config(tmp_path / "run", players=2, Rounds=1)
+    data = yaml.safe_load(path.read_text())
+    data["Adjudication"] = {"Tablebases": {"Paths": [str(three)], "MaxPieces": 5}}
+    path.write_text(yaml.safe_dump(data))
+    assert cli_run(load_config(path), run_args(), play_game=backend()) == 0
+    assert f"warning: {path}: Adjudication.Tablebases.MaxPieces: 5" in capsys.readouterr().err

@@ -247,3 +247,31 @@ def test_the_config_doc_shows_the_schema_line_the_shipped_configs_start_with() -
     assert f"```yaml\n{line}\n```" in (REPO / "docs" / "config.md").read_text()
     assert (REPO / "configs" / line.rsplit("=", 1)[1]).resolve() == (
         REPO / "docs" / "config.schema.json")
+
+
+def _choices(node: dict[str, Any]) -> list[str]:
+    """The words a key's type allows (its enums and consts, in lists too)."""
+    words = [*node.get("enum", []), *([node["const"]] if "const" in node else [])]
+    for part in [*node.get("anyOf", []), *([node["items"]] if isinstance(
+            node.get("items"), dict) else [])]:
+        words += _choices(part)
+    return [w for w in words if isinstance(w, str)]
+
+
+def test_a_description_that_lists_the_choices_lists_them_all(schema: dict[str, Any]) -> None:
+    """`Alerts.On`'s description listed 10 of the 13 kinds its type allows: a description
+    naming some of its key's choices names every one (and so does docs/alerts.md's table)."""
+    short = []
+    for block in [schema, *schema["$defs"].values()]:
+        for name, node in block.get("properties", {}).items():
+            choices = set(_choices(node)) - {"none"}
+            said = {w for w in choices if re.search(rf"\b{re.escape(w)}\b",
+                                                    node.get("description", ""))}
+            if len(choices) > 2 and len(said) > len(choices) // 2 and said != choices:
+                short.append(f"{name}: {sorted(choices - said)} not in its description")
+    assert short == []
+    from runner.config import ALERT_KINDS
+
+    table = (REPO / "docs" / "alerts.md").read_text().split("| kind | when |", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \|", table.split("\n\n", 1)[0], re.M)
+    assert sorted(rows) == sorted(ALERT_KINDS)

@@ -41,9 +41,19 @@ def worker() -> Iterator[SimpleNamespace]:
     try:
         yield SimpleNamespace(loop=SimpleNamespace(asyncio_loop=loop), scheduler=Scheduler())
     finally:
+        # As a worker's loop ends (and asyncio.run does): the tasks still in flight are
+        # cancelled and awaited, so each one's outcome is retrieved before the loop closes.
+        asyncio.run_coroutine_threadsafe(_drain(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
+
+
+async def _drain() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _poll(lease: Lease, seconds: float) -> bool:

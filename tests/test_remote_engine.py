@@ -35,7 +35,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory):
     if os.geteuid() != 0 or not os.path.exists(SSHD) or SSH is None:
-        pytest.skip("needs root, sshd and ssh (Debian openssh-server/-client; scripts/install.sh "
+        pytest.skip("needs root, sshd and ssh (Debian openssh-server/-client; scripts/install.sh --test "
                     "installs them)")
     folder = tmp_path_factory.mktemp("sshd")
     for key in ("host", "client"):

@@ -24,7 +24,8 @@ pytest.importorskip("uvicorn")
 
 @pytest.fixture(scope="module")
 def event(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    return generate_event(tmp_path_factory.mktemp("secrets"), engines=4, rounds=1,
+    # round 2 paired and not played: a TD pause still applies to it
+    return generate_event(tmp_path_factory.mktemp("secrets"), engines=4, rounds=2,
                           finished_rounds=1, running=0, names=["A", "B", "C", "D"], plies=10)
 
 

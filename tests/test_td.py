@@ -30,6 +30,7 @@ from testkit import (
 
 from runner.cli.run import cli_run
 from runner.config import load_config
+from runner.domain.models import GameSpec
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PATH": os.environ.get("PATH", "") + os.pathsep + "/usr/games"}
@@ -185,7 +186,17 @@ def small_event(tmp_path: Path) -> Path:
     (["restart", "2.1", "--reason", "r"], "has ended"),
     (["rewind", "--to", "0", "--reason", "r"], "no game '0'"),
     (["rewind", "--to", "x", "--reason", "r"], "no game 'x'"),
-    (["resume", "--reason", "r"], "not paused"),
+    # a complete event: what cannot apply to it is refused (rewind and note can)
+    (["resume", "--reason", "r"], "resume: the event is complete (all 2 rounds played, every "
+                                  "game finished): there is nothing to resume"),
+    (["pause", "--reason", "r"], "pause: the event is complete (all 2 rounds played, every "
+                                 "game finished): there is no game left to pause"),
+    (["pause", "--after-round", "--reason", "r"], "there is no game left to pause"),
+    (["pause", "--now", "--reason", "r"], "there is no game left to pause"),
+    (["withdraw", "P1", "--reason", "r"], "all 2 rounds are played"),
+    (["withdraw", "P1", "--now", "--reason", "r"], "there is no pairing left"),
+    (["restart", "5", "--end-of-round", "--reason", "r"], "has ended"),
+    (["gpu", "off", "0", "--reason", "r"], "gpu: the event is complete"),
     (["note", "  "], "needs some text"),
     (["pause", "--reason", "  "], "--reason must say why"),
 ])
@@ -202,6 +213,14 @@ def test_a_command_that_cannot_apply_is_refused_and_nothing_is_recorded(
 
 
 @pytest.mark.slow
+def test_a_complete_event_still_takes_a_note_and_a_rewind(small_event: Path) -> None:
+    """The two actions that do apply to a complete event (every other is refused above)."""
+    recorded_id(td(small_event, "note", "closing ceremony"))
+    recorded_id(td(small_event, "rewind", "--to", "2.1", "--reason", "wrong book in round 2"))
+    assert [c["action"] for c in log_json(small_event)] == ["note", "rewind"]
+
+
+@pytest.mark.slow
 def test_reason_is_required_and_no_event_is_refused(tmp_path: Path, small_event: Path) -> None:
     result = td(small_event, "pause")
     assert result.returncode == 2 and "--reason" in result.stderr
@@ -211,13 +230,26 @@ def test_reason_is_required_and_no_event_is_refused(tmp_path: Path, small_event:
     assert not (tmp_path / "other" / "state" / "swiss.sqlite3").exists()
 
 
+@pytest.fixture()
+def stopped_event(tmp_path: Path) -> Path:
+    """The same event stopped (SIGTERM) after its first four games."""
+    config = loop_config(tmp_path, players=5, Rounds=2)
+
+    def stop_at_5(spec: GameSpec) -> None:
+        if spec.game_id == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    assert cli_run(load_config(config), run_args(), play_game=backend(hook=stop_at_5)) == 130
+    return config
+
+
 @pytest.mark.slow
-def test_a_second_pause_is_refused_while_the_first_is_pending(small_event: Path) -> None:
-    cid = recorded_id(td(small_event, "pause", "--reason", "lunch"))
-    assert td(small_event, "note", "n").returncode == 0
-    again = td(small_event, "pause", "--now", "--reason", "again")
+def test_a_second_pause_is_refused_while_the_first_is_pending(stopped_event: Path) -> None:
+    cid = recorded_id(td(stopped_event, "pause", "--reason", "lunch"))
+    assert td(stopped_event, "note", "n").returncode == 0
+    again = td(stopped_event, "pause", "--now", "--reason", "again")
     assert again.returncode == 2 and "already paused" in again.stderr
-    log = log_json(small_event)
+    log = log_json(stopped_event)
     assert [(c["id"], c["action"], c["state"], c["args"]) for c in log] == [
         (cid, "pause", "pending", {"mode": "finish"}), (cid + 1, "note", "pending",
                                                         {"text": "n"})]

@@ -25,7 +25,7 @@ try:
 
     from runner.web.app import Hub, create_app
 except ImportError as exc:  # pragma: no cover - the web extra is missing
-    need(False, f"the web extra is not installed ({exc.name}): pip install -e '.[dev,web]'")
+    need(False, f"the web extra is not installed ({exc.name}): bash scripts/install.sh --test installs it")
 
 from runner.config import load_config
 from runner.service.state import WORKERS_META

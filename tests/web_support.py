@@ -45,7 +45,7 @@ def need_browser() -> None:
         have_playwright = True
     except ImportError:
         have_playwright = False
-    need(have_playwright, "the playwright package is not installed (scripts/install.sh installs "
+    need(have_playwright, "the playwright package is not installed (scripts/install.sh --test installs "
                           "it with the dev extra)")
     need(os.access(CHROMIUM, os.X_OK), f"no Chromium at {CHROMIUM}: apt-get install chromium "
                                        "(scripts/install.sh does)")

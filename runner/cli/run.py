@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
 from runner.cli.common import quiet_engine_logs, referee_refused
-from runner.config import Config
-from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED
+from runner.config import Config, tablebase_gap
+from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, missing_extra
 from runner.play import eventloop
 from runner.service.lock import event_lock as _event_lock
 from runner.service.lock import runner_alive
@@ -73,7 +73,7 @@ def _cluster_refused(config: Config, args: argparse.Namespace, address: str) -> 
         import runner.cluster.client  # noqa: F401
     except ImportError:
         _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
-             "(pip install 'swiss-runner[cluster]')")
+             f"({missing_extra('cluster')})")
         return EXIT_BAD_INPUT
     if config.backend != "python-chess":
         _err(f"{config.path}: Cluster: workers play with the built-in referee "
@@ -154,6 +154,9 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
             _err(f"{config.path}: {len(problems)} engine problem(s); no game was played and "
                  "nothing was written (`swiss-runner validate --probe` checks the engines)")
             return EXIT_BAD_INPUT
+    gap = tablebase_gap(config)
+    if gap:  # adjudication covers less than the config says: the operator should know
+        print(f"warning: {config.path}: {gap}", file=sys.stderr, flush=True)
     try:
         # the lock first, on the lock file only: nothing opens the database outside SQLite
         # while this run's connection is open (that would drop SQLite's locks)

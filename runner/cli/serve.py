@@ -20,7 +20,7 @@ from runner.cli.common import err
 from runner.cluster.network import split_address
 from runner.config import Config
 from runner.domain.text import printable
-from runner.errors import EXIT_BAD_INPUT, EXIT_OK
+from runner.errors import EXIT_BAD_INPUT, EXIT_OK, missing_extra
 from runner.net import is_loopback
 
 TOKEN_ENV = "SWISS_RUNNER_TOKEN"
@@ -217,7 +217,7 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
         from runner.web.app import DEFAULT_TRUSTED_PROXIES, create_app
     except ImportError as exc:
         err(f"the dashboard needs the web extra ({exc.name} is missing): "
-            "pip install 'swiss-runner[web]' (scripts/install.sh installs it)")
+            f"{missing_extra('web')}")
         return EXIT_BAD_INPUT
     try:
         sock = bind(host, port)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from runner.config import Config, advice
+from runner.config import Config, advice, tablebase_gap
 from runner.domain.text import printable
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+
+if TYPE_CHECKING:
+    from runner.config import EngineConfig
+    from runner.play.engines import ProbeResult
 
 
 def cli_validate(config: Config, args: argparse.Namespace) -> int:
@@ -62,7 +67,7 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
 
         for line in describe(config.alerts, config.path):
             print(line)
-    for note in advice(config):
+    for note in [*filter(None, [tablebase_gap(config)]), *advice(config)]:
         print(f"warning: {config.path}: {note}")
     games = len(config.engines) // 2 * config.swiss.games_per_match * config.swiss.rounds
     verdict = "OK" if status == EXIT_OK else "config OK, but the engine probe FAILED (see above)"
@@ -72,40 +77,47 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
     return status
 
 
-def _probe_report(config: Config, results: list) -> int:
-    """One line per probed engine (`validate --probe`): ok, or FAIL with the key and why;
-    EXIT_FAIL when any engine failed."""
-    from runner.play.engines import ignored_limit_text
-
+def _probe_report(config: Config, results: list[ProbeResult]) -> int:
+    """One verdict per probed engine (`validate --probe`): ok, or FAIL with each key and why
+    (an unknown option with the closest of the engine's own); EXIT_FAIL when any failed."""
     status = EXIT_OK
-    for engine, result in zip(config.engines, results, strict=True):
-        if result.error:
-            said = f"; it printed: {printable(result.output[:500])}" if result.output else ""
-            print(f"FAIL {engine.name}: {result.error} (command: "
-                  f"{' '.join([engine.command, *engine.args])}){said}")
+    for i, (engine, result) in enumerate(zip(config.engines, results, strict=True)):
+        failures, warnings = _probe_findings(config, f"Engines[{i}]", engine, result)
+        if failures:
             status = EXIT_FAIL
-            continue
-        where = f"Engines[{config.engines.index(engine)}]"
-        if result.no_chess960 and is_960(config.variant):
-            print(f"FAIL {engine.name}: {where}: cannot play Variant: {config.variant}: "
-                  f"{result.no_chess960}")
-            status = EXIT_FAIL
-            continue
-        said = ignored_limit_text(engine, result.limit_ignored) if result.limit_ignored else ""
-        if said and config.time_control.infinite:  # nothing else ends its moves: games stall
-            print(f"FAIL {engine.name}: {where}: {said}; with TimeControl 'inf' its moves "
-                  "would never end (set MoveTime, or Depth if it honours that)")
-            status = EXIT_FAIL
+            if result.error:
+                said = f"; it printed: {printable(result.output[:500])}" if result.output else ""
+                print(f"FAIL {engine.name}: {failures[0]} (command: "
+                      f"{' '.join([engine.command, *engine.args])}){said}")
+                continue
+            print(f"FAIL {engine.name}: {'; '.join(failures)} ({result.id_name}, "
+                  f"{engine.protocol}, {engine.command})")
         else:
             print(f"ok   {engine.name}: {result.id_name} ({engine.protocol}, {engine.command})")
-            if said:
-                print(f"warning: {engine.name}: {where}: {said}; it will move on its clock "
-                      f"({config.time_control}) instead")
-        for option in result.unknown_options:
-            print(f"FAIL {engine.name}: {where}.Options.{option}: "
-                  f"the engine has no option {option!r}")
-            status = EXIT_FAIL
+        for warning in warnings:
+            print(f"warning: {engine.name}: {warning}")
     return status
+
+
+def _probe_findings(config: Config, where: str, engine: EngineConfig, result: ProbeResult
+                    ) -> tuple[list[str], list[str]]:
+    """(what makes the engine unfit for this event, what only deserves a warning)."""
+    from runner.play.engines import ignored_limit_text, unknown_option_text
+
+    if result.error:
+        return [result.error], []
+    failures = [f"{where}.Options.{option}: {unknown_option_text(option, result)}"
+                for option in result.unknown_options]
+    if result.no_chess960 and is_960(config.variant):
+        failures.append(f"{where}: cannot play Variant: {config.variant}: {result.no_chess960}")
+    said = ignored_limit_text(engine, result.limit_ignored) if result.limit_ignored else ""
+    if said and config.time_control.infinite:  # nothing else ends its moves: games stall
+        failures.append(f"{where}: {said}; with TimeControl 'inf' its moves would never end "
+                        "(set MoveTime, or Depth if it honours that)")
+    elif said:
+        return failures, [f"{where}: {said}; it will move on its clock "
+                          f"({config.time_control}) instead"]
+    return failures, []
 
 
 def _recorded_event_problems(config: Config) -> list[str]:

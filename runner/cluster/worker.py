@@ -41,6 +41,7 @@ from runner.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     TRACEBACK_ENV,
+    missing_extra,
     print_error,
     unexpected_error,
 )
@@ -57,7 +58,7 @@ def distributed_missing(say: Callable[[str], None]) -> int | None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        say("the 'distributed' package is not installed: pip install 'swiss-runner[cluster]'")
+        say(f"the 'distributed' package is not installed: {missing_extra('cluster')}")
         return EXIT_BAD_INPUT
     return None
 

@@ -1,7 +1,7 @@
 """The event's configuration: the YAML loader with precise messages, the typed result, and
 the event fingerprint that ties a state database to the config that started it."""
 
-from runner.config.loader import advice, load_config, resolve_command
+from runner.config.loader import advice, load_config, resolve_command, tablebase_gap
 from runner.config.typed import (
     ALERT_KINDS,
     DEFAULT_TIEBREAKS,
@@ -26,4 +26,5 @@ __all__ = [
     "AlertsConfig", "ClusterConfig", "Config",
     "ConfigError", "EngineConfig", "InterruptionConfig", "OpeningsConfig", "SwissOptions", "TablebaseConfig",
     "TcecDrawRule", "TcecWinRule", "advice", "load_config", "resolve_command",
+    "tablebase_gap",
 ]

@@ -384,9 +384,8 @@ class AlertsKeys:
     On: Annotated[Any, _any({"anyOf": [
         {"const": "all"},
         {"type": "array", "minItems": 1, "items": {"enum": list(ALERT_KINDS)}}]})] = key(
-        "all", "the kinds of alert sent: all, or a list of event_stopped, event_failed, "
-               "engine_crashed, engine_stalled, engine_forfeit, worker_lost, disk_low, "
-               "round_ended, event_ended, td_decision", example=['event_failed', 'engine_crashed', 'disk_low'])
+        "all", "the kinds of alert sent: all, or a list of " + ", ".join(ALERT_KINDS),
+        example=['event_failed', 'engine_crashed', 'disk_low'])
 
 
 @block

@@ -13,6 +13,7 @@ config file, so the same command works from any working directory.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -26,7 +27,7 @@ from runner.config.values import shown as _shown
 from runner.config.yamlfile import YamlLimit, code_of, line_at, load_yaml
 from runner.errors import ConfigError
 
-__all__ = ["advice", "load_config", "resolve_command"]
+__all__ = ["advice", "load_config", "resolve_command", "tablebase_gap"]
 
 
 # --------------------------------------------------------------------------- loading
@@ -117,3 +118,32 @@ def advice(config: Config) -> list[str]:
         notes.append(f"SwissOptions.SeedGroupCount: {swiss.seed_group_count}; the TCEC Swiss page "
                      "recommends an even number of groups")
     return notes
+
+
+_SYZYGY_WDL = re.compile(r"([KQRBNP]+)v([KQRBNP]+)\.rtbw", re.I)
+
+
+def tablebase_gap(config: Config) -> str | None:
+    """Which piece counts up to ``Adjudication.Tablebases.MaxPieces`` have no Syzygy WDL table
+    in its Paths (adjudication then covers fewer men than the config says), or None."""
+    tb = config.adjudication.tablebases
+    if tb is None:
+        return None
+    present: set[int] = set()
+    for folder in tb.paths:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue  # the loader reported a folder it cannot list
+        present.update(len(m[1]) + len(m[2]) for m in map(_SYZYGY_WDL.fullmatch, names) if m)
+    missing = [n for n in range(3, tb.max_pieces + 1) if n not in present]
+    if not missing:
+        return None
+    covered = min(missing) - 1
+    names = [f"{n}-man" for n in missing]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    folders = ", ".join(str(p) for p in tb.paths)
+    reach = (f"adjudication covers up to {covered} pieces" if covered >= 3 else
+             "no position is adjudicated by tablebase")
+    return (f"Adjudication.Tablebases.MaxPieces: {tb.max_pieces}, but there are no {listed} "
+            f"tables in {folders}: {reach}")

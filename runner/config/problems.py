@@ -4,8 +4,20 @@ the bad value and what was expected."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """``"; did you mean 'X'?"`` for the closest of ``names`` to ``name`` (difflib, else a
+    match but for case), or "" when none is close."""
+    names = list(names)
+    hint = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if not hint:
+        lowered = {n.lower(): n for n in names}
+        hint = [lowered[name.lower()]] if name.lower() in lowered else []
+    return f"; did you mean {hint[0]!r}?" if hint else ""
 
 
 class Problems:
@@ -30,12 +42,7 @@ class Problems:
 
     def unknown(self, key: str, name: str, names: list[str]) -> None:
         """``name`` is not one of ``names``: say so, with the closest as "did you mean"."""
-        hint = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-        if not hint:
-            lowered = {n.lower(): n for n in names}
-            hint = [lowered[name.lower()]] if name.lower() in lowered else []
-        suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-        self.problem(key, f"unknown key{suggestion} (allowed: {', '.join(names)})")
+        self.problem(key, f"unknown key{did_you_mean(name, names)} (allowed: {', '.join(names)})")
 
     def reported(self, key: str) -> bool:
         """Whether the schema reported ``key`` or a key inside it (no second message)."""

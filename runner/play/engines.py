@@ -24,6 +24,7 @@ from typing import Any
 import chess.engine
 import psutil
 
+from runner.config.problems import did_you_mean
 from runner.config.typed import EngineConfig
 from runner.domain.text import printable
 from runner.play import spawn
@@ -537,6 +538,7 @@ def exec_problem(command: str, exc: OSError) -> str:
 class ProbeResult:
     id_name: str = ""
     unknown_options: list[str] = field(default_factory=list)
+    option_names: list[str] = field(default_factory=list)  # the options the engine declared
     error: str = ""
     output: str = ""  # what the engine wrote to stderr (the first lines)
     limit_ignored: str = ""  # the small node/depth search it did not end (see _limit_ignored)
@@ -550,6 +552,11 @@ class ProbeResult:
 #: until ``stop``: with time control ``inf`` every game of theirs would stall.
 LIMIT_PROBE_NODES = 100
 LIMIT_PROBE_S = 10.0
+
+
+def unknown_option_text(option: str, result: ProbeResult) -> str:
+    """Why a configured option is refused, with the closest of the engine's real options."""
+    return f"the engine has no option {option!r}{did_you_mean(option, result.option_names)}"
 
 
 def ignored_limit_text(engine: EngineConfig, go: str) -> str:
@@ -594,6 +601,7 @@ async def _probe(engine: EngineConfig, timeout: float) -> ProbeResult:
         try:
             return ProbeResult(id_name=proc.protocol.id.get("name", "?"),
                                unknown_options=list(proc.skipped_options),
+                               option_names=list(proc.protocol.options),
                                error=limit_problem(engine, proc.protocol) or "",
                                limit_ignored=await _limit_ignored(proc, timeout),
                                no_chess960=chess960_problem(engine, proc.protocol) or "")

@@ -74,6 +74,12 @@ def withdrawn(log: list[Command]) -> set[str]:
             if c.action == "withdraw" and c.state not in ("refused", "failed")}
 
 
+#: The actions that cannot apply to a complete event, and why (the others refuse it in their
+#: own words: withdraw has no pairing left, adjudicate and restart find the game ended).
+_NOTHING_LEFT = {"pause": "there is no game left to pause", "resume": "there is nothing to resume",
+                 "gpu": "no game is left to give a GPU to or to keep one from"}
+
+
 def check_command(store: Store, config: Config, action: str, args: dict[str, Any], *,
                   pending: bool = True) -> str | None:
     """Why the command cannot apply to the event as recorded now, or None. ``args`` are
@@ -84,6 +90,10 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
         log = [c for c in log if c.state == "applied"]
     if action == "note":
         return None if str(args.get("text", "")).strip() else "a note needs some text"
+    if pending and action in _NOTHING_LEFT and rules.event_over(store, config):
+        return (f"{action}: the event is complete (all {config.swiss.rounds} rounds played, "
+                f"every game finished): {_NOTHING_LEFT[action]} (`td rewind --to GAME` voids "
+                "games to play them again)")
     if action == "pause":
         if args.get("mode") not in PAUSE_MODES:
             return f"pause: mode {args.get('mode')!r}, expected one of {', '.join(PAUSE_MODES)}"

@@ -28,7 +28,7 @@ from runner.domain.pgn import escape_tag
 from runner.domain.variant import is_960
 from runner.errors import EXIT_BAD_INPUT
 from runner.errors import print_error as _err
-from runner.play.engines import ignored_limit_text, sweep_orphans
+from runner.play.engines import ignored_limit_text, sweep_orphans, unknown_option_text
 from runner.play.gpus import probe_on_devices
 from runner.store.database import Store, StoreError, event_recorded
 from runner.store.forensics import read_header
@@ -178,8 +178,8 @@ def engine_problems(config: Config, timeout: float | None = None) -> list[str]:
         if result.error:
             problems.append(f"{where}: cannot play: {result.error} (command: {command}){printed}")
         for option in result.unknown_options:
-            problems.append(f"{where}: Options.{option}: the engine has no option {option!r} "
-                            f"(command: {command})")
+            problems.append(f"{where}: Options.{option}: "
+                            f"{unknown_option_text(option, result)} (command: {command})")
         if result.no_chess960 and is_960(config.variant) and not result.error:
             problems.append(f"{where}: cannot play this Variant: {config.variant} event: "
                             f"{result.no_chess960} (command: {command})")

@@ -83,6 +83,13 @@ def _swiss_rounds_over(store: Store, config: Config) -> bool:
             and all(r.state == "complete" for r in rounds))
 
 
+def event_over(store: Store, config: Config) -> bool:
+    """Every Swiss round played and every game finished, with no extra pairs to come
+    (AllowExtraPairsOnTie may add some: then the event is not taken as over)."""
+    return (_swiss_rounds_over(store, config) and not config.swiss.allow_extra_pairs_on_tie
+            and all(g.status == "finished" for g in store.games()))
+
+
 def validate_withdraw(store: Store, config: Config, engine: str) -> None:
     """Raise TDRefused when ENGINE cannot be withdrawn: not an engine of the event, already
     withdrawn, the last two engines, or the Swiss rounds are over."""

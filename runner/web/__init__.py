@@ -1,5 +1,5 @@
 """The live web dashboard (`swiss-runner serve`): a read-only ASGI app on the event's state.
 
-Needs the ``web`` extra (starlette, uvicorn, jinja2): ``pip install 'swiss-runner[web]'``.
-docs/dashboard.md describes the pages, the JSON and the security settings.
+Needs the ``web`` extra (starlette, uvicorn, jinja2): ``bash scripts/install.sh`` (from the clone)
+installs it. docs/dashboard.md describes the pages, the JSON and the security settings.
 """
