@@ -1,6 +1,8 @@
 """Benchmark the dashboard: response times on a big event, and its cost to a running event.
 
     python bench/bench_web.py [--requests 200] [--clients 100] [--repeats 2] [--dir DIR]
+                              [--viewers 500] [--page-rate 50] [--skip-requests]
+                              [--skip-cpu] [--skip-load] [--skip-clock]
 
 1. A generated 42-engine, 11-round event (10 rounds played, round 11 with two games in
    progress; tests/web_event.py fills it through the Store API) is served by a real
@@ -13,6 +15,21 @@
    `swiss-runner run` in its own process, alternately without the dashboard and with `serve`
    and ``--clients`` SSE clients connected: the runner's own CPU time (getrusage of its
    process: all its threads, not the engines) per ply. Goal: the same within noise.
+3. Load (``--viewers``, default 500, and ``--page-rate``, default 50 requests a second):
+   the same short event played once without the dashboard and once with ``--viewers`` SSE
+   clients on the live feed and pages (overview, standings, /api/live, live.pgn) asked at
+   ``--page-rate`` over 4 keep-alive connections, all on loopback: page latencies and
+   errors, live messages received, the server's memory (RSS at start and at its peak), the
+   runner's CPU per ply and the time charged to the engines per move (p50/p95/max of the
+   move log's ``time_ms``, book moves apart): the event's clock unaffected means the same
+   charges within noise (2 cores are shared by engines, runner, server and clients here).
+4. The clock beside the load: bench/bench_clock.py (sleeping test engines: the time charged
+   minus the time the engine really took, per move) played alternately alone and beside a
+   dashboard of the generated 42-engine event with ``--viewers`` SSE clients,
+   ``--page-rate`` pages a second and a move added to its game in progress every 0.25 s
+   (each pushed to every viewer), ``--repeats`` times each. The viewers and the page
+   requests stand in for other machines: they run at the lowest priority (nice 19), so what
+   competes with the event here is the dashboard itself (at its default ``--nice 10``).
 """
 
 from __future__ import annotations
@@ -29,8 +46,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import yaml
@@ -91,7 +110,7 @@ def bench_requests(work: Path, n: int) -> None:
         times.append((time.perf_counter() - t) * 1000)
     print(f"first /api/state after a change (JSON)    p50 {pct(times, .5):6.1f} ms  "
           f"p95 {pct(times, .95):6.1f} ms")
-    with serve(config.path) as served:
+    with serve(config.path, default_nice=True) as served:
         conn = http.client.HTTPConnection(*address(served), timeout=10)
         for url in ("/", "/api/state", "/standings"):  # warm up (templates compiled)
             conn.request("GET", url)
@@ -152,38 +171,58 @@ def short_event(directory: Path) -> Path:
 
 
 CLIENTS = textwrap.dedent("""
-    import socket, sys, time, selectors
+    import json, os, resource, selectors, signal, socket, sys
     host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    os.nice(19)  # the viewers stand in for other machines: the CPU goes to the event first
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:  # 500 sockets need more than the common 1,024 minus what is open
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
     sel = selectors.DefaultSelector()
     for _ in range(n):
         s = socket.create_connection((host, port))
-        s.sendall(b"GET /events HTTP/1.1\\r\\nHost: x\\r\\nAccept: text/event-stream\\r\\n\\r\\n")
+        s.sendall(b"GET /events HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+                  b"Accept: text/event-stream\\r\\n\\r\\n")
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
     print("connected", flush=True)
-    received = 0
+    received = messages = 0
+    def report(signum, frame):
+        print(json.dumps({"open": len(sel.get_map()), "messages": messages,
+                          "bytes": received}), flush=True)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, report)
     while True:
         for key, _ in sel.select(timeout=1):
-            data = key.fileobj.recv(65536)
+            try:
+                data = key.fileobj.recv(65536)
+            except OSError:
+                data = b""
             if not data:
                 sel.unregister(key.fileobj)
             received += len(data)
+            messages += data.count(b"\\ndata: ") + data.startswith(b"data: ")
 """)
 
 
-def run_event(work: Path, label: str, clients: int) -> dict[str, float]:
+def run_event(work: Path, label: str, clients: int, rate: float = 0.0) -> dict[str, Any]:
+    """Play the short event (``clients`` SSE clients and ``rate`` page requests a second on
+    a dashboard beside it, if any): the runner's CPU, plies, wall time, the charges."""
     directory = work / label
     config = short_event(directory)
     usage = directory / "usage.json"
+    load: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        served = stack.enter_context(serve(config)) if clients > 0 else None
+        served = stack.enter_context(serve(config, default_nice=True)) if clients > 0 else None
         if served is not None:
             helper = subprocess.Popen([sys.executable, "-c", CLIENTS, *map(str, address(served)),
                                        str(clients)], stdout=subprocess.PIPE)
-            stack.callback(helper.wait)
-            stack.callback(helper.kill)
+            stack.callback(lambda: load.update(viewers_report(helper)))
             assert helper.stdout is not None
             helper.stdout.readline()
+            if rate > 0:
+                pages = PageLoad(served, rate, psutil_process(served.proc.pid))
+                stack.callback(lambda: load.update(pages.stop()))
+                pages.start()
         t0 = time.perf_counter()
         serve_cpu0 = _cpu(served.proc.pid) if served else 0.0
         proc = subprocess.run([sys.executable, "-c", RUN_WRAPPER, str(usage), str(config)],
@@ -196,12 +235,89 @@ def run_event(work: Path, label: str, clients: int) -> dict[str, float]:
     db = directory / "state" / "swiss.sqlite3"
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     plies = conn.execute("SELECT COUNT(*) FROM moves").fetchone()[0]
+    charged = [m["time_ms"] for m in (json.loads(r[0]) for r in
+                                      conn.execute("SELECT data FROM moves"))
+               if not m.get("book") and m.get("time_ms") is not None]
     reasons = [r[0] for r in conn.execute("SELECT reason FROM games ORDER BY game_id")]
     conn.close()
     if any("time" in (r or "") for r in reasons):
         print(f"  warning: {label}: a game was lost on time ({reasons})")
     return {"cpu": cpu["user"] + cpu["system"], "plies": plies, "wall": wall,
-            "serve_cpu": serve_cpu}
+            "serve_cpu": serve_cpu, "charged": charged, **load}
+
+
+def psutil_process(pid: int) -> Any:
+    import psutil
+
+    return psutil.Process(pid)
+
+
+def viewers_report(helper: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """The SSE clients' counts (they print them on SIGTERM)."""
+    helper.terminate()
+    out, _ = helper.communicate(timeout=30)
+    lines = out.decode().strip().splitlines()
+    return {"viewers": json.loads(lines[-1])} if lines and lines[-1].startswith("{") else {}
+
+
+class PageLoad:
+    """Pages asked at ``rate`` a second over 4 keep-alive connections (threads), and the
+    server's memory sampled meanwhile."""
+
+    PATHS = ("/", "/standings", "/api/live", "/live.pgn", "/rounds")
+
+    def __init__(self, served: Served, rate: float, server: Any):
+        self.served = served
+        self.rate = rate
+        self.server = server
+        self.times: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.rss: list[int] = [server.memory_info().rss]
+        self.done = threading.Event()
+        self.threads = [threading.Thread(target=self._ask, args=(i,), daemon=True)
+                        for i in range(4)]
+        self.threads.append(threading.Thread(target=self._sample, daemon=True))
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def _ask(self, index: int) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: a thread's own priority
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        interval = 4 / self.rate
+        conn = http.client.HTTPConnection(*address(self.served), timeout=10)
+        n = 0
+        next_at = time.perf_counter() + index * interval / 4
+        while not self.done.is_set():
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+            next_at += interval
+            path = self.PATHS[(n + index) % len(self.PATHS)]
+            n += 1
+            t = time.perf_counter()
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 200:
+                    self.errors[str(resp.status)] = self.errors.get(str(resp.status), 0) + 1
+                self.times.append((time.perf_counter() - t) * 1000)
+            except (OSError, http.client.HTTPException) as exc:
+                self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
+                conn.close()
+                conn = http.client.HTTPConnection(*address(self.served), timeout=10)
+        conn.close()
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.5):
+            with contextlib.suppress(Exception):
+                self.rss.append(self.server.memory_info().rss)
+
+    def stop(self) -> dict[str, Any]:
+        self.done.set()
+        for thread in self.threads:
+            thread.join(timeout=15)
+        return {"pages": self.times, "errors": self.errors, "rss": self.rss}
 
 
 def _cpu(pid: int) -> float:
@@ -230,6 +346,99 @@ def bench_cpu(work: Path, clients: int, repeats: int) -> None:
               f"(runs: {', '.join(f'{v:.2f}' for v in per_ply)})")
 
 
+def bench_load(work: Path, viewers: int, rate: float) -> None:
+    if not all(shutil.which(e, path=ENV["PATH"])
+               for e in ("stockfish", "ethereal-chess", "fairy-stockfish", "glaurung")):
+        print("load: skipped (stockfish, ethereal-chess, fairy-stockfish, glaurung needed)")
+        return
+    quiet = run_event(work, "load-none", 0)
+    busy = run_event(work, "load-viewers", viewers, rate)
+    for label, r in (("no dashboard", quiet),
+                     (f"{viewers} SSE + {rate:g} pages/s", busy)):
+        c = r["charged"]
+        print(f"{label:<24} {r['plies']} plies in {r['wall']:.0f} s; runner CPU "
+              f"{r['cpu'] / r['plies'] * 1000:.2f} ms/ply; charged per move p50 "
+              f"{pct(c, .5):.0f} ms p95 {pct(c, .95):.0f} ms max {max(c):.0f} ms")
+    pages = busy.get("pages") or [0.0]
+    rss = busy.get("rss") or [0]
+    print(f"pages under load: n={len(pages)} ({len(pages) / busy['wall']:.0f}/s) p50 "
+          f"{pct(pages, .5):.1f} ms p95 {pct(pages, .95):.1f} ms max {max(pages):.0f} ms; "
+          f"errors {busy.get('errors') or 'none'}")
+    print(f"live feed: {busy.get('viewers')} (open at the end, messages, bytes); "
+          f"serve CPU {busy['serve_cpu']:.1f} s; serve RSS {rss[0] / 2**20:.0f} MB at start, "
+          f"{max(rss) / 2**20:.0f} MB at its peak")
+
+
+def bench_clock_beside(work: Path, viewers: int, rate: float, repeats: int) -> None:
+    config = generate_event(work / "clock-beside", engines=42, rounds=11)
+    clock = [sys.executable, str(REPO / "bench" / "bench_clock.py"), "--tools", "swiss-runner",
+             "--restart", "off", "--games", "28", "--concurrency", "4"]
+    rows: dict[str, list[str]] = {"alone": [], "beside the loaded dashboard": []}
+    for _ in range(repeats):
+        for label in rows:
+            with contextlib.ExitStack() as stack:
+                if label != "alone":
+                    served = stack.enter_context(serve(config.path, default_nice=True))
+                    helper = subprocess.Popen([sys.executable, "-c", CLIENTS,
+                                               *map(str, address(served)), str(viewers)],
+                                              stdout=subprocess.PIPE)
+                    stack.callback(viewers_report, helper)
+                    assert helper.stdout is not None
+                    helper.stdout.readline()
+                    pages = PageLoad(served, rate, psutil_process(served.proc.pid))
+                    stack.callback(pages.stop)
+                    pages.start()
+                    feeder = MoveFeeder(config.database)
+                    stack.callback(feeder.stop)
+                    feeder.start()
+                out = subprocess.run(clock, cwd=REPO, env=ENV, capture_output=True, text=True,
+                                     timeout=900).stdout
+            line = next((x for x in out.splitlines() if "charged - taken" in x), "no result")
+            rows[label].append(line.split("charged - taken", 1)[-1].strip())
+            print(f"  bench_clock {label:<28} charged - taken {rows[label][-1]}", flush=True)
+
+
+class MoveFeeder:
+    """A move added to the event's first game in progress every 0.25 s (a thread)."""
+
+    def __init__(self, database: Path):
+        self.database = database
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._feed, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=10)
+
+    def _feed(self) -> None:
+        import chess
+        from web_event import add_moves
+
+        from runner.domain.events import MovePlayed
+        from runner.store.database import Store
+
+        store = Store.open(self.database)
+        try:
+            game = next(g for g in store.games() if g.status == "running")
+            logged = store.logged_moves(game.game_id)
+            board = chess.Board(logged[-1]["fen"])
+            ply = logged[-1]["ply"]
+            while not self.done.wait(0.25) and not board.is_game_over():
+                move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+                san = board.san(move)
+                board.push(move)
+                ply += 1
+                add_moves(store, [MovePlayed(
+                    game_id=game.game_id, ply=ply, uci=move.uci(), san=san, fen=board.fen(),
+                    white_clock_ms=5000, black_clock_ms=5000, score_cp=0, depth=5,
+                    at_ms=int(time.time() * 1000))])
+        finally:
+            store.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
@@ -238,12 +447,20 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--skip-cpu", action="store_true")
     parser.add_argument("--skip-requests", action="store_true")
+    parser.add_argument("--viewers", type=int, default=500)
+    parser.add_argument("--page-rate", type=float, default=50.0)
+    parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--skip-clock", action="store_true")
     opts = parser.parse_args()
     work = opts.dir or Path(tempfile.mkdtemp(prefix="bench_web_"))
     if not opts.skip_requests:
         bench_requests(work, opts.requests)
     if not opts.skip_cpu:
         bench_cpu(work, opts.clients, opts.repeats)
+    if not opts.skip_load:
+        bench_load(work, opts.viewers, opts.page_rate)
+    if not opts.skip_clock:
+        bench_clock_beside(work, opts.viewers, opts.page_rate, opts.repeats)
     return 0
 
 

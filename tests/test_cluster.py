@@ -486,7 +486,7 @@ def test_a_game_decided_from_its_log_after_a_kill_names_its_worker(cluster: Clus
     assert runner.wait(300) == 0, cluster.log("runner")
     games = check_complete(tmp_path, 4)
     out = cluster.log("runner")
-    assert f"Game {game_id} (" in out and "decided by TCEC rule 7.c.iii" in out, out
+    assert f"Game {game_id} (" in out and "(TCEC rule 7.c.iii)" in out, out
     decided = [g for g in games if g.headers.get("TerminationDetails") == "server interruption"]
     assert len(decided) == 1 and decided[0].headers["Worker"] == victim, \
         [g.headers for g in games]

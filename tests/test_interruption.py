@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import random
 
 import chess
@@ -24,7 +25,7 @@ from runner.domain.events import (
     resume_to_json,
     workers_tag,
 )
-from runner.domain.interruption import decide, played_by
+from runner.domain.interruption import attempt_words, decide, foresee, played_by
 from runner.domain.models import GameSpec, Opening
 from runner.domain.rmobility import game_rmobility
 from runner.domain.timecontrol import parse_time_control
@@ -257,3 +258,35 @@ def test_a_real_game_resumes_from_the_position_with_its_clocks(
     assert nodes[13].comment.startswith("+0.110/10 1.0s, game resumed after an interruption")
     assert "White 0:41.2 Black 0:37.0" in nodes[13].comment
     assert record.start_time.startswith("2026-11-23T10:00:00")
+
+
+def rows_of(moves: list[dict]) -> list[tuple[int, str]]:
+    return [(m["ply"], json.dumps(m)) for m in moves]
+
+
+def test_foresee_names_what_becomes_of_the_game_in_one_wording() -> None:
+    """runner.domain.interruption.foresee: the one source every surface says (#54)."""
+    started, moves = log(None, walk(12), [10] * 12)
+    kw = {"interruption": RULES, "adjudication": AdjudicationConfig(), "time_control": TC}
+    assert foresee(started, rows_of(moves), **kw).words() == \
+        "continues from ply 12 (TCEC rule 7.c.v)"
+    assert foresee(started, rows_of(moves), backend="cutechess", resumes=False,
+                   **kw).words() == ("replayed from move 1: the cutechess backend cannot "
+                                     "continue a game from a position")
+    assert foresee(started, rows_of(moves), **{**kw, "interruption": InterruptionConfig(
+        mode="replay")}).words() == "replayed from move 1: Interruption.Mode is replay"
+    assert foresee(started, [], **kw).words() == "replayed from move 1: no move was logged"
+    book, book_moves = log(None, walk(4), book=4)
+    assert foresee(book, rows_of(book_moves), **kw).words() == \
+        "replayed from move 1: no engine move was logged"
+    bad = rows_of(moves)
+    bad[0] = (1, "{not json")
+    assert foresee(started, bad, **kw).words().startswith(
+        "replayed from move 1: its move log does not replay: the logged move of ply 1 is not")
+    won, won_moves = log(None, walk(12), [1200, -1200] * 6)
+    said = foresee(won, rows_of(won_moves), **kw).words()
+    assert said == "decided at ply 12: 1-0 (TCEC rule 7.c.ii)", said
+    # a game's current attempt, as status and the dashboard label it
+    assert attempt_words(2, 73) == "continued from ply 73 (attempt 2)"
+    assert attempt_words(3, 0) == "replayed from move 1 (attempt 3)"
+    assert attempt_words(1, 0) == ""

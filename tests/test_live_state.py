@@ -170,8 +170,10 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
     out, err = second.communicate(timeout=300)
     result = subprocess.CompletedProcess(second.args, second.returncode, out, err)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "1 game(s) interrupted by the previous run will be played again" in result.stdout
-    assert f"was interrupted at ply {len(moves)}: it continues from there" in result.stdout
+    assert "1 game(s) interrupted, each played on with the same opening and colours:" \
+        in result.stdout
+    said = f"interrupted at ply {len(moves)}: continues from ply {len(moves)} (TCEC rule 7.c.v)"
+    assert said in result.stdout
     assert game_row(db, 1) == finished_game1
     final = game_row(db, 2)
     assert final[0] == "finished"

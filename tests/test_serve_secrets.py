@@ -1,6 +1,7 @@
 """`serve`'s token never on the command line of an exposed dashboard, and its cookie Secure
 over https: a real `swiss-runner serve` process, requests over real sockets (from
-127.0.0.1, a trusted proxy by default, and from 127.0.0.2, which is not)."""
+127.0.0.2, a trusted proxy when named with --trusted-proxy, and from 127.0.0.1, which is
+then not: no proxy is trusted by default)."""
 
 from __future__ import annotations
 
@@ -59,13 +60,13 @@ def test_token_file_and_secure_cookie(event, tmp_path: Path) -> None:  # noqa: A
         assert TOKEN not in " ".join(psutil.Process(served.proc.pid).cmdline())
         https = {"X-Forwarded-Proto": "https"}
         assert "Secure" not in cookie(served.url)  # plain http, no proxy
-        set_cookie = cookie(served.url, headers=https)  # the local proxy says https
+        # no proxy is trusted unless named: not even one on this machine
+        assert "Secure" not in cookie(served.url, headers=https)
+    with serve(event.path, "--token-file", str(path), "--trusted-proxy", "127.0.0.2") as served:
+        set_cookie = cookie(served.url, source="127.0.0.2", headers=https)  # the proxy says https
         assert "Secure" in set_cookie and "HttpOnly" in set_cookie
         # anyone else saying so is not believed (a proxy is trusted by its address)
-        assert "Secure" not in cookie(served.url, source="127.0.0.2", headers=https)
-    with serve(event.path, "--token-file", str(path), "--trusted-proxy", "127.0.0.2") as served:
-        assert "Secure" in cookie(served.url, source="127.0.0.2", headers=https)
-        assert "Secure" not in cookie(served.url, headers=https)  # 127.0.0.1 is not one now
+        assert "Secure" not in cookie(served.url, headers=https)
     with serve(event.path, "--token-file", str(path), "--secure-cookie") as served:
         assert "Secure" in cookie(served.url)
 

@@ -347,7 +347,7 @@ def test_json_is_stable_and_exact():
     doc = json.loads(render_standings(rows, E1, "json"))
     assert doc["format"] == "swiss-runner-standings" and doc["version"] == 1
     assert list(doc) == ["format", "version", "games_per_match", "rounds", "round_in_progress",
-                         "tiebreaks", "standings", "extra_games"]
+                         "tiebreaks", "standings", "extra_games", "title"]
     first = doc["standings"][0]
     assert first["engine"] == "F" and first["place_label"] == "1"
     assert list(first["tiebreaks"]) == list(TIEBREAKS)
@@ -370,10 +370,28 @@ def test_csv_has_one_row_per_engine():
 def test_round_in_progress_is_marked():
     ev = event("ABCD", 1, ["AB1 CD=", "CA0"], incomplete=2)
     text = render_standings(compute_standings(ev, TCEC), ev, "text")
-    assert text.startswith("Standings after round 1 (round 2 in progress)")
+    assert text.startswith("Standings after round 1, with 1 game of round 2 (round 2 in "
+                           "progress)")
     assert "R2*" in text
     doc = json.loads(render_standings(compute_standings(ev, TCEC), ev, "json"))
     assert doc["round_in_progress"] == 2
+
+
+def test_the_title_names_the_rounds_the_table_counts():
+    """#54: "Standings before round 1" with round 1's results counted, "after round 2" with a
+    round-3 result counted, were wrong; the title names what is counted."""
+    during_first = event("ABCDEF", 1, ["AB1 CD="], incomplete=1)
+    text = render_standings(compute_standings(during_first, TCEC), during_first, "text")
+    assert text.startswith("Standings with 2 games of round 1 (round 1 in progress): ")
+    in_third = event("ABCDEF", 1, ["AB1 CD= EF0", "CA0 BE= DF1", "AD1 BF0 CE="], incomplete=3)
+    rows = compute_standings(in_third, TCEC)
+    assert render_standings(rows, in_third, "text").startswith(
+        "Standings after round 2, with 3 games of round 3 (round 3 in progress): ")
+    assert json.loads(render_standings(rows, in_third, "json"))["title"] == \
+        "Standings after round 2, with 3 games of round 3 (round 3 in progress)"
+    complete = event("ABCDEF", 1, ["AB1 CD= EF0", "CA0 BE= DF1"])
+    assert render_standings(compute_standings(complete, TCEC), complete, "text").startswith(
+        "Standings after round 2: ")
 
 
 def test_unknown_format():

@@ -320,7 +320,7 @@ def test_td_commands_on_a_running_event_of_real_engines(tmp_path: Path) -> None:
     out = run.output()
     for gid, plies in interrupted:
         if plies > 4:  # engine moves logged: it goes on from its position (7.c.v)
-            assert f"Game {gid} " in out and "continues from there" in out
+            assert f"Game {gid} (" in out and f"continues from ply {plies} (TCEC rule 7.c.v)" in out
 
     # exactly once each, in order, and every view agrees
     log = log_json(config)

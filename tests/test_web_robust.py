@@ -263,11 +263,11 @@ def test_a_live_board_says_when_its_game_was_resumed_or_replayed(event) -> None:
                 "'$.attempt', 2, '$.resumed_from_ply', 14) WHERE game_id=?", running)
     with TestClient(create_app(event)) as c:
         board = _board_header(c.get("/").text, running)
-        assert "resumed at ply 14" in board
+        assert "continued from ply 14 (attempt 2)" in board
     _sql(event, "UPDATE games SET attempt=3, started_event=json_set(started_event, "
                 "'$.attempt', 3, '$.resumed_from_ply', 0) WHERE game_id=?", running)
     with TestClient(create_app(event)) as c:
-        assert "replay 2" in _board_header(c.get(f"/game-{running}").text, running)
+        assert "replayed from move 1 (attempt 3)" in _board_header(c.get(f"/game-{running}").text, running)
     _sql(event, "UPDATE games SET attempt=1, started_event=json_set(started_event, "
                 "'$.attempt', 1) WHERE game_id=?", running)
     with TestClient(create_app(event)) as c:

@@ -255,8 +255,21 @@ def _serve_command(sub: Subparsers) -> None:
                    help="mark the token cookie Secure (https only) even without "
                         "X-Forwarded-Proto: https from a trusted proxy")
     p.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
-                   help="a reverse proxy whose X-Forwarded-Proto (and X-Forwarded-For) is "
-                        "believed (repeatable; default 127.0.0.1 and ::1)")
+                   help="a reverse proxy whose X-Forwarded-For and X-Forwarded-Proto are "
+                        "believed (repeatable; default none: those headers are ignored)")
+    p.add_argument("--allowed-host", action="append", metavar="NAME",
+                   help="a name the dashboard answers to (the Host header; repeatable; "
+                        "*.example.org for its subdomains); always: the --listen address, "
+                        "localhost, 127.0.0.1, ::1; others get 421")
+    p.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                   help="open connections at most (event streams included); more are "
+                        "answered 503 (default 1000)")
+    p.add_argument("--nice", type=int, default=10, metavar="N",
+                   help="lower the dashboard's scheduling priority by N (0-19, default 10): "
+                        "beside a running event, its engines and runner get the CPU first")
+    p.add_argument("--client-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="close a connection on which no request is in flight for this long "
+                        "(a request's head sent slowly, an idle one; default 10)")
     p.add_argument("--admin-token-file", metavar="FILE",
                    help="turn on the TD's actions (pause, adjudicate, ...: docs/td.md), one "
                         "admin token per person: lines 'NAME TOKEN' (a file of one bare token: "

@@ -10,6 +10,8 @@ environment variable SWISS_RUNNER_TOKEN).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ipaddress
 import os
 import re
 import signal
@@ -130,7 +132,7 @@ def bind(host: str, port: int) -> socket.socket:
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(1024)  # many viewers may connect at once (a page's announcement)
     except OSError:
         sock.close()
         raise
@@ -188,6 +190,23 @@ def access_token(args: argparse.Namespace, host: str) -> str | None | int:
     return token
 
 
+def allowed_hosts(listen: str, given: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The names the dashboard answers to besides localhost: the --listen address, those
+    given (--allowed-host), and, listening on every address (0.0.0.0, ::), this machine's
+    names and the addresses of its interfaces."""
+    names = [*given]
+    if listen in ("0.0.0.0", "::", ""):
+        names += [socket.gethostname(), socket.getfqdn()]
+        with contextlib.suppress(ImportError, OSError):
+            import psutil
+
+            names += [a.address.split("%")[0] for addrs in psutil.net_if_addrs().values()
+                      for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)]
+    else:
+        names.append(listen)
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
 def cli_serve(config: Config, args: argparse.Namespace) -> int:
     """`swiss-runner serve`: 0 after a clean stop; 2 bad options, tokens or address."""
     try:
@@ -204,6 +223,23 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         err(f"--port {port}: not a TCP port (0-65535)")
         return EXIT_BAD_INPUT
+    for proxy in args.trusted_proxy or ():
+        try:
+            ipaddress.ip_address(proxy)
+        except ValueError:
+            err(f"--trusted-proxy {printable(proxy)!r}: expected the proxy's IP address, as "
+                "its connections come from (e.g. 127.0.0.1)")
+            return EXIT_BAD_INPUT
+    if not 0 <= args.nice <= 19:
+        err(f"--nice {args.nice}: expected 0 (the priority it was started with) to 19")
+        return EXIT_BAD_INPUT
+    if args.max_connections < 1:
+        err(f"--max-connections {args.max_connections}: expected 1 or more")
+        return EXIT_BAD_INPUT
+    if not 0 < args.client_timeout <= 3600:
+        err(f"--client-timeout {args.client_timeout:g}: expected seconds, more than 0 and "
+            "at most 3600")
+        return EXIT_BAD_INPUT
     from runner.play.eventloop import LoopChoiceError, loop_choice
 
     try:
@@ -212,9 +248,11 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
         err(str(exc))
         return EXIT_BAD_INPUT
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - the web extra is there
 
-        from runner.web.app import DEFAULT_TRUSTED_PROXIES, create_app
+        from runner.web.app import create_app
+        from runner.web.server import Connections, make_server, open_files_for
+        from runner.web.shield import Limits
     except ImportError as exc:
         err(f"the dashboard needs the web extra ({exc.name} is missing): "
             f"{missing_extra('web')}")
@@ -227,6 +265,9 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
             if getattr(exc, "errno", None) == 98 else ""
         err(f"cannot listen on {host}:{port}: {reason}{hint}")
         return EXIT_BAD_INPUT
+    if args.nice:  # the event first: engines and runner win the CPU from the viewers
+        with contextlib.suppress(OSError):
+            os.nice(args.nice)
     actual = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{actual}/"
@@ -234,21 +275,21 @@ def cli_serve(config: Config, args: argparse.Namespace) -> int:
           + (f"the TD's actions at admin, for {', '.join(sorted(admin))}" if admin
              else "read-only")
           + "; Ctrl-C stops it)" + ("; access token required" if token else ""), flush=True)
+    most = args.max_connections
+    files = open_files_for(most)
+    if files < most + 32:
+        print(f"warning: --max-connections {most}: this process may open only {files} files "
+              f"(ulimit -n); connections past about {max(files - 32, 0)} will fail",
+              file=sys.stderr, flush=True)
+    connections = Connections(max_connections=most, idle_s=args.client_timeout)
     app = create_app(config, token=token, secure_cookie=getattr(args, "secure_cookie", False),
-                     trusted_proxies=tuple(getattr(args, "trusted_proxy", None)
-                                           or DEFAULT_TRUSTED_PROXIES),
+                     trusted_proxies=tuple(args.trusted_proxy or ()),
+                     allowed_hosts=allowed_hosts(host, args.allowed_host or ()),
+                     limits=Limits(max_streams=most), connections=connections,
                      admin_tokens=admin)
-    hub = app.state.hub
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: object) -> None:
-            hub.close_streams()  # open event streams end, so shutdown does not wait on them
-            super().handle_exit(sig, frame)  # type: ignore[arg-type]
-
-    server = Server(uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", loop=loop_choice(),
-        use_colors=False,  # its ANSI colours would be shown escaped (EscapingStream)
-        timeout_graceful_shutdown=2, proxy_headers=False))
+    # open event streams end at once on Ctrl-C, so shutdown does not wait on them
+    server = make_server(app, connections, loop=loop_choice(),
+                         on_exit=app.state.hub.close_streams)
     # uvicorn handles SIGINT/SIGTERM while it runs (a clean shutdown), then passes the signal
     # on to the handler it found: SIGTERM then ends the command normally too
     signal.signal(signal.SIGTERM, lambda signum, frame: None)

@@ -12,8 +12,10 @@ from runner.cli.common import other_event, stored_fingerprint
 from runner.cli.status_ops import eta, failed_game_logs, status_lines
 from runner.config import Config
 from runner.domain.gpus import gpu_status_lines
+from runner.domain.interruption import attempt_words
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+from runner.service.interrupted import interrupted_lines
 from runner.service.state import build_state, standings_text
 from runner.store.database import Store, StoreError, damaged_state
 
@@ -74,11 +76,15 @@ def _print_text(config: Config, store: Store, data: dict) -> None:
     print(f"Games: {data['games_finished']} of {data['games_total']} finished"
           + ("; event complete" if data["complete"] else ""))
     if data["in_progress"]:
-        stale = " (the runner is not running: they will be played again on resume)" \
+        stale = " (as the runner left them: it is not running)" \
             if data["runner_running"] is False else ""
         print("In progress:" + stale)
         for g in data["in_progress"]:
             print(f"  {printable(_live_line(g))}")
+    if data.get("interrupted"):
+        print("Interrupted: when the event goes on, with the same opening and colours")
+        for line in interrupted_lines(data["interrupted"]):
+            print(f"  {printable(line)}")
     for line in status_lines(config, store, data):
         print(printable(line))
     if data.get("workers"):
@@ -126,11 +132,8 @@ def _live_line(g: dict) -> str:
              f"{_clock(clocks['black_ms'])}")
     if g.get("draw_plies"):
         text += f", TCEC draw rule {g['draw_plies']} plies"
-    if g.get("resumed_from_ply"):
-        text += f" (resumed from ply {g['resumed_from_ply']} after an interruption)"
-    elif g.get("attempt", 1) > 1:
-        text += f" (attempt {g['attempt']}: played again from its start)"
-    return text
+    history = attempt_words(g.get("attempt") or 1, g.get("resumed_from_ply") or 0)
+    return text + (f", {history}" if history else "")
 
 
 def _td_lines(td: dict) -> list[str]:

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from runner.config import Config
-from runner.service.progress import eta_seconds, format_eta, recorded_durations
+from runner.service.progress import (
+    eta_seconds,
+    format_eta,
+    format_left,
+    halted,
+    recorded_durations,
+)
 from runner.store import queries
 from runner.store.database import Store
 
@@ -48,8 +54,12 @@ def failed_game_logs(config: Config, store: Store) -> list[tuple[int, str, Path]
 def status_lines(config: Config, store: Store, data: dict[str, Any]) -> list[str]:
     lines = []
     if not data.get("complete"):
+        why = halted(data)
+        left = format_eta(eta(config, store, data)) if why is None else format_left(
+            eta(config, store, data), {"stopped": "stopped (the runner is not running)",
+                                       "paused": "paused by the TD"}[why])
         lines.append(f"Progress: {data['games_finished']}/{data['games_total']} games, "
-                     f"{format_eta(eta(config, store, data))} (Concurrency {config.concurrency})")
+                     f"{left} (Concurrency {config.concurrency})")
     logs = failed_game_logs(config, store)
     if logs:
         lines.append("Engine logs of failed games:" if config.engine_logs

@@ -42,7 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = action("pause", "start no new game (default: the games in progress finish)")
     mode = a.add_mutually_exclusive_group()
     mode.add_argument("--now", dest="mode", action="store_const", const="now", help=NOW_HELP
-                      + ": interrupted (each continues from its position on resume, rule 7.c)")
+                      + ": interrupted; on resume each is decided by TCEC rule 7.c (docs/resume.md), "
+                      "and the runner says how")
     mode.add_argument("--end-of-round", "--after-round", dest="mode", action="store_const",
                       const="after-round", help=END_OF_ROUND_HELP
                       + ": the current round is played to its end, then the event pauses "

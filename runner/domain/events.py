@@ -129,6 +129,7 @@ class ResumePoint:
     win_side: str | None = None  # ... and the side it counts for ("white" / "black")
     start_time: str = ""  # when the game first started (ISO 8601 UTC)
     workers: tuple[str, ...] = ()  # the cluster workers that played these moves, in order
+    played_s: float | None = None  # the engines' time on these moves (None: not known)
 
     @property
     def ply(self) -> int:

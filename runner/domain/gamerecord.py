@@ -71,14 +71,17 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
 
 
 def game_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
-                  comments: list[str], end: End, started: datetime, *,
-                finished: datetime, resumed_from: int = 0,
+                  comments: list[str], end: End, started: datetime,
+                  played_s: float | None = None, *, finished: datetime, resumed_from: int = 0,
                   resume_note: str = "", move_data: Sequence[Any] | None = None,
                   engine_log: Path | None = None, worker: str = "",
                   sans: Sequence[str] | None = None, mobility: RMobility | None = None
                   ) -> GameRecord:
     """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``, at
     ``finished`` (a rule: the caller reads the clock).
+
+    ``played_s``: how long the game took to play (a monotonic clock's measure, plus the
+    engines' logged time before an interruption); None: not known (no duration recorded).
 
     ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
     decided there, TCEC rule 7.c); the PGN gets a ``ResumedFromPly`` tag and ``resume_note``
@@ -124,7 +127,7 @@ def game_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
         termination=end.termination, termination_details=end.details, moves=list(moves),
         comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
         end_time=finished.isoformat(timespec="milliseconds"),
-        duration_s=round((finished - started).total_seconds(), 3),
+        duration_s=None if played_s is None else round(played_s, 3),
         rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
         start_fen=start_fen,
     )

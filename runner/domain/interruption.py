@@ -19,7 +19,12 @@ order (docs/resume.md):
    draw/win rule counts as they were.
 
 Rules 1-3 only with ``Interruption.Adjudicate``; ``Interruption.Mode: replay`` replays every
-interrupted game from its first move instead (the behaviour before rule 7.c was built).
+interrupted game from its first move instead (the behaviour before rule 7.c was built), and so
+does a backend that cannot continue a game from a position (cutechess-cli).
+
+:func:`foresee` is the one source of what becomes of an interrupted game: the run acts on its
+:class:`Decision` and every surface (the run's lines, ``status``, the dashboard, the TD's
+messages) says :meth:`Decision.words`.
 """
 
 from __future__ import annotations
@@ -58,11 +63,36 @@ class Decision:
     board: chess.Board | None = None  # the position reached (move stack from the start)
     moves: tuple[dict[str, Any], ...] = ()  # the logged moves the decision stands on
     problem: str | None = None  # why the log was cut short (None: it all replayed)
+    why: str = ""  # a replay's reason ("Interruption.Mode is replay", ...)
 
     @property
     def ply(self) -> int:
         return len(self.resume.moves) if self.resume else (
             len(self.board.move_stack) if self.board is not None else 0)
+
+    def words(self) -> str:
+        """What becomes of the game, as every surface says it: "continues from ply 105
+        (TCEC rule 7.c.v)", "replayed from move 1: ...", "decided at ply 80: 1-0 (TCEC
+        rule 7.c.ii)"."""
+        if self.action == "resume":
+            return f"continues from ply {self.ply} (TCEC rule 7.c.v)"
+        if self.action == "finish":
+            assert self.end is not None
+            return f"decided at ply {self.ply}: {self.end.result} ({RULE_WORDS[self.rule]})"
+        return f"replayed from move 1: {self.why or 'its move log cannot be used'}"
+
+
+RULE_WORDS = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
+              "7.c.iii": "TCEC rule 7.c.iii", "7.c.iv": "TCEC rule 7.c.iv",
+              "7.c.v": "TCEC rule 7.c.v"}
+POLICY_REPLAY = "Interruption.Mode is replay"
+NO_MOVE = "no move was logged"
+NO_ENGINE_MOVE = "no engine move was logged"
+
+
+def cannot_resume(backend: str) -> str:
+    """A replay's reason when the backend cannot continue a game from a position."""
+    return f"the {backend} backend cannot continue a game from a position"
 
 
 def _white_cp(move: dict[str, Any], mover: chess.Color) -> int | None:
@@ -139,13 +169,59 @@ def replayable(start_fen: str | None, moves: list[dict[str, Any]]
     return list(moves), board, None
 
 
+def attempt_words(attempt: int, resumed_from_ply: int) -> str:
+    """How a game's current attempt began, once it was interrupted: "continued from ply 73
+    (attempt 2)", "replayed from move 1 (attempt 2)"; "" for a first attempt."""
+    if resumed_from_ply:
+        return f"continued from ply {resumed_from_ply} (attempt {attempt})"
+    return f"replayed from move 1 (attempt {attempt})" if attempt > 1 else ""
+
+
+def policy_words(mode: str, backend: str, resumes: bool) -> str:
+    """What becomes of games interrupted now, before their logs are read: the same reasons
+    :func:`foresee` gives, for a message that names the policy (the TD's ``pause --now``)."""
+    if mode == "replay":
+        return f"each is replayed from move 1: {POLICY_REPLAY}"
+    if not resumes:
+        return f"each is replayed from move 1: {cannot_resume(backend)}"
+    return ("each continues from the ply it reached (TCEC rule 7.c.v) unless rule 7.c "
+            "decides it from its log")
+
+
+def foresee(started: dict[str, Any] | None, rows: list[tuple[int, str]], *,
+            interruption: InterruptionConfig, adjudication: AdjudicationConfig,
+            time_control: TimeControl, tablebase: chess.syzygy.Tablebase | None = None,
+            backend: str = "python-chess", resumes: bool = True,
+            unreadable: str | None = None) -> Decision:
+    """What becomes of an interrupted game, from the store's facts: its latest GameStarted
+    (``started``; ``unreadable`` says why it could not be read), its logged rows (ply, JSON
+    text), the ``Interruption`` policy and whether the ``backend`` ``resumes`` a game from a
+    position. The one source for the run and everything that tells of it."""
+    if not rows:
+        return Decision("replay", "replay", why=NO_MOVE)
+    moves, bad = parse_log(rows)
+    if unreadable:
+        moves, bad = [], unreadable
+    if resumes or interruption.mode == "replay":
+        decision = decide(started, moves, interruption=interruption, adjudication=adjudication,
+                          time_control=time_control, tablebase=tablebase)
+    else:
+        decision = Decision("replay", "replay", why=cannot_resume(backend))
+    if bad and not decision.problem:
+        decision = replace(decision, problem=bad)
+    if decision.action == "replay" and not decision.why:
+        decision = replace(decision, why=f"its move log does not replay: {decision.problem}"
+                           if decision.problem else NO_ENGINE_MOVE)
+    return decision
+
+
 def decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], *,
            interruption: InterruptionConfig, adjudication: AdjudicationConfig,
            time_control: TimeControl,
            tablebase: chess.syzygy.Tablebase | None = None) -> Decision:
     """What to do with an interrupted game whose log is ``started`` + ``moves``."""
     if interruption.mode == "replay":
-        return Decision("replay", "replay")
+        return Decision("replay", "replay", why=POLICY_REPLAY)
     start_fen = (started or {}).get("start_fen") or chess.STARTING_FEN
     moves, replayed, problem = replayable(start_fen, moves)
     engine_moves = [m for m in moves if not m.get("book")]
@@ -223,8 +299,24 @@ def _decide(started: dict[str, Any] | None, moves: list[dict[str, Any]], board: 
         white_moves=made[chess.WHITE], black_moves=made[chess.BLACK],
         compensation_ms=compensation_ms, draw_plies=int(last.get("draw_plies") or 0),
         win_plies=win_plies, win_side=win_side,
-        start_time=(started or {}).get("start_time", ""), workers=played_by(started, moves))
+        start_time=(started or {}).get("start_time", ""), workers=played_by(started, moves),
+        played_s=played_seconds(moves))
     return Decision("resume", "7.c.v", resume=point, board=board)
+
+
+def played_seconds(moves: list[dict[str, Any]]) -> float | None:
+    """How long the logged ``moves`` took to play: the engines' measured time on each (book
+    moves none). Never a difference of wall-clock times, which a clock stepped between two
+    runs would bend into months; None when an engine move lacks its time."""
+    total = 0
+    for move in moves:
+        if move.get("book"):
+            continue
+        ms = move.get("time_ms")
+        if not isinstance(ms, int | float) or ms < 0:
+            return None
+        total += ms
+    return round(total / 1000, 3)
 
 
 def played_by(started: dict[str, Any] | None, moves: list[dict[str, Any]]) -> tuple[str, ...]:

@@ -89,7 +89,7 @@ class GameRecord:
     pgn: str = ""  # the complete PGN text of the game
     start_time: str = ""  # ISO 8601 UTC
     end_time: str = ""
-    duration_s: float = 0.0
+    duration_s: float | None = 0.0  # how long it took to play (None: not known)
     rmobility: str | None = None  # "G1.5" (White achieved) / "-G2.5" (Black achieved)
     opening_index: int | None = None
     start_fen: str | None = None  # None = standard start position

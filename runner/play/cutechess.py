@@ -412,7 +412,8 @@ def record_from_pgn(game: chess.pgn.Game, finished: FinishedGame | None = None) 
         pgn=str(game),
         start_time=start.isoformat(timespec="milliseconds") if start else "",
         end_time=end.isoformat(timespec="milliseconds") if end else "",
-        duration_s=(end - start).total_seconds() if start and end else 0.0,
+        # one cutechess-cli process, one wall clock; a step during the game: not known
+        duration_s=(end - start).total_seconds() if start and end and end >= start else None,
         start_fen=headers.get("FEN"),
     )
 

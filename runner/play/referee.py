@@ -389,7 +389,9 @@ async def play_game(
     # (a flush, maybe an unlink) in a thread, the record and its PGN, then its event.
     kept_log = None if engine_log is None else await asyncio.to_thread(
         engine_log.close, end.termination, end.reason)
-    record = finish_record(spec, start_board, moves, comments, end, started,
+    played_s = None if g.played_before is None else \
+        g.played_before + time.monotonic() - g.began
+    record = finish_record(spec, start_board, moves, comments, end, started, played_s,
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=g.resume_note, move_data=move_data, engine_log=kept_log,
                            worker=workers_tag(resume.workers if resume else (), worker),
@@ -421,6 +423,8 @@ class _GameStart:
             spec.opening, is_960(spec.variant), self.mobility, self.book_fens if book else None)
         self.comments = ["book"] * len(self.moves)
         self.started = datetime.now(UTC)
+        self.began = time.monotonic()  # the attempt's length: never from the wall clock
+        self.played_before: float | None = 0.0  # the game's length before this attempt
         self.clocks = {chess.WHITE: Clock(tc), chess.BLACK: Clock(tc)}
         self.resume_note = ""
         if resume is None:
@@ -429,6 +433,7 @@ class _GameStart:
         self.board, self.moves, self.comments, self.sans = _resume_board(
             self.start_board, resume, self.mobility)
         self.started = parse_utc(resume.start_time) or self.started
+        self.played_before = resume.played_s
         for color, ms, made in ((chess.WHITE, resume.white_clock_ms, resume.white_moves),
                                 (chess.BLACK, resume.black_clock_ms, resume.black_moves)):
             if ms is not None and not tc.infinite:
@@ -475,10 +480,11 @@ async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePoo
 
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
-                  comments: list[str], end: _End, started: datetime, **kwargs: Any
-                  ) -> GameRecord:
-    """The record of a game the referee played, ended now (runner.domain.gamerecord)."""
-    record = game_record(spec, start_board, moves, comments, end, started,
+                  comments: list[str], end: _End, started: datetime,
+                  played_s: float | None = None, **kwargs: Any) -> GameRecord:
+    """The record of a game the referee played, ended now (runner.domain.gamerecord);
+    ``played_s``: how long it took to play (None: not known)."""
+    record = game_record(spec, start_board, moves, comments, end, started, played_s,
                          finished=datetime.now(UTC), **kwargs)
     LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
              end.result, end.reason)

@@ -72,15 +72,28 @@ def _cell_games(views: Sequence[GameView]) -> str:
     return " ".join(f"{_pts(v.points)}{v.color}" for v in views)
 
 
-def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
+def standings_title(results: EventResults) -> str:
+    """What the standings count, by rounds: "Standings after round 2, with 3 games of round
+    3 (round 3 in progress)"; "Standings before round 1" only before any result."""
     numbers = round_numbers(results)
     complete = [r.number for r in results.rounds if r.complete and r.number in numbers]
-    running = sorted(r.number for r in results.rounds if not r.complete)
-    kind = "double rounds" if results.games_per_match == 2 else "single rounds"
-    text = f"Standings after round {max(complete)}" if complete else "Standings before round 1"
+    running = sorted((r for r in results.rounds if not r.complete), key=lambda r: r.number)
+    text = f"Standings after round {max(complete)}" if complete else "Standings"
+    counted = [(r.number, sum(1 for g in r.games if not g.extra)) for r in running]
+    with_games = [f"{n} game{'s' if n != 1 else ''} of round {number}"
+                  for number, n in counted if n]
+    if with_games:
+        text += (", with " if complete else " with ") + " and ".join(with_games)
+    elif not complete:
+        text += " before round 1"
     if running:
-        text += f" (round {running[0]} in progress)"
-    return f"{text}: {len(rows)} engines, {kind}"
+        text += f" (round {running[0].number} in progress)"
+    return text
+
+
+def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
+    kind = "double rounds" if results.games_per_match == 2 else "single rounds"
+    return f"{standings_title(results)}: {len(rows)} engines, {kind}"
 
 
 def _columns(tiebreaks: Sequence[str]) -> list[str]:
@@ -265,6 +278,7 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
         "standings": out_rows,
         "extra_games": [{"game": f"{g.round}.{g.game_in_round}", "white": g.white, "black": g.black,
                          "result": g.result} for g in _extra_games(results)],
+        "title": standings_title(results),
     }
 
 

@@ -78,7 +78,7 @@ def build_run(config: Config, store: Store, prepared: Prepared, settings: RunSet
                               record=lambda pid, created: writes.record_process(pid, created,
                                                                                 None))
     director = Director(config, store, writes, running, flags, views, schedule.spec_for,
-                        recorder, alerts, gpus=gpus)
+                        recorder, alerts, gpus=gpus, resumes=backend.can_resume)
     games = GameLife(config, store, schedule, writes, running, console.say, backend,
                      recorder, resources, gpus)
     return RunLoop(config, store, console, flags, running, writes, schedule, views, director,

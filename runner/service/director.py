@@ -22,7 +22,7 @@ from runner.clock import utc_now
 from runner.config import Config
 from runner.domain.adjudication import End
 from runner.domain.gpus import gpu_command_problem
-from runner.domain.interruption import board_after
+from runner.domain.interruption import board_after, policy_words
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import BadInput, StopEvent
 from runner.errors import print_error as err
@@ -225,11 +225,13 @@ class Director:
     def __init__(self, config: Config, store: Store, writer: EventWriter,
                  running: RunningGames, flags: RunFlags, views: EventViews,
                  spec_for: Callable[[StoredGame], GameSpec], recorder: Recorder,
-                 alerts: Alerter | None = None, gpus: GpuPool | None = None):
+                 alerts: Alerter | None = None, gpus: GpuPool | None = None,
+                 resumes: bool = True):
         self.config, self.store, self.writer = config, store, writer
         self.running, self.flags, self.views = running, flags, views
         self.spec_for = spec_for
         self.recorder = recorder  # an adjudicated game is recorded as every game is
+        self.resumes = resumes  # the run's backend continues a game from a position
         self.alerts = alerts
         self.gpus = gpus  # the event's devices here (`td gpu off|on`); None: none
         self.say = views.console.say
@@ -407,7 +409,13 @@ class Director:
             outcome = (f"no new round after round {current}" if current else
                        "no round is paired yet: paused now")
         elif mode == "now":
-            outcome = f"{len(self.running)} game(s) in progress interrupted (rule 7.c on resume)"
+            ids = ", ".join(map(str, sorted(self.running.ids())))
+            outcome = (f"{len(self.running)} game(s) in progress interrupted"
+                       + (f" (game{'s' if len(self.running) > 1 else ''} {ids})" if ids else "")
+                       + "; when the event goes on, "
+                       + policy_words(self.config.interruption.mode,
+                                                  self.config.backend,
+                                                  self.resumes))
         else:
             outcome = f"no new game starts; {len(self.running)} game(s) in progress finish"
         if not await self._mark_only(cmd, "applied", outcome, args):
@@ -457,7 +465,7 @@ class Director:
         running = gid in self.running
 
         async def effect() -> bool:
-            outcome = (f"game {gid} is played again from its start "
+            outcome = (f"game {gid} is replayed from move 1 "
                        + ("now" if when == "now" else "at the end of its round") + " (rule 7.d)")
 
             def job(store: Store) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 import chess
 
 from runner.config.typed import Config
-from runner.domain.adjudication import End, open_tablebase
+from runner.domain.adjudication import End
 from runner.domain.events import (
     GameEvent,
     GameFinished,
@@ -27,7 +27,7 @@ from runner.domain.events import (
     workers_tag,
 )
 from runner.domain.gamerecord import game_record
-from runner.domain.interruption import Decision, decide, parse_log, played_by
+from runner.domain.interruption import Decision, played_by, played_seconds
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgnextended import enrich_comments
 from runner.domain.variant import is_960, replay_960
@@ -35,6 +35,7 @@ from runner.errors import ReplayGame, StopEvent
 from runner.play.backend import Backend
 from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
+from runner.service.interrupted import event_tablebase, foresee_game
 from runner.service.operations import GameResources
 from runner.service.recording import Recorder, next_attempt, placeholder_started
 from runner.service.running import Effect, RunningGames
@@ -57,8 +58,8 @@ def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
     comments = [m.get("comment", "") for m in logged]
     now = datetime.now(UTC)
     return game_record(spec, board.root(), moves, comments, end,
-                       parse_utc(started.get("start_time")) or now, finished=now,
-                       resumed_from=resumed_from, move_data=logged,
+                       parse_utc(started.get("start_time")) or now, played_seconds(logged),
+                       finished=now, resumed_from=resumed_from, move_data=logged,
                        worker=workers_tag(played_by(started, logged)))
 
 
@@ -158,9 +159,8 @@ class GameLife:
             if resume is None:
                 raise
             # the position the log gave could not be played on: from the start instead
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not go on "
-                     f"from its logged position ({type(exc).__name__}: {exc}); it is played "
-                     "again from its start", always=True)
+            self._replayed(game, "it could not go on from its logged position "
+                                 f"({type(exc).__name__}: {exc})")
             await self.writes.settled(game.game_id)
             raise Again(from_start=True) from exc
         if isinstance(outcome, GameRecord):
@@ -207,15 +207,14 @@ class GameLife:
     async def _finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
                                attempt: int, seen: set[str]) -> bool:
         """Record the game as its log decides it (True), or say why it could not be and
-        return False (it is then played again from its start)."""
+        return False (it is then replayed from move 1)."""
         try:
             self.finish_from_log(spec, game, decision, attempt, seen)
         except (RecordError, asyncio.CancelledError):
             raise
         except Exception as exc:  # noqa: BLE001 - one game's log never stops the event
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}) could not be "
-                     f"decided from its log ({type(exc).__name__}: {exc}); it is played "
-                     "again from its start", always=True)
+            self._replayed(game, "it could not be decided from its log "
+                                 f"({type(exc).__name__}: {exc})")
             return False
         await self.writes.settled(game.game_id)
         return True
@@ -228,10 +227,7 @@ class GameLife:
         started = started_event(self.store, game.game_id)
         logged = list(decision.moves)
         plies = len(decision.board.move_stack)
-        rule = {"log": "the end its move log shows", "7.c.ii": "TCEC rule 7.c.ii",
-                "7.c.iii": "TCEC rule 7.c.iii", "7.c.iv": "TCEC rule 7.c.iv"}[decision.rule]
-        self.say(f"Game {game.game_id} ({game.white} vs {game.black}) was interrupted at ply "
-                 f"{plies}: decided by {rule}")
+        self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {decision.words()}")
         record = record_from_log(spec, decision.board, started, logged, decision.end,
                                  resumed_from=plies)
         board = decision.board
@@ -258,35 +254,31 @@ class GameLife:
     def decide_interrupted(self, game: StoredGame, spec: GameSpec | None = None
                            ) -> Decision | None:
         """TCEC rule 7.c for a game that was started before (None: nothing was logged); a
-        log that cannot be read: played again from its start."""
+        log that cannot be read: replayed from move 1."""
         try:
             return self._decide_interrupted(game, spec or self.schedule.spec_for(game))
         except Exception as exc:  # noqa: BLE001 - one game's bad log never stops the event
-            self.say(f"Game {game.game_id} ({game.white} vs {game.black}): its move log could "
-                     f"not be read ({type(exc).__name__}: {exc}); it is played again from its "
-                     "start", always=True)
-            return Decision("replay", "replay", problem=str(exc))
+            return self._replayed(game, "its move log could not be read "
+                                        f"({type(exc).__name__}: {exc})")
+
+    def _replayed(self, game: StoredGame, why: str) -> Decision:
+        """A game replayed from move 1 for ``why``, said in the words of every surface."""
+        decision = Decision("replay", "replay", problem=why, why=why)
+        self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {decision.words()}",
+                 always=True)
+        return decision
 
     def _decide_interrupted(self, game: StoredGame, spec: GameSpec) -> Decision | None:
-        rows = self.store.logged_rows(game.game_id)
-        if not rows:
+        if not self.store.logged_rows(game.game_id):
             return None
-        moves, unreadable = parse_log(rows)
-        started: dict[str, Any] | None = None
+        tablebase = event_tablebase(self.config)
         try:
-            started = self.store.started_event(game.game_id)
-        except ValueError as exc:
-            unreadable = unreadable or f"its GameStarted is not valid JSON ({exc})"
-            moves = []
-        interruption = self.config.interruption
-        if not self.can_resume() and interruption.mode == "resume":
-            interruption = replace(interruption, mode="replay")
-        tbc = self.config.adjudication.tablebases
-        tablebase = open_tablebase(tbc) if tbc is not None and tbc.paths else None
-        decision = decide(started, moves, interruption=interruption,
-                          adjudication=self.config.adjudication,
-                          time_control=self.config.time_control, tablebase=tablebase)
-        self._tell_decision(game, spec, decision, unreadable, len(rows), interruption.mode)
+            decision = foresee_game(self.config, self.store, game.game_id,
+                                    resumes=self.can_resume(), tablebase=tablebase)
+        finally:
+            if tablebase is not None:
+                tablebase.close()
+        self._tell_decision(game, decision)
         if decision.action == "resume":
             decision = self._with_logged_comments(spec, decision)
         return decision
@@ -303,29 +295,20 @@ class GameLife:
             decision = replace(decision, resume=replace(point, comments=tuple(comments)))
         return decision
 
-    def _tell_decision(self, game: StoredGame, spec: GameSpec, decision: Decision,
-                       unreadable: str | None, logged: int, mode: str) -> None:
-        """The console line of a rule 7.c decision (a finish says its own)."""
+    def _tell_decision(self, game: StoredGame, decision: Decision) -> None:
+        """The console line of a rule 7.c decision (a finish says its own), in the words
+        every surface uses (Decision.words)."""
         name = f"Game {game.game_id} ({game.white} vs {game.black})"
-        problem = decision.problem or unreadable
-        if problem:
-            kept = len(decision.moves)
-            self.say(f"{name}: its move log does not replay past ply {kept}: {problem}; "
-                     + (f"it is decided from its first {kept} plies (TCEC rule 7.c)" if kept
-                        and decision.action != "replay" else "it is played again from its start"),
-                     always=True)
+        if decision.problem and decision.action != "replay":
+            self.say(f"{name}: its move log does not replay past ply {len(decision.moves)}: "
+                     f"{decision.problem}; it is decided from its first {len(decision.moves)} "
+                     "plies (TCEC rule 7.c)", always=True)
         if decision.action == "resume":
             assert decision.resume is not None
-            point = decision.resume
-            self.say(f"{name} was interrupted at ply {point.ply}: it continues from there "
-                     f"(TCEC rule 7.c.v), each clock +{point.compensation_ms / 1000:g}s")
-        elif decision.action == "replay" and not problem:
-            why = "Interruption.Mode is replay" if self.config.interruption.mode == "replay" \
-                else ("no engine move was logged" if mode == "resume"
-                      else f"the {self.config.backend} backend cannot continue a game from a "
-                      "position")
-            self.say(f"{name} was interrupted at ply {logged}: it is played again from its "
-                     f"start ({why})")
+            self.say(f"{name}: {decision.words()}, each clock "
+                     f"+{decision.resume.compensation_ms / 1000:g}s")
+        elif decision.action == "replay":
+            self.say(f"{name}: {decision.words()}", always=bool(decision.problem))
 
 
 __all__ = ["Again", "GameLife", "placeholder_started", "record_from_log",

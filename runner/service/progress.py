@@ -46,6 +46,22 @@ def format_eta(seconds: float | None) -> str:
     return f"ETA {hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
+def halted(state: dict[str, Any]) -> str | None:
+    """Why no game is played now: "stopped" (the runner is not running), "paused" (by the
+    TD), else None; the ETA is then the play left, not a time of day."""
+    if state["runner_running"] is False:
+        return "stopped"
+    pause = (state.get("td") or {}).get("paused")
+    return "paused" if pause and pause.get("active") else None
+
+
+def format_left(seconds: float | None, why: str) -> str:
+    """The play left while no game is played (``why``: "stopped", "paused"), never a time
+    of day: "stopped: 0:06:41 of play left"."""
+    return why + ("" if seconds is None else
+                  f": {format_eta(seconds).removeprefix('ETA ')} of play left")
+
+
 def recorded_durations(conn: sqlite3.Connection) -> list[float]:
     """Lengths (s) of the games recorded in a state database (read-only query)."""
     try:
@@ -71,8 +87,10 @@ class Progress:
             self.running[event.game_id] = self.clock()
         elif isinstance(event, GameFinished):
             started = self.running.pop(event.game_id, None)
-            length = event.record.duration_s or (self.clock() - started if started else 0)
-            if length > 0:
+            length = event.record.duration_s
+            if length == 0:  # a backend that measures none: this run's clock
+                length = self.clock() - started if started else None
+            if length is not None and length > 0:  # None: not known, never guessed
                 self.durations.append(length)
             self.done += 1
 
@@ -145,4 +163,4 @@ class LiveView:
 
 
 __all__ = ["LiveView", "Progress", "ProgressConsoleSink", "eta_seconds",
-           "format_eta", "recorded_durations"]
+           "format_eta", "format_left", "halted", "recorded_durations"]

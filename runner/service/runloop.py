@@ -29,6 +29,7 @@ from runner.service.builds import BuildChanged
 from runner.service.director import Director
 from runner.service.gamelife import GameLife
 from runner.service.held import HeldGames
+from runner.service.interrupted import foreseen, interrupted_lines
 from runner.service.operations import GameResources
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
@@ -252,15 +253,19 @@ class RunLoop:
     async def _put_back_aborted(self) -> None:
         """Games left running (aborted, or held after an error) are scheduled again, their
         engines forgotten; only the aborted ones are announced."""
-        held = sum(1 for g in self.store.games() if g.status == "running" and g.game_id in self.held)
+        aborted = [g.game_id for g in self.store.games()
+                   if g.status == "running" and g.game_id not in self.held]
         self.writes.write(lambda store: store.reset_running())
         reset = (await self.writes.written())[0]
         if reset:
             self.writes.write(lambda store: store.clear_processes())
             await self.writes.written()
-        if reset > held:
-            self.say(f"{reset - held} game(s) aborted; they will be played again on resume",
-                     always=True)
+        if aborted:
+            self.say(f"{len(aborted)} game(s) stopped; when the event goes on, each is played "
+                     "on with the same opening and colours:", always=True)
+            for line in interrupted_lines(foreseen(self.config, self.store, aborted,
+                                                   self.games.can_resume())):
+                self.say(f"  {line[0].upper()}{line[1:]}", always=True)
 
     async def _still_to_play(self, game: StoredGame) -> bool:
         """False when a TD decision applied during the round settled the game: recorded

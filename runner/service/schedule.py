@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from runner.books.openings import opening_for_match
 from runner.config.typed import Config, EngineConfig
@@ -31,6 +32,12 @@ def played_game(g: StoredGame) -> PlayedGame:
     """A finished stored game as the rules read it."""
     return PlayedGame(round=g.round, game_in_round=g.game_in_round, white=g.white, black=g.black,
                       result=g.result or "", rmobility=g.rmobility, extra=g.extra)
+
+
+def games_text(rows: Sequence[dict[str, Any]]) -> str:
+    """A round's games as the console names them, White first as in every game line:
+    "game 1 HoiChess vs Toga II, game 2 Toga II vs HoiChess"."""
+    return ", ".join(f"game {r['game_id']} {r['white']} vs {r['black']}" for r in rows)
 
 
 @dataclass
@@ -118,8 +125,9 @@ class Schedule:
 
     def schedule_games(self, number: int, games: Sequence[ScheduledGame],
                        pairs: Sequence[tuple[str, str]], bye: str | None, dropped: Sequence[int],
-                       excluded: frozenset[int], extra: bool) -> None:
-        """Assign ids and openings (one per match, in playing order) and store the round."""
+                       excluded: frozenset[int], extra: bool) -> str:
+        """Assign ids and openings (one per match, in playing order) and store the round;
+        returns its games as the console names them (:func:`games_text`)."""
         order = self.store.opening_order() if self.book else []
         first_match = self.store.next_match_index()
         next_id = self.store.next_game_id()
@@ -137,6 +145,7 @@ class Schedule:
         self.writer.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded,
                                                         rows, extra=extra))
         self._total_games = None
+        return games_text(rows)
 
     def pair(self, number: int) -> None:
         """Pair Swiss round ``number`` (runner.domain.pairing) and store it."""
@@ -146,10 +155,11 @@ class Schedule:
         withdrawn = withdrawn_before(self.store.conn, number)
         plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
                           s.double_round_schedule, excluded, withdrawn)
-        self.schedule_games(number, plan.games, plan.pairs, plan.bye,
-                            plan.dropped_history_rounds, frozenset(plan.excluded), extra=False)
-        text = ", ".join(f"{a} - {b}" for a, b in plan.pairs)
-        self.say(f"Round {number} pairings: {text}" + (f"; bye: {plan.bye}" if plan.bye else ""))
+        text = self.schedule_games(number, plan.games, plan.pairs, plan.bye,
+                                   plan.dropped_history_rounds, frozenset(plan.excluded),
+                                   extra=False)
+        self.say(f"Round {number} pairings, White vs Black: {text}"
+                 + (f"; bye: {plan.bye}" if plan.bye else ""))
         if withdrawn:
             self.say(f"Round {number}: not paired (withdrawn by the TD): "
                      f"{', '.join(sorted(withdrawn))}")
@@ -181,7 +191,8 @@ class Schedule:
             self.say(f"{a} and {b} share first place: extra pairs decide the winner "
                      f"(at most {s.max_extra_pairs})", always=True)
         games = extra_pair_games(a, b, s.games_per_match, k)
-        self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
+        text = self.schedule_games(number, games, ((a, b),), None, (), frozenset(), extra=True)
+        self.say(f"Extra pair {k}, White vs Black: {text}", always=True)
         return True
 
     def tie_left(self) -> bool:

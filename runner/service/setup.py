@@ -30,6 +30,7 @@ from runner.errors import EXIT_BAD_INPUT
 from runner.errors import print_error as _err
 from runner.play.engines import ignored_limit_text, sweep_orphans, unknown_option_text
 from runner.play.gpus import probe_on_devices
+from runner.service.interrupted import interrupted_games, interrupted_lines
 from runner.store.database import Store, StoreError, event_recorded
 from runner.store.forensics import read_header
 from runner.store.witness import snapshot_witness
@@ -39,9 +40,12 @@ Say = Callable[..., None]
 
 
 
-def open_event(config: Config, store: Store, say: Say, total_games: Callable[[], int]) -> tuple[list[Opening], int | None]:
+def open_event(config: Config, store: Store, say: Say, total_games: Callable[[], int],
+               resumes: bool | None = None) -> tuple[list[Opening], int | None]:
     """Create the event or check that the config still describes it; sweep what a dead run
-    left behind. Returns the book's lines and an exit code when the run must not start."""
+    left behind. Returns the book's lines and an exit code when the run must not start.
+    ``resumes``: whether the run's backend continues a game from a position (what it says
+    becomes of the interrupted games; default: the configured backend's)."""
     book: list[Opening] = []
     fingerprint = event_fingerprint(config)
     if store.has_event():
@@ -108,10 +112,13 @@ def open_event(config: Config, store: Store, say: Say, total_games: Callable[[],
         say(f"Engine processes of the previous run: {len(leftovers)} recorded, "
                  f"{killed} still running and killed")
     store.remember_files()
-    replay = store.reset_running()
-    if replay:
-        say(f"{replay} game(s) interrupted by the previous run will be played again "
-            "with the same opening and colours")
+    interrupted = interrupted_games(config, store, runner_running=False, resumes=resumes)
+    store.reset_running()
+    if interrupted:
+        say(f"{len(interrupted)} game(s) interrupted, each played on with the same opening "
+            "and colours:")
+        for line in interrupted_lines(interrupted):
+            say(f"  {line[0].upper()}{line[1:]}")
     return book, None
 
 

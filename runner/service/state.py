@@ -26,6 +26,7 @@ from runner.domain.models import EventResults
 from runner.errors import ViewError, view
 from runner.render import standings_report  # (module: tests replace its functions)
 from runner.render.ratings_report import ratings_json
+from runner.service.interrupted import interrupted_games
 from runner.service.lock import runner_alive
 from runner.store import decisions, queries
 from runner.store.database import Store, atomic_write
@@ -277,6 +278,7 @@ def build_state(config: Config, store: Store, *, standings: bool = True,
     doc["runner_running"] = (runner_alive(config.database) if runner_running is None
                              else runner_running)
     doc["in_progress"] = in_progress
+    doc["interrupted"] = interrupted_games(config, store, runner_running=doc["runner_running"])
     doc["td"] = td_state(store)  # read each time: a TD command changes no game
     return doc
 
@@ -361,6 +363,7 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
         "next_match_index": store.next_match_index(),
         "rounds": rounds_out,
         "in_progress": None,
+        "interrupted": None,
         "workers": workers_table(store, games, decoded),
         "gpus": gpu_table(config.gpus, rounds_out, decisions.offline_gpus(store.conn)),  # GPU hook
         "builds": store.builds(),  # each engine's builds, oldest first (TCEC rule 8)

@@ -42,6 +42,7 @@ from runner.config.typed import Config
 from runner.domain.adjudication import End
 from runner.domain.events import parse_utc
 from runner.domain.gamerecord import game_record
+from runner.domain.interruption import played_seconds
 from runner.domain.models import BLACK_WIN, WHITE_WIN, GameRecord
 from runner.domain.pgn import escape_tag
 from runner.errors import BadInput
@@ -239,7 +240,8 @@ def forfeit_record(store: Store, config: Config, game: StoredGame, loser: str) -
     board, moves, comments = _reached(spec.variant, started, logged, game)
     now = datetime.now(UTC)
     return game_record(spec, board, moves, comments, end,
-                       parse_utc(started.get("start_time")) or now, finished=now,
+                       parse_utc(started.get("start_time")) or now,
+                       played_seconds(logged) if moves else None, finished=now,
                        move_data=logged if moves else None)
 
 

@@ -104,7 +104,8 @@ class Tournament:
     def prepare(self) -> int | None:
         """Create or check the event; sweep leftovers. Return an exit code to stop early."""
         new_event = not self.store.has_event()
-        book, code = open_event(self.config, self.store, self.say, self.total_games)
+        book, code = open_event(self.config, self.store, self.say, self.total_games,
+                                self.settings.backend.can_resume)
         if code is not None:
             return code
         builds, code = open_builds(

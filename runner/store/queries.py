@@ -8,6 +8,7 @@ connection inside its transaction) and runs one statement; none commits on its o
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -73,6 +74,26 @@ def structure_counts(conn: sqlite3.Connection) -> tuple[Any, ...]:
     return (*games, *rounds)
 
 
+def interrupted_games(conn: sqlite3.Connection, *, running_too: bool,
+                      ids: list[int] | None = None) -> list[tuple[int, int, str, str]]:
+    """(game id, round, white, black) of the games not finished that were interrupted: put
+    back to scheduled with a move log, and (``running_too``: the runner is not running)
+    those left running; or those of ``ids`` not finished."""
+    columns = "SELECT game_id, round, white, black FROM games g WHERE "
+    logged = "(status='scheduled' AND EXISTS (SELECT 1 FROM moves m WHERE m.game_id=g.game_id))"
+    if ids is not None:
+        where, params = "status!='finished' AND game_id IN (SELECT value FROM json_each(?))", \
+            (json.dumps(ids),)
+    else:
+        where, params = logged + (" OR status='running'" if running_too else ""), ()
+    try:
+        rows = conn.execute(columns + where + " ORDER BY game_id", params).fetchall()
+    except sqlite3.OperationalError:  # a state of format 1 logs no moves
+        rows = conn.execute(columns + "status='running' AND ? ORDER BY game_id",
+                            (running_too,)).fetchall()
+    return [(int(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+
 def last_round_number(conn: sqlite3.Connection) -> int | None:
     """The last paired round's number, None before the first pairing."""
     row = conn.execute("SELECT MAX(number) FROM rounds").fetchone()
@@ -119,6 +140,6 @@ def restart_game(conn: sqlite3.Connection, game_id: int) -> bool:
 
 
 __all__ = ["ROUND_GAME_KEYS", "extra_game_count", "finished_durations", "finished_terminations",
-           "game_status", "game_text", "last_round_number", "meta_value", "put_meta",
+           "game_status", "game_text", "interrupted_games", "last_round_number", "meta_value", "put_meta",
            "read_snapshot", "restart_game", "round_exists", "started_games_of_round",
            "structure_counts"]

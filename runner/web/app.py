@@ -38,26 +38,18 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from runner.config import Config
+from runner.domain.interruption import attempt_words
 from runner.domain.standings import SHORT
+from runner.service.interrupted import interrupted_lines
 from runner.service.lock import runner_alive
 from runner.store.database import StoreError, file_identity
 from runner.store.forensics import connect
-from runner.web import model
+from runner.web import model, public
 from runner.web.feeds import PgnFeeds
+from runner.web.shield import LOCAL_NAMES, Hosts, Limits, Shield, json_depth
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "swiss_runner_token"
-# a reverse proxy on this machine: its X-Forwarded-Proto is believed (serve --trusted-proxy)
-DEFAULT_TRUSTED_PROXIES = ("127.0.0.1", "::1")
-SECURITY_HEADERS = [
-    (b"content-security-policy",
-     b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-     b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-]
-
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -87,6 +79,7 @@ class Hub:
         self.closing = False  # the server is shutting down: event streams end
         self._structure_key: tuple[Any, ...] | None = None
         self.polls = 0
+        self.private_td: dict[str, Any] | None = None  # the TD's log with who acted
         self.builds = 0
         self.live_builds = 0
         self._refreshing = asyncio.Lock()
@@ -152,19 +145,31 @@ class Hub:
                      and key[2] == self._key[2])
         try:
             if live_only:
-                view = await asyncio.to_thread(model.refresh_live, self.config, old,
-                                               runner_seen=self._alive_changed)
+                view = await asyncio.to_thread(self._build, True)
                 self.live_builds += 1
             else:
-                view = await asyncio.to_thread(model.build_view, self.config,
-                                               runner_seen=self._alive_changed)
+                view = await asyncio.to_thread(self._build, False)
                 self.builds += 1
         except (OSError, sqlite3.Error, StoreError) as exc:  # e.g. the file vanished meanwhile
-            view = model.error_view(self.config, exc)
+            view = public.view(model.error_view(self.config, exc))
         self._key = key
         self._structure_key = structure if view.state is not None else None
         await self._publish(view)
         return True
+
+    def _build(self, live_only: bool) -> model.View:
+        """A new View for the public (in a worker thread); the TD's log as it is recorded
+        kept aside for the admin side (``private_td``)."""
+        old = self.view
+        if live_only:
+            built = model.refresh_live(self.config, old, runner_seen=self._alive_changed)
+        else:
+            built = model.build_view(self.config, runner_seen=self._alive_changed)
+        if built.state is not None and built.chart is old.chart:
+            # only the games in progress were read again, into the public View's copy
+            return public.view(built, live_only=True)
+        self.private_td = (built.state or {}).get("td")  # (refresh_live may build it all)
+        return public.view(built)
 
     async def _publish(self, view: model.View) -> None:
         """Make ``view`` the one pages are served from and send it to every event stream."""
@@ -181,7 +186,7 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep serving; show it on the pages
-                error = model.error_view(self.config, exc)
+                error = public.view(model.error_view(self.config, exc))
                 if error.error != self.view.error:  # once, not at every poll
                     await self._publish(error)
                 self._key = None
@@ -193,7 +198,7 @@ class Hub:
         try:
             await self.refresh()
         except Exception as exc:  # noqa: BLE001 - serve the error; the watcher tries again
-            self.view = model.error_view(self.config, exc)
+            self.view = public.view(model.error_view(self.config, exc))
             self._key = None
         self._task = asyncio.create_task(self.run())
 
@@ -284,63 +289,43 @@ class Throttle:
                          f"; refused for {self.backoff_s:g}s" if blocked else "")
 
 
-def client_address(scope: Scope, trusted_proxies: frozenset[str] | tuple[str, ...]) -> str:
-    """The client's address: the peer's, or the one a trusted proxy adds last to
-    X-Forwarded-For."""
-    peer = str((scope.get("client") or ("?", 0))[0])
-    if peer in trusted_proxies:
-        for name, value in scope.get("headers") or ():
-            if name == b"x-forwarded-for":
-                last = value.decode("latin-1").split(",")[-1].strip()
-                if last:
-                    return last[:64]
-    return peer
+def client_address(scope: Scope) -> str:
+    """The client's address, as the Shield found it (a trusted proxy's X-Forwarded-For)."""
+    return str((scope.get("client") or ("?", 0))[0])[:64]
 
 
 class Guard:
-    """Security headers on every response and, when a token is set, the token on every
-    request: ``?token=`` (then kept in an HttpOnly cookie), the cookie, or
-    ``Authorization: Bearer``. The cookie is ``Secure`` when the request came over https:
-    directly, or through a trusted proxy (``trusted_proxies``: its addresses) that says so
-    with ``X-Forwarded-Proto: https``, or always with ``secure_cookie``. Wrong tokens count
-    in ``throttle`` (429 once it refuses the address)."""
+    """When a token is set, the token on every request: ``?token=`` (then kept in an
+    HttpOnly cookie), the cookie, or ``Authorization: Bearer``. The cookie is ``Secure``
+    when the request came over https (directly, or through a trusted proxy that says so:
+    the Shield sets the scheme), or always with ``secure_cookie``. Wrong tokens count in
+    ``throttle`` (429 once it refuses the address)."""
 
     def __init__(self, app: ASGIApp, token: str | None, *, secure_cookie: bool = False,
-                 trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES,
                  throttle: Throttle | None = None):
         self.app = app
         self.token = token
         self.secure_cookie = secure_cookie
-        self.trusted_proxies = frozenset(trusted_proxies)
         self.throttle = throttle or Throttle()
 
-    def _over_https(self, scope: Scope, request: Request) -> bool:
-        if self.secure_cookie or scope.get("scheme") == "https":
-            return True
-        peer = (scope.get("client") or ("", 0))[0]
-        forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
-        return peer in self.trusted_proxies and forwarded == "https"
+    def _over_https(self, scope: Scope) -> bool:
+        return self.secure_cookie or scope.get("scheme") == "https"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
-            await send(message)
-
         refusal = self._refusal(scope) if self.token is not None else None
         if refusal is not None:
-            await refusal(scope, receive, send_with_headers)
+            await refusal(scope, receive, send)
             return
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> Response | None:
         """The answer to a request without the right token (None: let it through)."""
         request = Request(scope)
-        address = client_address(scope, self.trusted_proxies)
+        address = client_address(scope)
         wait = self.throttle.blocked(address)
         if wait:
             return Response(f"Too many wrong tokens from {address}: try again in {wait} s.\n",
@@ -357,7 +342,7 @@ class Guard:
                 "location": location + (f"?{rest}" if rest else ""),
                 "cache-control": "no-store"})
             response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict",
-                                path=_cookie_path(scope), secure=self._over_https(scope, request))
+                                path=_cookie_path(scope), secure=self._over_https(scope))
             return response
         auth = request.headers.get("authorization", "")
         bearer = auth[7:] if auth.lower().startswith("bearer ") else None
@@ -450,6 +435,8 @@ def make_env() -> Environment:
                        duration=_fmt_duration, result_class=_result_class, engine=_engine_name,
                        script_json=_json_for_script)
     env.globals["short_names"] = SHORT
+    env.globals["attempt_words"] = attempt_words
+    env.globals["interrupted_lines"] = interrupted_lines
     return env
 
 
@@ -483,9 +470,9 @@ class Pages:
         if cached is not None and cached[0] == generation:
             html = cached[1]
         else:
-            html = self.env.get_template(template).render(
-                view=view, state=view.state, live=view.live, config=self.config,
-                fragment=fragment, page=template.removesuffix(".html"), **context)
+            html = self.env.get_template(template).render(**{
+                "view": view, "state": view.state, "live": view.live, "config": self.config,
+                "fragment": fragment, "page": template.removesuffix(".html"), **context})
             if not context:
                 self.rendered[key] = (generation, html)
         return HTMLResponse(html, headers={"cache-control": "no-store", "vary": "X-Fragment"})
@@ -503,14 +490,14 @@ def _page_routes(config: Config, page: Pages) -> list[Route]:
         try:
             detail = await asyncio.to_thread(model.game_detail, config, game_id)
         except StoreError as exc:
-            response = page(request, "game.html", game=None, error=str(exc))
+            response = page(request, "game.html", game=None, error=public.text(str(exc)))
             response.status_code = 503
             return response
         if detail is None:
             response = page(request, "game.html", game=None, error=f"There is no game {game_id}.")
             response.status_code = 404
             return response
-        return page(request, "game.html", game=detail, error=None)
+        return page(request, "game.html", game=public.game(detail), error=None)
 
     return [Route("/", static_page("overview.html")),
             *(Route(f"/{name}", static_page(f"{name}.html"))
@@ -525,12 +512,13 @@ def _download_routes(config: Config, hub: Hub, feeds: PgnFeeds) -> list[Route]:
         try:
             detail = await asyncio.to_thread(model.game_detail, config, game_id)
         except StoreError as exc:
-            return Response(f"{exc}\n", status_code=503, media_type="text/plain")
+            return Response(f"{public.text(str(exc))}\n", status_code=503,
+                            media_type="text/plain")
         if detail is None or detail["status"] != "finished" or not detail["pgn"]:
             return Response(f"game {game_id} is not finished\n", status_code=404,
                             media_type="text/plain")
         name = f"game-{detail['round']}.{detail['game_in_round']}-{game_id}.pgn"
-        return _download(detail["pgn"], name)
+        return _download(public.pgn(detail["pgn"]), name)
 
     async def all_pgn(request: Request) -> Response:
         event = (hub.view.state or {}).get("event") or "event"
@@ -609,38 +597,66 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
     """The TD's actions (docs/td.md): the form at /admin and the JSON /api/td."""
     on = admins.on
 
-    async def admin(request: Request) -> Response:
-        """The TD's form (GET) and its submission (POST: the admin token in a form field)."""
-        if request.method == "GET":
-            return page(request, "admin.html", admin_on=on, message=None, error=None)
-        body = await request.body()  # urlencoded (the form's default); no multipart here
-        if len(body) > 65536 or not request.headers.get("content-type", "").startswith(
-                "application/x-www-form-urlencoded"):
-            response = page(request, "admin.html", admin_on=on, message=None,
-                            error="expected the form's fields (urlencoded)")
-            response.status_code = 400
-            return response
-        fields = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        status, message = await td_action(request, fields.pop("admin_token", None), fields)
-        response = page(request, "admin.html", admin_on=on,
+    def answer(request: Request, status: int, message: str | None,
+               admin_td: dict[str, Any] | None = None) -> Response:
+        """The TD's page: the outcome of an action, the decision log with who acted only
+        for a valid admin token (``admin_td``)."""
+        state = hub.view.state
+        if admin_td is not None and state is not None:
+            state = dict(state, td=admin_td)  # the TD's log as recorded: who acted
+        response = page(request, "admin.html", admin_on=on, state=state,
                         message=message if status == 200 else None,
                         error=None if status == 200 else message)
         response.status_code = status
+        response.headers.update(retry_after(request, status))
         return response
+
+    async def admin(request: Request) -> Response:
+        """The TD's form (GET; with X-Admin-Token, the decision log with who acted) and its
+        submission (POST: the admin token in a form field)."""
+        if request.method == "GET":
+            supplied = request.headers.get(ADMIN_HEADER)
+            if not supplied:
+                return answer(request, 200, None)
+            who = admins.who(request, supplied)
+            if isinstance(who, tuple):
+                return answer(request, *who)
+            return answer(request, 200, None, hub.private_td)
+        if not request.headers.get("content-type", "").startswith(
+                "application/x-www-form-urlencoded"):  # the form's default; no multipart
+            return answer(request, 415, "expected the form's fields (urlencoded)")
+        body = await request.body()  # within the Shield's limit for /admin
+        fields = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        status, message = await td_action(request, fields.pop("admin_token", None), fields)
+        return answer(request, status, message, hub.private_td if status == 200 else None)
 
     async def api_td(request: Request) -> Response:
         """The TD's actions as JSON: the admin token in the X-Admin-Token header."""
-        try:
-            body = await request.json()
-        except ValueError:
-            body = None
+        no_store = {"cache-control": "no-store"}
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() \
+                != "application/json":
+            return JSONResponse({"error": "expected Content-Type: application/json"},
+                                status_code=415, headers=no_store)
+        raw = await request.body()  # within the Shield's limit for /api/td
+        body = None
+        if json_depth(raw, JSON_DEPTH):
+            with contextlib.suppress(ValueError):
+                body = json.loads(raw)
         if not isinstance(body, dict):
-            return JSONResponse({"error": "expected a JSON object"}, status_code=400)
+            return JSONResponse({"error": f"expected a JSON object (nested at most "
+                                          f"{JSON_DEPTH} deep)"}, status_code=400,
+                                headers=no_store)
         status, message = await td_action(request, request.headers.get(ADMIN_HEADER),
                                           {k: str(v) for k, v in body.items()})
         key = "applied_soon" if status == 200 else "error"
         return JSONResponse({key: message}, status_code=status,
-                            headers={"cache-control": "no-store"})
+                            headers=no_store | retry_after(request, status))
+
+    def retry_after(request: Request, status: int) -> dict[str, str]:
+        if status != 429:
+            return {}
+        wait = admins.throttle.blocked(client_address(request.scope))
+        return {"retry-after": str(max(1, wait))}
 
     async def td_action(request: Request, supplied: str | None,
                         fields: dict[str, str]) -> tuple[int, str]:
@@ -668,13 +684,17 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
 
 
 def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25,
-               secure_cookie: bool = False,
-               trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES,
+               secure_cookie: bool = False, trusted_proxies: tuple[str, ...] = (),
+               allowed_hosts: tuple[str, ...] | None = None, limits: Limits | None = None,
+               connections: Any = None,
                admin_tokens: Mapping[str, str] | None = None,
                admin_token: str | None = None, throttle: Throttle | None = None) -> Starlette:
     """The dashboard of one event (``config``); ``token``: required on every request
-    (its cookie ``Secure`` over https: Guard); ``admin_tokens``: the TD's actions (/admin,
-    /api/td) are on, each person (name -> token) acting with their own token
+    (its cookie ``Secure`` over https: Guard); ``trusted_proxies``: the addresses whose
+    X-Forwarded-For/-Proto are believed (none by default); ``allowed_hosts``: the names it
+    answers to besides localhost (None: any, for a test client); ``limits``, ``connections``:
+    the Shield's (runner.web.shield, runner.web.server); ``admin_tokens``: the TD's actions
+    (/admin, /api/td) are on, each person (name -> token) acting with their own token
     (``admin_token``: one token, the person ``admin``); ``throttle``: the limit of
     wrong-token attempts (default: :class:`Throttle`'s)."""
     if admin_tokens is None and admin_token is not None:
@@ -683,7 +703,8 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
     hub = Hub(config, poll_s=poll_s)
     feeds = PgnFeeds(config, lambda: hub.generation)  # built once per change (docs/broadcast.md)
     env = make_env()
-    admins = Admins(admin_tokens, throttle, trusted_proxies)
+    hosts = Hosts(["*"] if allowed_hosts is None else [*LOCAL_NAMES, *allowed_hosts])
+    admins = Admins(admin_tokens, throttle, hosts)
     env.globals["admin_on"] = admins.on
     page = Pages(config, hub, env)
 
@@ -703,11 +724,15 @@ def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25
     app.state.feeds = feeds
     app.state.throttle = throttle
     app.add_middleware(_GuardMiddleware, token=token, secure_cookie=secure_cookie,
-                       trusted_proxies=trusted_proxies, throttle=throttle)
+                       throttle=throttle)
+    shield = {"trusted_proxies": trusted_proxies, "hosts": hosts, "limits": limits,
+              "activity": connections}
+    app.add_middleware(Shield, **shield)  # the outermost: before any other work
     return app
 
 
 ADMIN_HEADER = "x-admin-token"
+JSON_DEPTH = 8  # /api/td takes a flat object; a deeper one is refused before it is parsed
 
 
 class Admins:
@@ -717,12 +742,11 @@ class Admins:
     dashboard's own pages (Origin, Sec-Fetch-Site: no cross-site request forgery). Tokens
     are compared in constant time, every one of them; wrong ones count in the Throttle."""
 
-    def __init__(self, tokens: Mapping[str, str] | None, throttle: Throttle,
-                 trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES):
+    def __init__(self, tokens: Mapping[str, str] | None, throttle: Throttle, hosts: Hosts):
         self.tokens = dict(tokens or {})
         self.on = bool(self.tokens)
         self.throttle = throttle
-        self.trusted_proxies = frozenset(trusted_proxies)
+        self.hosts = hosts
 
     def holder(self, supplied: str) -> str | None:
         """The person whose token ``supplied`` is (None: nobody's)."""
@@ -738,10 +762,10 @@ class Admins:
         if not self.on:
             return 404, ("the TD's actions are off: start the dashboard with "
                          "`serve --admin-token-file FILE` (or $SWISS_RUNNER_ADMIN_TOKEN)")
-        refused = _cross_site(request)
+        refused = _cross_site(request, self.hosts)
         if refused is not None:
             return refused
-        address = client_address(request.scope, self.trusted_proxies)
+        address = client_address(request.scope)
         wait = self.throttle.blocked(address)
         if wait:
             return 429, f"refused: too many wrong tokens from {address}; try again in {wait} s"
@@ -753,8 +777,9 @@ class Admins:
         return holder
 
 
-def _cross_site(request: Request) -> tuple[int, str] | None:
-    """Why a browser's request does not come from the dashboard's own pages, or None."""
+def _cross_site(request: Request, hosts: Hosts) -> tuple[int, str] | None:
+    """Why a browser's request does not come from the dashboard's own pages (an Origin
+    whose host is not one of the names the dashboard answers to: ``hosts``), or None."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return 403, f"refused: a {site} request (only the dashboard's own pages may act)"
@@ -762,8 +787,11 @@ def _cross_site(request: Request) -> tuple[int, str] | None:
     if origin is not None and not (origin == "null" and site == "same-origin"):
         # (with Referrer-Policy no-referrer a browser sends "Origin: null" with a form of
         # the dashboard's own page: its Sec-Fetch-Site says where it came from)
-        host = request.headers.get("host", "")
-        if origin == "null" or urlsplit(origin).netloc.lower() != host.lower():
+        netloc = urlsplit(origin).netloc
+        # one of the names answered to (a DNS-rebinding page's Host is one of its own),
+        # and the very host and port the request went to (another site on this host)
+        if origin == "null" or not hosts.allows(netloc) \
+                or netloc.lower() != request.headers.get("host", "").lower():
             return 403, f"refused: a request from another origin ({origin})"
     return None
 

@@ -25,7 +25,7 @@ from starlette.responses import Response
 from runner.config import Config
 from runner.service.livepgn import LivePgnBuilder, read_live
 from runner.store.database import Store, StoreError
-from runner.web import model
+from runner.web import model, public
 
 PGN_TYPE = "application/x-chess-pgn; charset=utf-8"
 MAX_FEEDS = 256  # rounds asked for (a request names a round): never more kept than this
@@ -68,7 +68,11 @@ class PgnFeeds:
         self._lock: asyncio.Lock | None = None
 
     def _text(self, key: str) -> str | None:
-        """Build one feed (in a worker thread)."""
+        """Build one feed (in a worker thread), fit for the public (runner.web.public)."""
+        text = self._read(key)
+        return None if text is None else public.pgn(text)
+
+    def _read(self, key: str) -> str | None:
         if key == "event":
             return model.event_pgn(self.config)
         number = None if key == "live" else int(key.removeprefix("round/"))
@@ -120,7 +124,8 @@ class PgnFeeds:
         try:
             feed = await self.get(key)
         except (StoreError, OSError) as exc:
-            return Response(f"{exc}\n", status_code=503, media_type="text/plain")
+            return Response(f"{public.text(str(exc))}\n", status_code=503,
+                            media_type="text/plain")
         if feed.body is None:
             return Response(f"{missing}\n", status_code=404, media_type="text/plain")
         headers: dict[str, Any] = {"etag": feed.etag,

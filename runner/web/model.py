@@ -32,7 +32,9 @@ from runner.domain.standings import compute_standings
 from runner.domain.variant import board_at
 from runner.errors import ViewError
 from runner.render.standings_report import standings_json
+from runner.service.interrupted import interrupted_games
 from runner.service.lock import lock_path, runner_alive
+from runner.service.progress import halted
 from runner.service.state import build_state, live_game, ratings_doc
 from runner.store.dashboard import (
     begin_read,
@@ -179,6 +181,8 @@ def refresh_live(config: Config, old: View, *,
             in_progress.append({k: g[k] for k in ("game_id", "round", "game_in_round",
                                                   "white", "black")} | fresh)
         state["in_progress"] = in_progress
+        state["interrupted"] = interrupted_games(config, store,
+                                                 runner_running=state["runner_running"])
         view = View(state=state, standings=old.standings, chart=old.chart, ratings=old.ratings)
         view.live = _live_document(config, store, state, runner_seen, logged)
     except sqlite3.Error as exc:
@@ -216,7 +220,7 @@ def _digest(view: View) -> str:
         key = [s["games_finished"], s["games_total"], s["rounds_complete"], len(s["rounds"]),
                cur.get("state"), s["runner_running"], s["complete"],
                sorted((g["game_id"], g["attempt"]) for g in s["in_progress"]),
-               s.get("td")]
+               s.get("td"), s.get("interrupted")]
     return hashlib.sha1(json.dumps(key).encode()).hexdigest()[:16]
 
 
@@ -316,7 +320,7 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
                            "rounds_complete": state["rounds_complete"],
                            "current_round": state["current_round"]["number"]
                            if state["current_round"] else None,
-                           "complete": state["complete"],
+                           "complete": state["complete"], "halted": halted(state),
                            "mean_game_s": None, "eta_s": None, "eta_at": None}
     if not durations or state["complete"]:
         return out
@@ -330,9 +334,10 @@ def progress(config: Config, store: Store, state: dict[str, Any]) -> dict[str, A
     lanes = max(1, min(config.concurrency, total - done))
     eta = work / lanes
     out.update(mean_game_s=round(mean, 1), eta_s=round(eta))
-    if state["runner_running"]:
+    if state["runner_running"] and out["halted"] is None:
         out["eta_at"] = _iso(now + eta)
     return out
+
 
 
 def runner_info(config: Config, store: Store, state: dict[str, Any],
@@ -402,19 +407,23 @@ def swiss_chart(results: Any, standings: dict[str, Any] | None) -> list[dict[str
             opponent[rd.bye] = "BYE"
         for name, d in delta.items():
             totals[name] = totals.get(name, 0.0) + d
-        columns.append(_column(rd.number, totals, delta, opponent, order, rd.bye))
+        out = {name for name, first in results.withdrawn
+               if rd.number >= first and name not in opponent}
+        columns.append(_column(rd.number, totals, delta, opponent, order, rd.bye, out))
     return columns
 
 
 def _column(number: int, totals: dict[str, float], delta: dict[str, float],
-            opponent: dict[str, str], order: dict[str, int], bye: str | None) -> dict[str, Any]:
+            opponent: dict[str, str], order: dict[str, int], bye: str | None,
+            withdrawn: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
     groups: dict[float, list[str]] = {}
     for name, score in totals.items():
         groups.setdefault(score, []).append(name)
     return {"round": number, "groups": [
         {"score": score,
-         "engines": [{"engine": n, "delta": delta.get(n) if number else None,
-                      "opponent": opponent.get(n), "bye": n == bye}
+         "engines": [{"engine": n, "delta": None if n in withdrawn or not number
+                      else delta.get(n), "opponent": opponent.get(n), "bye": n == bye,
+                      "withdrawn": n in withdrawn}
                      for n in sorted(names, key=lambda n: order.get(n, 10**6))]}
         for score, names in sorted(groups.items(), reverse=True)]}
 

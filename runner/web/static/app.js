@@ -221,7 +221,8 @@
       var text = "games " + pr.finished + "/" + pr.total;
       if (pr.current_round) text += " · round " + pr.current_round + "/" + pr.rounds_total;
       if (pr.complete) text += " · complete";
-      else if (pr.eta_s !== null && pr.eta_s !== undefined) text += " · ETA " + fmtDuration(pr.eta_s) + (live.runner.running ? "" : " (paused)");
+      else if (pr.halted) text += " · " + pr.halted + (pr.eta_s !== null && pr.eta_s !== undefined ? ": " + fmtDuration(pr.eta_s) + " of play left" : "");
+      else if (pr.eta_s !== null && pr.eta_s !== undefined) text += " · ETA " + fmtDuration(pr.eta_s);
       setText(p, text);
     }
   }
