@@ -21,9 +21,11 @@ in both modes and prints one markdown table (the median over ``--repeat`` runs, 
 after it, and each tool's ratio to cutechess-cli's), with the time and the load averages at
 its start and end (the machine may be shared: compare only tools measured in the same run).
 
-``--steady K`` also plays the first K lines alone with each tool and reports the CPU per
-ply of the games beyond them ((CPU(N) - CPU(K)) / (plies(N) - plies(K))): the cost per ply
-once a tool is running, without what it spends once per run (start-up, imports).
+``--steady K`` (the marginal mode) also plays the first K lines alone with each tool and
+reports the CPU per ply of the games beyond them ((CPU(N) - CPU(K)) / (plies(N) - plies(K))):
+what one more move costs once a tool is running, without what it spends once per run
+(start-up, imports), against cutechess-cli's and fastchess's. Issue #52's check: ``--pairs
+32 --steady 8`` (a 64-game run minus a 16-game run).
 
 cutechess-cli and fastchess are on no package registry: the bench looks for them on PATH
 (or CUTECHESS_CLI / FASTCHESS) and reports a missing one instead of failing.
@@ -222,22 +224,23 @@ def print_table(args: argparse.Namespace, tools: dict[str, str | None], modes: t
     """One markdown table: a row per mode and tool; medians over the repeats."""
     print(f"\n{args.pairs * 2} games, Stockfish vs Ethereal, nodes={args.nodes}, concurrency 1, "
           f"{args.repeat} run(s) per cell; start {before}; end {after}\n")
-    steady = (f" steady ms/ply ({args.steady} openings off) | steady x cutechess-cli |"
-              if args.steady else "")
+    steady = (f" marginal ms/ply ({args.steady} openings off) | marginal x cutechess-cli |"
+              " marginal x fastchess |" if args.steady else "")
     print(f"| mode | tool | games | engine plies | CPU s | ms/ply | x cutechess-cli |{steady}")
-    print("|---|---|---|---|---|---|---|" + ("---|---|" if args.steady else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|---|---|" if args.steady else ""))
     for mode in modes:
         label = "fresh engines (restart on)" if mode == "on" else "kept engines (restart off)"
         rates = {name: [r for r in map(per_ply, results) if not isinstance(r, str)]
                  for (m, name), results in runs.items() if m == mode}
         base = rates.get("cutechess-cli") or []
+        fast = rates.get("fastchess") or []
         for (m, name), results in runs.items():
             if m != mode:
                 continue
             first = results[0][0]
             if isinstance(first, str):
                 print(f"| {label} | {peers.version(name, tools[name])} | {first} |"
-                      + " |" * (4 + 2 * bool(args.steady)))
+                      + " |" * (4 + 3 * bool(args.steady)))
                 continue
             whole = [r[0] for r in rates[name]]
             cpus = [res[0][0] for res in results if not isinstance(res[0], str)]
@@ -247,7 +250,8 @@ def print_table(args: argparse.Namespace, tools: dict[str, str | None], modes: t
             if args.steady:
                 marginal = [r[1] for r in rates[name] if r[1] is not None]
                 row += (f" {peers.spread(marginal, 3)} | "
-                        f"{ratio(marginal, [b[1] for b in base if b[1] is not None])} |")
+                        f"{ratio(marginal, [b[1] for b in base if b[1] is not None])} | "
+                        f"{ratio(marginal, [f[1] for f in fast if f[1] is not None])} |")
             print(row)
 
 

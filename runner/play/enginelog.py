@@ -3,7 +3,9 @@ time-stamped, in one file per game.
 
 Lines go through a 64 KiB buffered file (a ``write`` copies into the buffer; the buffer is
 handed to the kernel when full, never fsynced), so logging costs the engines' event loop
-microseconds per line. With ``Keep: failures`` the file of a game is deleted when the game
+microseconds per line. Where engines' pipes are read by the compiled reader
+(runner.play.pipes) the file is its ``LogFile``: the same buffer, shared under a mutex with
+the reader threads, which write an engine's lines during its moves themselves. With ``Keep: failures`` the file of a game is deleted when the game
 ends, unless it ended by a crash (disconnect or failed start), a stalled connection, an
 illegal move or a time forfeit.
 
@@ -21,12 +23,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from io import TextIOBase
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
 from runner.clock import utc_now
 from runner.domain.gamerecord import LOG_TAG  # the PGN tag naming a kept log
+from runner.play import pipes
 
 # PGN Termination values of the games whose logs Keep: failures keeps
 FAILURES = ("abandoned", "stalled connection", "illegal move", "time forfeit")
@@ -38,6 +41,24 @@ def log_name(game_id: int, attempt: int) -> str:
     return f"game-{game_id:05d}.log" if attempt <= 1 else f"game-{game_id:05d}.{attempt}.log"
 
 
+class LineWriter:
+    """``(direction, line)``: one engine's lines into a game's log. ``native``, ``prefix``
+    and ``t0`` let the compiled reader (runner.play.pipes) write the engine's lines of a
+    move into the same file itself, in the same format (``native`` None: Python's file)."""
+
+    __slots__ = ("write", "who", "t0", "native", "prefix")
+
+    def __init__(self, log: GameLog, who: str):
+        self.write = log._write
+        self.who = who
+        self.t0 = log._t0
+        self.native = log.native_file()
+        self.prefix = f" {who} < ".encode("utf-8", "replace")
+
+    def __call__(self, direction: str, line: str) -> None:
+        self.write(f"{(time.monotonic() - self.t0) * 1000:+12.3f} {self.who} {direction} {line}\n")
+
+
 class GameLog:
     """The engine I/O log of one game (both engines, interleaved as it happened)."""
 
@@ -47,13 +68,13 @@ class GameLog:
         self.path = path
         self.keep = keep
         self.failed: str | None = None  # why the log was turned off (None: it is on)
-        self._file: TextIO | None = None
+        self._file: Any = None  # a text file, or the compiled reader's LogFile
         self._t0 = time.monotonic()
         now = utc_now()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
-                              errors="replace")
+            self._file = pipes.log_file(path) or open(  # noqa: SIM115
+                path, "w", buffering=1 << 16, encoding="utf-8", errors="replace")
             self._file.write(f"# swiss-runner engine log{': ' + title if title else ''}; "
                              f"opened {now}; times are ms since then; > to the engine, < from it\n")
         except OSError as exc:
@@ -80,17 +101,15 @@ class GameLog:
         except OSError as exc:  # a full disk, an I/O error, a vanished directory
             self._off(exc)
 
-    def writer(self, who: str) -> Callable[[str, str], None]:
+    def writer(self, who: str) -> LineWriter:
         """A function ``(direction, line)`` that logs lines of engine ``who``; it never
         raises (the log turns itself off instead)."""
-        write = self._write
-        t0 = self._t0
-        monotonic = time.monotonic
+        return LineWriter(self, who)
 
-        def log(direction: str, line: str) -> None:
-            write(f"{(monotonic() - t0) * 1000:+12.3f} {who} {direction} {line}\n")
-
-        return log
+    def native_file(self) -> Any:
+        """The compiled reader's LogFile this log writes to (None: a Python file or off)."""
+        handle = self._file
+        return None if handle is None or isinstance(handle, TextIOBase) else handle
 
     def note(self, text: str) -> None:
         self._write(f"{(time.monotonic() - self._t0) * 1000:+12.3f} # {text}\n")

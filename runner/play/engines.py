@@ -124,6 +124,21 @@ class _Timed:
         if fd != 1 or isinstance(data, str):
             super().pipe_data_received(fd, data)  # type: ignore[misc]
             return
+        self.bytes_read(data, read_at)
+
+    def move_read(self, line: bytes, read_at: float, score: bytes | None, bound: bytes | None,
+                  pv: bytes | None) -> None:
+        """A UCI move's ``bestmove`` line as the compiled reader found it (runner.play.pipes),
+        read at ``read_at``, with the search's last score, bound and PV lines."""
+        self.read_at = read_at
+        move = self.searching
+        if move is not None and move.gone:
+            move.answered(line, read_at, score, bound, pv)
+            return
+        self.bytes_read(line + b"\n", read_at)  # no move of ours is on: a line like any
+
+    def bytes_read(self, data: bytes, read_at: float) -> None:
+        """What the engine wrote on its stdout, read at ``read_at`` (monotonic)."""
         self.read_at = read_at
         move = self.searching
         if move is not None:
@@ -422,7 +437,8 @@ async def _spawn(engine: EngineConfig, command: list[str], factory: Callable[[],
     try:
         argv = child_argv(pinned_argv(command, cpus))
         if spawn.available():  # no thread or fork in the loop thread per engine
-            return await spawn.spawn(factory, argv, **_popen_args(engine, token, cpus, stderr))
+            return await spawn.spawn(factory, argv, compiled_reader=True,
+                                     **_popen_args(engine, token, cpus, stderr))
         transport, protocol = await asyncio.get_running_loop().subprocess_exec(
             factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             **_popen_args(engine, token, cpus, stderr))

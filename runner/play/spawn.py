@@ -32,6 +32,8 @@ from typing import Any
 
 import psutil
 
+from runner.play import pipes
+
 #: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
 #: which glibc can serve with mmap/mremap/munmap on every read: up to 0.3 ms per move in a
 #: bare asyncio loop reading Stockfish here (docs/performance.md). Lines longer than this
@@ -354,13 +356,27 @@ def _discard(future: concurrent.futures.Future[Started]) -> None:
     _spawner_pool().submit(started.proc.wait)
 
 
+def _native_output(transport: EngineTransport, end: PipeEnd, module: Any) -> Any:
+    """The engine's stdout handed to a compiled reader thread, which owns a duplicate of
+    the descriptor from then on (``end`` is closed here)."""
+    fd = os.dup(end.fileno())
+    end.close()
+    try:
+        return pipes.NativeOutput(transport, fd, module)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv: list[str],
-                **popen_args: Any) -> tuple[EngineTransport, Any]:
+                *, compiled_reader: bool = False, **popen_args: Any) -> tuple[EngineTransport, Any]:
     """Start ``argv`` with stdin and stdout piped to ``protocol_factory()``; ``stdout`` (None:
     inherited) and ``stderr`` as in ``popen_args`` (PIPE: delivered as fd 2). Raises OSError as ``subprocess_exec`` would.
 
     The transport's ``handle`` and ``create_time`` are the process's psutil handle (None if it
-    had already exited) and create time, read right after its start."""
+    had already exited) and create time, read right after its start. ``compiled_reader``:
+    stdout is read by runner.play.pipes' compiled reader where it is chosen, and the protocol
+    then has ``bytes_read(data, read_at)`` and ``move_read(...)`` (runner.play.engines)."""
     loop = asyncio.get_running_loop()
     stderr = popen_args.pop("stderr", subprocess.PIPE)
     future = _spawner_pool().submit(_start, argv, stderr, popen_args)
@@ -377,7 +393,11 @@ async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv
     try:
         outputs = [(fd, end) for fd, end in started.pipes.items() if fd != 0]
         transport.open_outputs.update(fd for fd, _ in outputs)
+        compiled = pipes.native() if compiled_reader else None
         for fd, end in outputs:
+            if fd == 1 and compiled is not None:  # read below Python (runner.play.pipes)
+                transport.pipes[fd] = _native_output(transport, end, compiled)
+                continue
             read, _ = await loop.connect_read_pipe(lambda fd=fd: _Output(transport, fd), end)
             if hasattr(read, "max_size"):
                 read.max_size = PIPE_READ_SIZE

@@ -13,7 +13,10 @@ from the engine's output while python-chess's protocol is idle (no command of it
 - ``info`` lines are not parsed as they stream in: the last one with a score (and the last
   one with a PV) is kept and parsed once, when ``bestmove`` arrives;
 - no command objects, futures chained per line or debug-log calls per line: python-chess's
-  command machinery cost more per move than the engine's output itself (bench/bench_referee.py).
+  command machinery cost more per move than the engine's output itself (bench/bench_referee.py);
+- where the engine's stdout is read by the compiled reader (runner.play.pipes), the move is
+  handed to it just before ``go`` is written: it reads, logs and sifts the move's lines on
+  its own thread and the loop wakes once, with ``bestmove`` and its time (:meth:`UciMove.answered`).
 
 XBoard engines keep python-chess's ``play``.
 """
@@ -151,6 +154,14 @@ def last_search_lines(text: bytes) -> tuple[str | None, str | None, str | None]:
     return score, bound, pv
 
 
+def _text(line: bytes) -> str | None:
+    """A search line as :func:`last_search_lines` keeps it: None when it is not UTF-8."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 class NotReady(Exception):
     """The engine did not answer ``isready`` in time (before ``go``: not on its clock)."""
 
@@ -190,6 +201,7 @@ class UciMove:
         self.score_line: str | None = None
         self.bound_line: str | None = None
         self.pv_line: str | None = None
+        self.reader: Any = None  # the compiled reader while it has the move (_hand_to_reader)
 
     def start(self) -> asyncio.Future[UciReply]:
         proto = self.protocol
@@ -222,9 +234,46 @@ class UciMove:
         # thread lose its core to it) before the write returns
         proto.go_sent = time.monotonic()
         proto.state = PONDERING if self.go.startswith("go ponder") else THINKING
+        self._hand_to_reader()
         self._send(*self.prelude, self.position, self.go)
         self.gone = True
         self._arm(self.timeout, TimeoutError)
+
+    def _hand_to_reader(self) -> None:
+        """Where the engine's stdout is read by the compiled reader (runner.play.pipes), the
+        move's lines are its own from now until ``bestmove``: it logs them (into the game's
+        LogFile) and wakes the loop once, with the move (:meth:`answered`). An engine log
+        that is not a LogFile keeps the move on Python's reading."""
+        pipes = self.protocol.pipes
+        reader = getattr(pipes.get_pipe_transport(1), "reader", None) if pipes else None
+        if reader is None:
+            return
+        log = self.protocol.io_log
+        if log is None:
+            reader.begin_move(self.pending)
+        elif getattr(log, "native", None) is not None:
+            reader.begin_move(self.pending, log.native, log.prefix, log.t0)
+        else:
+            return
+        self.pending = b""
+        self.reader = reader
+
+    def answered(self, line: bytes, read_at: float, score: bytes | None, bound: bytes | None,
+                 pv: bytes | None) -> None:
+        """The compiled reader's move: its ``bestmove`` line read at ``read_at`` and the
+        search's last score, bound and PV lines (of the first PV), as :meth:`feed` keeps them."""
+        self.reader = None  # back in pass mode already
+        if self.result.done():  # failed or abandoned meanwhile: a move nobody waits for
+            self.protocol.bytes_read(line + b"\n", read_at)
+            return
+        self.read_at = read_at
+        if score is not None:
+            self.score_line = _text(score)
+        if bound is not None:
+            self.bound_line = _text(bound)
+        if pv is not None and (text := _text(pv)) is not None:
+            self.pv_line = self.protocol.last_pv_line = text
+        self._answer(line.decode("utf-8", errors="replace").split(), read_at)
 
     # ------------------------------------------------------------------ pondering
 
@@ -276,6 +325,9 @@ class UciMove:
             self.timer = None
         proto = self.protocol
         proto.exit_code.remove_done_callback(self._terminated)
+        if self.reader is not None:  # abandoned while the compiled reader had it
+            self.reader.end_move()
+            self.reader = None
         if proto.searching is self:
             proto.searching = None  # feed hands back what it has not read (the caller
             # passes it on to python-chess); after a failure or an abandoned move the rest

@@ -1,0 +1,154 @@
+"""Which reader an engine's stdout gets: the compiled one (runner.play._pipes) or Python's.
+
+The compiled part (a C extension built by ``pip install``, docs/referee.md "The engine's
+pipes") reads an engine's stdout on its own native thread, stamps CLOCK_MONOTONIC (the clock
+of :func:`time.monotonic`) when each read returns, and during a UCI move wakes the event
+loop once, when the ``bestmove`` line is complete (runner.play.uci.UciMove hands it the
+move with ``begin_move`` before writing ``go``). Outside a move every chunk is handed to the
+engine's protocol as the loop's own pipe reader would hand it.
+
+The pure-Python path (the loop's pipe reader, runner.play.spawn) is chosen when the module
+was not built or cannot be imported, or by ``SWISS_RUNNER_PIPES=python`` in the environment
+(``native``: the compiled part, an error when it is missing; unset or ``auto``: the compiled
+part where it loads). Both give the same records, PGN and clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from types import ModuleType
+from typing import Any
+
+ENV = "SWISS_RUNNER_PIPES"
+CHOICES = ("auto", "native", "python")
+
+_module: ModuleType | None = None
+_loaded = False
+
+
+class PipesChoiceError(Exception):
+    """SWISS_RUNNER_PIPES names a path this install cannot take (or no path)."""
+
+
+def _load() -> ModuleType | None:
+    global _module, _loaded
+    if not _loaded:
+        _loaded = True
+        try:  # late: the compiled part is optional (not built without a C compiler)
+            from runner.play import _pipes  # type: ignore[attr-defined]
+        except ImportError:
+            _pipes = None
+        _module = _pipes
+    return _module
+
+
+def native() -> ModuleType | None:
+    """The compiled module when engines' pipes are to be read by it, else None (Python's)."""
+    choice = (os.environ.get(ENV) or "auto").strip().lower()
+    if choice not in CHOICES:
+        raise PipesChoiceError(f"{ENV}: got {os.environ.get(ENV)!r}, expected "
+                               f"{' | '.join(CHOICES)}")
+    if choice == "python":
+        return None
+    module = _load()
+    if module is None and choice == "native":
+        raise PipesChoiceError(f"{ENV}=native, but runner.play._pipes (the compiled engine "
+                               "pipes) is not built: reinstall with gcc and python3-dev "
+                               "(scripts/install.sh), or unset it")
+    return module
+
+
+def path_name() -> str:
+    """``native`` or ``python``: which path this process reads engines' pipes with."""
+    return "python" if native() is None else "native"
+
+
+class NativeOutput(asyncio.ReadTransport):
+    """An engine's stdout read by a :class:`runner.play._pipes.Reader` thread, as the
+    stdout pipe transport of a runner.play.spawn.EngineTransport (``owner``).
+
+    Its events are handed to the engine's protocol when the loop wakes on the reader's
+    eventfd: a chunk (``bytes_read``, with the time it was read), a UCI move (``move_read``:
+    its ``bestmove`` line, the time it was read, the last score, bound and PV lines) and the
+    end of the pipe (``owner.pipe_closed``, once, as asyncio's pipe transport reports it).
+    """
+
+    def __init__(self, owner: Any, fd: int, module: ModuleType):
+        super().__init__()
+        self.owner = owner
+        self.loop: asyncio.AbstractEventLoop = owner.loop
+        self.protocol = owner.protocol
+        self.module = module
+        self.reader = module.Reader(fd)  # owns fd from here on (its thread closes it)
+        self.wake_fd = self.reader.fileno()
+        self.closing = False
+        self.loop.add_reader(self.wake_fd, self._woken)
+
+    def _woken(self) -> None:
+        module, protocol, reader = self.module, self.protocol, self.reader
+        if reader is None:
+            return
+        for event in reader.take():
+            if self.closing:
+                return
+            kind = event[0]
+            try:
+                if kind == module.DATA:
+                    protocol.bytes_read(event[1], event[2])
+                elif kind == module.MOVE:
+                    protocol.move_read(event[1], event[2], event[3], event[4], event[5])
+                else:
+                    self._ended(OSError(event[1], os.strerror(event[1])) if event[1] else None)
+            except Exception as exc:  # noqa: BLE001 - as the loop reports a failed callback
+                self.loop.call_exception_handler({"message": "engine output handler failed",
+                                                  "exception": exc, "protocol": protocol})
+
+    def _ended(self, exc: Exception | None) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        with contextlib.suppress(Exception):
+            self.loop.remove_reader(self.wake_fd)
+        self.reader = None  # its eventfds are closed with the last of it and its thread
+        self.owner.pipe_closed(1, exc)
+
+    # -- asyncio's ReadTransport
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        """Stop the reader (its thread closes the pipe) and report the end once, later."""
+        if self.closing:
+            return
+        self.closing = True
+        with contextlib.suppress(Exception):
+            self.loop.remove_reader(self.wake_fd)
+        self.reader.stop()
+        self.reader = None
+        self.loop.call_soon(self.owner.pipe_closed, 1, None)
+
+    def is_reading(self) -> bool:
+        return not self.closing
+
+    def pause_reading(self) -> None:  # the engine's output is always read
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def log_file(path: Any) -> Any:
+    """An engine log's file for the reader threads to write to (a LogFile, the same
+    interface as a text file: ``write``, ``close``), or None on the Python path."""
+    module = native()
+    if module is None:
+        return None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        return module.LogFile(fd)
+    except BaseException:
+        os.close(fd)
+        raise
