@@ -45,11 +45,14 @@ from runner.store.database import Store  # noqa: E402
 
 
 class Measured:
-    """Wraps a backend: times dispatch (call -> GameStarted) and move latency."""
+    """Wraps a backend: times dispatch (call -> GameStarted) and move latency. What it
+    can do is declared (runner.play.backend.Backend), as a backend handed to `run`."""
 
     def __init__(self, backend: Any):
         self.backend = backend
         self.can_resume = True
+        self.local_engines = False  # (as any backend a caller hands in before: no build check)
+        self.engine_resources = False
         self.dispatch: list[float] = []
         self.latency: list[float] = []
         self.plies = 0

@@ -195,3 +195,148 @@ def test_the_circle_finder_finds_a_circle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert _cycles(edges) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# --------------------------------------------------------------------------- who alone may do what
+
+# the parts of the running event (docs/architecture.md "The parts of the event"); set-up
+# (setup, builds, tournament.prepare) writes before the writer thread runs, at once
+RUNNING_EVENT = ["assembly", "director", "gamelife", "held", "recording", "runloop",
+                 "running", "schedule", "sinks", "views"]
+
+
+def _store_write_methods() -> set[str]:
+    """The Store methods that commit (their body opens a transaction)."""
+    tree = _trees()["runner.store.database"]
+    store = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store")
+    return {f.name for f in store.body if isinstance(f, ast.FunctionDef)
+            and "self.transaction(" in ast.unparse(f)}
+
+
+def _calls_on_the_loops_store(tree: ast.Module, methods: set[str]) -> list[int]:
+    """Lines of ``self.store.M(...)`` calls (the loop's own connection) of a write method."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in methods and ast.unparse(node.func.value) == "self.store"]
+
+
+def test_the_write_check_knows_the_writes() -> None:
+    assert {"record_game", "start_game", "add_round", "clear_processes", "reset_running",
+            "record_process", "set_meta"} <= _store_write_methods()
+    sample = ast.parse("self.store.clear_processes()\nself.writes.write(lambda s: s.x())")
+    assert _calls_on_the_loops_store(sample, {"clear_processes"}) == [1]
+
+
+@pytest.mark.parametrize("module", RUNNING_EVENT)
+def test_no_write_beside_the_writer_while_the_event_runs(module: str) -> None:
+    """Every write of the running event goes through the writer (runner.service.writes:
+    the store's one writer thread); none on the loop's own connection."""
+    found = _calls_on_the_loops_store(_trees()[f"runner.service.{module}"],
+                                      _store_write_methods())
+    assert not found, f"runner/service/{module}.py writes on the loop's store at lines {found}"
+
+
+# the modules that install signal handlers, and why (docs/architecture.md)
+SIGNAL_HANDLERS = {
+    "runner.service.runloop": "the run loop, while the event runs (a clean stop)",
+    "runner.service.setup": "stop_signals: around the whole `run` command, before and after "
+                            "the loop (a first signal is a KeyboardInterrupt)",
+    "runner.cli.serve": "the dashboard's own process",
+    "runner.cluster.worker": "a worker's own process",
+    "runner.cluster.scheduler": "the scheduler's own process",
+}
+
+
+def test_only_the_run_loop_installs_signal_handlers_in_run() -> None:
+    found = {name for name, tree in _trees().items() for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and (node.func.attr == "add_signal_handler"
+                  or ast.unparse(node.func) == "signal.signal")}
+    assert found == set(SIGNAL_HANDLERS), sorted(found ^ set(SIGNAL_HANDLERS))
+
+
+# module-level state in runner/domain (none; a remaining one is named here with its reason)
+DOMAIN_STATE = {
+    ("runner.domain.adjudication", "_TABLEBASES"):
+        "the process-wide Syzygy cache (issue 53 item 5: to move to play and be handed in; "
+        "tests/test_adjudication.py reads it there)",
+    ("runner.domain.events", "_FIELDS"):
+        "a memo of each dataclass's field names for the JSON codec (derived, never "
+        "decides anything; measured: a fifth of the generic conversion per ply)",
+}
+
+
+MUTATORS = {"append", "add", "update", "pop", "popitem", "clear", "setdefault", "extend",
+            "insert", "remove", "discard", "appendleft"}
+
+
+def _mutable_globals(tree: ast.Module) -> list[str]:
+    """Module-level names that hold state: a list, dict or set changed by a function (an
+    item set or deleted, a mutating method called), or a name rebound through ``global``.
+    A constant table (built once, never changed) is not state."""
+    tables = set()
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        if isinstance(value, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp
+                      | ast.SetComp) or (isinstance(value, ast.Call) and ast.unparse(
+                          value.func) in ("list", "dict", "set", "collections.deque",
+                                          "collections.defaultdict", "defaultdict")):
+            tables.update(ast.unparse(t) for t in targets)
+    changed = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            if isinstance(node, ast.Global):
+                changed.update(node.names)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+                changed.add(ast.unparse(node.value))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in MUTATORS:
+                changed.add(ast.unparse(node.func.value))
+    return sorted(n for n in changed if n in tables or any(
+        isinstance(g, ast.Global) and n in g.names for g in ast.walk(tree)))
+
+
+def test_the_domain_keeps_no_state() -> None:
+    """runner/domain holds pure rules: no module-level list, dict or set, no ``global``."""
+    found = {(name, var) for name, tree in _trees().items()
+             if name.startswith("runner.domain.") for var in _mutable_globals(tree)}
+    assert found == set(DOMAIN_STATE), sorted(found ^ set(DOMAIN_STATE))
+
+
+def test_the_state_check_sees_state() -> None:
+    tree = ast.parse("A = {}\nB: list[int] = []\nC = {1: 2}\nE = []\n"
+                     "def f():\n    global D\n    A[1] = 2\n    B.append(1)\n    x = C[1]\n")
+    assert _mutable_globals(tree) == ["A", "B", "D"]
+
+
+MAX_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 400
+
+
+def oversized(source: str) -> list[str]:
+    """The functions over MAX_FUNCTION_LINES and the classes over MAX_CLASS_LINES in
+    ``source`` (decorators and docstrings counted), as 'name: N lines'."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            limit = MAX_CLASS_LINES if isinstance(node, ast.ClassDef) else MAX_FUNCTION_LINES
+            lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+            if lines > limit:
+                found.append(f"{node.name}: {lines} lines")
+    return found
+
+
+def test_no_function_over_80_lines_and_no_class_over_400() -> None:
+    found = {str(p.relative_to(REPO)): oversized(p.read_text(encoding="utf-8"))
+             for p in sorted(RUNNER.rglob("*.py"))}
+    assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_size_check_sees_a_long_function() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert oversized(f"def f():\n{body}\n") == [f"f: {MAX_FUNCTION_LINES + 1} lines"]
+    assert oversized("def g():\n    return 1\n") == []

@@ -14,6 +14,7 @@ import pytest
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.config.typed import InterruptionConfig, TcecWinRule
+from runner.domain import gamerecord
 from runner.domain.adjudication import natural_end, open_tablebase
 from runner.domain.events import (
     GameStarted,
@@ -28,7 +29,6 @@ from runner.domain.interruption import attempt_words, decide, foresee, played_by
 from runner.domain.models import GameSpec, Opening
 from runner.domain.rmobility import game_rmobility
 from runner.domain.timecontrol import parse_time_control
-from runner.play import referee
 from runner.play.referee import play_game
 
 TC = parse_time_control("60+1")
@@ -238,7 +238,7 @@ def test_a_real_game_resumes_from_the_position_with_its_clocks(
     def replayed(*args: object) -> None:
         pytest.fail("the r-mobility was replayed from the record instead of kept move by move")
 
-    monkeypatch.setattr(referee, "record_rmobility", replayed)
+    monkeypatch.setattr(gamerecord, "record_rmobility", replayed)  # (the record's builder)
     record = asyncio.run(play_game(spec, emit=events.append, attempt=2, resume=point))
     # kept from the logged moves (book included) and the moves played after them
     assert record.rmobility == game_rmobility(None, record.moves, record.result)

@@ -33,7 +33,7 @@ import chess.pgn
 import psutil
 import pytest
 import yaml
-from testkit import write_config
+from testkit import wait_until, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -109,16 +109,14 @@ def game_durations(db: Path) -> list[float]:
 
 def wait_for(proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float = 60.0,
              poll: float = 0.002) -> bool:
-    """Wait until ``ready()``; False if the process ended first."""
-    deadline = time.monotonic() + timeout
-    while not ready():
+    """Wait until ``ready()`` (testkit.wait_until); False if the process ended first."""
+    try:
+        return bool(wait_until(ready, "the runner to get there", timeout, proc, step=poll))
+    except AssertionError:
         if proc.poll() is not None:
             return False
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"the runner did not get there within {timeout} s")
-        time.sleep(poll)
-    return True
+        proc.kill()
+        raise
 
 
 def log_since(log: Path, offset: int) -> str:

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import FOUR_ENGINES, backend, loop_config, pgn_games, run_args, write_config
+from testkit import (
+    FOUR_ENGINES,
+    backend,
+    loop_config,
+    pgn_games,
+    run_args,
+    wait_until,
+    write_config,
+)
 
 from runner.cli.run import cli_run
 from runner.config import load_config
@@ -72,16 +80,7 @@ class Runner:
             conn.close()
 
     def wait(self, what: str, ok: Callable[[], Any], timeout: float = 60) -> Any:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            value = ok()
-            if value:
-                return value
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError(f"{what}: not within {timeout}s (runner exit {self.proc.poll()});"
-                             f" output:\n{self.output()}")
+        return wait_until(ok, what, timeout, self.proc, log=self.out)
 
     def output(self) -> str:
         return self.out.read_text()
@@ -293,7 +292,13 @@ def test_td_commands_on_a_running_event_of_real_engines(tmp_path: Path) -> None:
     interrupted = run.query("SELECT game_id, (SELECT COUNT(*) FROM moves m WHERE "
                             "m.game_id=g.game_id) FROM games g WHERE status!='finished' AND "
                             "attempt>0")
-    time.sleep(1.5)
+    # the loop holds the pause (announced from its wait: no game starts meanwhile), and
+    # the snapshot written then shows it
+    run.wait("the runner holding the pause", lambda: "Paused by the TD: server maintenance"
+             in run.output())
+    run.wait("the snapshot showing the pause", lambda: ((json.loads(
+        (tmp_path / "state" / "swiss.json").read_text()).get("td") or {}).get("paused")
+        or {}).get("active"))
     assert run.proc.poll() is None  # a paused runner stays up
     assert not run.query("SELECT 1 FROM games WHERE status='running'")
     state = json.loads((tmp_path / "state" / "swiss.json").read_text())
@@ -306,9 +311,8 @@ def test_td_commands_on_a_running_event_of_real_engines(tmp_path: Path) -> None:
     # a restart of the process keeps the event paused
     run.kill9()
     run = Runner(config)
-    run.wait("the new runner up", lambda: "Paused by the TD: server maintenance" in
-             run.output())
-    time.sleep(1.0)
+    run.wait("the new runner up, holding the pause", lambda: "Paused by the TD: server "
+             "maintenance" in run.output())
     assert not run.query("SELECT 1 FROM games WHERE status='running'")
     resume = recorded_id(td(config, "resume", "--reason", "maintenance over"))
     run.applied(resume)
@@ -427,7 +431,7 @@ def test_commands_at_moments_the_test_does_not_choose(tmp_path: Path, seed: int)
     import random
     import threading
 
-    from runner.service.director import give
+    from runner.service.director import give_command as give
     from runner.store.database import Store
 
     config_path = loop_config(tmp_path, players=5, Rounds=3)
@@ -595,7 +599,9 @@ def test_restart_at_the_end_of_the_round_and_a_pause_that_lets_games_finish(
     run.applied(pause)
     run.wait("the game in progress finished", lambda: run.query(
         "SELECT status FROM games WHERE game_id=?", again)[0][0] == "finished")
-    time.sleep(2.0)
+    # the loop holds the pause before its next pairing (announced from its wait)
+    run.wait("the runner holding the pause", lambda: "Paused by the TD: end of the session"
+             in run.output())
     assert run.proc.poll() is None
     assert run.query("SELECT COUNT(*) FROM rounds") == [(1,)]  # no new pairing while paused
     assert not run.query("SELECT 1 FROM games WHERE status='running'")

@@ -7,9 +7,10 @@ import json
 import os
 import sqlite3
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.books.openings import BookError
 from runner.cli.common import err as _err
@@ -64,12 +65,12 @@ def _live_pgn(config: Config, given: str) -> Config | str:
     return replace(config, live_pgn=path)
 
 
-def _cluster_backend(config: Config, args: argparse.Namespace,
-                     address: str) -> ClusterBackend | int:
-    """The Dask backend for ``address`` (docs/cluster.md), or the exit code after saying why
-    it cannot be used (no distributed, cutechess-cli, plain tcp:// beyond loopback)."""
+def _cluster_refused(config: Config, args: argparse.Namespace, address: str) -> int | None:
+    """The exit code after saying why the Dask backend for ``address`` (docs/cluster.md)
+    cannot be used (no distributed, cutechess-cli, plain tcp:// beyond loopback); None: it
+    can."""
     try:
-        from runner.cluster.client import ClusterBackend
+        import runner.cluster.client  # noqa: F401
     except ImportError:
         _err(f"{config.path}: Cluster: the 'distributed' package is not installed "
              f"({missing_extra('cluster')})")
@@ -88,11 +89,22 @@ def _cluster_backend(config: Config, args: argparse.Namespace,
         return EXIT_BAD_INPUT
     if insecure and plain_problem(address, False, ""):
         print(plain_warning(address), file=sys.stderr, flush=True)
+    return None
+
+
+def _cluster_backend(config: Config, address: str, say: Callable[..., None],
+                     on_workers: Callable[[list[dict[str, Any]]], None],
+                     alert: Callable[..., None]) -> ClusterBackend:
+    """The Dask backend for ``address``, handed what it reports to."""
+    from runner.cluster.client import ClusterBackend
+
+    cc = config.cluster
     return ClusterBackend(address, wait_s=cc.wait_s if cc else 600.0,
                           overdue_s=cc.overdue_s if cc else 60.0,
                           **({"retry_refused_s": cc.retry_refused_s,
                               "lease_s": cc.lease_s,
-                              "max_lost_attempts": cc.max_lost_attempts} if cc else {}))
+                              "max_lost_attempts": cc.max_lost_attempts} if cc else {}),
+                          say=say, on_workers=on_workers, alert=alert)
 
 
 def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -> int:
@@ -121,19 +133,20 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
     if lost:
         _err(lost)
         return EXIT_BAD_INPUT
-    cluster = None
     address = getattr(args, "scheduler", None) or (config.cluster.scheduler if config.cluster
                                                     else None)
     if address and play_game is None:
-        cluster = _cluster_backend(config, args, address)
-        if isinstance(cluster, int):
-            return cluster
-        play_game = cluster
-    if play_game is None and config.backend == "python-chess":
+        refused = _cluster_refused(config, args, address)
+        if refused is not None:
+            return refused
+    else:
+        address = None  # a backend handed in plays the games
+    local = play_game is None and address is None  # the config's backend, on this machine
+    if local and config.backend == "python-chess":
         refused = referee_refused()  # the event loop it names
         if refused is not None:
             return refused
-    if play_game is None and not runner_alive(config.database) and event_needs_games(config):
+    if local and not runner_alive(config.database) and event_needs_games(config):
         problems = engine_problems(config)
         if problems:  # refuse before any state is created or touched
             for problem in problems:
@@ -151,7 +164,7 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
             store = Store.open(config.database)
             try:
                 lock.check(store)
-                return _play(config, args, play_game, cluster, store, lock)
+                return _play(config, args, play_game, address, store, lock)
             finally:
                 store.close()  # before the lock is released
     except StoreError as exc:
@@ -170,21 +183,26 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
 
 
 def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
-          cluster: ClusterBackend | None, store: Store, lock: EventLock) -> int:
+          address: str | None, store: Store, lock: EventLock) -> int:
     """Prepare the tournament on the opened store, claim the event and run it."""
+    from runner.service.alerts import Alerter, after_crash, after_run
+    from runner.service.state import WORKERS_META
+
+    # alerts raised from here on are queued, and sent once the run starts (docs/alerts.md)
+    alerts = Alerter.for_config(config)  # does nothing without an Alerts block
+
+    def say(text: str, **kwargs: Any) -> None:
+        tournament.say(text, **kwargs)
+
+    def workers_seen(rows: list[dict[str, Any]]) -> None:
+        tournament.set_meta(WORKERS_META, json.dumps(rows))
+
+    if address is not None:
+        play_game = _cluster_backend(config, address, say, workers_seen, alerts.emit)
     tournament = Tournament(config, store, finish_games=getattr(args, "finish_games", False),
                             quiet=getattr(args, "quiet", False), play_game=play_game,
                             accept_build=tuple(getattr(args, "accept_build", None) or ()),
-                            build_reason=getattr(args, "reason", None) or "")
-    from runner.service.alerts import Alerter, after_crash, after_run
-
-    # alerts raised from here on are queued, and sent once the run starts (docs/alerts.md)
-    tournament.alerts = Alerter.for_config(config)  # does nothing without an Alerts block
-    if cluster is not None:
-        from runner.service.state import WORKERS_META
-
-        cluster.say = tournament.say
-        cluster.on_workers = lambda rows: tournament.set_meta(WORKERS_META, json.dumps(rows))
+                            build_reason=getattr(args, "reason", None) or "", alerts=alerts)
     try:
         code = tournament.prepare()
     except BookError as exc:
@@ -198,9 +216,7 @@ def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
     if code is not None:
         return code
     lock.claim(store)
-    alerts = tournament.alerts.start()
-    if cluster is not None:
-        cluster.alert = alerts.emit
+    alerts.start()
     try:
         return after_run(alerts, tournament, eventloop.run(tournament.run()))
     except BaseException as exc:

@@ -102,7 +102,7 @@ def command_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def cli_td(config: Config, args: argparse.Namespace) -> int:
     # here, not at the top: every command's parser imports this module (add_arguments)
-    from runner.service.director import give, who_am_i
+    from runner.service.director import give_command, who_am_i
     from runner.service.lock import runner_alive
 
     if args.action == "log":
@@ -113,7 +113,7 @@ def cli_td(config: Config, args: argparse.Namespace) -> int:
         err(f"td {args.action}: --reason must say why (it is kept in the decision log); nothing was "
             "recorded")
         return EXIT_BAD_INPUT
-    cid, problem = give(config, args.action, action_args, reason, who_am_i())
+    cid, problem = give_command(config, args.action, action_args, reason, who_am_i())
     if not cid:
         err(f"td {args.action}: {problem}; nothing was recorded")
         return EXIT_BAD_INPUT

@@ -106,14 +106,43 @@ def move_budget(event: MovePlayed | GameStarted, overdue_s: float) -> float:
     return (ms or 0) / 1000 + overdue_s
 
 
+async def _connect(address: str, wait_s: float, epoch: str, say: Callable[..., None]) -> Any:
+    """A Dask client of the scheduler at ``address``, tried each second for up to ``wait_s``
+    (said once); ClusterUnavailable past that."""
+    from distributed import Client  # late: distributed loads only once a cluster is used
+
+    deadline = time.monotonic() + wait_s
+    said = False
+    while True:
+        try:
+            return await Client(address, asynchronous=True, timeout=max(5.0, min(30.0, wait_s)),
+                                name=f"swiss-runner {epoch}")
+        except (OSError, TimeoutError) as exc:
+            if time.monotonic() > deadline:
+                raise ClusterUnavailable(
+                    f"no Dask scheduler at {address} within Cluster.WaitS = {wait_s:g} s "
+                    f"({exc}); start it (docs/cluster.md) and run the same command again: "
+                    "nothing recorded is lost") from None
+            if not said:
+                say(f"Waiting for the Dask scheduler at {address} (up to {wait_s:g} s): {exc}",
+                    always=True)
+                said = True
+            await asyncio.sleep(1.0)
+
+
 class ClusterBackend:
     """``await backend(spec, emit=..., attempt=..., resume=...) -> GameRecord`` on a cluster."""
 
+    # what it can do (runner.play.backend.Backend)
     can_resume = True  # games continue from a position (the referee plays them)
+    local_engines = False  # engines start on the workers, which check their builds
+    engine_resources = False  # a worker on another machine has no use for this one's
 
     def __init__(self, address: str, *, wait_s: float = 600.0, overdue_s: float = 60.0,
                  retry_refused_s: float = 600.0, max_lost_attempts: int = 3,
-                 lease_s: float | None = None, say: Callable[..., None] | None = None):
+                 lease_s: float | None = None, say: Callable[..., None] | None = None,
+                 on_workers: Callable[[list[dict[str, Any]]], None] | None = None,
+                 alert: Callable[..., None] | None = None):
         self.address = address
         self.wait_s = wait_s
         self.overdue_s = overdue_s
@@ -137,8 +166,8 @@ class ClusterBackend:
         # the workers table of status and the JSON state: address -> name, slots, state,
         # last_seen (ISO 8601 UTC), refused {engine: why}; handed to on_workers on changes
         self.workers: dict[str, dict[str, Any]] = {}
-        self.on_workers: Callable[[list[dict[str, Any]]], None] | None = None
-        self.alert: Callable[..., None] = lambda kind, **fields: None  # Alerter.emit (run)
+        self.on_workers = on_workers
+        self.alert: Callable[..., None] = alert or (lambda kind, **fields: None)  # Alerter.emit
         self._connecting: asyncio.Lock | None = None
 
     def _seen(self, address: str, *, name: str | None = None, slots: float | None = None,
@@ -171,27 +200,7 @@ class ClusterBackend:
                 with contextlib.suppress(Exception):
                     await self.client.close()
                 self.client = None
-            from distributed import Client
-
-            deadline = time.monotonic() + self.wait_s
-            said = False
-            while True:
-                try:
-                    self.client = await Client(self.address, asynchronous=True,
-                                               timeout=max(5.0, min(30.0, self.wait_s)),
-                                               name=f"swiss-runner {self.epoch}")
-                    break
-                except (OSError, TimeoutError) as exc:
-                    if time.monotonic() > deadline:
-                        raise ClusterUnavailable(
-                            f"no Dask scheduler at {self.address} within Cluster.WaitS = "
-                            f"{self.wait_s:g} s ({exc}); start it (docs/cluster.md) and run "
-                            "the same command again: nothing recorded is lost") from None
-                    if not said:
-                        self.say(f"Waiting for the Dask scheduler at {self.address} "
-                                 f"(up to {self.wait_s:g} s): {exc}", always=True)
-                        said = True
-                    await asyncio.sleep(1.0)
+            self.client = await _connect(self.address, self.wait_s, self.epoch, self.say)
             self._scheduler_id = ""
             self.lease.start(self.client)
             workers = await self._workers() or {}

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import chess
 import chess.pgn
@@ -692,6 +692,27 @@ async def play_game(
             emit(event)
         emit(GameFinished(spec.game_id, record, attempt))
     return record
+
+
+class CutechessBackend:
+    """cutechess-cli as a backend (runner.play.backend): it starts the engines here, but
+    cannot be handed the clocks of a game in progress (docs/resume.md)."""
+
+    can_resume = False
+    local_engines = True
+    engine_resources = False
+
+    def __init__(self, cutechess_path: str) -> None:
+        self.cutechess_path = cutechess_path
+
+    async def __call__(self, spec: GameSpec, *, emit: Callable[[GameEvent], None],
+                       on_process: Callable[[int, float], None] | None, attempt: int,
+                       **more: Any) -> GameRecord:
+        return await play_game(spec, emit=emit, on_process=on_process, attempt=attempt,
+                               cutechess_path=self.cutechess_path, **more)
+
+    async def aclose(self) -> None:
+        return None
 
 
 _COMMENT = re.compile(r"^(?:(?P<score>[+-]?(?:\d+\.\d+|M\d+))(?:/(?P<depth>\d+))? )?"

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.clock import utc_now
+from runner.domain.gamerecord import LOG_TAG  # the PGN tag naming a kept log
 from runner.play import pipes
 
 # PGN Termination values of the games whose logs Keep: failures keeps
 FAILURES = ("abandoned", "stalled connection", "illegal move", "time forfeit")
-LOG_TAG = "EngineLog"  # the PGN tag naming a kept log
 
 LOG = logging.getLogger(__name__)
 

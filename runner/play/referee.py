@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import chess
@@ -35,23 +34,20 @@ from runner.domain.events import (
     workers_tag,
 )
 from runner.domain.fen import fen
+from runner.domain.gamerecord import build_pgn, game_record
 from runner.domain.models import (
     BLACK_WIN,
     DRAW,
-    TIEBREAK_PAIR_TAG,
     WHITE_WIN,
-    WITHDRAWN_TAG,
     GameRecord,
     GameSpec,
     Opening,
 )
-from runner.domain.pgn import write_game
-from runner.domain.pgnextended import enrich_comments, extra_tags
-from runner.domain.rmobility import RMobility, position_halves, record_rmobility
+from runner.domain.rmobility import RMobility, position_halves
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
 from runner.play.engine960 import chess960_fen, enable_chess960
-from runner.play.enginelog import LOG_TAG, GameLog
+from runner.play.enginelog import GameLog
 from runner.play.engines import (
     EngineProcess,
     EngineStartError,
@@ -156,56 +152,6 @@ def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float
         if info.get("depth"):
             text += f"/{info['depth']}"
     return f"{text} {format_seconds(seconds)}".strip()
-
-
-# --------------------------------------------------------------------------- PGN
-
-
-def _utc_tag(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
-
-
-def _duration_tag(seconds: float) -> str:
-    total = int(seconds)
-    return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
-
-
-def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
-              end: _End, start: datetime, finish: datetime, rmobility: str | None,
-              extra: dict[str, str] | None = None, sans: Sequence[str] | None = None) -> str:
-    """The game's PGN, as cutechess writes it (runner.domain.pgn, shared with the cutechess backend)."""
-    tags: dict[str, str] = {
-        "Event": spec.event,
-        "Site": spec.site,
-        "Date": start.strftime("%Y.%m.%d"),
-        "Round": spec.round_label,
-        "White": spec.white.name,
-        "Black": spec.black.name,
-        "Result": end.result,
-        "GameDuration": _duration_tag((finish - start).total_seconds()),
-        "GameEndTime": _utc_tag(finish),
-        "GameStartTime": _utc_tag(start),
-        "PlyCount": str(len(moves)),
-        "TimeControl": spec.time_control.pgn_tag(),
-    }
-    if spec.opening is not None:
-        if spec.opening.name:
-            tags["Opening"] = spec.opening.name
-        if spec.opening.index >= 0:
-            tags["BookIndex"] = str(spec.opening.index)
-    if end.termination:
-        tags["Termination"] = end.termination
-    if end.details:
-        tags["TerminationDetails"] = end.details
-    if rmobility:
-        tags["RMobilityResult"] = rmobility
-    if spec.extra_pair:
-        tags[TIEBREAK_PAIR_TAG] = str(spec.extra_pair)
-    if spec.withdrawn:
-        tags[WITHDRAWN_TAG] = ", ".join(spec.withdrawn)
-    tags.update(extra or {})
-    return write_game(tags, fen(start_board), moves, comments, end.reason, sans=sans,
-                      chess960=start_board.chess960)
 
 
 # --------------------------------------------------------------------------- the game
@@ -446,9 +392,7 @@ async def play_game(
     kept_log = None if engine_log is None else await asyncio.to_thread(
         engine_log.close, end.termination, end.reason)
     await _settle_mobility(mobility, board, end.result)
-    played_s = None if g.played_before is None else \
-        g.played_before + time.monotonic() - g.began
-    record = finish_record(spec, start_board, moves, comments, end, started, played_s,
+    record = finish_record(spec, start_board, moves, comments, end, started, g.played_s(),
                            resumed_from=resume.ply if resume is not None else 0,
                            resume_note=g.resume_note, move_data=move_data, engine_log=kept_log,
                            worker=workers_tag(resume.workers if resume else (), worker),
@@ -500,6 +444,11 @@ class _GameStart:
                             f"{_clock_text(self.clocks[chess.WHITE])} Black "
                             f"{_clock_text(self.clocks[chess.BLACK])}")
 
+    def played_s(self) -> float | None:
+        """How long the game has taken to play, on a monotonic clock (None: not known)."""
+        return None if self.played_before is None else \
+            self.played_before + time.monotonic() - self.began
+
 
 def _check_engines(spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                    start_board: chess.Board) -> None:
@@ -538,68 +487,14 @@ async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePoo
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
                   comments: list[str], end: _End, started: datetime,
-                  played_s: float | None = None, *, resumed_from: int = 0,
-                  resume_note: str = "", move_data: Sequence[Any] | None = None,
-                  engine_log: Path | None = None, worker: str = "",
-                  sans: Sequence[str] | None = None, mobility: RMobility | None = None
-                  ) -> GameRecord:
-    """The GameRecord (and its PGN) of a game that ended with ``end`` after ``moves``.
-
-    ``played_s``: how long the game took to play (a monotonic clock's measure, plus the
-    engines' logged time before an interruption); None: not known (no duration recorded).
-
-    ``resumed_from`` > 0: the game was continued from that ply after an interruption (or
-    decided there, TCEC rule 7.c); the PGN gets a ``ResumedFromPly`` tag and ``resume_note``
-    is added to the comment of the last move before the interruption. ``move_data`` (the
-    MovePlayed events, or their JSON) feed ``PgnComments: extended`` and the TCEC fields;
-    ``engine_log`` is named in an ``EngineLog`` tag. ``sans``: the moves' SAN, when known
-    (the PGN is then written without replaying the game). ``mobility``: the r-mobility
-    kept while the moves were played (else it is computed from them).
-    """
-    finished = datetime.now(UTC)
-    comments = list(comments)
-    extra: dict[str, str] = {}
-    if resumed_from:
-        extra["ResumedFromPly"] = str(resumed_from)
-        if resume_note and 0 < resumed_from <= len(comments):
-            comments[resumed_from - 1] = ", ".join(c for c in (comments[resumed_from - 1],
-                                                               resume_note) if c)
-    if worker:
-        extra["Worker"] = worker
-    for tag, build in (("WhiteBuild", spec.white_build), ("BlackBuild", spec.black_build)):
-        if build:  # which build of each engine played (TCEC rule 8: runner.play.enginebuild)
-            extra[tag] = build
-    for tag, gpus in (("WhiteGpus", spec.white_gpus), ("BlackGpus", spec.black_gpus)):
-        if gpus:  # the devices each engine played on (docs/gpus.md)
-            extra[tag] = gpus
-    start_text = fen(start_board)
-    start_fen = None if start_text == chess.STARTING_FEN and not start_board.chess960 else start_text
-    if mobility is not None and mobility.plies == len(moves) \
-            and (not mobility.pending or end.result in (WHITE_WIN, BLACK_WIN)):
-        rmob: str | None = mobility.tag(end.result)
-    else:
-        rmob = record_rmobility(start_fen, moves, end.result)
-    pgn_comments = comments
-    if spec.pgn_comments != "cutechess" or spec.pgn_extras:
-        pgn_comments = enrich_comments(spec, start_board, moves, comments, move_data or ())
-        extra.update(extra_tags(spec, start_board, moves))
-    if engine_log is not None:
-        extra[LOG_TAG] = str(engine_log)
-    if sans is not None and len(sans) != len(moves):
-        sans = None  # not the moves played: the PGN replays them instead
-    pgn = build_pgn(spec, start_board, moves, pgn_comments, end, started, finished, rmob, extra,
-                    sans=sans)
+                  played_s: float | None = None, **kwargs: Any) -> GameRecord:
+    """The record of a game the referee played, ended now (runner.domain.gamerecord);
+    ``played_s``: how long it took to play (None: not known)."""
+    record = game_record(spec, start_board, moves, comments, end, started, played_s,
+                         finished=datetime.now(UTC), **kwargs)
     LOG.info("game %s %s - %s: %s {%s}", spec.round_label, spec.white.name, spec.black.name,
              end.result, end.reason)
-    return GameRecord(
-        white=spec.white.name, black=spec.black.name, result=end.result, reason=end.reason,
-        termination=end.termination, termination_details=end.details, moves=list(moves),
-        comments=comments, pgn=pgn, start_time=started.isoformat(timespec="milliseconds"),
-        end_time=finished.isoformat(timespec="milliseconds"),
-        duration_s=None if played_s is None else round(played_s, 3),
-        rmobility=rmob, opening_index=spec.opening.index if spec.opening else None,
-        start_fen=start_fen,
-    )
+    return record
 
 
 def _resume_board(start_board: chess.Board, resume: ResumePoint,
@@ -1005,6 +900,22 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                          _limit(spec, engine, clocks, color), engine.startup_timeout_s or ready_timeout)
 
 
-__all__ = ["RefereeError", "build_pgn", "format_score", "format_seconds",
+class RefereeBackend:
+    """The built-in referee as a backend (runner.play.backend): engines started here, a game
+    continued from a logged position, the run's engine logs and kept engines used."""
+
+    can_resume = True
+    local_engines = True
+    engine_resources = True
+
+    async def __call__(self, spec: GameSpec, *, emit: Emit, on_process: Callable[[int, float], Any],
+                       attempt: int, **more: Any) -> GameRecord:
+        return await play_game(spec, emit=emit, on_process=on_process, attempt=attempt, **more)
+
+    async def aclose(self) -> None:
+        return None
+
+
+__all__ = ["RefereeBackend", "RefereeError", "build_pgn", "format_score", "format_seconds",
            "move_comment", "natural_end", "play_game"]
 

@@ -11,33 +11,28 @@ marked applied in the transaction of its effect (runner.store.decisions.mark).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import getpass
-import inspect
 import re
 import socket
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import replace
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runner.clock import utc_now
 from runner.config import Config
 from runner.domain.adjudication import End
-from runner.domain.events import GameFinished
 from runner.domain.gpus import gpu_command_problem
 from runner.domain.interruption import board_after, policy_words
 from runner.domain.models import GameRecord, GameSpec
-from runner.domain.pgn import escape_tag
 from runner.errors import BadInput, StopEvent
+from runner.errors import print_error as err
 from runner.play.gpus import GpuPool
 from runner.service import tdrules as rules
 from runner.service.alerts import Alerter
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
-from runner.service.interrupted import backend_resumes
-from runner.service.running import RunFlags, RunningGames
-from runner.service.sinks import err
+from runner.service.recording import Recorder, last_attempt
+from runner.service.running import RoundChange, RunFlags, RunningGames
 from runner.service.state import round_complete
 from runner.service.views import EventViews
 from runner.service.writes import EventWriter
@@ -177,7 +172,7 @@ def open_event_store(config: Config) -> Store | str:
     return store
 
 
-def give(config: Config, action: str, args: dict[str, Any], reason: str, who: str
+def give_command(config: Config, action: str, args: dict[str, Any], reason: str, who: str
          ) -> tuple[int, str]:
     """Check and record one command: (its id, "") or (0, why it was refused)."""
     store = open_event_store(config)
@@ -221,28 +216,6 @@ def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str
     return action, args, reason
 
 
-class _MarkingStore:
-    """A store whose first transaction also marks the command (the adapters of the store
-    functions of withdraw and rewind, which take a store and commit through its
-    ``transaction()``: the mark commits with their effect)."""
-
-    def __init__(self, store: Store, mark: Callable[[sqlite3.Connection], None]):
-        self._store = store
-        self._mark = mark
-        self.marked = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    @contextlib.contextmanager
-    def transaction(self, **kwargs: Any) -> Iterator[sqlite3.Connection]:
-        with self._store.transaction(**kwargs) as conn:
-            yield conn
-            if not self.marked:
-                self._mark(conn)
-                self.marked = True
-
-
 class Director:
     """The runner's side of the TD's commands: polls them, applies each once as a store
     operation through the event's writer, and holds the event while the TD has paused it.
@@ -251,20 +224,21 @@ class Director:
 
     def __init__(self, config: Config, store: Store, writer: EventWriter,
                  running: RunningGames, flags: RunFlags, views: EventViews,
-                 spec_for: Callable[[StoredGame], GameSpec], alerts: Alerter | None = None,
-                 gpus: GpuPool | None = None):
+                 spec_for: Callable[[StoredGame], GameSpec], recorder: Recorder,
+                 alerts: Alerter | None = None, gpus: GpuPool | None = None,
+                 resumes: bool = True):
         self.config, self.store, self.writer = config, store, writer
         self.running, self.flags, self.views = running, flags, views
         self.spec_for = spec_for
+        self.recorder = recorder  # an adjudicated game is recorded as every game is
+        self.resumes = resumes  # the run's backend continues a game from a position
         self.alerts = alerts
         self.gpus = gpus  # the event's devices here (`td gpu off|on`); None: none
         self.say = views.console.say
         self.pause: PauseState | None = None
-        self.deferred: set[int] = set()  # restart --end-of-round of a game not started yet
-        self.rewound = False
+        self._changes: list[RoundChange] = []  # for the run loop (:meth:`changes`)
         self.failed: set[int] = set()  # commands whose application raised (not retried)
         self._announced: int | None = None
-        self._restarts: dict[int, list[Command]] | None = None  # applied, by game (None: read)
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -286,12 +260,17 @@ class Director:
             return round_complete(self.store)(p.round)
         return True
 
-    def blocks(self, game_id: int) -> bool:
-        """Must the round not start this game now?"""
-        return self.rewound or game_id in self.deferred or (
-            self.pause is not None and self.pause.mode != "after-round")
+    def pause_blocks_games(self) -> bool:
+        """Does the TD's pause keep the round from starting games now?"""
+        return self.pause is not None and self.pause.mode != "after-round"
 
-    async def hold(self) -> bool:
+    def changes(self) -> list[RoundChange]:
+        """What the decisions applied since the last call change for the run loop (the
+        rounds read again, a game left to the end of its round); the loop keeps them."""
+        changes, self._changes = self._changes, []
+        return changes
+
+    async def wait_while_paused(self) -> bool:
         """Wait while paused; False when the run is stopping."""
         while self.paused() and not self.flags.stopping:
             assert self.pause is not None
@@ -373,25 +352,10 @@ class Director:
                          outcome.removeprefix("refused: "), args)
         self.views.refresh()
 
-    def annotate(self, game_id: int, record: GameRecord) -> GameRecord:
-        """A game the TD restarted (7.d) says so in its PGN: a ``TDRestart`` tag naming the
-        decision (``#N by WHO: REASON``) after the game's other tags."""
-        if self._restarts is None:  # read once, and again after a command is decided
-            self._restarts = {}
-            for c in decisions.commands(self.store.conn, "applied"):
-                if c.action == "restart":
-                    self._restarts.setdefault(c.args.get("game"), []).append(c)
-        restarts = self._restarts.get(game_id, [])
-        head, sep, rest = record.pgn.partition("\n\n")
-        if not restarts or not sep or "[TDRestart " in head:
-            return record
-        text = "; ".join(f"#{c.id} by {c.who}: {c.reason}" for c in restarts)
-        return replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
-
     def decided(self, cmd: Command, state: str, outcome: str,
                 args: dict[str, Any] | None = None) -> None:
         """A command was applied or refused: the console line and the alert."""
-        self._restarts = None  # a restart applied: the PGN tags read it again
+        self.recorder.tags.changed()  # a restart applied: the PGN tags read it again
         who = f" by {cmd.who}" + (f" ({cmd.reason})" if cmd.reason else "")
         if state == "refused":
             self.say(f"TD command #{cmd.id} ({cmd.text()}){who} refused: {outcome}",
@@ -451,7 +415,7 @@ class Director:
                        + "; when the event goes on, "
                        + policy_words(self.config.interruption.mode,
                                                   self.config.backend,
-                                                  backend_resumes(self.config)))
+                                                  self.resumes))
         else:
             outcome = f"no new game starts; {len(self.running)} game(s) in progress finish"
         if not await self._mark_only(cmd, "applied", outcome, args):
@@ -482,18 +446,13 @@ class Director:
                     said.append(f"refused: {problem}")
                 return False
             record = adjudicated_record(self.store, self.spec_for(game), game, result, cmd)
-            attempt = max(1, self.store.attempts(game.game_id))
             outcome = f"game {gid} ({game.white} vs {game.black}) {result} by adjudication"
-
-            def job(store: Store) -> None:
-                store.record_game(gid, record, then=lambda c: decisions.mark(
-                    c, cmd.id, "applied", outcome))
-            try:
-                await self.writer.run(job)
+            try:  # recorded as every game is: the store (with the mark), then the views
+                await self.recorder.finish(game, record, last_attempt(self.store, gid),
+                                           then=lambda c: decisions.mark(c, cmd.id, "applied",
+                                                                         outcome))
             except decisions.AlreadyDone:
                 return False
-            assert self.views.router is not None
-            self.views.router.show(GameFinished(gid, record, attempt))  # the PGN, console...
             said.append(outcome)
             return False
 
@@ -521,12 +480,12 @@ class Director:
                 ok = await self.writer.run(job)
             except decisions.AlreadyDone:
                 return False
-            self._restarts = None  # the PGN's TDRestart tags read it again
+            self.recorder.tags.changed()  # the PGN's TDRestart tags read it again
             said.append(outcome if ok else f"refused: game {gid} ended before the restart")
             return ok and when == "now"
 
         if when == "end-of-round" and not running:
-            self.deferred.add(gid)
+            self._changes.append(RoundChange(deferred=gid))
         await self.stop_game(gid, effect)
         return said[0] if said else None
 
@@ -540,51 +499,40 @@ class Director:
         done = await self._with_mark(
             cmd, f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else ""),
             lambda store, **once: rules.apply_withdraw(store, self.config, engine, now,
-                                                       cmd.reason, **once),
-            rules.apply_withdraw)
+                                                       cmd.reason, **once))
         if done is not None:
-            self.rewound = True  # the rounds are read again (a round paired anew without it)
+            # the rounds are read again (a round paired anew without it)
+            self._changes.append(RoundChange(rewound=True))
             await self.views.schedule_changed()
         return done
 
     async def _rewind(self, cmd: Command, args: dict[str, Any]) -> str | None:
         gid = int(args["game"])
-        self.rewound = True  # no further game of the round starts; the rounds are read again
+        # no further game of the round starts; the rounds are read again
+        self._changes.append(RoundChange(rewound=True))
         for other in self.running.ids():
             if other >= gid:
                 await self.stop_game(other, _not_again)
         done = await self._with_mark(
             cmd, f"games from {gid} on voided; the event goes on from there (rule 7.e)",
             lambda store, **once: rules.apply_rewind(store, self.config, gid, cmd.reason,
-                                                     **once),
-            rules.apply_rewind)
+                                                     **once))
         await self.views.schedule_changed()
         return done
 
-    async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any],
-                         function: Callable[..., Any]) -> str | None:
+    async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any]
+                         ) -> str | None:
         """Run a store function of withdraw/rewind (runner.service.tdrules) on the writer
-        thread and mark the command applied; the outcome, or None when it was applied
-        already. A function that takes ``decision_id`` applies once per decision (a second
-        call returns the first outcome and changes nothing): the mark follows in its own
-        transaction, and a crash between the two is completed by the next run. One that
-        does not has the mark in its first transaction (``_MarkingStore``)."""
-        once = "decision_id" in inspect.signature(function).parameters
-
+        thread, the command marked applied in the transaction of its effect (``then``); the
+        outcome, or None when it was applied already."""
         def job(store: Store) -> str:
-            if once:
-                said = apply(store, decision_id=cmd.id)
-                text = said if isinstance(said, str) and said else outcome
-                with store.transaction() as c:
-                    decisions.mark(c, cmd.id, "applied", text)
-                return text
-            marking = _MarkingStore(store, lambda c: decisions.mark(c, cmd.id, "applied",
-                                                                    outcome))
-            apply(marking)
-            if not marking.marked:
-                with store.transaction() as c:
-                    decisions.mark(c, cmd.id, "applied", outcome)
-            return outcome
+            said: list[str] = []
+
+            def then(c: sqlite3.Connection, text: str) -> None:
+                said.append(text or outcome)
+                decisions.mark(c, cmd.id, "applied", said[0])
+            text = apply(store, decision_id=cmd.id, then=then)  # (and the PGN's state)
+            return text if isinstance(text, str) and text else said[0]
         try:
             return str(await self.writer.run(job))
         except decisions.AlreadyDone:
@@ -611,5 +559,5 @@ def adjudicated_record(store: Store, spec: GameSpec, game: StoredGame, result: s
     return record_from_log(spec, board, started, logged, end)
 
 
-__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give", "open_event_store",
+__all__ = ["Director", "POLL_S", "RESULTS", "check_command", "find_game", "give_command", "open_event_store",
            "who_am_i"]

@@ -1,15 +1,16 @@
 """One game's life: its attempts (started, resumed by TCEC rule 7.c, replayed, restarted by
 the TD), each through a backend (runner.play), until its record is committed.
 
-The attempt number is computed in :meth:`GameLife.next_attempt` only; a game whose backend
+The attempt numbers come from runner.service.recording (one place); a game whose backend
 reports no GameStarted (or that is recorded without an engine: decided from its log, lost by
-forfeit) gets one from :func:`placeholder_started`.
+forfeit) gets one from :func:`placeholder_started`; every event goes out through the
+:class:`Recorder`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -21,47 +22,29 @@ from runner.domain.adjudication import End
 from runner.domain.events import (
     GameEvent,
     GameFinished,
-    GameStarted,
     ResumePoint,
     parse_utc,
     workers_tag,
 )
+from runner.domain.gamerecord import game_record
 from runner.domain.interruption import Decision, played_by, played_seconds
 from runner.domain.models import GameRecord, GameSpec
 from runner.domain.pgnextended import enrich_comments
 from runner.domain.variant import is_960, replay_960
 from runner.errors import ReplayGame, StopEvent
-from runner.play import referee  # (module: tests replace finish_record)
+from runner.play.backend import Backend
 from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
 from runner.service.interrupted import event_tablebase, foresee_game
 from runner.service.operations import GameResources
-from runner.service.running import RunningGames
+from runner.service.recording import Recorder, next_attempt, placeholder_started
+from runner.service.running import Effect, RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import EventRouter, RecordError
+from runner.service.sinks import RecordError
 from runner.service.writes import EventWriter
 from runner.store.database import Store, StoredGame
 
-# A backend: play_game(spec, *, emit, on_process, attempt[, resume]) -> GameRecord (runner.play)
-PlayGame = Callable[..., Awaitable[GameRecord]]
 Say = Callable[..., None]
-
-
-def placeholder_started(game: StoredGame, record: GameRecord, attempt: int, *,
-                        started: dict[str, Any] | None = None, start_fen: str | None = None,
-                        resumed_from_ply: int = 0, workers: tuple[str, ...] = ()
-                        ) -> GameStarted:
-    """The GameStarted of a game recorded without its backend's own (a backend that reports
-    only its result, a game decided from its log, a forfeit); ``started``: the one its
-    earlier attempt logged, whose engine names and book plies it keeps."""
-    started = started or {}
-    return GameStarted(
-        game_id=game.game_id, white=game.white, black=game.black,
-        white_id=started.get("white_id", ""), black_id=started.get("black_id", ""),
-        start_time=started.get("start_time", record.start_time),
-        start_fen=start_fen if start_fen is not None else record.start_fen or "",
-        book_plies=started.get("book_plies", 0), white_clock_ms=None, black_clock_ms=None,
-        resumed_from_ply=resumed_from_ply, attempt=attempt, played_by=workers)
 
 
 def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
@@ -73,11 +56,11 @@ def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
         board = replay_960(board)
     moves = [m.uci() for m in board.move_stack]
     comments = [m.get("comment", "") for m in logged]
-    start = parse_utc(started.get("start_time")) or datetime.now(UTC)
-    return referee.finish_record(spec, board.root(), moves, comments, end, start,
-                                 played_seconds(logged),
-                         resumed_from=resumed_from, move_data=logged,
-                         worker=workers_tag(played_by(started, logged)))
+    now = datetime.now(UTC)
+    return game_record(spec, board.root(), moves, comments, end,
+                       parse_utc(started.get("start_time")) or now, played_seconds(logged),
+                       finished=now, resumed_from=resumed_from, move_data=logged,
+                       worker=workers_tag(played_by(started, logged)))
 
 
 def started_event(store: Store, game_id: int) -> dict[str, Any]:
@@ -103,37 +86,29 @@ class GameLife:
     config: Config
     store: Store
     schedule: Schedule
-    writer: EventWriter
+    writes: EventWriter
     running: RunningGames
     say: Say
-    backend: PlayGame
-    custom_backend: bool  # a backend given by the caller (a cluster, a test), not the config's
-    annotate: Callable[[int, GameRecord], GameRecord] = lambda gid, record: record
-    router: EventRouter | None = None  # set by the run loop once the views exist
-    resources: GameResources | None = None  # CPU slots, engine logs: made on first use
-    gpus: GpuPool | None = None  # the event's devices here (set by the run loop)
-
-    def _router(self) -> EventRouter:
-        assert self.router is not None
-        return self.router
+    backend: Backend
+    recorder: Recorder  # the one way a game's events reach the store and the views
+    resources: GameResources  # CPU slots, engine logs, kept engines (per game)
+    gpus: GpuPool | None = None  # the event's devices here
 
     def next_attempt(self, game: StoredGame, previous: int = 0) -> int:
         """The number of the game's next attempt: one more than any attempt it had."""
-        return max(previous, self.store.attempts(game.game_id)) + 1
+        return next_attempt(self.store, game.game_id, previous)
 
     def can_resume(self) -> bool:
-        """Only the built-in referee continues a game from a position (cutechess-cli cannot
-        be handed the clocks of a game in progress: docs/resume.md)."""
-        if self.custom_backend:
-            return bool(getattr(self.backend, "can_resume", False))
-        return self.config.backend == "python-chess"
+        """Does the backend continue a game from a position (the built-in referee does;
+        cutechess-cli cannot be handed the clocks of a game in progress: docs/resume.md)?"""
+        return self.backend.can_resume
 
     async def play(self, game: StoredGame) -> None:
         """Play one game until its record is committed (or a TD decision ends it). A game
         interrupted earlier (it has a move log) is first decided by TCEC rule 7.c: finished
         from its log, continued from the position reached, or replayed from move one."""
         spec = self.schedule.spec_for(game)
-        if not self.custom_backend:  # engines started here: their files as the event's (8)
+        if self.backend.local_engines:  # engines started here: their files as the event's (8)
             await check_local(spec, self.schedule.builds, self.store.builds)
         attempt, from_start = self.next_attempt(game), False
         while True:
@@ -152,13 +127,11 @@ class GameLife:
             self._emit(game, placeholder_started(game, record, attempt), seen)
         if "finished" not in seen:
             self._emit(game, GameFinished(game.game_id, record, attempt), seen)
-        await self.writer.settled(game.game_id)  # recorded before the loop reads it back
+        await self.writes.settled(game.game_id)  # recorded before the loop reads it back
 
     def _emit(self, game: StoredGame, event: GameEvent, seen: set[str]) -> None:
         seen.add(event.kind)
-        if isinstance(event, GameFinished):
-            event = replace(event, record=self.annotate(game.game_id, event.record))
-        self._router().publish(event)
+        self.recorder.publish(event)
 
     async def _attempt(self, game: StoredGame, spec: GameSpec, attempt: int, from_start: bool,
                        seen: set[str]) -> GameRecord | None:
@@ -172,26 +145,15 @@ class GameLife:
         resume = decision.resume if decision is not None and decision.action == "resume" \
             else None
         try:
-            return await self._run_backend(game, spec, attempt, resume, seen)
-        except asyncio.CancelledError:
-            # stopped by a TD decision (runner.service.director): its effect, then maybe again
-            effect = self.running.take_stop(game.game_id)
-            if effect is None:
-                raise
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            if not await effect():
-                return None
-            raise Again() from None
+            outcome = await self._backend_or_order(game, spec, attempt, resume, seen)
         except ReplayGame as exc:
             # The backend lost the game (a cluster worker died): decide it again from its
             # move log, as after a crash (TCEC rule 7.c), and go on. No one loses.
             self.say(f"Game {game.game_id} ({game.white} vs {game.black}): {exc}", always=True)
-            await self.writer.settled(game.game_id)
-            await self.writer.flush_moves()
+            await self.writes.settled(game.game_id)
+            await self.writes.flush_moves()
             raise Again() from exc
-        except StopEvent:  # (a cancellation is handled above)
+        except StopEvent:
             raise
         except Exception as exc:
             if resume is None:
@@ -199,20 +161,41 @@ class GameLife:
             # the position the log gave could not be played on: from the start instead
             self._replayed(game, "it could not go on from its logged position "
                                  f"({type(exc).__name__}: {exc})")
-            await self.writer.settled(game.game_id)
+            await self.writes.settled(game.game_id)
             raise Again(from_start=True) from exc
+        if isinstance(outcome, GameRecord):
+            return outcome
+        # stopped by a TD decision (runner.service.director): its effect, then maybe again
+        if not await outcome():
+            return None
+        raise Again()
+
+    async def _backend_or_order(self, game: StoredGame, spec: GameSpec, attempt: int,
+                                resume: ResumePoint | None, seen: set[str]
+                                ) -> GameRecord | Effect:
+        """The backend's record, or the order a TD decision sent on the game's control
+        channel (the backend's call then stopped: its engines killed)."""
+        order = self.running.orders_for(game.game_id)
+        if not order.done():
+            play = asyncio.ensure_future(self._run_backend(game, spec, attempt, resume, seen))
+            try:
+                await asyncio.wait({play, order}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not play.done():  # an order came, or the game's task is cancelled
+                    play.cancel()
+                    await asyncio.wait({play})
+            if not play.cancelled():
+                return play.result()  # (its order, if one came too, is run by the Director)
+            if not order.done():  # the backend's call cancelled itself: a cancelled game
+                raise asyncio.CancelledError
+        self.running.taken(game.game_id)
+        return order.result()
 
     async def _run_backend(self, game: StoredGame, spec: GameSpec, attempt: int,
                            resume: ResumePoint | None, seen: set[str]) -> GameRecord:
-        router = self._router()
-
         def on_process(pid: int, create_time: float) -> Any:  # a future (start_engine awaits)
-            return router.store.record_process(pid, create_time, game.game_id)
+            return self.writes.record_process(pid, create_time, game.game_id)
 
-        if self.resources is None:  # CPU slots (Affinity) and engine logs (EngineLogs)
-            self.resources = GameResources(
-                self.config, not self.custom_backend and self.config.backend == "python-chess",
-                record=lambda pid, created: router.store.record_process(pid, created, None))
         extra: dict[str, Any] = {} if resume is None else {"resume": resume}
         near = self.gpus.numa_cores(game.game_id) if self.gpus is not None \
             and self.resources.pool else ()  # a CPU slot near the game's GPUs
@@ -233,7 +216,7 @@ class GameLife:
             self._replayed(game, "it could not be decided from its log "
                                  f"({type(exc).__name__}: {exc})")
             return False
-        await self.writer.settled(game.game_id)
+        await self.writes.settled(game.game_id)
         return True
 
     def finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,
@@ -263,9 +246,8 @@ class GameLife:
             if game.game_id in due:
                 record = forfeit(game, due[game.game_id])
                 attempt = self.next_attempt(game)
-                self._router().publish(placeholder_started(game, record, attempt))
-                self._router().publish(GameFinished(game.game_id, record, attempt))
-                await self.writer.settled(game.game_id)
+                await self.recorder.finish(game, record, attempt,
+                                           started=placeholder_started(game, record, attempt))
                 self.say(f"Game {game.game_id} ({game.white} vs {game.black}): "
                          f"{record.reason}", always=True)
 
@@ -329,5 +311,5 @@ class GameLife:
             self.say(f"{name}: {decision.words()}", always=bool(decision.problem))
 
 
-__all__ = ["Again", "GameLife", "PlayGame", "placeholder_started", "record_from_log",
+__all__ = ["Again", "GameLife", "placeholder_started", "record_from_log",
            "started_event"]

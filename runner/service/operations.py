@@ -12,19 +12,19 @@ from typing import Any, TextIO
 from runner.config.typed import Config
 from runner.domain.events import GameEvent, GameFinished
 from runner.domain.variant import board_at
+from runner.errors import print_error as err
 from runner.play.affinity import SlotPool
 from runner.play.enginelog import GameLog, log_name
 from runner.play.keep import EnginePool
 from runner.service.alerts import Alerter
 from runner.service.progress import (
-    LiveOut,
     LiveView,
     Progress,
     ProgressConsoleSink,
     event_pace,
     recorded_durations,
 )
-from runner.service.sinks import ConsoleOut, Sink, err
+from runner.service.sinks import ConsoleOut, Sink
 from runner.store.database import Store
 
 
@@ -114,15 +114,17 @@ class GameResources:
 
 
 class RunViews:
-    """The console sink with progress, the EPD sink and (on a terminal) the live view."""
+    """The console sink with progress, the EPD sink, (on a terminal) the live view and the
+    alerts' sink (engine crashes, stalls, forfeits: runner.service.alerts)."""
 
     def __init__(self, config: Config, say: Callable[[str], None], total: Callable[[], int],
-                 done: int, durations: list[float], live_stream: TextIO | None):
+                 done: int, durations: list[float], live_stream: TextIO | None,
+                 alerts: Sink | None = None):
         self.progress = Progress(durations, done, total, **event_pace(config))
         self.console = ProgressConsoleSink(say, total, self.progress)
         self.live = LiveView(live_stream, self.progress) if live_stream is not None else None
         self.epd = EpdSink(config.epd_out) if config.epd_out is not None else None
-        self.alerts: Sink | None = None  # engine crashes, stalls, forfeits (runner.service.alerts)
+        self.alerts = alerts
 
     def sinks(self) -> list[Sink]:
         return [s for s in (self.console, self.live, self.epd, self.alerts) if s is not None]
@@ -138,16 +140,8 @@ def run_views(console: ConsoleOut, config: Config, store: Store, total: Callable
               alerts: Alerter) -> RunViews:
     """Build the run's progress views; on a terminal (and not --quiet) the console's output
     goes above a live progress bar from now on."""
-    stream = console.out
-    live = None
-    if not console.quiet and getattr(stream, "isatty", lambda: False)():
-        live = stream
-        console.out = LiveOut(stream)
-    done = store.counts().get("finished", 0)
-    views = RunViews(config, console.say, total, done,
-                     recorded_durations(store.conn), live)
-    views.alerts = alerts.sink()
-    return views
+    return RunViews(config, console.say, total, store.counts().get("finished", 0),
+                    recorded_durations(store.conn), console.below_a_bar(), alerts.sink())
 
 
 __all__ = ["EpdSink", "GameResources", "RunViews", "final_fen", "run_views"]

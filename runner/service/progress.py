@@ -10,7 +10,6 @@ progress bar (tqdm) under the plain lines.
 from __future__ import annotations
 
 import contextlib
-import io
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -133,32 +132,6 @@ class ProgressConsoleSink(ConsoleSink):
             super().handle(event)
 
 
-class LiveOut(io.TextIOBase):
-    """A stream for the plain lines while a live bar is shown: each line is written above
-    the bar (tqdm's external write mode), so lines and bar never mix."""
-
-    def __init__(self, stream: TextIO):
-        self.stream = stream
-        self._partial = ""
-
-    def write(self, text: str) -> int:
-        from tqdm import tqdm
-
-        self._partial += text
-        if "\n" in self._partial:
-            lines, self._partial = self._partial.rsplit("\n", 1)
-            with tqdm.external_write_mode(file=self.stream):
-                self.stream.write(lines + "\n")
-                self.stream.flush()
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return True
-
-
 class LiveView:
     """The live progress bar on a terminal: games done/total, ETA, the games in progress."""
 
@@ -200,5 +173,5 @@ class LiveView:
             self.bar.close()
 
 
-__all__ = ["LiveOut", "LiveView", "Progress", "ProgressConsoleSink", "event_eta", "event_pace",
+__all__ = ["LiveView", "Progress", "ProgressConsoleSink", "event_eta", "event_pace",
            "format_eta", "format_left", "halted", "recorded_durations", "rounds_eta"]

@@ -1,6 +1,7 @@
-"""The games in progress: one asyncio task each, owned by the run loop; a TD decision stops
-one through :meth:`RunningGames.stop`, which runs the decision's effect in the game's task
-(runner.service.gamelife) once its backend call was cancelled.
+"""The games in progress: one asyncio task each, owned by the run loop, and one control
+channel each: a TD decision stops a game through :meth:`RunningGames.stop`, an order the
+game's own task takes (runner.service.gamelife): it stops its backend call and runs the
+decision's effect. No game task is cancelled for it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,23 @@ class RunFlags:
     failure: str | None = None
 
 
+@dataclass(frozen=True)
+class RoundChange:
+    """What a TD decision changes for the run loop, which keeps it (runner.service.runloop):
+    the rounds are read again (``rewound``: a rewind, a withdrawal), or a game not started
+    yet is left to the end of its round (``deferred``: a restart --end-of-round)."""
+
+    rewound: bool = False
+    deferred: int | None = None
+
+
 class RunningGames:
-    """game_id -> its task, and the effects waiting for a game to stop."""
+    """game_id -> its task, and each game's control channel: the order a TD decision left
+    for it (an effect its own task runs once its backend call is stopped)."""
 
     def __init__(self) -> None:
         self.tasks: dict[int, asyncio.Task[None]] = {}
-        self.stops: dict[int, Effect] = {}  # run by the game's own task (GameLife.play)
+        self.orders: dict[int, asyncio.Future[Effect]] = {}  # taken by GameLife.play
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -44,20 +56,30 @@ class RunningGames:
 
     def remove(self, game_id: int) -> None:
         self.tasks.pop(game_id, None)
+        self.orders.pop(game_id, None)
 
     def cancel_all(self) -> None:
         for task in list(self.tasks.values()):
             task.cancel()
 
-    def take_stop(self, game_id: int) -> Effect | None:
-        """The effect a TD decision left for this game's cancelled task (None: none)."""
-        return self.stops.pop(game_id, None)
+    def orders_for(self, game_id: int) -> asyncio.Future[Effect]:
+        """The game's control channel: done when a TD decision left it an order (an order
+        given before the game listened is there already)."""
+        order = self.orders.get(game_id)
+        if order is None:
+            order = self.orders[game_id] = asyncio.get_running_loop().create_future()
+        return order
+
+    def taken(self, game_id: int) -> None:
+        """The game took its order: its next attempt listens on a new channel."""
+        self.orders.pop(game_id, None)
 
     async def stop(self, game_id: int, effect: Effect) -> None:
-        """Stop the game if it runs here, then run ``effect`` (in the game's task, which
-        plays the game again at once when it returns True); else run it here."""
+        """Order the game, if it runs here, to stop and run ``effect`` (in the game's task,
+        which plays the game again at once when it returns True); else run it here."""
         task = self.tasks.get(game_id)
-        if task is None or task.done():
+        order = self.orders_for(game_id) if task is not None and not task.done() else None
+        if task is None or order is None or order.done():
             await effect()
             return
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -72,15 +94,14 @@ class RunningGames:
             done.set_result(again)
             return again
 
-        self.stops[game_id] = hook
-        task.cancel()
+        order.set_result(hook)
         await asyncio.wait({task, done}, return_when=asyncio.FIRST_COMPLETED)
         if done.done():
             done.result()
             return
-        # the task ended outside its backend call (the hook was not run): run it here
-        self.stops.pop(game_id, None)
+        # the game ended without taking the order (its record came first): run it here
+        self.orders.pop(game_id, None)
         await effect()
 
 
-__all__ = ["Effect", "RunFlags", "RunningGames"]
+__all__ = ["Effect", "RoundChange", "RunFlags", "RunningGames"]

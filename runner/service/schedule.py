@@ -50,11 +50,14 @@ class Schedule:
     say: Say
     book: list[Opening] = field(default_factory=list)
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
-    gpus: GpuPool | None = None  # the event's devices on this machine (set by the run loop)
+    gpus: GpuPool | None = None  # the event's devices on this machine (None: no Gpus here)
     _total_games: int | None = None  # total_games() as last read (None: read it again)
 
-    def __post_init__(self) -> None:
-        self.writer.on_written.append(self.changed)
+    async def written(self) -> None:
+        """Wait until the schedule's writes (a round paired) are committed; the counts are
+        read again."""
+        await self.writer.written()
+        self.changed()
 
     def changed(self) -> None:
         """The schedule may have changed (a round paired, a TD withdrawal or rewind)."""
@@ -76,11 +79,11 @@ class Schedule:
         spec = game_spec(self.config, self.store, game, self.builds)
         return self.gpus.hand_over(spec) if self.gpus is not None else spec
 
-    async def with_devices(self, game: StoredGame, queue: list[StoredGame],
+    async def next_with_devices(self, game: StoredGame, queue: list[StoredGame],
                            stopping: Callable[[], bool]) -> StoredGame:
         """The game to start now: ``game`` without the event's GPUs; with them, the first of
         ``game`` and ``queue`` whose devices are free, its devices held until
-        :meth:`give_back` (waits until some are; taken out of ``queue``; ``game`` when
+        :meth:`free_devices` (waits until some are; taken out of ``queue``; ``game`` when
         ``stopping``)."""
         if self.gpus is None:
             return game
@@ -89,7 +92,7 @@ class Schedule:
                                            stopping, lambda text: self.say(text, always=True))
         return picked if picked is not None else game
 
-    def give_back(self, game_id: int) -> None:
+    def free_devices(self, game_id: int) -> None:
         """The game ended or was not started: its GPUs (if any) are free again."""
         if self.gpus is not None:
             self.gpus.give_back(game_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import io
 import json
 import os
 import sqlite3
@@ -24,6 +25,7 @@ from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlaye
 from runner.errors import RecordInvalid, StopEvent, ViewError
 from runner.errors import print_error as err
 from runner.store.database import Store, StoreError, append_pgn
+from runner.store.decisions import AlreadyDone
 from runner.store.writer import StoreWriter
 
 
@@ -53,6 +55,32 @@ class Console:
             self.failing = False
 
 
+class LiveOut(io.TextIOBase):
+    """A stream for the plain lines while a live bar is shown: each line is written above
+    the bar (tqdm's external write mode), so lines and bar never mix."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        from tqdm import tqdm
+
+        self._partial += text
+        if "\n" in self._partial:
+            lines, self._partial = self._partial.rsplit("\n", 1)
+            with tqdm.external_write_mode(file=self.stream):
+                self.stream.write(lines + "\n")
+                self.stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+
 class ConsoleOut:
     """The console: lines on ``out`` (all of them, or with ``quiet`` only those said
     ``always``)."""
@@ -61,6 +89,15 @@ class ConsoleOut:
         self.out: TextIO = out if out is not None else sys.stdout
         self.quiet = quiet
         self._console: Console | None = None
+
+    def below_a_bar(self) -> TextIO | None:
+        """On a terminal (and not quiet): the terminal, for a live progress bar; the lines
+        said from now on go above it (:class:`LiveOut`). None otherwise."""
+        stream = self.out
+        if self.quiet or not getattr(stream, "isatty", lambda: False)():
+            return None
+        self.out = LiveOut(stream)
+        return stream
 
     def say(self, text: str, *, always: bool = False) -> None:
         if always or not self.quiet:
@@ -134,6 +171,10 @@ class Sink(Protocol):
     def handle(self, event: GameEvent) -> None: ...
 
 
+# what runs in a game record's transaction (a TD decision's mark: runner.store.decisions)
+Then = Callable[[sqlite3.Connection], None]
+
+
 class RecordError(StopEvent):
     """A finished game could not be committed (disk full, I/O error)."""
 
@@ -153,8 +194,10 @@ class StoreSink:
         self.pending: dict[int, list[concurrent.futures.Future[Any]]] = {}
         self.records: dict[int, concurrent.futures.Future[Any]] = {}
 
-    def handle(self, event: GameEvent) -> concurrent.futures.Future[Any] | None:
-        """Enqueue the event's write; for a GameFinished, the future of its record."""
+    def handle(self, event: GameEvent, then: Then | None = None
+               ) -> concurrent.futures.Future[Any] | None:
+        """Enqueue the event's write; for a GameFinished, the future of its record
+        (``then(connection)`` runs in the record's transaction: a TD decision's mark)."""
         if isinstance(event, MovePlayed):
             self.store_writer.append(event)
             return None
@@ -172,7 +215,9 @@ class StoreSink:
         if isinstance(event, GameFinished):
             gid, record, writer = event.game_id, event.record, self.writer
             future = self.store_writer.settle(
-                gid, lambda conn, rows: writer.record_game(gid, record, moves=rows))
+                gid, (lambda conn, rows: writer.record_game(gid, record, moves=rows))
+                if then is None else
+                (lambda conn, rows: writer.record_game(gid, record, moves=rows, then=then)))
             self.records[gid] = future
             return future
         return None
@@ -193,6 +238,8 @@ class StoreSink:
             return
         try:
             await asyncio.wrap_future(future)
+        except AlreadyDone:
+            raise  # a TD decision applied already (by an earlier run): nothing was written
         except Exception as exc:  # noqa: BLE001 - disk full, I/O error, integrity: stop cleanly
             raise self.record_error(game_id, exc) from exc
         self.check_files()
@@ -442,10 +489,11 @@ class EventRouter:
         self.errors = errors or ViewErrors(store.store.path)
         self.move_views = [v for v in self.views if getattr(v, "moves", True)]
 
-    def publish(self, event: GameEvent) -> None:
+    def publish(self, event: GameEvent, then: Then | None = None) -> None:
         """A finished game reaches the views once its record is committed (never, if it
-        could not be: the game's task learns that from StoreSink.settled)."""
-        record = self.store.handle(event)  # RecordError propagates: the event must stop
+        could not be: the game's task learns that from StoreSink.settled); ``then``: see
+        :meth:`StoreSink.handle`."""
+        record = self.store.handle(event, then)  # RecordError propagates: the event must stop
         if record is None:
             self.show(event)
             return

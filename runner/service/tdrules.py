@@ -30,6 +30,8 @@ running runner is in its docstring.
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,11 @@ import chess
 from runner.config.typed import Config
 from runner.domain.adjudication import End
 from runner.domain.events import parse_utc
+from runner.domain.gamerecord import game_record
 from runner.domain.interruption import played_seconds
 from runner.domain.models import BLACK_WIN, WHITE_WIN, GameRecord
 from runner.domain.pgn import escape_tag
 from runner.errors import BadInput
-from runner.play import referee  # (module: tests replace finish_record)
 from runner.service.gamespec import game_spec
 from runner.store.database import Store, StoredGame
 from runner.store.files import atomic_write
@@ -59,6 +61,8 @@ from runner.store.tdstore import (
 )
 
 FORFEIT_TERMINATION = "abandoned"
+# the TD command's mark, in the transaction that applies it: then(connection, outcome)
+Then = Callable[[sqlite3.Connection, str], None]
 
 
 class TDRefused(BadInput):
@@ -149,7 +153,7 @@ def _untouched_round(store: Store, number: int) -> bool:
 
 
 def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason: str,
-                   decision_id: int) -> str:
+                   decision_id: int, then: Then | None = None) -> str:
     """Withdraw ENGINE (see the module's docstring); the outcome line for the decision log.
 
     Applied once per ``decision_id`` (again: the first outcome is returned, nothing changes).
@@ -158,7 +162,7 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
     and forfeited). A round paired but not started is paired again: the runner must pair
     before playing on (as `run` does after a stop). Refreshes the PGN file.
     """
-    done = applied(store.conn, decision_id)
+    done = _applied_before(store, decision_id, then)
     if done is not None:
         refresh_pgn_views(store, config)
         return done
@@ -190,8 +194,21 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
                 outcome += "; still plays the game(s) already paired: " + ", ".join(
                     map(str, unfinished))
         mark_applied(c, decision_id, "withdraw", outcome)
+        if then is not None:
+            then(c, outcome)
     problem = refresh_pgn_views(store, config)
     return outcome if problem is None else f"{outcome}; {problem}"
+
+
+def _applied_before(store: Store, decision_id: int, then: Then | None) -> str | None:
+    """The outcome of the decision when it was applied already (None: not yet); ``then``
+    (the command's mark, runner.store.decisions) runs now when it had not run with it (a
+    database of a runner that marked the command in a transaction of its own)."""
+    done = applied(store.conn, decision_id)
+    if done is not None and then is not None:
+        with store.transaction() as c:
+            then(c, done)
+    return done
 
 
 def forfeits_due(store: Store, games: list[StoredGame]) -> dict[int, str]:
@@ -221,10 +238,11 @@ def forfeit_record(store: Store, config: Config, game: StoredGame, loser: str) -
     started = store.started_event(game.game_id) or {}
     logged = store.logged_moves(game.game_id)
     board, moves, comments = _reached(spec.variant, started, logged, game)
-    start = parse_utc(started.get("start_time")) or datetime.now(UTC)
-    return referee.finish_record(spec, board, moves, comments, end, start,
-                                 played_seconds(logged) if moves else None,
-                         move_data=logged if moves else None)
+    now = datetime.now(UTC)
+    return game_record(spec, board, moves, comments, end,
+                       parse_utc(started.get("start_time")) or now,
+                       played_seconds(logged) if moves else None, finished=now,
+                       move_data=logged if moves else None)
 
 
 def _reached(variant: str, started: dict[str, Any], logged: list[dict[str, Any]],
@@ -262,7 +280,7 @@ def record_forfeit(store: Store, config: Config, game: StoredGame, loser: str) -
 
 
 def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
-                 decision_id: int) -> str:
+                 decision_id: int, then: Then | None = None) -> str:
     """Void game ``game_no`` and everything after it (see the module's docstring); the
     outcome line for the decision log. Applied once per ``decision_id``.
 
@@ -272,7 +290,7 @@ def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
     again when it was voided), as `run` does after a stop. Refreshes the PGN file and
     writes ``<PGN>.voided.pgn``.
     """
-    done = applied(store.conn, decision_id)
+    done = _applied_before(store, decision_id, then)
     if done is not None:  # the views may not have been written (killed after the commit)
         refresh_pgn_views(store, config)
         return done
@@ -296,6 +314,8 @@ def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
         if moved:
             outcome += f"; {moved} withdrawal(s) now from round {fresh}"
         mark_applied(c, decision_id, "rewind", outcome)
+        if then is not None:
+            then(c, outcome)
     problem = refresh_pgn_views(store, config, pgn_was_ours)
     return outcome if problem is None else f"{outcome}; {problem}"
 

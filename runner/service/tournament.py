@@ -1,12 +1,7 @@
-"""The run loop: rounds in order, each round's games as tasks (at most ``Concurrency`` at a
-time), signals and the TD's pause. Thin, and the only part that owns tasks; the parts it
-drives:
-
-- what to play next: runner.service.schedule (pairing, openings, extra pairs, withdrawals);
-- one game's life: runner.service.gamelife (attempts, rule 7.c, replay, restart, record);
-- the director: runner.service.director (a TD command applied as a store operation);
-- the views: runner.service.views (console, PGN, snapshot, live feeds, alerts);
-- the writes: runner.service.writes (the store's one writer thread while the event runs).
+"""One run of the event as `swiss-runner run` drives it: :meth:`Tournament.prepare` opens
+or creates the event and checks its views against the store; :meth:`Tournament.run` builds
+the running event (runner.service.assembly, the composition root) and runs its loop
+(runner.service.runloop).
 
 All tournament truth lives in the store (runner.store): every decision that must survive a
 crash is committed before anything depends on it, and reused unchanged on resume.
@@ -14,54 +9,42 @@ crash is committed before anything depends on it, and reused unchanged on resume
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
-import sqlite3
 import sys
-import time
-from typing import Any, TextIO
+from collections.abc import Awaitable, Callable
+from typing import TextIO
 
 from runner.config.typed import Config
-from runner.domain.adjudication import close_tablebases
-from runner.domain.models import GameRecord, GameSpec
-from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
-from runner.play import eventloop, referee, spawn
-from runner.play.gpus import local_pool
+from runner.domain.models import GameRecord
+from runner.play import spawn
+from runner.play.backend import Backend, as_backend
+from runner.play.referee import RefereeBackend
 from runner.service.alerts import Alerter
-from runner.service.builds import BuildChanged, open_builds
-from runner.service.director import Director
-from runner.service.gamelife import GameLife, PlayGame
-from runner.service.held import HeldGames
-from runner.service.interrupted import foreseen, interrupted_lines
-from runner.service.running import RunFlags, RunningGames
+from runner.service.assembly import Prepared, RunSettings, build_run
+from runner.service.builds import open_builds
+from runner.service.runloop import RunLoop
+from runner.service.running import RunFlags
 from runner.service.schedule import Schedule
-from runner.service.setup import event_needs_games, open_event, stop_requested
-from runner.service.sinks import ConsoleOut, RecordError, StoreSink, err
+from runner.service.setup import event_needs_games, open_event
+from runner.service.sinks import ConsoleOut, RecordError
 from runner.service.state import check_snapshot
-from runner.service.tdrules import forfeit_record, sync_voided_pgn, voided_pgn_path
-from runner.service.views import EventViews
+from runner.service.tdrules import sync_voided_pgn, voided_pgn_path
+from runner.service.views import StartViews
 from runner.service.writes import EventWriter
-from runner.store import decisions
-from runner.store.database import Store, StoredGame, StoreError, remove_stale_temp_files
-from runner.store.writer import DiskFull, StoreWriter
+from runner.store.database import Store, remove_stale_temp_files
 
-# Raised inside a game, these stop the event: the store or its writer failing is no one
-# game's trouble (a StopEvent: a record not committed, the cluster gone, a build changed).
-EVENT_STOPS: tuple[type[BaseException], ...] = (StopEvent, StoreError, sqlite3.Error, DiskFull)
+# what `run` (and a test) may hand in as the backend: one that declares the contract of
+# runner.play.backend, or a bare play-game function (it declares no ability)
+PlayGame = Backend | Callable[..., Awaitable[GameRecord]]
 
 
-def config_backend(config: Config) -> PlayGame:
+def config_backend(config: Config) -> Backend:
     """The backend the config names: the built-in referee or cutechess-cli."""
     if config.backend == "cutechess":
         # late: cutechess-cli's driver is loaded only by the events that use it
-        from runner.play.cutechess import play_game as cutechess_play
+        from runner.play.cutechess import CutechessBackend
 
-        async def play(spec: GameSpec, **kwargs: Any) -> GameRecord:
-            return await cutechess_play(spec, cutechess_path=config.cutechess_path, **kwargs)
-
-        return play
-    return referee.play_game
+        return CutechessBackend(config.cutechess_path)
+    return RefereeBackend()
 
 
 class Tournament:
@@ -71,25 +54,19 @@ class Tournament:
     def __init__(self, config: Config, store: Store, finish_games: bool = False,
                  quiet: bool = False, out: TextIO | None = None,
                  play_game: PlayGame | None = None, accept_build: tuple[str, ...] = (),
-                 build_reason: str = ""):
+                 build_reason: str = "", alerts: Alerter | None = None):
         self.config, self.store = config, store
-        self.finish_games = finish_games
         self.accept_build, self.build_reason = accept_build, build_reason
-        self.play_game = play_game
         self.console = ConsoleOut(out if out is not None else sys.stdout, quiet)
         self.flags = RunFlags()
-        self.running = RunningGames()
-        self.alerts = Alerter(None)  # set by runner.cli.run (docs/alerts.md)
-        self.writer = EventWriter(store)
-        self.schedule = Schedule(config, store, self.writer, self.say)
-        self.store_writer: StoreWriter | None = None
-        self.views: EventViews | None = None
-        self.td: Director | None = None
-        # games whose last attempt raised (one game's trouble)
-        self.held = HeldGames(max(1.0, sum(config.start_retry_s)))
-        self.games = GameLife(config, store, self.schedule, self.writer, self.running,
-                              self.say, play_game or config_backend(config),
-                              custom_backend=play_game is not None)
+        self.alerts = alerts if alerts is not None else Alerter(None)  # docs/alerts.md
+        self.settings = RunSettings(
+            self.console, self.alerts,
+            as_backend(play_game) if play_game is not None else config_backend(config),
+            finish_games)
+        self.start = StartViews(config, store, self.console)
+        self.prepared = Prepared(self.start)
+        self.loop: RunLoop | None = None  # the running event (None: not running)
 
     # ---- what the CLI and the alerts read ------------------------------------------------
 
@@ -104,39 +81,43 @@ class Tournament:
     def stopping(self) -> bool:
         return self.flags.stopping
 
+    def _schedule(self) -> Schedule:
+        """The running event's schedule, else one that writes at once (before the run)."""
+        if self.loop is not None:
+            return self.loop.schedule
+        return Schedule(self.config, self.store, EventWriter(self.store), self.say,
+                        book=self.prepared.book, builds=self.prepared.builds)
+
     def total_games(self) -> int:
-        return self.schedule.total_games()
+        return self._schedule().total_games()
 
     def set_meta(self, key: str, value: str) -> None:
-        self.writer.set_meta(key, value)
+        """A metadata value (the cluster's workers): through the writer while running."""
+        writes = self.loop.writes if self.loop is not None else EventWriter(self.store)
+        writes.set_meta(key, value)
 
     def pair(self, number: int) -> None:
-        self.schedule.pair(number)
-
-    def _views(self) -> EventViews:
-        if self.views is None:
-            self.views = EventViews(self.config, self.store, self.console, self.schedule,
-                                    self.alerts)
-        return self.views
+        self._schedule().pair(number)
 
     # ---- setup ---------------------------------------------------------------------------
 
     def prepare(self) -> int | None:
         """Create or check the event; sweep leftovers. Return an exit code to stop early."""
         new_event = not self.store.has_event()
-        self.schedule.book, code = open_event(self.config, self.store, self.say,
-                                              self.total_games, self.games.can_resume())
+        book, code = open_event(self.config, self.store, self.say, self.total_games,
+                                self.settings.backend.can_resume)
         if code is not None:
             return code
-        self.schedule.builds, code = open_builds(
+        builds, code = open_builds(
             self.config, self.store, self.say, new_event=new_event, accept=self.accept_build,
             reason=self.build_reason, needs_games=lambda: event_needs_games(self.config))
         if code is not None:
             return code
+        self.prepared = Prepared(self.start, book, builds)
         for path in (self.config.pgn_out, self.config.swiss.state_path,
                      *([self.config.live_pgn] if self.config.live_pgn else [])):
             remove_stale_temp_files(path)  # a kill inside their atomic rewrite left these
-        views = self._views()
+        views = self.start
         # the views: an error of one is reported and the event goes on (never "damaged")
         with views.errors.guard(f"the PGN file {self.config.pgn_out}", store_errors=True):
             views.pgn.sync()
@@ -147,323 +128,20 @@ class Tournament:
                 self.say(f"{self.config.swiss.state_path}: the JSON snapshot was unreadable or "
                          f"cut short; rebuilt from {self.store.path}")
             views.snapshots.write_now()  # the run goes on from it
-        if self.play_game is None:  # the spawner thread now, not at the first game's start
-            spawn.warm_up()
+        if self.settings.backend.local_engines:  # the spawner thread now, not at the first
+            spawn.warm_up()                      # game's start
         return None
 
     # ---- the run -------------------------------------------------------------------------
 
     async def run(self) -> int:
-        loop = asyncio.get_running_loop()
-        before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-        for sig in before:
-            loop.add_signal_handler(sig, self.on_signal, sig)
-        if stop_requested() is not None:  # a stop signal whose KeyboardInterrupt was swallowed
-            self.on_signal(stop_requested())
-        views = self._views()
-        self.store_writer = self._start_writer(loop, views)
-        self.writer.sink = StoreSink(self.store, self.store_writer)
-        self.games.router = views.start(self.writer.sink)
-        # the event's GPUs here (None without Gpus or on a cluster), less the TD's `gpu off`
-        self.schedule.gpus = self.games.gpus = local_pool(self.config,
-                                                          decisions.offline_gpus(self.store.conn))
-        self.td = Director(self.config, self.store, self.writer, self.running, self.flags, views,
-                           self.schedule.spec_for, self.alerts, gpus=self.schedule.gpus)
-        self.games.annotate = self.td.annotate
-        await self.td.load()
-        poll: asyncio.Task[None] | None = None
+        """Build the running event (runner.service.assembly) and run its loop."""
+        self.loop = build_run(self.config, self.store, self.prepared, self.settings,
+                              self.flags)
         try:
-            await self.td.apply_pending()  # given while no runner ran
-            poll = asyncio.create_task(self.td.poll(), name="td commands")
-            return await self._run()
+            return await self.loop.run()
         finally:
-            if poll is not None:
-                poll.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await poll
-            await self._close(views)
-            close_tablebases()  # shared by every game: closed once, when the run ends
-            for sig, handler in before.items():
-                loop.remove_signal_handler(sig)
-                if handler is not None:  # what run had (asyncio would leave SIGTERM's default)
-                    signal.signal(sig, handler)
-
-    def _start_writer(self, loop: asyncio.AbstractEventLoop, views: EventViews) -> StoreWriter:
-        """The store's one writer thread, which tells the views when moves were written."""
-        def log_failed(exc: BaseException) -> None:
-            if isinstance(exc, DiskFull):  # stopped while waiting for space
-                err(f"{self.store.path}: {exc}")
-                return
-            err(f"{self.store.path}: cannot write the move log ({exc}); finished games are "
-                "still recorded, the moves are kept in memory and written when possible")
-
-        def space_again(text: str) -> None:
-            loop.call_soon_threadsafe(lambda: self.say(text, always=True))
-
-        return StoreWriter(self.store.path, on_flush=views.moves_written(loop),
-                       on_error=log_failed, on_wait=err, on_space=space_again).start()
-
-    async def _close(self, views: EventViews) -> None:
-        close = getattr(self.play_game, "aclose", None)  # a cluster backend's connection
-        if close is not None:
-            await close()
-        if self.games.resources is not None:
-            await self._close_resources()
-        views.close_progress()
-        assert self.store_writer is not None
-        await asyncio.to_thread(self.store_writer.close)
-        await views.close()
-
-    async def _close_resources(self) -> None:
-        """Close the engines kept between games; no engine process of this run is left, so
-        none is left recorded for the orphan sweep either."""
-        resources = self.games.resources
-        assert resources is not None and self.writer.sink is not None
-        await resources.aclose()
-        with contextlib.suppress(StoreError, sqlite3.Error):
-            await self.writer.sink.drain()  # the rows of the engines just closed first
-        if resources.engines is not None and not self.running:
-            with contextlib.suppress(StoreError, sqlite3.Error):
-                self.store.clear_processes()
-
-    async def _run(self) -> int:
-        try:
-            return await self._rounds()
-        except DiskFull:
-            if not self.flags.stopping:
-                raise
-            return self._stopped()
-
-    def _stopped(self) -> int:
-        counts = self.store.counts()
-        self.say(f"Stopped: {counts.get('finished', 0)} of {self.total_games()} games "
-                 f"recorded; run the same command to resume", always=True)
-        return EXIT_INTERRUPTED if self.flags.interrupted else EXIT_FAIL
-
-    async def _rounds(self) -> int:
-        assert self.td is not None and self.views is not None
-        while not self.flags.stopping:
-            number = self.schedule.first_open_round()
-            if number is None:
-                if self.config.swiss.allow_extra_pairs_on_tie:
-                    await self.extra_pairs()
-                break
-            if not await self.td.hold():
-                break  # stopped while the TD paused the event (no pairing while paused)
-            if self.td.rewound:  # decided while paused: the rounds are read again
-                self.td.rewound = False
-                continue
-            if not self.schedule.is_paired(number):
-                self.schedule.pair(number)
-                await self.writer.written()
-            if not await self.play_round_td(number):
-                if self.flags.stopping:
-                    break
-                continue  # a TD decision changed the round: go on from what is stored
-            if self.schedule.is_paired(number):
-                self.views.round_summary(number)
-        if self.flags.failure:
-            return EXIT_FAIL
-        if self.flags.stopping:
-            return self._stopped()
-        self.say("Event complete. Final standings:", always=True)
-        self.views.show_standings()
-        return EXIT_OK
-
-    async def extra_pairs(self) -> bool:
-        """Two engines tied for first play extra pairs until one wins a pair (seed 003);
-        three or more tied are left to the tiebreaks. False when the run stopped first."""
-        assert self.views is not None
-        s = self.config.swiss
-        stored = {r.number: r for r in self.store.rounds()}
-        for k in range(1, s.max_extra_pairs + 1):
-            number = s.rounds + k
-            if number not in stored:
-                if not self.schedule.pair_extra(k):
-                    return True
-                await self.writer.written()
-            was_complete = number in stored and stored[number].state == "complete"
-            if not await self.play_round_td(number):
-                return False
-            if not was_complete:
-                self.views.round_summary(number, label="Extra pair round")
-        if self.schedule.tie_left():
-            self.say(f"{s.max_extra_pairs} extra pair(s) did not separate the leaders: "
-                     "the tiebreaks decide", always=True)
-        return True
-
-    async def play_round_td(self, number: int) -> bool:
-        """play_round, again while games the TD stopped are left (a pause, a restart at the
-        end of the round), waiting while the TD has paused the event; False when the run
-        stops or the TD rewound the event."""
-        assert self.td is not None
-        while True:
-            if not await self.td.hold():
-                return False
-            if await self.play_round(number):
-                return True
-            if self.flags.stopping or self.td.rewound:
-                return False
-            self.td.deferred.clear()
-            await self._wait_for_held(number)
-
-    async def play_round(self, number: int) -> bool:
-        """Play the round's unfinished games in playing order; True when all are recorded."""
-        assert self.td is not None and self.writer.sink is not None
-        pending = await self._forfeit_withdrawn(self.schedule.unfinished(number))
-        if not pending:
-            return self.schedule.round_done(number)
-        eventloop.collect_garbage()  # now, while no engine of the round is on the clock
-        slots = asyncio.Semaphore(max(1, self.config.concurrency))
-        tasks: list[asyncio.Task[None]] = []
-        queue = list(pending)
-        while queue:
-            game = queue.pop(0)
-            if self._not_now(game.game_id):
-                continue
-            await slots.acquire()
-            # with GPUs: the first game whose devices are free (held for it)
-            game = await self.schedule.with_devices(game, queue, lambda: self.flags.stopping)
-            if self.flags.stopping:
-                slots.release()
-                self.schedule.give_back(game.game_id)
-                break
-            if self._not_now(game.game_id) or not await self._still_to_play(game):
-                slots.release()
-                self.schedule.give_back(game.game_id)
-                continue
-            task = asyncio.create_task(self.games.play(game), name=f"game {game.game_id}")
-            self.running.add(game.game_id, task)
-            task.add_done_callback(lambda t, gid=game.game_id: self._done(gid, t, slots))
-            tasks.append(task)
-        await asyncio.gather(*tasks, return_exceptions=True)
-        lost = await self.writer.sink.drain()  # the loop's connection reads what was written
-        if lost is not None:
-            self.fail(lost)
-        await self._put_back_aborted()
-        return self.schedule.round_done(number)
-
-    def _not_now(self, game_id: int) -> bool:
-        """A game not to start now: paused, rewound or restarted at the end of the round by
-        the TD, or held after its last attempt raised and not due again yet."""
-        assert self.td is not None
-        return self.td.blocks(game_id) or self.held.waiting(game_id)
-
-    async def _put_back_aborted(self) -> None:
-        """Games left running (aborted, or held after an error) are scheduled again, their
-        engines forgotten; only the aborted ones are announced."""
-        aborted = [g.game_id for g in self.store.games()
-                   if g.status == "running" and g.game_id not in self.held]
-        self.writer.write(lambda store: store.reset_running())
-        reset = (await self.writer.written())[0]
-        if reset:
-            self.writer.write(lambda store: store.clear_processes())
-            await self.writer.written()
-        if aborted:
-            self.say(f"{len(aborted)} game(s) stopped; when the event goes on, each is played "
-                     "on with the same opening and colours:", always=True)
-            for line in interrupted_lines(foreseen(self.config, self.store, aborted,
-                                                   self.games.can_resume())):
-                self.say(f"  {line[0].upper()}{line[1:]}", always=True)
-
-    async def _still_to_play(self, game: StoredGame) -> bool:
-        """False when a TD decision applied during the round settled the game: recorded
-        (a forfeit), voided with its round (a rewind), or now lost by forfeit (its engine
-        was withdrawn with --now: recorded here)."""
-        return self.schedule.still_scheduled(game) and bool(
-            await self._forfeit_withdrawn([game]))
-
-    async def _forfeit_withdrawn(self, pending: list[StoredGame]) -> list[StoredGame]:
-        """Record as lost by forfeit the games of engines the TD withdrew with --now;
-        returns the games left to play."""
-        due = self.schedule.forfeits(pending) if pending else {}
-        if due:
-            await self.games.record_forfeits(
-                pending, due, lambda game, loser: forfeit_record(self.store, self.config,
-                                                                 game, loser))
-        return [g for g in pending if g.game_id not in due]
-
-    def _done(self, game_id: int, task: asyncio.Task[None], slots: asyncio.Semaphore) -> None:
-        self.running.remove(game_id)
-        slots.release()
-        self.schedule.give_back(game_id)  # its GPUs are free again
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is None:
-            return
-        if isinstance(exc, BuildChanged):  # no new game; the games in progress finish
-            self.fail(str(exc), cancel=False)
-        elif isinstance(exc, RecordError):
-            self.fail(str(exc))
-        elif isinstance(exc, EVENT_STOPS) or not isinstance(exc, Exception):
-            self.fail(f"game {game_id} could not be played: {type(exc).__name__}: {exc}; "
-                      "it will be played again when you run the same command again")
-        else:  # that game's trouble only (#48: an engine that cannot start, any other error)
-            self.hold(game_id, exc)
-
-    def hold(self, game_id: int, exc: Exception) -> None:
-        """A game whose attempt raised (its engines both failed to start, or any error that
-        is not EVENT_STOPS) is that game's trouble: it stays scheduled and is tried again
-        (runner.service.held); the other games go on; its round, so the next pairing, waits
-        for it or for a TD decision (docs/orchestrator.md)."""
-        held, wait, tell = self.held.note(game_id, exc)
-        if not tell:
-            return
-        game = next((g for g in self.store.games() if g.game_id == game_id), None)
-        white, black = (game.white, game.black) if game is not None else ("?", "?")
-        why = held.reason
-        if held.tries == 1:
-            self.say(f"Game {game_id} ({white} vs {black}) could not be played ({why}); it "
-                     f"is held and tried again every {wait:g}s, the other games go on, and "
-                     "the next round waits for it (or for `swiss-runner td ... adjudicate "
-                     f"{game_id}`)", always=True)
-        else:
-            why = (f"{why} (failed {held.tries} times; now tried again every {wait:g}s until "
-                   "it is played or the TD adjudicates it)")
-            self.say(f"Game {game_id} ({white} vs {black}) is still held: {why}", always=True)
-        self.alerts.emit("game_held", game_id=game_id, round=game.round if game else 0,
-                         white=white, black=black, reason=why)
-
-    async def _wait_for_held(self, number: int) -> None:
-        """Between passes over a round with games left: a short wait, or while only held
-        games are left, until the first is due again, the TD rewinds, or a TD decision
-        settles one of them (an adjudication)."""
-        assert self.td is not None
-        left = {g.game_id for g in self.schedule.unfinished(number)}
-        due = self.held.due_times(left)
-        if not due or len(due) < len(left):
-            await asyncio.sleep(0.05)
-            return
-        end = min(due)
-        while time.monotonic() < end and not self.flags.stopping and not self.td.rewound \
-                and {g.game_id for g in self.schedule.unfinished(number)} == left:
-            await asyncio.sleep(0.25)
-
-    def fail(self, message: str, cancel: bool = True) -> None:
-        if self.flags.failure is None:
-            self.flags.failure = message
-            err(message)
-        self.stop(cancel=cancel)
-
-    def stop(self, cancel: bool) -> None:
-        self.flags.stopping = True
-        if cancel and self.store_writer is not None and self.store_writer.waiting is not None:
-            self.store_writer.give_up()  # waiting for disk space: what is not written is not
-        if cancel:
-            self.running.cancel_all()
-
-    def on_signal(self, signum: int) -> None:
-        name = signal.Signals(signum).name
-        self.flags.interrupted = True
-        if self.flags.stopping or not self.finish_games:
-            self.say(f"{name}: stopping; aborting {len(self.running)} game(s) in progress "
-                     "(played again on resume)", always=True)
-            self.stop(cancel=True)
-        else:
-            self.say(f"{name}: stopping after the {len(self.running)} game(s) in progress "
-                     "finish (--finish-games); send the signal again to abort them", always=True)
-            self.stop(cancel=False)
+            self.loop = None
 
 
 __all__ = ["PlayGame", "RecordError", "Tournament", "config_backend"]

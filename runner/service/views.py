@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable
 
 from runner.config.typed import Config
+from runner.errors import print_error as err
 from runner.service.alerts import Alerter, brief_standings
 from runner.service.gpualerts import GpuFailureSink, gpu_sinks
 from runner.service.livesink import LivePgnSink
@@ -19,13 +20,11 @@ from runner.service.operations import RunViews, run_views
 from runner.service.schedule import Schedule
 from runner.service.sinks import (
     ConsoleOut,
-    EventRouter,
     PgnSink,
+    Sink,
     SnapshotSink,
-    StoreSink,
     ThreadReader,
     ViewErrors,
-    err,
 )
 from runner.service.state import StateCache, standings_text, write_snapshot
 from runner.store import queries
@@ -70,53 +69,47 @@ class SnapshotWriter:
         self.reader.close()
 
 
-class EventViews:
-    """Every view of one run, and the router that feeds them after the store."""
+class StartViews:
+    """The views the event is checked against before it runs (the PGN file, the JSON
+    snapshot), and the report of every view's errors; the run's views go on from them."""
 
-    def __init__(self, config: Config, store: Store, console: ConsoleOut,
-                 schedule: Schedule, alerts: Alerter) -> None:
-        self.config, self.store, self.console = config, store, console
-        self.schedule = schedule
-        self.alerts = alerts
+    def __init__(self, config: Config, store: Store, console: ConsoleOut) -> None:
         self.errors = ViewErrors(store.path)  # each view's error reported once
         self.pgn = PgnSink(config.pgn_out, store, console.say)
         self.snapshots = SnapshotWriter(config, store, self.errors)
-        self.snapshot: SnapshotSink | None = None
-        self.live: LivePgnSink | None = None
-        self.run: RunViews | None = None
-        self.gpu_failures: list[GpuFailureSink] = []  # a failing GPU alerts (docs/gpus.md)
-        self.router: EventRouter | None = None
 
-    def start(self, record: StoreSink) -> EventRouter:
-        """The running views, behind ``record``: the router the games publish to."""
-        self.snapshot = SnapshotSink(self.snapshots.in_thread, self.config.snapshot_interval_s,
-                                     self.errors)
-        if self.config.live_pgn:
-            self.live = LivePgnSink(self.config, self.config.live_pgn, errors=self.errors)
-        self.run = run_views(self.console, self.config, self.store, self.schedule.total_games,
-                             self.alerts)
-        self.gpu_failures = gpu_sinks(self.config, self.alerts)
-        self.router = EventRouter(record, [*self.run.sinks(), *self.gpu_failures, self.pgn,
-                                           self.snapshot, *([self.live] if self.live else [])],
-                                  self.errors)
+
+class EventViews:
+    """Every view of one run (the router that feeds them after the store is built beside
+    them: runner.service.assembly)."""
+
+    def __init__(self, config: Config, store: Store, console: ConsoleOut, schedule: Schedule,
+                 alerts: Alerter, start: StartViews, snapshot: SnapshotSink,
+                 live: LivePgnSink | None) -> None:
+        self.config, self.store, self.console = config, store, console
+        self.schedule = schedule
+        self.alerts = alerts
+        self.errors, self.pgn, self.snapshots = start.errors, start.pgn, start.snapshots
+        self.snapshot = snapshot
+        self.live = live
+        self.run: RunViews = run_views(console, config, store, schedule.total_games, alerts)
+        # a failing GPU alerts (docs/gpus.md)
+        self.gpu_failures: list[GpuFailureSink] = gpu_sinks(config, alerts)
+
+    def sinks(self) -> list[Sink]:
+        """The views of the game stream, in the order they are handed each event."""
+        return [*self.run.sinks(), *self.gpu_failures, self.pgn, self.snapshot,
+                *([self.live] if self.live else [])]
+
+    def started(self) -> None:
+        """The run starts: the live PGN shows the round so far, before its next game starts."""
         if self.live is not None:
-            self.live.request(now=True)  # the round so far, before its next game starts
-        return self.router
-
-    def moves_written(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
-        """What the move log's thread calls after each flush: the snapshot and live PGN."""
-        def written() -> None:
-            if self.snapshot is not None:
-                loop.call_soon_threadsafe(self.snapshot.request)
-            if self.live is not None:
-                loop.call_soon_threadsafe(self.live.request)
-        return written
+            self.live.request(now=True)
 
     def refresh(self) -> None:
         """The snapshot at once (a TD decision changed what it shows)."""
-        if self.snapshot is not None:
-            with contextlib.suppress(RuntimeError):
-                self.snapshot.request(now=True)
+        with contextlib.suppress(RuntimeError):
+            self.snapshot.request(now=True)
 
     async def schedule_changed(self) -> None:
         """The TD changed recorded games (rewind, withdraw): counts read again, PGN synced."""
@@ -150,15 +143,13 @@ class EventViews:
     def close_progress(self) -> None:
         """The progress line, the EPD file, the GPU failure look-ups (before the store's
         writer closes)."""
-        if self.run is not None:
-            self.run.close()
+        self.run.close()
         for view in self.gpu_failures:  # its last look-ups' alerts
             view.close()
 
     async def close(self) -> None:
         """Every other view's last write (after the store's writer closed)."""
-        if self.snapshot is not None:
-            await self.snapshot.flush()
+        await self.snapshot.flush()
         await self.pgn.flush()
         self.snapshots.close()
         if self.live is not None:
@@ -166,4 +157,24 @@ class EventViews:
             self.live.close()
 
 
-__all__ = ["EventViews", "SnapshotWriter"]
+def running_snapshots(config: Config, start: StartViews) -> tuple[SnapshotSink,
+                                                                   LivePgnSink | None]:
+    """The JSON snapshot's and the live PGN's sinks of a run (told of moves written by the
+    store's writer thread: :func:`moves_written`)."""
+    snapshot = SnapshotSink(start.snapshots.in_thread, config.snapshot_interval_s, start.errors)
+    live = LivePgnSink(config, config.live_pgn, errors=start.errors) if config.live_pgn \
+        else None
+    return snapshot, live
+
+
+def moves_written(loop: asyncio.AbstractEventLoop, snapshot: SnapshotSink,
+                  live: LivePgnSink | None) -> Callable[[], None]:
+    """What the move log's thread calls after each flush: the snapshot and live PGN."""
+    def written() -> None:
+        loop.call_soon_threadsafe(snapshot.request)
+        if live is not None:
+            loop.call_soon_threadsafe(live.request)
+    return written
+
+
+__all__ = ["EventViews", "SnapshotWriter", "StartViews", "moves_written", "running_snapshots"]

@@ -10,7 +10,8 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
-from runner.service.sinks import StoreSink, err
+from runner.errors import print_error as err
+from runner.service.sinks import StoreSink
 from runner.store.database import Store
 from runner.store.writer import DiskFull
 
@@ -18,14 +19,14 @@ StoreJob = Callable[[Store], Any]
 
 
 class EventWriter:
-    """The one way the service layer writes to the store (its ``sink`` is set by the run
-    loop while the writer thread runs)."""
+    """The one way the service layer writes to the store: through ``sink``, the record on
+    the store's writer thread, while the event runs (runner.service.assembly builds that
+    one); without it (before the run: opening the event, a pairing from a tool) at once."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, sink: StoreSink | None = None) -> None:
         self.store = store
-        self.sink: StoreSink | None = None  # the record, while the event runs
+        self.sink = sink
         self._writes: list[concurrent.futures.Future[Any]] = []
-        self.on_written: list[Callable[[], None]] = []  # told after the loop's writes landed
 
     @property
     def live(self) -> bool:
@@ -57,11 +58,7 @@ class EventWriter:
         """Wait for the loop's writes (their results, in order); the loop's connection then
         reads them."""
         writes, self._writes = self._writes, []
-        done = [await asyncio.wrap_future(f) for f in writes]
-        if writes:
-            for listener in self.on_written:
-                listener()
-        return done
+        return [await asyncio.wrap_future(f) for f in writes]
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a metadata value: through the writer while the event runs (a failure is
@@ -83,6 +80,28 @@ class EventWriter:
         """The move log written up to now."""
         if self.sink is not None:
             await asyncio.to_thread(self.sink.store_writer.flush)
+
+    async def drain(self) -> str | None:
+        """Every write enqueued so far done (runner.service.sinks.StoreSink.drain)."""
+        return None if self.sink is None else await self.sink.drain()
+
+    def record_process(self, pid: int, create_time: float, game_id: int | None) -> Any:
+        """An engine process to sweep if the runner dies: the future of its row (at once
+        without the writer thread)."""
+        if self.sink is not None:
+            return self.sink.record_process(pid, create_time, game_id)
+        self.store.record_process(pid, create_time, game_id)
+        return None
+
+    def give_up_waiting(self) -> None:
+        """The run stops: a writer waiting for disk space gives up (what it holds is lost)."""
+        if self.sink is not None and self.sink.store_writer.waiting is not None:
+            self.sink.store_writer.give_up()
+
+    async def close(self) -> None:
+        """Write what is queued and stop the writer thread (the end of the run)."""
+        if self.sink is not None:
+            await asyncio.to_thread(self.sink.store_writer.close)
 
 
 __all__ = ["EventWriter", "StoreJob"]

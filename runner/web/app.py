@@ -608,7 +608,7 @@ async def _td_action(config: Config, hub: Hub, who: str | tuple[int, str],
     if isinstance(who, tuple):
         return who
     # late: the TD's side of the service loads only when an admin acts
-    from runner.service.director import give, web_command
+    from runner.service.director import give_command, web_command
 
     if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
         fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)
@@ -616,7 +616,8 @@ async def _td_action(config: Config, hub: Hub, who: str | tuple[int, str],
     if isinstance(parsed, str):
         return 400, parsed
     action, args, reason = parsed
-    cid, problem = await asyncio.to_thread(give, config, action, args, reason, f"web:{who}")
+    cid, problem = await asyncio.to_thread(give_command, config, action, args, reason,
+                                          f"web:{who}")
     if not cid:
         return 400, f"{action}: {problem}; nothing was recorded"
     await hub.refresh()
