@@ -329,7 +329,9 @@ def test_runner_killed_mid_game(cluster: Cluster, tmp_path: Path) -> None:
     games = check_complete(tmp_path, 4)
     out = cluster.log("runner2")
     for game_id in interrupted:
-        assert out.count(f"Game {game_id} (") == 1, out  # resumed once
+        # resumed once: one line of its own (the start-up list names it too, indented)
+        assert [line.startswith(f"Game {game_id} (") for line in out.splitlines()].count(
+            True) == 1, out
     resumed = [g for g in games if "ResumedFromPly" in g.headers]
     assert len(resumed) == len(interrupted)
     conn = db(tmp_path)
