@@ -118,7 +118,7 @@ def test_the_heap_is_collected_before_each_round_not_during_games(
 
     from testkit import loop_config
 
-    from runner.service import tournament
+    from runner.service import runloop
 
     calls: list[int] = []
     original = eventloop.collect_garbage
@@ -127,7 +127,7 @@ def test_the_heap_is_collected_before_each_round_not_during_games(
         calls.append(sum(t.get_name().startswith("game ") for t in asyncio.all_tasks()))
         original()
 
-    monkeypatch.setattr(tournament.eventloop, "collect_garbage", counted)
+    monkeypatch.setattr(runloop.eventloop, "collect_garbage", counted)
     try:
         assert main(["run", str(loop_config(tmp_path, players=4, Rounds=2)), "--quiet"]) == 0
     finally:
