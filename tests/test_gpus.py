@@ -349,9 +349,13 @@ def test_the_td_takes_a_device_out_of_rotation_and_status_shows_it(tmp_path: Pat
         assert "GPUs: G1 1, C" in page or "; GPUs: C" in page and "G1 1" in page
         state = client.get("/api/state").json()
         assert state["gpus"]["offline"] == [{"device": 0, "reason": "fan failed"}]
-    assert main(["td", str(path), "gpu", "on", "0", "--reason", "fan replaced"]) == 0
+    # the event is complete: a device back in rotation could serve no game, and is refused
+    capsys.readouterr()
+    assert main(["td", str(path), "gpu", "on", "0", "--reason", "fan replaced"]) == 2
+    assert "the event is complete" in capsys.readouterr().err
     assert main(["td", str(path), "log"]) == 0
-    assert "gpu on 0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "gpu off 0" in out and "gpu on 0" not in out
 
 
 def test_status_names_the_busy_devices() -> None:
