@@ -100,7 +100,7 @@ def main() -> None:
     from runner.service.gamelife import GameLife
     from runner.service.schedule import Schedule
     from runner.service.tournament import Tournament
-    from runner.service.views import EventViews
+    from runner.service.views.runviews import EventViews
     from runner.store.database import Store
 
     marks: list[tuple[float, str]] = []

@@ -33,7 +33,7 @@ from runner.domain.gpus import (
 from runner.play.affinity import SlotPool
 from runner.play.gpus import GpuPool, numa_cores, split_devices
 from runner.play.keep import EnginePool
-from runner.service.gpualerts import failed_sides, lost_devices
+from runner.service.views.gpualerts import failed_sides, lost_devices
 
 pytestmark = pytest.mark.engines
 GPU_FAKE = HERE / "fakes" / "gpu_uci.py"

@@ -1,5 +1,5 @@
 """Operator features (docs/operators.md): config keys, CPU affinity checked with psutil on real
-engines, engine logs, start-up time-outs, progress/ETA and the live view, extended PGN read
+engines, engine logs, start-up time-outs, progress/ETA and the progress bar, extended PGN read
 back by python-chess, ECO/Elo/TCEC fields, EPD out."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
 from runner.play.enginelog import GameLog
 from runner.play.referee import play_game
-from runner.service.progress import format_eta
+from runner.service.views.progress import format_eta
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -24,8 +24,10 @@ from runner.service.recording import Recorder, RestartTags, next_attempt, placeh
 from runner.service.runloop import RunLoop
 from runner.service.running import RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import ConsoleSink, EventRouter, StoreSink
 from runner.service.tournament import Tournament
+from runner.service.views.console import ConsoleSink
+from runner.service.views.router import EventRouter
+from runner.service.views.storesink import StoreSink
 from runner.service.writes import EventWriter
 from runner.store import decisions
 from runner.store.database import Store

@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - the web extra is missing
     need(False, f"the web extra is not installed ({exc.name}): bash scripts/install.sh --test installs it")
 
 from runner.config import load_config
-from runner.service.state import WORKERS_META
+from runner.service.views.snapshotdoc import WORKERS_META
 from runner.store.database import Store
 
 

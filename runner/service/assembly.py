@@ -16,16 +16,18 @@ from runner.domain.models import Opening
 from runner.errors import print_error as err
 from runner.play.backend import Backend
 from runner.play.gpus import local_pool
-from runner.service.alerts import Alerter
 from runner.service.director import Director
 from runner.service.gamelife import GameLife
-from runner.service.operations import GameResources
 from runner.service.recording import Recorder, RestartTags
+from runner.service.resources import GameResources
 from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import ConsoleOut, EventRouter, StoreSink
-from runner.service.views import EventViews, StartViews, moves_written, running_snapshots
+from runner.service.views.alerts import Alerter
+from runner.service.views.console import ConsoleOut
+from runner.service.views.router import EventRouter
+from runner.service.views.runviews import EventViews, StartViews, moves_written, running_snapshots
+from runner.service.views.storesink import StoreSink
 from runner.service.writes import EventWriter
 from runner.store import decisions
 from runner.store.database import Store

@@ -28,13 +28,13 @@ from runner.errors import BadInput, StopEvent
 from runner.errors import print_error as err
 from runner.play.gpus import GpuPool
 from runner.service import tdrules as rules
-from runner.service.alerts import Alerter
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
 from runner.service.recording import Recorder, last_attempt
 from runner.service.running import RoundChange, RunFlags, RunningGames
-from runner.service.state import round_complete
-from runner.service.views import EventViews
+from runner.service.views.alerts import Alerter
+from runner.service.views.runviews import EventViews
+from runner.service.views.snapshotdoc import round_complete
 from runner.service.writes import EventWriter
 from runner.store import decisions, queries
 from runner.store.database import Store, StoredGame, StoreError, damaged_state
@@ -368,7 +368,7 @@ class Director:
                                  reason=outcome, arguments=cmd.args)
         else:
             self.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
-            if self.alerts is not None:  # runner.service.alerts (docs/alerts.md)
+            if self.alerts is not None:  # runner.service.views.alerts (docs/alerts.md)
                 self.alerts.emit("td_decision", action=cmd.action, reason=cmd.reason or None,
                                  who=cmd.who, arguments=cmd.args if args is None else args)
 

@@ -36,11 +36,11 @@ from runner.play.backend import Backend
 from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
 from runner.service.interrupted import event_tablebase, foresee_game
-from runner.service.operations import GameResources
 from runner.service.recording import Recorder, next_attempt, placeholder_started
+from runner.service.resources import GameResources
 from runner.service.running import Effect, RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import RecordError
+from runner.service.views.sink import RecordError
 from runner.service.writes import EventWriter
 from runner.store.database import Store, StoredGame
 

@@ -18,17 +18,18 @@ from runner.domain.models import GameRecord
 from runner.play import spawn
 from runner.play.backend import Backend, as_backend
 from runner.play.referee import RefereeBackend
-from runner.service.alerts import Alerter
 from runner.service.assembly import Prepared, RunSettings, build_run
 from runner.service.builds import open_builds
 from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags
 from runner.service.schedule import Schedule
 from runner.service.setup import event_needs_games, open_event
-from runner.service.sinks import ConsoleOut, RecordError
-from runner.service.state import check_snapshot
 from runner.service.tdrules import sync_voided_pgn, voided_pgn_path
-from runner.service.views import StartViews
+from runner.service.views.alerts import Alerter
+from runner.service.views.console import ConsoleOut
+from runner.service.views.runviews import StartViews
+from runner.service.views.sink import RecordError
+from runner.service.views.snapshotdoc import check_snapshot
 from runner.service.writes import EventWriter
 from runner.store.database import Store, remove_stale_temp_files
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.errors import print_error as err
-from runner.service.sinks import StoreSink
+from runner.service.views.storesink import StoreSink
 from runner.store.database import Store
 from runner.store.writer import DiskFull
 
@@ -82,7 +82,7 @@ class EventWriter:
             await asyncio.to_thread(self.sink.store_writer.flush)
 
     async def drain(self) -> str | None:
-        """Every write enqueued so far done (runner.service.sinks.StoreSink.drain)."""
+        """Every write enqueued so far done (runner.service.views.storesink.StoreSink.drain)."""
         return None if self.sink is None else await self.sink.drain()
 
     def record_process(self, pid: int, create_time: float, game_id: int | None) -> Any:

@@ -14,7 +14,7 @@ from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished, GameStarted
 from runner.domain.gpus import gpu_failure, tag_devices
 from runner.play.enginelog import LOG_TAG
-from runner.service.alerts import Alerter
+from runner.service.views.alerts import Alerter
 
 _LOG_TAG = re.compile(r'^\[' + LOG_TAG + r' "(.*)"\]$', re.MULTILINE)
 
