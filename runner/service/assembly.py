@@ -28,7 +28,7 @@ from runner.service.views.console import ConsoleOut
 from runner.service.views.router import EventRouter
 from runner.service.views.runviews import EventViews, StartViews, moves_written, running_snapshots
 from runner.service.views.storesink import StoreSink
-from runner.service.writes import EventWriter
+from runner.service.writes import EventWrites
 from runner.store import decisions
 from runner.store.database import Store
 from runner.store.writer import DiskFull, StoreWriter
@@ -66,7 +66,7 @@ def build_run(config: Config, store: Store, prepared: Prepared, settings: RunSet
                                on_error=_log_failed(store), on_wait=err,
                                on_space=_said_soon(loop, console)).start()
     record = StoreSink(store, store_writer)
-    writes = EventWriter(store, record)
+    writes = EventWrites(store, record)
     # the event's GPUs here (None without Gpus or on a cluster), less the TD's `gpu off`
     gpus = local_pool(config, decisions.offline_gpus(store.conn))
     schedule = Schedule(config, store, writes, console.say, book=prepared.book,

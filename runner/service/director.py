@@ -35,7 +35,7 @@ from runner.service.running import RoundChange, RunFlags, RunningGames
 from runner.service.views.alerts import Alerter
 from runner.service.views.runviews import EventViews
 from runner.service.views.snapshotdoc import round_complete
-from runner.service.writes import EventWriter
+from runner.service.writes import EventWrites
 from runner.store import decisions, queries
 from runner.store.database import Store, StoredGame, StoreError, damaged_state
 from runner.store.decisions import Command, PauseState
@@ -218,16 +218,16 @@ def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str
 
 class Director:
     """The runner's side of the TD's commands: polls them, applies each once as a store
-    operation through the event's writer, and holds the event while the TD has paused it.
-    It sees the run through values only: the store, the writer, the games in progress and
+    operation through the event's writes, and holds the event while the TD has paused it.
+    It sees the run through values only: the store, the event's writes, the games in progress and
     the run's flags."""
 
-    def __init__(self, config: Config, store: Store, writer: EventWriter,
+    def __init__(self, config: Config, store: Store, writes: EventWrites,
                  running: RunningGames, flags: RunFlags, views: EventViews,
                  spec_for: Callable[[StoredGame], GameSpec], recorder: Recorder,
                  alerts: Alerter | None = None, gpus: GpuPool | None = None,
                  resumes: bool = True):
-        self.config, self.store, self.writer = config, store, writer
+        self.config, self.store, self.writes = config, store, writes
         self.running, self.flags, self.views = running, flags, views
         self.spec_for = spec_for
         self.recorder = recorder  # an adjudicated game is recorded as every game is
@@ -248,7 +248,7 @@ class Director:
         def create(store: Store) -> None:
             with store.transaction() as c:
                 decisions.ensure_table(c)
-        await self.writer.run(create)
+        await self.writes.run(create)
         self.pause = decisions.pause_state(decisions.commands(self.store.conn))
 
     def paused(self) -> bool:
@@ -331,7 +331,7 @@ class Director:
                     decisions.set_args(c, cmd.id, args)
                 decisions.mark(c, cmd.id, state, outcome)
         try:
-            await self.writer.run(job)
+            await self.writes.run(job)
         except decisions.AlreadyDone:
             return False
         return True
@@ -379,8 +379,8 @@ class Director:
         first); ``effect`` returns True when the game is to be played again at once (in its
         task, from its start)."""
         async def settled_effect() -> bool:
-            await self.writer.settled(game_id)
-            await self.writer.flush_moves()
+            await self.writes.settled(game_id)
+            await self.writes.flush_moves()
             return await effect()
 
         await self.running.stop(game_id, settled_effect)
@@ -477,7 +477,7 @@ class Director:
                     decisions.mark(c, cmd.id, "applied", outcome)
                     return True
             try:
-                ok = await self.writer.run(job)
+                ok = await self.writes.run(job)
             except decisions.AlreadyDone:
                 return False
             self.recorder.tags.changed()  # the PGN's TDRestart tags read it again
@@ -534,7 +534,7 @@ class Director:
             text = apply(store, decision_id=cmd.id, then=then)  # (and the PGN's state)
             return text if isinstance(text, str) and text else said[0]
         try:
-            return str(await self.writer.run(job))
+            return str(await self.writes.run(job))
         except decisions.AlreadyDone:
             return None
         except BadInput as exc:  # the store function refused it (the event moved on)

@@ -41,7 +41,7 @@ from runner.service.resources import GameResources
 from runner.service.running import Effect, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.views.sink import RecordError
-from runner.service.writes import EventWriter
+from runner.service.writes import EventWrites
 from runner.store.database import Store, StoredGame
 
 Say = Callable[..., None]
@@ -86,7 +86,7 @@ class GameLife:
     config: Config
     store: Store
     schedule: Schedule
-    writes: EventWriter
+    writes: EventWrites
     running: RunningGames
     say: Say
     backend: Backend

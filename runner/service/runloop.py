@@ -38,7 +38,7 @@ from runner.service.views.alerts import Alerter
 from runner.service.views.console import ConsoleOut
 from runner.service.views.runviews import EventViews
 from runner.service.views.sink import RecordError
-from runner.service.writes import EventWriter
+from runner.service.writes import EventWrites
 from runner.store.database import Store, StoredGame, StoreError
 from runner.store.writer import DiskFull
 
@@ -56,7 +56,7 @@ class RunLoop:
     console: ConsoleOut
     flags: RunFlags
     running: RunningGames
-    writes: EventWriter
+    writes: EventWrites
     schedule: Schedule
     views: EventViews
     director: Director

@@ -30,7 +30,7 @@ from runner.service.views.console import ConsoleOut
 from runner.service.views.runviews import StartViews
 from runner.service.views.sink import RecordError
 from runner.service.views.snapshotdoc import check_snapshot
-from runner.service.writes import EventWriter
+from runner.service.writes import EventWrites
 from runner.store.database import Store, remove_stale_temp_files
 
 # what `run` (and a test) may hand in as the backend: one that declares the contract of
@@ -86,7 +86,7 @@ class Tournament:
         """The running event's schedule, else one that writes at once (before the run)."""
         if self.loop is not None:
             return self.loop.schedule
-        return Schedule(self.config, self.store, EventWriter(self.store), self.say,
+        return Schedule(self.config, self.store, EventWrites(self.store), self.say,
                         book=self.prepared.book, builds=self.prepared.builds)
 
     def total_games(self) -> int:
@@ -94,7 +94,7 @@ class Tournament:
 
     def set_meta(self, key: str, value: str) -> None:
         """A metadata value (the cluster's workers): through the writer while running."""
-        writes = self.loop.writes if self.loop is not None else EventWriter(self.store)
+        writes = self.loop.writes if self.loop is not None else EventWrites(self.store)
         writes.set_meta(key, value)
 
     def pair(self, number: int) -> None:

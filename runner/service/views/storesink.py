@@ -27,7 +27,7 @@ class StoreSink:
         self.store = store
         self.store_writer = store_writer
         assert store_writer.conn is not None, "start the writer first"
-        self.writer = Store.writer(store_writer.conn, store.path, store_writer.on_writer)
+        self.thread_store = Store.on_writer_thread(store_writer.conn, store.path, store_writer.on_writer)
         self.pending: dict[int, list[concurrent.futures.Future[Any]]] = {}
         self.records: dict[int, concurrent.futures.Future[Any]] = {}
 
@@ -41,7 +41,7 @@ class StoreSink:
         if isinstance(event, GameStarted):
             self.check_files()
             gid, attempt, keep = event.game_id, event.attempt, event.resumed_from_ply
-            writer = self.writer
+            writer = self.thread_store
 
             def start(conn: sqlite3.Connection) -> Any:  # its JSON made on the writer thread
                 started = json.dumps(event_to_json(event), separators=(",", ":"))
@@ -50,7 +50,7 @@ class StoreSink:
             self.pending.setdefault(gid, []).append(self.store_writer.restart(gid, attempt, start))
             return None
         if isinstance(event, GameFinished):
-            gid, record, writer = event.game_id, event.record, self.writer
+            gid, record, writer = event.game_id, event.record, self.thread_store
             future = self.store_writer.settle(
                 gid, (lambda conn, rows: writer.record_game(gid, record, moves=rows))
                 if then is None else
@@ -62,7 +62,7 @@ class StoreSink:
     def record_process(self, pid: int, create_time: float,
                        game_id: int | None) -> concurrent.futures.Future[Any]:
         """Enqueue an engine process to sweep; the future says when it is committed."""
-        writer = self.writer
+        writer = self.thread_store
         return self.store_writer.submit(lambda conn: writer.record_process(pid, create_time, game_id))
 
     async def settled(self, game_id: int) -> None:
