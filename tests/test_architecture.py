@@ -201,7 +201,7 @@ def test_the_circle_finder_finds_a_circle() -> None:
 
 # the parts of the running event (docs/architecture.md "The parts of the event"); set-up
 # (setup, builds, tournament.prepare) writes before the writer thread runs, at once
-RUNNING_EVENT = ["assembly", "director", "gamelife", "held", "recording", "runloop",
+RUNNING_EVENT = ["assembly", "td.director", "td.rules", "gamelife", "held", "recording", "runloop",
                  "running", "schedule", *(f"views.{m}" for m in (
                      "alerts", "console", "epd", "gpualerts", "livepgn", "pgnfile", "progress",
                      "rewrite", "router", "runviews", "sink", "snapshot", "storesink"))]

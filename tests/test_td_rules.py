@@ -1,5 +1,5 @@
 """The TD's withdrawals and rewinds, their pure rules: pairing with withdrawn engines, the
-audit of a PGN with Withdrawn tags, the standings' marking (runner.service.tdrules)."""
+audit of a PGN with Withdrawn tags, the standings' marking (runner.service.td.rules)."""
 
 from __future__ import annotations
 
@@ -224,7 +224,7 @@ def test_a_withdrawal_now_cut_short_by_a_crash_is_completed_once(tmp_path: Path)
     from runner.cli.run import cli_run
     from runner.config import load_config
     from runner.errors import StopEvent
-    from runner.service.tdrules import apply_withdraw, record_forfeit
+    from runner.service.td.rules import apply_withdraw, record_forfeit
 
     config = load_config(loop_config(tmp_path, players=5))  # double rounds, 3 rounds
 

@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - the web extra is missing
 
 from runner.config import load_config
 from runner.domain.events import MovePlayed
-from runner.service.director import give_command as give
+from runner.service.td.director import give_command as give
 from runner.store.database import Store
 
 ADMIN = "carol-admin-token-0123"

@@ -16,13 +16,13 @@ from runner.domain.models import Opening
 from runner.errors import print_error as err
 from runner.play.backend import Backend
 from runner.play.gpus import local_pool
-from runner.service.director import Director
 from runner.service.gamelife import GameLife
 from runner.service.recording import Recorder, RestartTags
 from runner.service.resources import GameResources
 from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
+from runner.service.td.director import Director
 from runner.service.views.alerts import Alerter
 from runner.service.views.console import ConsoleOut
 from runner.service.views.router import EventRouter

@@ -165,7 +165,7 @@ class GameLife:
             raise Again(from_start=True) from exc
         if isinstance(outcome, GameRecord):
             return outcome
-        # stopped by a TD decision (runner.service.director): its effect, then maybe again
+        # stopped by a TD decision (runner.service.td.director): its effect, then maybe again
         if not await outcome():
             return None
         raise Again()

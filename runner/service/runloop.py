@@ -4,7 +4,7 @@ signal handlers; it is handed its parts when built (runner.service.assembly):
 
 - what to play next: runner.service.schedule (pairing, openings, extra pairs, withdrawals);
 - one game's life: runner.service.gamelife (attempts, rule 7.c, replay, restart, record);
-- the director: runner.service.director (a TD command applied as a store operation);
+- the director: runner.service.td.director (a TD command applied as a store operation);
 - the views: runner.service.views.runviews (console, PGN, snapshot, live feeds, alerts);
 - the writer: runner.service.writes (the store's one writer thread while the event runs).
 """
@@ -25,7 +25,6 @@ from runner.errors import print_error as err
 from runner.play import eventloop
 from runner.play.backend import Backend
 from runner.service.builds import BuildChanged
-from runner.service.director import Director
 from runner.service.gamelife import GameLife
 from runner.service.held import HeldGames
 from runner.service.interrupted import foreseen, interrupted_lines
@@ -33,7 +32,8 @@ from runner.service.resources import GameResources
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.setup import stop_requested
-from runner.service.tdrules import forfeit_record
+from runner.service.td.director import Director
+from runner.service.td.rules import forfeit_record
 from runner.service.views.alerts import Alerter
 from runner.service.views.console import ConsoleOut
 from runner.service.views.runviews import EventViews

@@ -19,7 +19,7 @@ from runner.domain.pairing import RoundRecord, ScheduledGame, extra_pair_games, 
 from runner.domain.standings import first_place_tie
 from runner.play.gpus import GpuPool
 from runner.service.gamespec import game_spec
-from runner.service.tdrules import forfeits_due
+from runner.service.td.rules import forfeits_due
 from runner.service.writes import EventWrites
 from runner.store import queries
 from runner.store.database import Store, StoredGame, StoredRound

@@ -24,7 +24,7 @@ from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags
 from runner.service.schedule import Schedule
 from runner.service.setup import event_needs_games, open_event
-from runner.service.tdrules import sync_voided_pgn, voided_pgn_path
+from runner.service.td.rules import sync_voided_pgn, voided_pgn_path
 from runner.service.views.alerts import Alerter
 from runner.service.views.console import ConsoleOut
 from runner.service.views.runviews import StartViews

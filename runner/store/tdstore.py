@@ -9,7 +9,7 @@ Tables (schema 4, runner.store.dbformat):
 * ``voided_rounds``: every pairing a rewind (or a withdrawal before a round's first game)
   invalidated, its row as JSON.
 * ``td_applied``: the decisions applied here, one row each, written in the transaction that
-  applies them: a decision is never applied twice (runner.service.tdrules).
+  applies them: a decision is never applied twice (runner.service.td.rules).
 
 Every function takes the connection of an open transaction (``Store.transaction()``, or the
 store writer's), so that a decision is applied in one commit; nothing here commits.

@@ -27,11 +27,11 @@ from runner.domain.models import GameRecord, GameSpec
 from runner.errors import BadInput, StopEvent
 from runner.errors import print_error as err
 from runner.play.gpus import GpuPool
-from runner.service import tdrules as rules
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
 from runner.service.recording import Recorder, last_attempt
 from runner.service.running import RoundChange, RunFlags, RunningGames
+from runner.service.td import rules
 from runner.service.views.alerts import Alerter
 from runner.service.views.runviews import EventViews
 from runner.service.views.snapshotdoc import round_complete
@@ -110,7 +110,7 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                     f"{', '.join(seeds)})")
         if engine in withdrawn(log):
             return f"withdraw: {engine} is withdrawn already"
-        # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
+        # (when applied, the rules' apply_withdraw checks it itself, once per decision)
         return _rules_check(rules.validate_withdraw, store, config, engine) if pending else None
     if action == "gpu":  # GPU hook: a device out of rotation and back (docs/gpus.md)
         return gpu_command_problem(config.gpus, decisions.offline_gpus(store.conn, pending),
@@ -144,7 +144,7 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
 
 
 def _rules_check(check: Callable[..., Any], store: Store, *args: Any) -> str | None:
-    """The refusal of a runner.service.tdrules check (it raises BadInput), or None."""
+    """The refusal of a runner.service.td.rules check (it raises BadInput), or None."""
     try:
         check(store, *args)
     except BadInput as exc:
@@ -522,7 +522,7 @@ class Director:
 
     async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any]
                          ) -> str | None:
-        """Run a store function of withdraw/rewind (runner.service.tdrules) on the writer
+        """Run a store function of withdraw/rewind (runner.service.td.rules) on the writer
         thread, the command marked applied in the transaction of its effect (``then``); the
         outcome, or None when it was applied already."""
         def job(store: Store) -> str:
