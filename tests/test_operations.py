@@ -286,7 +286,7 @@ def test_epd_positions_are_replayed_and_written_off_the_event_loop(tmp_path, mon
     import threading
 
     from runner.domain.events import GameFinished
-    from runner.service import operations
+    from runner.service.views import epd as operations
 
     threads: list[int] = []
     real = operations.final_fen
