@@ -259,9 +259,6 @@ def test_only_the_run_loop_installs_signal_handlers_in_run() -> None:
 
 # module-level state in runner/domain (none; a remaining one is named here with its reason)
 DOMAIN_STATE = {
-    ("runner.domain.adjudication", "_TABLEBASES"):
-        "the process-wide Syzygy cache (issue 53 item 5: to move to play and be handed in; "
-        "tests/test_adjudication.py reads it there)",
     ("runner.domain.events", "_FIELDS"):
         "a memo of each dataclass's field names for the JSON codec (derived, never "
         "decides anything; measured: a fifth of the generic conversion per ply)",

@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 
 from runner.config.typed import Config
-from runner.domain.adjudication import close_tablebases
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
 from runner.errors import print_error as err
 from runner.play import eventloop
 from runner.play.backend import Backend
+from runner.play.tablebases import close_tablebases
 from runner.service.builds import BuildChanged
 from runner.service.gamelife import GameLife
 from runner.service.held import HeldGames
