@@ -18,7 +18,7 @@ import chess
 import chess.pgn
 import psutil
 import pytest
-from testkit import make_record, spec_for, write_config
+from testkit import make_record, spec_for, wait_until, write_config
 
 from runner.cli import main
 from runner.config import AdjudicationConfig, EngineConfig, TcecDrawRule, load_config
@@ -201,7 +201,7 @@ def test_pin_tree_pins_threads_and_children():
                               "subprocess.Popen([sys.executable,'-c','import time; time.sleep(30)']); "
                               "time.sleep(30)"])
     try:
-        time.sleep(0.5)
+        wait_until(lambda: psutil.Process(child.pid).children(), "the child's own child started")
         assert pin_tree(child.pid, [CORES[-1]]) >= 2
         procs = [psutil.Process(child.pid), *psutil.Process(child.pid).children(recursive=True)]
         assert len(procs) == 2
