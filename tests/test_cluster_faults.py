@@ -32,6 +32,7 @@ import psutil
 import pytest
 from netproxy import LinkProxy
 from test_cluster import (
+    CONTINUED,
     ENV,
     Cluster,
     check_complete,
@@ -139,7 +140,7 @@ class Watch:
         while not self.stop.is_set():
             now = time.monotonic()
             if self.continued is None and any(
-                    line in text and "continues from there" in text
+                    line in text and CONTINUED.search(text)
                     for text in self.c.log("runner").splitlines()):
                 self.continued = now
             alive, running = self._running()
@@ -178,7 +179,7 @@ def cut_and_wake(c: Cluster, tmp_path: Path, cut: Any, wake: Any) -> dict[str, f
     assert runner.wait(600) == 0, c.log("runner")
     watch.finish()
     out = c.log("runner")
-    assert f"Game {game_id} (" in out and "continues from there (TCEC rule 7.c.v)" in out, out
+    assert f"Game {game_id} (" in out and CONTINUED.search(out), out
     assert "forfeit" not in out.lower()
     games = check_complete(tmp_path, 8)  # every game once, audit clean, all finished
     resumed = [g for g in games if "ResumedFromPly" in g.headers]

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 import chess
 import pytest
 from testkit import write_config
-from web_event import add_moves, generate_event, start_next_scheduled, web_config
+from web_event import add_moves, generate_event, play_first_move, start_next_scheduled, web_config
 from web_support import need, serve
 
 try:
@@ -383,14 +383,8 @@ def test_sse_pushes_each_move_within_a_second(tmp_path: Path) -> None:
         store = Store.open(config.database)
         try:
             for _ in range(12):
-                move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
-                san = board.san(move)
-                board.push(move)
                 ply += 1
-                add_moves(store, [MovePlayed(
-                    game_id=game["game_id"], ply=ply, uci=move.uci(), san=san, fen=board.fen(),
-                    white_clock_ms=5000, black_clock_ms=5000, score_cp=0, depth=5,
-                    at_ms=int(time.time() * 1000))])
+                san = play_first_move(store, game["game_id"], board, ply)
                 committed = time.perf_counter()
                 for message, arrived in stream:
                     g = message["live"]["games"][0]

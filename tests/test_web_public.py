@@ -26,7 +26,7 @@ import psutil
 import pytest
 from testkit import run_cli as cli
 from testkit import wait_until
-from web_event import add_moves, generate_event, web_config
+from web_event import generate_event, play_first_move, web_config
 from web_support import need, serve
 
 try:
@@ -38,7 +38,6 @@ except ImportError as exc:  # pragma: no cover - the web extra is missing
     need(False, f"the web extra is not installed ({exc.name}): pip install -e '.[dev,web]'")
 
 from runner.config import load_config
-from runner.domain.events import MovePlayed
 from runner.service.td.director import give_command as give
 from runner.store.database import Store
 
@@ -338,14 +337,8 @@ def test_slow_clients_are_dropped_and_the_feed_keeps_its_pace(tmp_path: Path) ->
                     elif n % 2 == 0:  # trickle one more header line
                         with contextlib.suppress(OSError):
                             sock.sendall(f"X-Slow-{ply}: {n}\r\n".encode())
-                move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
-                san = board.san(move)
-                board.push(move)
                 ply += 1
-                add_moves(store, [MovePlayed(
-                    game_id=game["game_id"], ply=ply, uci=move.uci(), san=san, fen=board.fen(),
-                    white_clock_ms=5000, black_clock_ms=5000, score_cp=0, depth=5,
-                    at_ms=int(time.time() * 1000))])
+                play_first_move(store, game["game_id"], board, ply)
                 assert _get(served.url, "/standings")[0] == 200
                 time.sleep(0.5)
         finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,16 @@ def start_next_scheduled(store: Store, plies: int) -> Any:
 def add_moves(store: Store, moves: list[MovePlayed]) -> None:
     with store.transaction() as c:
         c.executemany(INSERT_MOVES, [move_row(m) for m in moves])
+
+
+def play_first_move(store: Store, game_id: int, board: chess.Board, ply: int) -> str:
+    """Record on ``store`` the first legal move (by UCI) of ``board`` as ply ``ply`` of the
+    game, with 5 s on each clock; the move is pushed on ``board``. Returns its SAN."""
+    move = sorted(board.legal_moves, key=lambda m: m.uci())[0]
+    san = board.san(move)
+    board.push(move)
+    add_moves(store, [MovePlayed(
+        game_id=game_id, ply=ply, uci=move.uci(), san=san, fen=board.fen(),
+        white_clock_ms=5000, black_clock_ms=5000, score_cp=0, depth=5,
+        at_ms=int(time.time() * 1000))])
+    return san
