@@ -96,11 +96,11 @@ def main() -> None:
     from runner.config import load_config
     from runner.domain import adjudication
     from runner.play import engines
-    from runner.service import sinks
     from runner.service.gamelife import GameLife
     from runner.service.schedule import Schedule
     from runner.service.tournament import Tournament
-    from runner.service.views import EventViews
+    from runner.service.views import router as sinks
+    from runner.service.views.runviews import EventViews
     from runner.store.database import Store
 
     marks: list[tuple[float, str]] = []

@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO))
 from runner.config import load_config  # noqa: E402
 from runner.config.fingerprint import event_fingerprint  # noqa: E402
 from runner.domain.models import GameRecord  # noqa: E402
-from runner.service.sinks import ViewErrors  # noqa: E402
 from runner.service.tournament import Tournament  # noqa: E402
-from runner.service.views import SnapshotWriter  # noqa: E402
+from runner.service.views.sink import ViewErrors  # noqa: E402
+from runner.service.views.snapshot import SnapshotFile  # noqa: E402
 from runner.store.database import Store, append_pgn  # noqa: E402
 
 FAKE = REPO / "tests" / "fakes" / "det_engine.py"
@@ -114,7 +114,7 @@ def main() -> int:
           f"pgn {config.pgn_out.stat().st_size / 1e6:.1f} MB  ({work})")
 
     tour = Tournament(config, store, quiet=True)
-    snapshots = SnapshotWriter(config, store, ViewErrors(store.path))
+    snapshots = SnapshotFile(config, store, ViewErrors(store.path))
     pending = [g for g in store.games() if g.status != "finished"][: opts.record]
     rec_ms, pgn_ms, snap_ms = [], [], []
     for g in pending:

@@ -2,7 +2,7 @@
 
 Reads the state database of an event (its games' start and end times and lengths), and at
 each game's end, the moment a ``Finished game`` line shows an ETA, computes the ETA the
-runner's estimator (runner.service.progress.event_eta) gives from what was known then: the
+runner's estimator (runner.service.views.progress.event_eta) gives from what was known then: the
 lengths of the games finished so far, how long each game in progress had run, the config's
 time control, Concurrency and rounds. Prints each ETA beside the time the event really took
 from then on, and the error. The times are the database's wall-clock ones (fine for a
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from runner.config import load_config  # noqa: E402
-from runner.service.progress import event_eta, format_eta  # noqa: E402
+from runner.service.views.progress import event_eta, format_eta  # noqa: E402
 
 
 def games(database: Path) -> list[tuple[int, float, float, float]]:

@@ -88,6 +88,11 @@ class RecordInvalid(ValueError):
     (never as a bug of its own)."""
 
 
+class GpuDetectError(Exception):
+    """nvidia-smi is missing or did not list the devices (the message says which): raised by
+    runner.play.gpudetect, whose ``detect`` the command line hands the config's loader."""
+
+
 class ViewError(SwissRunnerError):
     """A view of the event could not be made (a bug in it); the record is intact."""
 

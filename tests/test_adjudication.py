@@ -9,7 +9,8 @@ import chess.engine
 import pytest
 
 from runner.config import AdjudicationConfig, TablebaseConfig, TcecDrawRule, TcecWinRule
-from runner.domain.adjudication import Adjudicator, open_tablebase, tablebase_verdict
+from runner.domain.adjudication import Adjudicator, tablebase_verdict
+from runner.play.tablebases import open_tablebase
 
 Cp = chess.engine.Cp
 Mate = chess.engine.Mate
@@ -179,9 +180,9 @@ def test_syzygy_not_probed_with_castling_rights_or_too_many_men(tb):
 
 
 def test_adjudicator_uses_tablebases_before_the_draw_rule(syzygy_dir):
-    adj = Adjudicator(AdjudicationConfig(
-        tcec_draw=TcecDrawRule(plies=1),
-        tablebases=TablebaseConfig(paths=(syzygy_dir,), max_pieces=4)))
+    config = AdjudicationConfig(tcec_draw=TcecDrawRule(plies=1),
+                                tablebases=TablebaseConfig(paths=(syzygy_dir,), max_pieces=4))
+    adj = Adjudicator(config, open_tablebase(config.tablebases))
     board = chess.Board("3r2k1/8/8/8/8/8/P7/3R2K1 w - - 0 1")
     board.push_san("Rxd8+")
     v = adj.update(board, Cp(0))
@@ -191,7 +192,7 @@ def test_adjudicator_uses_tablebases_before_the_draw_rule(syzygy_dir):
 def test_closing_the_tablebases_at_the_end_of_a_run_releases_them(syzygy_dir):
     """close_tablebases (the run's end) unmaps every table the process opened; a later open
     reads them again and gives the same verdicts."""
-    from runner.domain.adjudication import close_tablebases
+    from runner.play.tablebases import close_tablebases
 
     def mapped() -> bool:
         return ".rtbw" in Path("/proc/self/maps").read_text()
@@ -211,7 +212,7 @@ def test_a_run_closes_the_tablebases_it_opened_when_it_ends(tmp_path, syzygy_dir
     from testkit import swiss_event
 
     from runner.cli import main
-    from runner.domain import adjudication
+    from runner.play import tablebases
 
     (tmp_path / "book.epd").write_text("8/8/8/4k3/8/8/4K3/7Q w - - 0 1\n", encoding="utf-8")
     config = swiss_event(tmp_path, [
@@ -223,5 +224,5 @@ def test_a_run_closes_the_tablebases_it_opened_when_it_ends(tmp_path, syzygy_dir
     assert main(["run", str(config), "--quiet"]) == 0
     pgn = (tmp_path / "state" / "games.pgn").read_text(encoding="utf-8")
     assert "1-0" in pgn and "adjudication" in pgn.lower()  # the tables were read
-    assert not adjudication._TABLEBASES
+    assert tablebases.open_count() == 0
     assert ".rtbw" not in Path("/proc/self/maps").read_text()

@@ -32,7 +32,7 @@ from testkit import (
     write_config,
 )
 
-import runner.service.alerts as alerts_module
+import runner.service.views.alerts as alerts_module
 from runner.cli import main
 from runner.cli.run import cli_run
 from runner.config import load_config
@@ -41,7 +41,7 @@ from runner.config.typed import ALERT_KINDS, AlertsConfig
 from runner.domain.events import GameFinished
 from runner.domain.models import GameSpec
 from runner.errors import ConfigError, StopEvent
-from runner.service.alerts import ALERT_SCHEMA, Alerter, schema_text
+from runner.service.views.alerts import ALERT_SCHEMA, Alerter, schema_text
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATOR = jsonschema.Draft202012Validator(
@@ -232,7 +232,7 @@ def test_adding_or_changing_alerts_keeps_the_event_and_resumes_it(
 def test_the_schema_is_published_and_valid() -> None:
     published = REPO / "docs" / "alert.schema.json"
     assert published.read_text(encoding="utf-8") == schema_text(), (
-        "docs/alert.schema.json is out of date: write runner.service.alerts.schema_text() to it")
+        "docs/alert.schema.json is out of date: write runner.service.views.alerts.schema_text() to it")
     jsonschema.Draft202012Validator.check_schema(ALERT_SCHEMA)
     text = (REPO / "docs" / "alerts.md").read_text(encoding="utf-8")
     for kind in ALERT_KINDS:

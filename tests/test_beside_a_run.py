@@ -9,12 +9,11 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from testkit import REPO, swiss_event
+from testkit import REPO, swiss_event, wait_until
 from testkit import run_cli as _cli
 from web_support import serve
 
@@ -52,10 +51,8 @@ def test_a_running_event_survives_every_reader_and_a_second_runner(tmp_path: Pat
     runner = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not (wal.exists() and _running_game(database)):  # the game started
-            assert runner.poll() is None and time.monotonic() < deadline, runner.communicate()
-            time.sleep(0.1)
+        wait_until(lambda: wal.exists() and _running_game(database), "the game started", 60,
+                   runner, step=0.1)
         inode = os.stat(wal).st_ino
         outputs = {}
         second = _cli("run", str(config))

@@ -14,12 +14,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import chess.pgn
 import pytest
-from testkit import swiss_event
+from testkit import swiss_event, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO),
@@ -78,10 +77,8 @@ def test_a_local_binary_replaced_during_the_event(tmp_path: Path) -> None:
     runner = subprocess.Popen([sys.executable, "-m", "runner", "run", str(config)], cwd=REPO,
                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     db = tmp_path / "state" / "swiss.sqlite3"
-    deadline = time.monotonic() + 120
-    while not toga_running(db):  # Toga's first game is being played: replace its binary
-        assert runner.poll() is None and time.monotonic() < deadline, runner.communicate()
-        time.sleep(0.02)
+    # Toga's first game is being played: replace its binary
+    wait_until(lambda: toga_running(db), "Toga's first game playing", 120, runner, step=0.02)
     new = toga.with_name("toga.dpkg-new")
     new.write_bytes(Path("/usr/games/toga2").read_bytes() + b"\0patched build\0")
     new.chmod(0o755)

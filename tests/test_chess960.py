@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import chess
 import chess.pgn
 import pytest
 from testkit import pgn_games as games_of
-from testkit import run_args, write_config
+from testkit import run_args, wait_until, write_config
 
 from runner.books.openings import BookError, load_book, opening_order
 from runner.cli.run import cli_run
@@ -399,11 +398,7 @@ def test_kill_9_in_a_960_game_that_can_still_castle_then_run_castles_after_the_r
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while len(logged_plies(config.database)) < 5:
-            assert time.monotonic() < deadline, "no moves logged"
-            assert proc.poll() is None
-            time.sleep(0.05)
+        wait_until(lambda: len(logged_plies(config.database)) >= 5, "five moves logged", 60, proc)
         os.killpg(proc.pid, signal.SIGKILL)  # the runner and its engines, no handler runs
     finally:
         proc.wait(10)

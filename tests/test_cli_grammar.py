@@ -204,7 +204,7 @@ def test_status_without_an_event_is_still_one_json_document(
 
 
 def test_the_escaping_stream_keeps_the_live_bar_and_line_breaks_only() -> None:
-    """`run`'s live bar on a terminal (tqdm, as runner.service.progress.LiveView draws it)
+    """`run`'s live bar on a terminal (tqdm, as runner.service.views.progress.ProgressBar draws it)
     reaches the terminal as drawn; any other control character is shown escaped."""
     from tqdm import tqdm
 

@@ -16,7 +16,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the web extra is missing
     pytest.skip(f"the web extra is not installed ({exc.name})", allow_module_level=True)
 
-from runner.service.state import WORKERS_META
+from runner.service.views.snapshotdoc import WORKERS_META
 from runner.store.database import Store
 
 HOSTILE = "<b>box</b>"

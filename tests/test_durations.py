@@ -18,7 +18,7 @@ from runner.domain.events import GameFinished, GameStarted, MovePlayed
 from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
 from runner.play import referee
-from runner.service.progress import Progress
+from runner.service.views.progress import Progress
 
 STEP = timedelta(days=-400)  # a dead RTC battery: the clock 400 days behind
 

@@ -19,7 +19,7 @@ from runner.domain.eta import (
 )
 from runner.domain.events import GameFinished, GameStarted
 from runner.domain.timecontrol import parse_time_control
-from runner.service.progress import Progress, format_eta
+from runner.service.views.progress import Progress, format_eta
 
 
 def test_one_quick_game_finished_while_three_long_ones_run() -> None:

@@ -31,9 +31,10 @@ from runner.domain.gpus import (
     tag_devices,
 )
 from runner.play.affinity import SlotPool
+from runner.play.gpudetect import detect
 from runner.play.gpus import GpuPool, numa_cores, split_devices
 from runner.play.keep import EnginePool
-from runner.service.gpualerts import failed_sides, lost_devices
+from runner.service.views.gpualerts import failed_sides, lost_devices
 
 pytestmark = pytest.mark.engines
 GPU_FAKE = HERE / "fakes" / "gpu_uci.py"
@@ -200,9 +201,11 @@ def test_auto_and_device_names_from_nvidia_smi(tmp_path: Path, monkeypatch) -> N
     path = event(tmp_path, engines, Gpus="auto", Concurrency=1)
     monkeypatch.setenv("PATH", f"{os.environ['PATH']}:/nonexistent")
     with pytest.raises(ConfigError, match="Gpus: got 'auto', expected .*nvidia-smi"):
-        load_config(path)  # no nvidia-smi on this machine
+        load_config(path, detect_gpus=detect)  # no nvidia-smi on this machine
+    with pytest.raises(ConfigError, match="Gpus: got 'auto', expected .*nvidia-smi"):
+        load_config(path)  # the loader runs no process: auto needs the detection handed in
     monkeypatch.setenv("PATH", f"{fake_smi(tmp_path, listing)}:{os.environ['PATH']}")
-    assert load_config(path).gpus == (0, 1)
+    assert load_config(path, detect_gpus=detect).gpus == (0, 1)
     assert main(["run", str(path)]) == 0
     games = pgn_games(tmp_path / "state" / "games.pgn")
     tags = {g.headers[f"{side}Gpus"] for g in games for side in ("White", "Black")

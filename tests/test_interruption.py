@@ -15,7 +15,7 @@ import pytest
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.config.typed import InterruptionConfig, TcecWinRule
 from runner.domain import gamerecord
-from runner.domain.adjudication import natural_end, open_tablebase
+from runner.domain.adjudication import natural_end
 from runner.domain.events import (
     GameStarted,
     MovePlayed,
@@ -30,6 +30,7 @@ from runner.domain.models import GameSpec, Opening
 from runner.domain.rmobility import game_rmobility
 from runner.domain.timecontrol import parse_time_control
 from runner.play.referee import play_game
+from runner.play.tablebases import open_tablebase
 
 TC = parse_time_control("60+1")
 RULES = InterruptionConfig()

@@ -26,7 +26,7 @@ import chess
 import chess.pgn
 import psutil
 import pytest
-from testkit import write_config
+from testkit import wait_until, write_config
 
 from runner.cli import main
 
@@ -203,5 +203,5 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
                             str(tmp_path / "state" / "games.pgn"), "--seeds", str(seeds)],
                            cwd=REPO, capture_output=True, text=True, env=env)
     assert audit.returncode == 0, audit.stdout + audit.stderr
-    time.sleep(0.5)
-    assert engines_of([proc.pid, second.pid]) == []
+    wait_until(lambda: engines_of([proc.pid, second.pid]) == [], "no engine of either runner "
+               "left", 5)

@@ -16,7 +16,7 @@ from pathlib import Path
 import chess
 import chess.pgn
 import pytest
-from testkit import write_config
+from testkit import wait_until, write_config
 from web_event import add_moves, generate_event
 from web_support import need, need_engines, serve, start_runner
 
@@ -165,12 +165,8 @@ def test_etag_304_and_one_build_per_change(event) -> None:  # noqa: ANN001
             add_moves(store, [move])
         finally:
             store.close()
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            resp = c.get("/live.pgn", headers={"if-none-match": etag})
-            if resp.status_code == 200:
-                break
-            time.sleep(0.05)
+        resp = wait_until(lambda: (r := c.get("/live.pgn", headers={"if-none-match": etag}))
+                          .status_code == 200 and r, "the new move served", 5)
         assert resp.status_code == 200 and resp.headers["etag"] != etag
         before = {g.headers["Round"]: len(list(g.mainline_moves())) for g in games_of(first.text)}
         after = {g.headers["Round"]: g for g in games_of(resp.text)}
@@ -295,7 +291,9 @@ def test_real_event_live_pgn_polled_while_it_plays(tmp_path: Path) -> None:
             if runner.poll() is None:
                 runner.kill()
                 runner.wait()
-        time.sleep(1.0)  # the watcher sees the last commit
+        # the watcher sees the last commit: both games served with their results
+        wait_until(lambda: len(games := games_of(_get(served.url + "live.pgn")[1].decode())) == 2
+                   and all(g.headers["Result"] != "*" for g in games), "the last commit served")
         status, body, headers = _get(served.url + "live.pgn")
         final = body.decode()
         assert _get(served.url + "live.pgn", {"If-None-Match": headers["etag"]})[0] == 304

@@ -1,5 +1,5 @@
 """Operator features (docs/operators.md): config keys, CPU affinity checked with psutil on real
-engines, engine logs, start-up time-outs, progress/ETA and the live view, extended PGN read
+engines, engine logs, start-up time-outs, progress/ETA and the progress bar, extended PGN read
 back by python-chess, ECO/Elo/TCEC fields, EPD out."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import chess
 import chess.pgn
 import psutil
 import pytest
-from testkit import make_record, spec_for, write_config
+from testkit import make_record, spec_for, wait_until, write_config
 
 from runner.cli import main
 from runner.config import AdjudicationConfig, EngineConfig, TcecDrawRule, load_config
@@ -28,7 +28,7 @@ from runner.domain.models import GameSpec, Opening
 from runner.domain.timecontrol import parse_time_control
 from runner.play.enginelog import GameLog
 from runner.play.referee import play_game
-from runner.service.progress import format_eta
+from runner.service.views.progress import format_eta
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -201,7 +201,7 @@ def test_pin_tree_pins_threads_and_children():
                               "subprocess.Popen([sys.executable,'-c','import time; time.sleep(30)']); "
                               "time.sleep(30)"])
     try:
-        time.sleep(0.5)
+        wait_until(lambda: psutil.Process(child.pid).children(), "the child's own child started")
         assert pin_tree(child.pid, [CORES[-1]]) >= 2
         procs = [psutil.Process(child.pid), *psutil.Process(child.pid).children(recursive=True)]
         assert len(procs) == 2
@@ -286,7 +286,7 @@ def test_epd_positions_are_replayed_and_written_off_the_event_loop(tmp_path, mon
     import threading
 
     from runner.domain.events import GameFinished
-    from runner.service import operations
+    from runner.service.views import epd as operations
 
     threads: list[int] = []
     real = operations.final_fen

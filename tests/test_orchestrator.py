@@ -191,7 +191,7 @@ def test_full_disk_while_recording_is_waited_out(tmp_path: Path, monkeypatch: py
 
 def test_snapshot_enospc_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    import runner.service.state as orch
+    import runner.service.views.snapshotdoc as orch
 
     config = load_config(loop_config(tmp_path))
     real = orch.atomic_write

@@ -24,9 +24,11 @@ from runner.service.recording import Recorder, RestartTags, next_attempt, placeh
 from runner.service.runloop import RunLoop
 from runner.service.running import RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import ConsoleSink, EventRouter, StoreSink
 from runner.service.tournament import Tournament
-from runner.service.writes import EventWriter
+from runner.service.views.console import ConsoleSink
+from runner.service.views.router import EventRouter
+from runner.service.views.storesink import StoreSink
+from runner.service.writes import EventWrites
 from runner.store import decisions
 from runner.store.database import Store
 from runner.store.writer import StoreWriter
@@ -85,7 +87,7 @@ async def recording(store: Store, seen: Seen) -> AsyncIterator[Recorder]:
 
 def test_schedule_pairs_a_round_stores_it_and_counts_the_events_games(paired: Any) -> None:
     config, store, _ = paired
-    schedule = Schedule(config, store, EventWriter(store), lambda *a, **k: None)
+    schedule = Schedule(config, store, EventWrites(store), lambda *a, **k: None)
     assert schedule.is_paired(1) and not schedule.is_paired(2)
     assert schedule.total_games() == 12  # 5 engines, 3 rounds of 2-game matches
     first = schedule.unfinished(1)
@@ -102,7 +104,7 @@ def test_schedule_pairs_a_round_stores_it_and_counts_the_events_games(paired: An
 def test_the_recorder_commits_a_game_then_shows_it_to_the_views(paired: Any) -> None:
     config, store, _ = paired
     game = store.games(1)[0]
-    spec = Schedule(config, store, EventWriter(store), print).spec_for(game)
+    spec = Schedule(config, store, EventWrites(store), print).spec_for(game)
     record = make_record(spec, "1-0")
 
     async def main() -> list[str]:
@@ -124,7 +126,7 @@ def test_a_decision_already_applied_leaves_the_game_unrecorded_and_unshown(paire
     applied by an earlier run), neither the record nor the views see the game."""
     config, store, _ = paired
     game = store.games(1)[0]
-    spec = Schedule(config, store, EventWriter(store), print).spec_for(game)
+    spec = Schedule(config, store, EventWrites(store), print).spec_for(game)
 
     def already(conn: Any) -> None:
         raise decisions.AlreadyDone("applied by an earlier run")
@@ -143,13 +145,13 @@ def test_a_decision_already_applied_leaves_the_game_unrecorded_and_unshown(paire
 def test_the_writer_writes_at_once_before_the_run_and_through_its_thread_during_it(
         paired: Any) -> None:
     _, store, _ = paired
-    EventWriter(store).set_meta("before", "1")
+    EventWrites(store).set_meta("before", "1")
     assert store.meta("before") == "1"
 
     async def main() -> None:
         thread = StoreWriter(store.path).start()
         try:
-            writes = EventWriter(store, StoreSink(store, thread))
+            writes = EventWrites(store, StoreSink(store, thread))
             writes.write(lambda writer_store: writer_store.set_meta("during", "2"))
             await writes.written()
         finally:
@@ -165,7 +167,7 @@ def test_the_writer_writes_at_once_before_the_run_and_through_its_thread_during_
 def test_the_console_sink_says_starts_and_ends_as_cutechess_does(paired: Any) -> None:
     config, store, _ = paired
     game = store.games(1)[0]
-    record = make_record(Schedule(config, store, EventWriter(store), print).spec_for(game),
+    record = make_record(Schedule(config, store, EventWrites(store), print).spec_for(game),
                          "1/2-1/2")
     lines: list[str] = []
     sink = ConsoleSink(lines.append, lambda: 12)
@@ -179,7 +181,7 @@ def test_the_console_sink_says_starts_and_ends_as_cutechess_does(paired: Any) ->
 def test_a_failing_view_never_keeps_the_others_from_an_event(paired: Any) -> None:
     config, store, _ = paired
     game = store.games(1)[0]
-    record = make_record(Schedule(config, store, EventWriter(store), print).spec_for(game),
+    record = make_record(Schedule(config, store, EventWrites(store), print).spec_for(game),
                          "1-0")
 
     class Broken:

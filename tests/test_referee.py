@@ -20,7 +20,7 @@ import chess.engine
 import chess.pgn
 import psutil
 import pytest
-from testkit import fake, spec_for, start_runner_playing, write_config
+from testkit import fake, spec_for, start_runner_playing, wait_until, wait_until_async, write_config
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.domain.models import RESULTS, GameSpec, Opening
@@ -343,7 +343,9 @@ def test_cancel_kills_both_engines():
         task = asyncio.create_task(play_game(
             spec_for(fake("Hang", "--hang-on-go", "1"), fake("B"), "60+1"),
             on_process=lambda p, c: pids.append((p, c))))
-        await asyncio.sleep(1.0)
+        # both engines started (the game then hangs on "go")
+        await wait_until_async(lambda: len(pids) >= 2 or task.done(), "both engines started", 20)
+        assert not task.done(), "the game ended before both engines started"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -379,10 +381,8 @@ def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(t
         with pytest.raises(asyncio.CancelledError):
             await task
         # checked inside the loop: closing the loop would reap a leaked engine anyway
-        deadline = time.monotonic() + 3
-        while any(alive(p, c) for p, c in pids):
-            assert time.monotonic() < deadline, "an engine outlived the cancelled game"
-            await asyncio.sleep(0.05)
+        await wait_until_async(lambda: not any(alive(p, c) for p, c in pids),
+                               "an engine outlived the cancelled game", 3, step=0.05)
 
     asyncio.run(asyncio.wait_for(main(), 20))
     assert len(pids) == 2
@@ -391,12 +391,11 @@ def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(t
 def test_engines_die_with_a_runner_killed_by_sigkill(tmp_path):
     runner, pid_file = start_runner_playing(tmp_path)
     try:
-        deadline = time.monotonic() + 20
-        while not (pid_file.exists() and len(pid_file.read_text().split("\n")) >= 3):
-            assert time.monotonic() < deadline, "engines did not start"
-            time.sleep(0.1)
-        time.sleep(0.5)
-        pids = [(int(a), float(b)) for a, b in (line.split() for line in pid_file.read_text().splitlines())]
+        # both engines' lines written whole (each ends with its newline)
+        text = wait_until(lambda: pid_file.exists() and (t := pid_file.read_text()).endswith("\n")
+                          and len(t.splitlines()) >= 2 and t, "engines did not start", 20, runner,
+                          step=0.1)
+        pids = [(int(a), float(b)) for a, b in (line.split() for line in text.splitlines())]
         assert all(psutil.pid_exists(p) for p, _ in pids)
         runner.send_signal(signal.SIGKILL)
         runner.wait()

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from testkit import DET_ENGINE, FAKE_UCI, REPO, event_games, swiss_event, write_config
+from testkit import DET_ENGINE, FAKE_UCI, REPO, event_games, swiss_event, wait_until, write_config
 
 from runner.cli import main
 from runner.config import ConfigError, load_config
@@ -240,10 +240,8 @@ def test_a_runner_killed_with_kept_engines_leaves_nothing_and_resumes(tmp_path: 
         return found
 
     proc = start()
-    deadline = time.monotonic() + 120
-    while "Finished game " not in log.read_text() and proc.poll() is None:
-        assert time.monotonic() < deadline, log.read_text()[-2000:]
-        time.sleep(0.005)
+    wait_until(lambda: "Finished game " in log.read_text(), "a game finished", 120, proc,
+               step=0.005, log=log)
     assert proc.poll() is None, log.read_text()[-2000:]
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

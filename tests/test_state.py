@@ -1,4 +1,4 @@
-"""The runner's snapshot (runner.service.state with a StateCache) is the document a fresh
+"""The runner's snapshot (runner.service.views.snapshotdoc with a StateCache) is the document a fresh
 build makes from the same database, whatever happened since the last snapshot: moves
 logged, games started, finished, restarted from a ply (resume) or played again (replay),
 rounds paired (the ratings excepted: the runner computes them again when a round is
@@ -19,8 +19,8 @@ from web_event import _play, add_moves, generate_event
 from runner.config import Config
 from runner.domain.events import GameStarted, event_to_json
 from runner.domain.models import GameRecord
-from runner.service.state import WORKERS_META, StateCache, build_state, live_game
 from runner.service.tournament import Tournament
+from runner.service.views.snapshotdoc import WORKERS_META, StateCache, build_state, live_game
 from runner.store.database import Store
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -170,7 +170,7 @@ def test_a_round_just_paired_does_not_change_the_ranking() -> None:
 
     from runner.domain.models import EventResults, PlayedGame, RoundResult
     from runner.domain.standings import compute_standings
-    from runner.service.state import ranked
+    from runner.service.views.snapshotdoc import ranked
 
     rng = random.Random(5)
     chain = ("DirectEncounter", "SonnebornBerger", "Wins", "Buchholz", "MedianBuchholz",

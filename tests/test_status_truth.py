@@ -127,7 +127,7 @@ def test_the_eta_during_a_td_pause_says_paused(tmp_path: Path) -> None:
     store = Store.open_readonly(config.database)
     assert store is not None
     try:
-        from runner.service.state import build_state
+        from runner.service.views.snapshotdoc import build_state
 
         state = build_state(config, store, runner_running=True)
         state["td"] = {**(state.get("td") or {}), "paused": {
@@ -169,7 +169,7 @@ def test_status_and_the_dashboard_give_one_eta(tmp_path: Path) -> None:
     """One estimator (runner.domain.eta) for `status` and the dashboard; main's dashboard had
     its own, and counted the games of a stopped runner as still being played."""
     from runner.cli.status_ops import eta
-    from runner.service.state import build_state
+    from runner.service.views.snapshotdoc import build_state
     from runner.web.model import progress
 
     config = generate_event(tmp_path, engines=6, rounds=3, finished_rounds=1, running=2,

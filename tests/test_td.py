@@ -431,7 +431,7 @@ def test_commands_at_moments_the_test_does_not_choose(tmp_path: Path, seed: int)
     import random
     import threading
 
-    from runner.service.director import give_command as give
+    from runner.service.td.director import give_command as give
     from runner.store.database import Store
 
     config_path = loop_config(tmp_path, players=5, Rounds=3)
@@ -538,11 +538,11 @@ def five_engines_config(directory: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.engines
 def test_withdraw_now_and_rewind_on_a_running_event(tmp_path: Path) -> None:
-    """The dispatch of withdraw and rewind to runner.service.tdrules (issue 39's store
+    """The dispatch of withdraw and rewind to runner.service.td.rules (issue 39's store
     functions; skipped on a build without them): the withdrawn engine's game in progress is
     lost by forfeit, it is paired no more, a rewind voids the games from its point (kept in
     the voided PGN) and the final PGN passes the audit."""
-    pytest.importorskip("runner.service.tdrules")
+    pytest.importorskip("runner.service.td.rules")
     config = five_engines_config(tmp_path)
     run = Runner(config)
     playing = run.two_games_under_way()

@@ -21,7 +21,7 @@ from runner.config.typed import Config
 from runner.domain.models import GameRecord, GameSpec
 from runner.errors import StopEvent
 from runner.play.referee import play_game as referee_play
-from runner.service.tdrules import (
+from runner.service.td.rules import (
     TDRefused,
     apply_rewind,
     apply_withdraw,

@@ -12,7 +12,7 @@ import pytest
 from testkit import loop_config
 
 from runner.cli import main
-from runner.service import tdrules
+from runner.service.td import rules as tdrules  # the TD rules module
 from runner.store import decisions
 from runner.store.database import Store
 

@@ -1,5 +1,5 @@
 """The TD's withdrawals and rewinds, their pure rules: pairing with withdrawn engines, the
-audit of a PGN with Withdrawn tags, the standings' marking (runner.service.tdrules)."""
+audit of a PGN with Withdrawn tags, the standings' marking (runner.service.td.rules)."""
 
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def test_an_event_of_schema_3_reads_without_td_tables_and_run_adds_them(tmp_path
     store.init_event({"x": 1}, SEEDS[:4], [0], event="e", games_per_match=1, rounds=2)
     store.close()
     conn = sqlite3.connect(path)  # as a swiss-runner of schema 3 left it
-    for table in ("withdrawals", "voided_games", "voided_rounds", "td_applied"):
+    for table in ("withdrawals", "voided_games", "voided_rounds"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("PRAGMA user_version=3")
     conn.commit()
@@ -185,9 +185,48 @@ def test_an_event_of_schema_3_reads_without_td_tables_and_run_adds_them(tmp_path
     assert old.event_results().withdrawn == ()
     old.close()
     upgraded = Store.open(path)
-    assert upgraded.version == 4 and td_counts(upgraded.conn) == (0, 0)
+    assert upgraded.version == 5 and td_counts(upgraded.conn) == (0, 0)
     upgraded.close()
 
+
+
+def test_a_schema_4_mark_in_td_applied_becomes_the_commands_mark(tmp_path: Path) -> None:
+    """Schema 4 kept an applied withdrawal or rewind in td_applied beside td_commands; `run`
+    folds each row into td_commands (a pending command applied, a tool's decision given a
+    row) and drops the table: a decision's mark is in one table, none applied twice."""
+    from runner.store import decisions
+    from runner.store.tdstore import TD_APPLIED_4, applied
+
+    path = tmp_path / "event.sqlite3"
+    store = Store.open(path)
+    store.init_event({"x": 1}, SEEDS[:4], [0], event="e", games_per_match=1, rounds=2)
+    store.close()
+    conn = sqlite3.connect(path, isolation_level=None)  # as schema 4 left it: killed between
+    decisions.ensure_table(conn)  # applying withdrawal 1 and marking its command
+    decisions.add_command(conn, "withdraw", {"engine": "A"}, "asked", "td@host")
+    conn.execute(TD_APPLIED_4)
+    conn.execute("INSERT INTO td_applied VALUES (1, 'withdraw', 'A withdrawn', 't1')")
+    conn.execute("INSERT INTO td_applied VALUES (7, 'rewind', 'rewound to game 2', 't2')")
+    conn.execute("PRAGMA user_version=4")
+    conn.commit()
+    conn.close()
+
+    old = Store.open_readonly(path)
+    assert old is not None and old.version == 4
+    assert [c.state for c in decisions.commands(old.conn)] == ["pending"]  # still readable
+    old.close()
+    upgraded = Store.open(path)
+    try:
+        assert upgraded.version == 5
+        assert upgraded.conn.execute("SELECT 1 FROM sqlite_master WHERE "
+                                     "name='td_applied'").fetchone() is None
+        marks = {c.id: (c.action, c.state, c.outcome) for c in decisions.commands(upgraded.conn)}
+        assert marks == {1: ("withdraw", "applied", "A withdrawn"),
+                         7: ("rewind", "applied", "rewound to game 2")}
+        assert applied(upgraded.conn, 1) == "A withdrawn" and applied(upgraded.conn, 2) is None
+        assert decisions.pending_ids(upgraded.conn) == []
+    finally:
+        upgraded.close()
 
 # --------------------------------------------------------------------------- the PGN tag
 
@@ -224,7 +263,7 @@ def test_a_withdrawal_now_cut_short_by_a_crash_is_completed_once(tmp_path: Path)
     from runner.cli.run import cli_run
     from runner.config import load_config
     from runner.errors import StopEvent
-    from runner.service.tdrules import apply_withdraw, record_forfeit
+    from runner.service.td.rules import apply_withdraw, record_forfeit
 
     config = load_config(loop_config(tmp_path, players=5))  # double rounds, 3 rounds
 
@@ -249,7 +288,8 @@ def test_a_withdrawal_now_cut_short_by_a_crash_is_completed_once(tmp_path: Path)
         finish = [r for r in store.conn.execute(
             "SELECT game_id, finish_seq, termination FROM games WHERE game_id IN (?, ?)", mine)]
         assert [f[2] for f in finish] == ["abandoned", "abandoned"]
-        assert store.conn.execute("SELECT COUNT(*) FROM td_applied").fetchone()[0] == 1
+        assert store.conn.execute("SELECT COUNT(*) FROM td_commands WHERE id=11 AND "
+                                  "state='applied'").fetchone()[0] == 1
     finally:
         store.close()
     assert cli_run(config, run_args(), play_game=backend()) == 0

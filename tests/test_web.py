@@ -40,7 +40,7 @@ except ImportError as exc:  # pragma: no cover - the web extra is missing
 from runner.cli import main
 from runner.config import load_config
 from runner.domain.events import MovePlayed
-from runner.service.state import build_state
+from runner.service.views.snapshotdoc import build_state
 from runner.store.database import Store
 
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -27,7 +27,7 @@ from runner.config import Config
 from runner.domain.events import GameStarted, MovePlayed, event_to_json
 from runner.domain.models import GameRecord
 from runner.domain.pgn import write_game
-from runner.service.state import WORKERS_META
+from runner.service.views.snapshotdoc import WORKERS_META
 from runner.store.database import Store
 from runner.store.writer import move_row
 

@@ -25,6 +25,7 @@ import chess
 import psutil
 import pytest
 from testkit import run_cli as cli
+from testkit import wait_until
 from web_event import generate_event, play_first_move, web_config
 from web_support import need, serve
 
@@ -37,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - the web extra is missing
     need(False, f"the web extra is not installed ({exc.name}): pip install -e '.[dev,web]'")
 
 from runner.config import load_config
-from runner.service.director import give_command as give
+from runner.service.td.director import give_command as give
 from runner.store.database import Store
 
 ADMIN = "carol-admin-token-0123"
@@ -357,10 +358,8 @@ def test_connections_past_the_cap_get_503(event) -> None:  # noqa: ANN001
         # and it gives the CPU to the event first (its default lowers it by 10), once it
         # serves (its address is printed a moment before)
         wanted = min(19, psutil.Process().nice() + 7)
-        deadline = time.monotonic() + 10
-        while psutil.Process(served.proc.pid).nice() != wanted and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert psutil.Process(served.proc.pid).nice() == wanted
+        wait_until(lambda: psutil.Process(served.proc.pid).nice() == wanted,
+                   f"the server at nice {wanted}", 10, step=0.1)
         host, port = _address(served.url)
         idle = [socket.create_connection((host, port), timeout=5,  # 5 from each of 4
                                          source_address=(f"127.0.1.{n % 4 + 1}", 0))

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 import chess
 import pytest
+from testkit import wait_until_async
 from web_event import generate_event, start_next_scheduled, web_config
 from web_support import need, serve, wait_for
 
@@ -28,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - the web extra is missing
     need(False, f"the web extra is not installed ({exc.name}): bash scripts/install.sh --test installs it")
 
 from runner.config import load_config
-from runner.service.state import WORKERS_META
+from runner.service.views.snapshotdoc import WORKERS_META
 from runner.store.database import Store
 
 
@@ -180,7 +181,7 @@ def test_a_damaged_database_is_not_read_again_at_every_poll(tmp_path: Path) -> N
         await hub.start()
         try:
             generation = hub.generation
-            await asyncio.sleep(0.6)
+            await wait_until_async(lambda: hub.polls >= 10, "ten polls of the damaged file")
             assert hub.polls >= 10
             assert hub.builds <= 2, hub.builds
             assert hub.generation - generation <= 1

@@ -109,7 +109,7 @@ def test_a_commit_outside_the_writer_thread_is_refused(tmp_path: Path) -> None:
     log = StoreWriter(store.path).start()
     try:
         assert log.conn is not None
-        writer = Store.writer(log.conn, store.path, log.on_writer)
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
         with pytest.raises(AssertionError, match="outside its thread"):
             writer.set_meta("k", "here")  # the test's thread, not the writer's
         log.submit(lambda conn: writer.set_meta("k", "writer")).result(timeout=10)
@@ -126,7 +126,7 @@ def test_a_failed_commit_reaches_the_loop_through_its_future(tmp_path: Path) -> 
     log = StoreWriter(store.path).start()
     try:
         assert log.conn is not None
-        writer = Store.writer(log.conn, store.path, log.on_writer)
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
         done: list[str] = []
 
         def broken(conn: sqlite3.Connection) -> None:

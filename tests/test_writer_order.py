@@ -69,7 +69,7 @@ def test_a_start_is_never_committed_after_its_own_book_moves(tmp_path: Path) -> 
     log.between = gate
     try:
         assert log.conn is not None
-        writer = Store.writer(log.conn, store.path, log.on_writer)
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
         log.submit(lambda conn: None)  # wakes the writer: it takes this and is held
         assert gate.inside.wait(10)
         start = log.restart(1, 1, lambda conn: writer.start_game(1, 1, "{}", keep_plies=0))
@@ -99,7 +99,7 @@ def test_writes_are_idempotent_on_game_attempt_and_ply(tmp_path: Path) -> None:
     log = StoreWriter(store.path, interval=60.0).start()
     try:
         assert log.conn is not None
-        writer = Store.writer(log.conn, store.path, log.on_writer)
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
         log.submit(lambda conn: writer.start_game(1, 1, "{}", keep_plies=0))
         for move in _moves(1, range(1, 7)):
             log.append(move)

@@ -197,6 +197,17 @@ def wait_until(ready: Callable[[], Any], what: str = "the condition", timeout: f
         time.sleep(step)
 
 
+async def wait_until_async(ready: Callable[[], Any], what: str = "the condition",
+                           timeout: float = 10.0, *, step: float = 0.02) -> Any:
+    """:func:`wait_until` inside an event loop: the loop runs between the polls."""
+    deadline = time.monotonic() + timeout
+    while not (value := ready()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        await asyncio.sleep(step)
+    return value
+
+
 def run_args(**kw: object) -> argparse.Namespace:
     """The parsed arguments of ``swiss-runner run`` (defaults), for cli_run."""
     return argparse.Namespace(finish_games=False, quiet=False, json=False, **kw)

@@ -16,6 +16,7 @@ from runner.config import Config, ConfigError, load_config
 from runner.domain.text import printable, printable_lines
 from runner.errors import EXIT_FAIL, print_error
 from runner.play.eventloop import referee_refused  # noqa: F401 - re-exported for the commands
+from runner.play.gpudetect import detect
 from runner.service.eventcheck import other_event  # noqa: F401 - re-exported: the check `run`, `status` and `td` make
 
 MAX_LOG_CHARS = 300  # an engine printing binary garbage must not flood the terminal
@@ -38,7 +39,7 @@ def load(path: str, *, writes: bool = False) -> Config | None:
     """The validated config, or None after printing every problem (the caller exits 2);
     ``writes``: the command writes the event's outputs (they must be writable)."""
     try:
-        return load_config(path, writes=writes)
+        return load_config(path, writes=writes, detect_gpus=detect)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)

@@ -185,8 +185,8 @@ def _run(config: Config, args: argparse.Namespace, play_game: PlayGame | None) -
 def _play(config: Config, args: argparse.Namespace, play_game: PlayGame | None,
           address: str | None, store: Store, lock: EventLock) -> int:
     """Prepare the tournament on the opened store, claim the event and run it."""
-    from runner.service.alerts import Alerter, after_crash, after_run
-    from runner.service.state import WORKERS_META
+    from runner.service.views.alerts import Alerter, after_crash, after_run
+    from runner.service.views.snapshotdoc import WORKERS_META
 
     # alerts raised from here on are queued, and sent once the run starts (docs/alerts.md)
     alerts = Alerter.for_config(config)  # does nothing without an Alerts block

@@ -16,7 +16,7 @@ from runner.domain.interruption import attempt_words
 from runner.domain.text import printable
 from runner.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from runner.service.interrupted import interrupted_lines
-from runner.service.state import build_state, standings_text
+from runner.service.views.snapshotdoc import build_state, standings_text
 from runner.store.database import Store, StoreError, damaged_state
 
 

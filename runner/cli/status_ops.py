@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.config import Config
-from runner.service.progress import (
+from runner.service.views.progress import (
     event_eta,
     format_eta,
     format_left,

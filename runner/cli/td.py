@@ -102,8 +102,8 @@ def command_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def cli_td(config: Config, args: argparse.Namespace) -> int:
     # here, not at the top: every command's parser imports this module (add_arguments)
-    from runner.service.director import give_command, who_am_i
     from runner.service.lock import runner_alive
+    from runner.service.td.director import give_command, who_am_i
 
     if args.action == "log":
         return _log(config, getattr(args, "format", "text") == "json")
@@ -140,7 +140,7 @@ def log_lines(log: list[decisions.Command]) -> list[str]:
 
 
 def _log(config: Config, as_json: bool) -> int:
-    from runner.service.director import open_event_store
+    from runner.service.td.director import open_event_store
     from runner.store import decisions
     from runner.store.database import damaged_state
 

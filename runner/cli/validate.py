@@ -63,7 +63,7 @@ def cli_validate(config: Config, args: argparse.Namespace) -> int:
             if any(e.ponder for e in config.engines) else ""
         print(f"Affinity ({config.affinity.mode}): {plan}{pondering}")
     if config.alerts is not None:
-        from runner.service.alerts import describe
+        from runner.service.views.alerts import describe
 
         for line in describe(config.alerts, config.path):
             print(line)

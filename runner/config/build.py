@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from runner.config.gpus import apply_gpus
+from runner.config.gpus import DetectGpus, apply_gpus
 from runner.config.keyschema import SwissOptionsKeys
 from runner.config.limits import MAX_WHITE_ADVANTAGE
 from runner.config.operatorkeys import apply_operations
@@ -418,9 +418,10 @@ def _alerts(c: Any, keys: Any, given: set[str]) -> AlertsConfig | None:
 
 
 def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], keys: Any,
-                 index: list[int], written: Any, writes: bool) -> Config:
+                 index: list[int], written: Any, writes: bool,
+                 detect_gpus: DetectGpus | None = None) -> Config:
     """The typed config of the validated ``keys`` (``index``: each engine's place in the
-    file); problems go to ``c``."""
+    file; ``detect_gpus``: this machine's GPUs, for ``Gpus: auto``); problems go to ``c``."""
     base = path.resolve().parent
     swiss = _swiss(c, keys, base)
     tc = TimeControl(base=None)
@@ -458,7 +459,7 @@ def build_config(c: Any, path: Path, raw: dict[str, Any], top: dict[str, Any], k
         ratings=_ratings(c, keys, _given(top, "Ratings"), engines), cluster=_cluster(c, keys),
         alerts=_alerts(c, keys, _given(top, "Alerts")))
     config = apply_operations(c, top, keys, index, config, base, written)
-    config = apply_gpus(c, top, keys, index, config)  # GPU hook: Gpus, engines' Gpus (docs/gpus.md)
+    config = apply_gpus(c, top, keys, index, config, detect_gpus)  # GPU hook: Gpus, engines' Gpus (docs/gpus.md)
     check_distinct_outputs(c, config)
     if writes and not c.problems:
         check_writable_outputs(c, config)

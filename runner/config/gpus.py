@@ -4,19 +4,27 @@ to the loader's checker, naming the key; none of them changes the event's finger
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from runner.config.gpudetect import GpuDetectError, detect
 from runner.config.typed import Config, EngineConfig
+from runner.errors import GpuDetectError
+
+# this machine's GPUs (index -> name), raising GpuDetectError: runner.play.gpudetect.detect,
+# handed in by the command line (the config runs no process)
+DetectGpus = Callable[[], dict[int, str]]
 
 
-def _event_gpus(c: Any, value: Any) -> tuple[int, ...] | None:
-    """The top-level ``Gpus`` as device indices (None: absent, or reported bad)."""
+def _event_gpus(c: Any, value: Any, detect: DetectGpus | None) -> tuple[int, ...] | None:
+    """The top-level ``Gpus`` as device indices (None: absent, or reported bad); ``auto``:
+    the devices ``detect`` lists (None: this command does not look for GPUs)."""
     if value is None:
         return None
     if isinstance(value, str) and value.strip().lower() == "auto":
         try:
+            if detect is None:
+                raise GpuDetectError("this command does not look for GPUs")
             return tuple(sorted(detect()))
         except GpuDetectError as exc:
             c.bad("Gpus", value, f"a list of GPU indices: auto needs nvidia-smi ({exc})")
@@ -84,10 +92,11 @@ def _pairs_fit(c: Any, engines: list[tuple[str, EngineConfig]],
 
 
 def apply_gpus(c: Any, top: dict[str, Any], keys: Any, index: list[int],
-               config: Config) -> Config:
+               config: Config, detect: DetectGpus | None = None) -> Config:
     """``config`` with the GPU keys (validated by the schema in ``keys``; ``index``: the
-    place of each of ``keys.Engines`` in the merged list) applied and checked."""
-    devices = _event_gpus(c, top.get("Gpus"))
+    place of each of ``keys.Engines`` in the merged list) applied and checked; ``detect``:
+    this machine's GPUs, for ``Gpus: auto``."""
+    devices = _event_gpus(c, top.get("Gpus"), detect)
     unknown = "Gpus" in top and devices is None  # reported: the needs are not checked again
     own_by_name = {str(e.Name).strip(): (i, e) for i, e in zip(index, keys.Engines or (),
                                                                strict=True)}
@@ -109,4 +118,4 @@ def apply_gpus(c: Any, top: dict[str, Any], keys: Any, index: list[int],
     return replace(config, engines=tuple(engines), gpus=devices or None)
 
 
-__all__ = ["apply_gpus"]
+__all__ = ["DetectGpus", "apply_gpus"]

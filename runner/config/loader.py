@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from runner.config.enginesjson import config_engines
+from runner.config.gpus import DetectGpus
 from runner.config.limits import MAX_ENGINES
 from runner.config.paths import resolve_command
 from runner.config.problems import Problems
@@ -33,8 +34,13 @@ __all__ = ["advice", "load_config", "resolve_command", "tablebase_gap"]
 # --------------------------------------------------------------------------- loading
 
 
-def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config:
+def load_config(path: str | os.PathLike[str], *, writes: bool = False,
+                detect_gpus: DetectGpus | None = None) -> Config:
     """Load and validate a config file; raise ConfigError listing every problem found.
+
+    ``detect_gpus``: this machine's GPUs for ``Gpus: auto`` (runner.play.gpudetect.detect,
+    handed in by the command line; without it ``auto`` is reported: the config runs no
+    process).
 
     ``writes``: the caller will write the outputs (`run`, and `validate` that checks for
     it): they must be writable by this user too. `status`, `standings` and the dashboard
@@ -92,7 +98,7 @@ def load_config(path: str | os.PathLike[str], *, writes: bool = False) -> Config
         c.bad("Engines", f"{len(top_engines)} engines", f"at most {MAX_ENGINES} engines")
     if keys is None:
         raise ConfigError(c.problems)
-    config = build_config(c, path, raw, top, keys, index, written, writes)
+    config = build_config(c, path, raw, top, keys, index, written, writes, detect_gpus)
     if c.problems:
         raise ConfigError(c.problems)
     return config

@@ -171,7 +171,7 @@ class EngineLogsConfig:
 
 PGN_EXTRAS = ("ECO", "Elo", "TCEC")
 
-# what the Alerts block can report (runner.service.alerts, docs/alerts.md)
+# what the Alerts block can report (runner.service.views.alerts, docs/alerts.md)
 ALERT_KINDS = ("event_stopped", "event_failed", "engine_crashed", "engine_stalled",
                "engine_forfeit", "worker_lost", "disk_low", "round_ended", "event_ended",
                "td_decision", "game_held", "td_failed", "gpu_failed")
@@ -224,7 +224,7 @@ class Config:
     engines_file: Path | None = None
     cluster: ClusterConfig | None = None  # None: every game on this machine
     variant: str = "standard"  # standard | chess960 | dfrc (runner.domain.variant)
-    alerts: AlertsConfig | None = None  # None: no alerts (runner.service.alerts)
+    alerts: AlertsConfig | None = None  # None: no alerts (runner.service.views.alerts)
     gpus: tuple[int, ...] | None = None  # Gpus: the devices the event may use (None: no GPU handling)
 
     def engine(self, name: str) -> EngineConfig:

@@ -18,15 +18,13 @@ Rules (TCEC rules 6.b-6.c, docs/referee.md, and the config keys under
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
-from pathlib import Path
 
 import chess
 import chess.engine
 import chess.syzygy
 
-from runner.config.typed import AdjudicationConfig, TablebaseConfig, TcecDrawRule
+from runner.config.typed import AdjudicationConfig, TcecDrawRule
 from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000
@@ -86,21 +84,6 @@ def _win(color: chess.Color, details: str) -> Verdict:
 
 def _draw(details: str) -> Verdict:
     return Verdict(DRAW, f"Draw by adjudication: {details}", details)
-
-
-_TABLEBASES: dict[tuple[str, ...], chess.syzygy.Tablebase] = {}
-
-
-def open_tablebase(config: TablebaseConfig) -> chess.syzygy.Tablebase:
-    """Open (once per process) the Syzygy tables in ``config.paths``; probing is thread-safe."""
-    key = tuple(str(Path(p).resolve()) for p in config.paths)
-    tb = _TABLEBASES.get(key)
-    if tb is None:
-        tb = chess.syzygy.Tablebase()
-        for path in key:
-            tb.add_directory(path)
-        _TABLEBASES[key] = tb
-    return tb
 
 
 def tablebase_verdict(tb: chess.syzygy.Tablebase, board: chess.Board, max_pieces: int,
@@ -174,9 +157,7 @@ class Adjudicator:
     def __init__(self, config: AdjudicationConfig,
                  tablebase: chess.syzygy.Tablebase | None = None):
         self.config = config
-        self.tablebase = tablebase
-        if tablebase is None and config.tablebases is not None and config.tablebases.paths:
-            self.tablebase = open_tablebase(config.tablebases)
+        self.tablebase = tablebase  # opened by the caller (runner.play.tablebases)
         self.draw_window = TcecDrawWindow(config.tcec_draw) if config.tcec_draw else None
         self.win_count = 0
         self.win_side: chess.Color | None = None
@@ -239,12 +220,3 @@ class Adjudicator:
         if self.win_count >= rule.plies:
             return _win(side, "TCEC win rule")
         return None
-
-
-def close_tablebases() -> None:
-    """Close every Syzygy table this process opened (:func:`open_tablebase`): once, when the
-    run ends, since concurrent games share them; a later open reads them again."""
-    while _TABLEBASES:
-        _, tb = _TABLEBASES.popitem()
-        with contextlib.suppress(Exception):
-            tb.close()

@@ -2,7 +2,7 @@
 
 A backend (the built-in referee, cutechess-cli, later a worker on another machine) emits
 these while a game runs; the store, the console, the PGN file and the JSON state document
-are sinks of the stream (runner.service.sinks). Every event and everything a backend needs
+are sinks of the stream (runner.service.views). Every event and everything a backend needs
 to play a game (the GameSpec, and when resuming, the position reached) are plain values that
 round-trip through JSON (:func:`event_to_json` / :func:`event_from_json`,
 :func:`spec_to_json` / :func:`spec_from_json`), so the stream can cross a process or a

@@ -11,7 +11,7 @@ and ChessBase read::
     [%eval 0.35,16]} ...
 
 Pure: no I/O. The dashboard (``/live.pgn``, ``/round/N.pgn``) and ``run --live-pgn`` both
-build their text with it (runner.service.livepgn), so the two are the same.
+build their text with it (runner.service.views.livepgntext), so the two are the same.
 """
 
 from __future__ import annotations

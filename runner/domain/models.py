@@ -22,7 +22,7 @@ RESULTS = (WHITE_WIN, BLACK_WIN, DRAW)
 # pair's number (1, 2, ...). Such games are not paired by the Swiss rules; audit skips them.
 TIEBREAK_PAIR_TAG = "TieBreakPair"
 # engines the tournament director withdrew before the game's round was paired, in seed order,
-# ", "-separated (runner.service.tdrules); `audit` pairs the round without them
+# ", "-separated (runner.service.td.rules); `audit` pairs the round without them
 WITHDRAWN_TAG = "Withdrawn"
 
 

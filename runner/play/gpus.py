@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from runner.config.gpudetect import GpuDetectError, detect, device_names, run_smi
 from runner.config.typed import Config, EngineConfig
 from runner.domain.gpus import (
     choose_devices,
@@ -28,6 +27,7 @@ from runner.domain.gpus import (
 )
 from runner.domain.models import GameSpec
 from runner.play.engines import ProbeResult, probe_engines
+from runner.play.gpudetect import GpuDetectError, detect, device_names, run_smi
 
 SYSFS = Path("/sys")
 T = TypeVar("T")

@@ -65,6 +65,7 @@ from runner.play.ponder import (
     start_pondering,
     stop_pondering,
 )
+from runner.play.tablebases import open_tablebase
 from runner.play.uci import NotReady, UciMove, UciReply, go_line, position_line
 
 LOG = logging.getLogger(__name__)
@@ -682,8 +683,9 @@ async def _adjudicator(spec: GameSpec, resume: ResumePoint | None) -> Adjudicato
     when the game is resumed."""
     tbc = spec.adjudication.tablebases
     # opening the Syzygy tables reads their directories (once per process): off the loop
-    adjudicator = await asyncio.to_thread(Adjudicator, spec.adjudication) \
-        if tbc is not None and tbc.paths else Adjudicator(spec.adjudication)
+    tablebase = await asyncio.to_thread(open_tablebase, tbc) \
+        if tbc is not None and tbc.paths else None
+    adjudicator = Adjudicator(spec.adjudication, tablebase)
     if resume is not None:
         if adjudicator.draw_window is not None:
             adjudicator.draw_window.count = resume.draw_plies

@@ -16,17 +16,19 @@ from runner.domain.models import Opening
 from runner.errors import print_error as err
 from runner.play.backend import Backend
 from runner.play.gpus import local_pool
-from runner.service.alerts import Alerter
-from runner.service.director import Director
 from runner.service.gamelife import GameLife
-from runner.service.operations import GameResources
 from runner.service.recording import Recorder, RestartTags
+from runner.service.resources import GameResources
 from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import ConsoleOut, EventRouter, StoreSink
-from runner.service.views import EventViews, StartViews, moves_written, running_snapshots
-from runner.service.writes import EventWriter
+from runner.service.td.director import Director
+from runner.service.views.alerts import Alerter
+from runner.service.views.console import ConsoleOut
+from runner.service.views.router import EventRouter
+from runner.service.views.runviews import EventViews, StartViews, moves_written, running_snapshots
+from runner.service.views.storesink import StoreSink
+from runner.service.writes import EventWrites
 from runner.store import decisions
 from runner.store.database import Store
 from runner.store.writer import DiskFull, StoreWriter
@@ -64,7 +66,7 @@ def build_run(config: Config, store: Store, prepared: Prepared, settings: RunSet
                                on_error=_log_failed(store), on_wait=err,
                                on_space=_said_soon(loop, console)).start()
     record = StoreSink(store, store_writer)
-    writes = EventWriter(store, record)
+    writes = EventWrites(store, record)
     # the event's GPUs here (None without Gpus or on a cluster), less the TD's `gpu off`
     gpus = local_pool(config, decisions.offline_gpus(store.conn))
     schedule = Schedule(config, store, writes, console.say, book=prepared.book,

@@ -36,12 +36,12 @@ from runner.play.backend import Backend
 from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
 from runner.service.interrupted import event_tablebase, foresee_game
-from runner.service.operations import GameResources
 from runner.service.recording import Recorder, next_attempt, placeholder_started
+from runner.service.resources import GameResources
 from runner.service.running import Effect, RunningGames
 from runner.service.schedule import Schedule
-from runner.service.sinks import RecordError
-from runner.service.writes import EventWriter
+from runner.service.views.sink import RecordError
+from runner.service.writes import EventWrites
 from runner.store.database import Store, StoredGame
 
 Say = Callable[..., None]
@@ -86,7 +86,7 @@ class GameLife:
     config: Config
     store: Store
     schedule: Schedule
-    writes: EventWriter
+    writes: EventWrites
     running: RunningGames
     say: Say
     backend: Backend
@@ -165,7 +165,7 @@ class GameLife:
             raise Again(from_start=True) from exc
         if isinstance(outcome, GameRecord):
             return outcome
-        # stopped by a TD decision (runner.service.director): its effect, then maybe again
+        # stopped by a TD decision (runner.service.td.director): its effect, then maybe again
         if not await outcome():
             return None
         raise Again()

@@ -9,8 +9,8 @@ from typing import Any
 import chess.syzygy
 
 from runner.config.typed import Config
-from runner.domain.adjudication import open_tablebase
 from runner.domain.interruption import Decision, foresee
+from runner.play.tablebases import open_tablebase
 from runner.store import queries
 from runner.store.database import Store
 

@@ -12,7 +12,8 @@ from typing import Any
 from runner.domain.events import GameEvent, GameFinished, GameStarted
 from runner.domain.models import GameRecord
 from runner.domain.pgn import escape_tag
-from runner.service.sinks import EventRouter, Then
+from runner.service.views.router import EventRouter
+from runner.service.views.sink import Then
 from runner.store import decisions
 from runner.store.database import Store, StoredGame
 

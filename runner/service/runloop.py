@@ -4,8 +4,8 @@ signal handlers; it is handed its parts when built (runner.service.assembly):
 
 - what to play next: runner.service.schedule (pairing, openings, extra pairs, withdrawals);
 - one game's life: runner.service.gamelife (attempts, rule 7.c, replay, restart, record);
-- the director: runner.service.director (a TD command applied as a store operation);
-- the views: runner.service.views (console, PGN, snapshot, live feeds, alerts);
+- the director: runner.service.td.director (a TD command applied as a store operation);
+- the views: runner.service.views.runviews (console, PGN, snapshot, live feeds, alerts);
 - the writer: runner.service.writes (the store's one writer thread while the event runs).
 """
 
@@ -19,25 +19,26 @@ import time
 from dataclasses import dataclass
 
 from runner.config.typed import Config
-from runner.domain.adjudication import close_tablebases
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, StopEvent
 from runner.errors import print_error as err
 from runner.play import eventloop
 from runner.play.backend import Backend
-from runner.service.alerts import Alerter
+from runner.play.tablebases import close_tablebases
 from runner.service.builds import BuildChanged
-from runner.service.director import Director
 from runner.service.gamelife import GameLife
 from runner.service.held import HeldGames
 from runner.service.interrupted import foreseen, interrupted_lines
-from runner.service.operations import GameResources
+from runner.service.resources import GameResources
 from runner.service.running import RunFlags, RunningGames
 from runner.service.schedule import Schedule
 from runner.service.setup import stop_requested
-from runner.service.sinks import ConsoleOut, RecordError
-from runner.service.tdrules import forfeit_record
-from runner.service.views import EventViews
-from runner.service.writes import EventWriter
+from runner.service.td.director import Director
+from runner.service.td.rules import forfeit_record
+from runner.service.views.alerts import Alerter
+from runner.service.views.console import ConsoleOut
+from runner.service.views.runviews import EventViews
+from runner.service.views.sink import RecordError
+from runner.service.writes import EventWrites
 from runner.store.database import Store, StoredGame, StoreError
 from runner.store.writer import DiskFull
 
@@ -55,7 +56,7 @@ class RunLoop:
     console: ConsoleOut
     flags: RunFlags
     running: RunningGames
-    writes: EventWriter
+    writes: EventWrites
     schedule: Schedule
     views: EventViews
     director: Director

@@ -19,8 +19,8 @@ from runner.domain.pairing import RoundRecord, ScheduledGame, extra_pair_games, 
 from runner.domain.standings import first_place_tie
 from runner.play.gpus import GpuPool
 from runner.service.gamespec import game_spec
-from runner.service.tdrules import forfeits_due
-from runner.service.writes import EventWriter
+from runner.service.td.rules import forfeits_due
+from runner.service.writes import EventWrites
 from runner.store import queries
 from runner.store.database import Store, StoredGame, StoredRound
 from runner.store.tdstore import swiss_games, withdrawn_before
@@ -46,7 +46,7 @@ class Schedule:
 
     config: Config
     store: Store
-    writer: EventWriter
+    writes: EventWrites
     say: Say
     book: list[Opening] = field(default_factory=list)
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
@@ -56,7 +56,7 @@ class Schedule:
     async def written(self) -> None:
         """Wait until the schedule's writes (a round paired) are committed; the counts are
         read again."""
-        await self.writer.written()
+        await self.writes.written()
         self.changed()
 
     def changed(self) -> None:
@@ -142,7 +142,7 @@ class Schedule:
             rows.append({"game_id": next_id + i, "game_in_round": g.game_in_round,
                          "pair_index": g.pair_index, "leg": g.leg, "white": g.white,
                          "black": g.black, "match_index": match, "opening": opening})
-        self.writer.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded,
+        self.writes.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded,
                                                         rows, extra=extra))
         self._total_games = None
         return games_text(rows)

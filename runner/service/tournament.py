@@ -18,18 +18,19 @@ from runner.domain.models import GameRecord
 from runner.play import spawn
 from runner.play.backend import Backend, as_backend
 from runner.play.referee import RefereeBackend
-from runner.service.alerts import Alerter
 from runner.service.assembly import Prepared, RunSettings, build_run
 from runner.service.builds import open_builds
 from runner.service.runloop import RunLoop
 from runner.service.running import RunFlags
 from runner.service.schedule import Schedule
 from runner.service.setup import event_needs_games, open_event
-from runner.service.sinks import ConsoleOut, RecordError
-from runner.service.state import check_snapshot
-from runner.service.tdrules import sync_voided_pgn, voided_pgn_path
-from runner.service.views import StartViews
-from runner.service.writes import EventWriter
+from runner.service.td.rules import sync_voided_pgn, voided_pgn_path
+from runner.service.views.alerts import Alerter
+from runner.service.views.console import ConsoleOut
+from runner.service.views.runviews import StartViews
+from runner.service.views.sink import RecordError
+from runner.service.views.snapshotdoc import check_snapshot
+from runner.service.writes import EventWrites
 from runner.store.database import Store, remove_stale_temp_files
 
 # what `run` (and a test) may hand in as the backend: one that declares the contract of
@@ -85,7 +86,7 @@ class Tournament:
         """The running event's schedule, else one that writes at once (before the run)."""
         if self.loop is not None:
             return self.loop.schedule
-        return Schedule(self.config, self.store, EventWriter(self.store), self.say,
+        return Schedule(self.config, self.store, EventWrites(self.store), self.say,
                         book=self.prepared.book, builds=self.prepared.builds)
 
     def total_games(self) -> int:
@@ -93,7 +94,7 @@ class Tournament:
 
     def set_meta(self, key: str, value: str) -> None:
         """A metadata value (the cluster's workers): through the writer while running."""
-        writes = self.loop.writes if self.loop is not None else EventWriter(self.store)
+        writes = self.loop.writes if self.loop is not None else EventWrites(self.store)
         writes.set_meta(key, value)
 
     def pair(self, number: int) -> None:

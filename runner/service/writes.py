@@ -11,14 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.errors import print_error as err
-from runner.service.sinks import StoreSink
+from runner.service.views.storesink import StoreSink
 from runner.store.database import Store
 from runner.store.writer import DiskFull
 
 StoreJob = Callable[[Store], Any]
 
 
-class EventWriter:
+class EventWrites:
     """The one way the service layer writes to the store: through ``sink``, the record on
     the store's writer thread, while the event runs (runner.service.assembly builds that
     one); without it (before the run: opening the event, a pairing from a tool) at once."""
@@ -29,14 +29,14 @@ class EventWriter:
         self._writes: list[concurrent.futures.Future[Any]] = []
 
     @property
-    def live(self) -> bool:
+    def queued(self) -> bool:
         """Is the writer thread running (writes are queued, not made at once)?"""
         return self.sink is not None and self.sink.store_writer.running
 
     def submit(self, job: StoreJob) -> concurrent.futures.Future[Any]:
         """Queue ``job(writer store)`` on the writer thread."""
         assert self.sink is not None
-        writer = self.sink.writer
+        writer = self.sink.thread_store
         return self.sink.store_writer.submit(lambda conn: job(writer))
 
     async def run(self, job: StoreJob) -> Any:
@@ -49,7 +49,7 @@ class EventWriter:
         waits for it."""
         if self.sink is not None and self.sink.store_writer.gave_up:
             raise DiskFull(f"{self.store.path}: not written, the disk is full")
-        if not self.live:
+        if not self.queued:
             job(self.store)
             return
         self._writes.append(self.submit(job))
@@ -63,7 +63,7 @@ class EventWriter:
     def set_meta(self, key: str, value: str) -> None:
         """Store a metadata value: through the writer while the event runs (a failure is
         reported, as a view's), else at once."""
-        if not self.live:
+        if not self.queued:
             self.store.set_meta(key, value)
             return
         future = self.submit(lambda writer: writer.set_meta(key, value))
@@ -82,7 +82,7 @@ class EventWriter:
             await asyncio.to_thread(self.sink.store_writer.flush)
 
     async def drain(self) -> str | None:
-        """Every write enqueued so far done (runner.service.sinks.StoreSink.drain)."""
+        """Every write enqueued so far done (runner.service.views.storesink.StoreSink.drain)."""
         return None if self.sink is None else await self.sink.drain()
 
     def record_process(self, pid: int, create_time: float, game_id: int | None) -> Any:
@@ -104,4 +104,4 @@ class EventWriter:
             await asyncio.to_thread(self.sink.store_writer.close)
 
 
-__all__ = ["EventWriter", "StoreJob"]
+__all__ = ["EventWrites", "StoreJob"]

@@ -136,7 +136,7 @@ class Store:
         self.owner: Callable[[], bool] | None = None  # set: may commit only where this is True
 
     @classmethod
-    def writer(cls, conn: sqlite3.Connection, path: Path, owner: Callable[[], bool]) -> Store:
+    def on_writer_thread(cls, conn: sqlite3.Connection, path: Path, owner: Callable[[], bool]) -> Store:
         """The store on the writer thread's connection (runner.store.writer): every commit
         through it is checked to run on that thread."""
         store = cls(conn, path, readonly=False)

@@ -7,10 +7,11 @@ import sqlite3
 from pathlib import Path
 
 from runner.errors import BadInput
-from runner.store.tdstore import TD_MIGRATION, TD_SCHEMA
+from runner.store.tdstore import FOLD_TD_APPLIED, TD_MIGRATION, TD_SCHEMA
 
-SCHEMA_VERSION = 4  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256;
-# 4: the tournament director's withdrawals and voided games (runner.store.tdstore)
+SCHEMA_VERSION = 5  # 2: the per-move log (moves), game attempts and GameStarted; 3: record_sha256;
+# 4: the tournament director's withdrawals and voided games (runner.store.tdstore); 5: a TD
+# decision's mark in td_commands alone (td_applied folded into it)
 APPLICATION_ID = 0x53575352  # "SWSR": marks the file as a swiss-runner database
 
 SCHEMA = """
@@ -76,6 +77,7 @@ MIGRATIONS = {
         "ALTER TABLE games ADD COLUMN record_sha256 TEXT",
     ],
     4: TD_MIGRATION,
+    5: FOLD_TD_APPLIED,
 }
 
 

@@ -21,19 +21,9 @@ from typing import Any
 
 from runner.clock import utc_now
 from runner.store.forensics import connect
+from runner.store.tdstore import TD_COMMANDS_TABLE
 
-TABLE = """
-CREATE TABLE IF NOT EXISTS td_commands (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time TEXT NOT NULL,             -- when it was given (ISO 8601 UTC)
-    action TEXT NOT NULL,           -- pause | resume | withdraw | adjudicate | restart | rewind | note | gpu
-    args TEXT NOT NULL,             -- JSON object
-    reason TEXT NOT NULL,           -- '' for a note
-    who TEXT NOT NULL,              -- user@host, or "web"
-    state TEXT NOT NULL DEFAULT 'pending',   -- pending | applied | refused | failed
-    applied_at TEXT,
-    outcome TEXT                    -- what applying it did, or why it was refused
-)"""
+TABLE = TD_COMMANDS_TABLE  # runner.store.tdstore: the schema's migration 5 creates it too
 
 ACTIONS = ("pause", "resume", "withdraw", "adjudicate", "restart", "rewind", "note", "gpu")
 

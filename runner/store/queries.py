@@ -65,7 +65,7 @@ def finished_terminations(conn: sqlite3.Connection) -> list[tuple[int, str | Non
 
 def structure_counts(conn: sqlite3.Connection) -> tuple[Any, ...]:
     """What changes when games are added, started, finished or put back and rounds are added
-    or completed: the state document's cache key (runner.service.state)."""
+    or completed: the state document's cache key (runner.service.views.snapshotdoc)."""
     games = conn.execute(
         "SELECT COUNT(*), SUM(status='finished'), MAX(finish_seq), SUM(attempt), "
         "group_concat(CASE WHEN status='running' THEN game_id || '.' || attempt END) "

@@ -8,8 +8,10 @@ Tables (schema 4, runner.store.dbformat):
   JSON, its PGN block when it had finished, its logged moves, the decision that voided it.
 * ``voided_rounds``: every pairing a rewind (or a withdrawal before a round's first game)
   invalidated, its row as JSON.
-* ``td_applied``: the decisions applied here, one row each, written in the transaction that
-  applies them: a decision is never applied twice (runner.service.tdrules).
+* ``td_commands``: the TD's commands (runner.store.decisions); a withdrawal or rewind is
+  marked applied there in the transaction that applies it, so it is never applied twice
+  (runner.service.td.rules). Schema 4 kept that mark in a table of its own, ``td_applied``:
+  migration 5 folds its rows into ``td_commands`` and drops it (:data:`FOLD_TD_APPLIED`).
 
 Every function takes the connection of an open transaction (``Store.transaction()``, or the
 store writer's), so that a decision is applied in one commit; nothing here commits.
@@ -57,15 +59,45 @@ CREATE TABLE voided_rounds (
     reason TEXT NOT NULL,
     voided TEXT NOT NULL
 );
-CREATE TABLE td_applied (
+"""
+
+TD_COMMANDS_TABLE = """
+CREATE TABLE IF NOT EXISTS td_commands (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,             -- when it was given (ISO 8601 UTC)
+    action TEXT NOT NULL,           -- pause | resume | withdraw | adjudicate | restart | rewind | note | gpu
+    args TEXT NOT NULL,             -- JSON object
+    reason TEXT NOT NULL,           -- '' for a note
+    who TEXT NOT NULL,              -- user@host, or "web"
+    state TEXT NOT NULL DEFAULT 'pending',   -- pending | applied | refused | failed
+    applied_at TEXT,
+    outcome TEXT                    -- what applying it did, or why it was refused
+)"""
+
+# schema 4's table of the applied withdrawals and rewinds (migration 4 makes it, 5 folds it)
+TD_APPLIED_4 = """CREATE TABLE td_applied (
     decision_id INTEGER PRIMARY KEY,
     action TEXT NOT NULL,
     outcome TEXT NOT NULL,
     applied TEXT NOT NULL
-)
-"""
+)"""
 
-TD_MIGRATION = [s.strip() for s in TD_SCHEMA.split(";") if s.strip()]
+TD_MIGRATION = [*(s.strip() for s in TD_SCHEMA.split(";") if s.strip()), TD_APPLIED_4]
+
+# migration 5: a decision's mark in one table: td_applied's rows become td_commands' marks
+# (a command left pending by a runner killed between its two transactions is applied; a
+# decision with no command row, applied by a tool, gets one), then td_applied is dropped
+FOLD_TD_APPLIED = [
+    TD_COMMANDS_TABLE.strip(),
+    "UPDATE td_commands SET state='applied', "
+    "applied_at=(SELECT a.applied FROM td_applied a WHERE a.decision_id=td_commands.id), "
+    "outcome=(SELECT a.outcome FROM td_applied a WHERE a.decision_id=td_commands.id) "
+    "WHERE state='pending' AND id IN (SELECT decision_id FROM td_applied)",
+    "INSERT INTO td_commands (id, time, action, args, reason, who, state, applied_at, outcome) "
+    "SELECT decision_id, applied, action, '{}', '', 'runner', 'applied', applied, outcome "
+    "FROM td_applied WHERE decision_id NOT IN (SELECT id FROM td_commands)",
+    "DROP TABLE td_applied",
+]
 
 
 def has_td_tables(conn: sqlite3.Connection) -> bool:
@@ -98,17 +130,27 @@ def withdrawn_before(conn: sqlite3.Connection, round_number: int) -> frozenset[s
 
 
 def applied(conn: sqlite3.Connection, decision_id: int) -> str | None:
-    """The outcome of a decision already applied here, or None."""
-    if not has_td_tables(conn):
+    """The outcome of a decision already applied here (its mark in td_commands), or None."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                    "name='td_commands'").fetchone() is None:
         return None
-    row = conn.execute("SELECT outcome FROM td_applied WHERE decision_id=?",
+    row = conn.execute("SELECT outcome FROM td_commands WHERE id=? AND state='applied'",
                        (decision_id,)).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else str(row[0] or "")
 
 
-def mark_applied(conn: sqlite3.Connection, decision_id: int, action: str, outcome: str) -> None:
-    conn.execute("INSERT INTO td_applied VALUES (?, ?, ?, ?)",
-                 (decision_id, action, outcome, utc_now()))
+def mark_applied(conn: sqlite3.Connection, decision_id: int, action: str, reason: str,
+                 outcome: str) -> None:
+    """Mark decision ``decision_id`` applied in td_commands, in the caller's transaction (the
+    one of its effect); a decision applied by a tool without a command row gets one."""
+    conn.execute(TD_COMMANDS_TABLE)
+    now = utc_now()
+    cur = conn.execute("UPDATE td_commands SET state='applied', applied_at=?, outcome=? "
+                       "WHERE id=? AND state='pending'", (now, outcome, decision_id))
+    if cur.rowcount == 0:
+        conn.execute("INSERT INTO td_commands (id, time, action, args, reason, who, state, "
+                     "applied_at, outcome) VALUES (?, ?, ?, '{}', ?, 'runner', 'applied', ?, ?)",
+                     (decision_id, now, action, reason, now, outcome))
 
 
 def add_withdrawal(conn: sqlite3.Connection, engine: str, from_round: int, forfeit: bool,
@@ -211,6 +253,6 @@ def voided_games(conn: sqlite3.Connection) -> list[VoidedGame]:
         " reason, voided FROM voided_games ORDER BY void_id")]
 
 
-__all__ = ["TD_MIGRATION", "TD_SCHEMA", "VoidedGame", "Withdrawal", "add_withdrawal", "applied",
+__all__ = ["FOLD_TD_APPLIED", "TD_APPLIED_4", "TD_COMMANDS_TABLE", "TD_MIGRATION", "TD_SCHEMA", "VoidedGame", "Withdrawal", "add_withdrawal", "applied",
            "has_td_tables", "mark_applied", "swiss_games", "td_counts", "move_withdrawals", "void_games", "void_rounds",
            "voided_games", "withdrawals", "withdrawn_before"]

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-SNAPSHOT_FORMAT = "swiss-runner-state"  # the "format" of runner.service.state's snapshot
+SNAPSHOT_FORMAT = "swiss-runner-state"  # the "format" of runner.service.views.snapshotdoc's snapshot
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ in a worker thread when something changed, and pushes the live document to every
 Server-Sent-Events client at once. Pages and JSON are served from the latest View, so
 requests cost no database work however many browsers watch. Every URL in the pages is
 relative, so the app works behind a reverse proxy under a path prefix. With admin tokens,
-the TD's actions (/admin, /api/td) record commands through runner.service.director, as `td` does.
+the TD's actions (/admin, /api/td) record commands through runner.service.td.director, as `td` does.
 """
 
 from __future__ import annotations
@@ -608,7 +608,7 @@ async def _td_action(config: Config, hub: Hub, who: str | tuple[int, str],
     if isinstance(who, tuple):
         return who
     # late: the TD's side of the service loads only when an admin acts
-    from runner.service.director import give_command, web_command
+    from runner.service.td.director import give_command, web_command
 
     if fields.get("action") == "pause" and fields.get("mode") == "end-of-round":
         fields["mode"] = "after-round"  # one word for the round's end (docs/td.md)

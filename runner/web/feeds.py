@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from runner.config import Config
-from runner.service.livepgn import LivePgnBuilder, read_live
+from runner.service.views.livepgntext import LivePgnBuilder, read_live
 from runner.store.database import Store, StoreError
 from runner.web import model, public
 

@@ -35,8 +35,8 @@ from runner.errors import ViewError
 from runner.render.standings_report import standings_json
 from runner.service.interrupted import interrupted_games
 from runner.service.lock import lock_path, runner_alive
-from runner.service.progress import event_eta, halted
-from runner.service.state import build_state, live_game, ratings_doc
+from runner.service.views.progress import event_eta, halted
+from runner.service.views.snapshotdoc import build_state, live_game, ratings_doc
 from runner.store.dashboard import (
     begin_read,
     game_row,

@@ -41,7 +41,7 @@ from runner.config.typed import ALERT_KINDS, AlertsConfig, Config
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
-from runner.service.state import standings_rows
+from runner.service.views.snapshotdoc import standings_rows
 from runner.store.database import Store
 
 ALERT_FORMAT = "swiss-runner-alert"
@@ -164,7 +164,7 @@ def _message(kind: str, data: dict[str, Any], event: str) -> str:
     if kind == "game_held":
         return (f"{event}: game {d.get('game_id')} ({d.get('white')} vs {d.get('black')}) "
                 f"held, the next round waits: {d.get('reason')}")
-    if kind == "gpu_failed":  # runner.service.gpualerts (docs/gpus.md)
+    if kind == "gpu_failed":  # runner.service.views.gpualerts (docs/gpus.md)
         return (f"{event}: GPU {d.get('device')} failed in game {d.get('game_id')} "
                 f"({d.get('engine')}): {d.get('reason')}")
     if kind == "td_decision":

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from runner.config import Config
 from runner.domain.eta import eta_seconds, expected_game_s
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed
-from runner.service.sinks import ConsoleSink
+from runner.service.views.console import ConsoleSink
 from runner.store import queries
 
 
@@ -132,7 +132,7 @@ class ProgressConsoleSink(ConsoleSink):
             super().handle(event)
 
 
-class LiveView:
+class ProgressBar:
     """The live progress bar on a terminal: games done/total, ETA, the games in progress."""
 
     def __init__(self, stream: TextIO, progress: Progress, refresh_s: float = 0.5):
@@ -173,5 +173,5 @@ class LiveView:
             self.bar.close()
 
 
-__all__ = ["LiveView", "Progress", "ProgressConsoleSink", "event_eta", "event_pace",
+__all__ = ["ProgressBar", "Progress", "ProgressConsoleSink", "event_eta", "event_pace",
            "format_eta", "format_left", "halted", "recorded_durations", "rounds_eta"]

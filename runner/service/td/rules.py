@@ -162,7 +162,7 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
     and forfeited). A round paired but not started is paired again: the runner must pair
     before playing on (as `run` does after a stop). Refreshes the PGN file.
     """
-    done = _applied_before(store, decision_id, then)
+    done = _applied_before(store, decision_id)
     if done is not None:
         refresh_pgn_views(store, config)
         return done
@@ -193,22 +193,18 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
             if unfinished:
                 outcome += "; still plays the game(s) already paired: " + ", ".join(
                     map(str, unfinished))
-        mark_applied(c, decision_id, "withdraw", outcome)
-        if then is not None:
+        if then is not None:  # the command's mark (runner.store.decisions.mark)
             then(c, outcome)
+        else:
+            mark_applied(c, decision_id, "withdraw", reason, outcome)
     problem = refresh_pgn_views(store, config)
     return outcome if problem is None else f"{outcome}; {problem}"
 
 
-def _applied_before(store: Store, decision_id: int, then: Then | None) -> str | None:
-    """The outcome of the decision when it was applied already (None: not yet); ``then``
-    (the command's mark, runner.store.decisions) runs now when it had not run with it (a
-    database of a runner that marked the command in a transaction of its own)."""
-    done = applied(store.conn, decision_id)
-    if done is not None and then is not None:
-        with store.transaction() as c:
-            then(c, done)
-    return done
+def _applied_before(store: Store, decision_id: int) -> str | None:
+    """The outcome of the decision when it was applied already (its mark in td_commands,
+    made in the transaction of its effect), None when not yet."""
+    return applied(store.conn, decision_id)
 
 
 def forfeits_due(store: Store, games: list[StoredGame]) -> dict[int, str]:
@@ -290,7 +286,7 @@ def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
     again when it was voided), as `run` does after a stop. Refreshes the PGN file and
     writes ``<PGN>.voided.pgn``.
     """
-    done = _applied_before(store, decision_id, then)
+    done = _applied_before(store, decision_id)
     if done is not None:  # the views may not have been written (killed after the commit)
         refresh_pgn_views(store, config)
         return done
@@ -313,9 +309,10 @@ def apply_rewind(store: Store, config: Config, game_no: int, reason: str,
                         f"{game.round}.{game.game_in_round} on again")
         if moved:
             outcome += f"; {moved} withdrawal(s) now from round {fresh}"
-        mark_applied(c, decision_id, "rewind", outcome)
-        if then is not None:
+        if then is not None:  # the command's mark (runner.store.decisions.mark)
             then(c, outcome)
+        else:
+            mark_applied(c, decision_id, "rewind", reason, outcome)
     problem = refresh_pgn_views(store, config, pgn_was_ours)
     return outcome if problem is None else f"{outcome}; {problem}"
 

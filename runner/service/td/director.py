@@ -27,15 +27,15 @@ from runner.domain.models import GameRecord, GameSpec
 from runner.errors import BadInput, StopEvent
 from runner.errors import print_error as err
 from runner.play.gpus import GpuPool
-from runner.service import tdrules as rules
-from runner.service.alerts import Alerter
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
 from runner.service.recording import Recorder, last_attempt
 from runner.service.running import RoundChange, RunFlags, RunningGames
-from runner.service.state import round_complete
-from runner.service.views import EventViews
-from runner.service.writes import EventWriter
+from runner.service.td import rules
+from runner.service.views.alerts import Alerter
+from runner.service.views.runviews import EventViews
+from runner.service.views.snapshotdoc import round_complete
+from runner.service.writes import EventWrites
 from runner.store import decisions, queries
 from runner.store.database import Store, StoredGame, StoreError, damaged_state
 from runner.store.decisions import Command, PauseState
@@ -110,7 +110,7 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
                     f"{', '.join(seeds)})")
         if engine in withdrawn(log):
             return f"withdraw: {engine} is withdrawn already"
-        # (when applied, tdrules' apply_withdraw checks it itself, once per decision)
+        # (when applied, the rules' apply_withdraw checks it itself, once per decision)
         return _rules_check(rules.validate_withdraw, store, config, engine) if pending else None
     if action == "gpu":  # GPU hook: a device out of rotation and back (docs/gpus.md)
         return gpu_command_problem(config.gpus, decisions.offline_gpus(store.conn, pending),
@@ -144,7 +144,7 @@ def check_command(store: Store, config: Config, action: str, args: dict[str, Any
 
 
 def _rules_check(check: Callable[..., Any], store: Store, *args: Any) -> str | None:
-    """The refusal of a runner.service.tdrules check (it raises BadInput), or None."""
+    """The refusal of a runner.service.td.rules check (it raises BadInput), or None."""
     try:
         check(store, *args)
     except BadInput as exc:
@@ -218,16 +218,16 @@ def web_command(fields: dict[str, str]) -> tuple[str, dict[str, Any], str] | str
 
 class Director:
     """The runner's side of the TD's commands: polls them, applies each once as a store
-    operation through the event's writer, and holds the event while the TD has paused it.
-    It sees the run through values only: the store, the writer, the games in progress and
+    operation through the event's writes, and holds the event while the TD has paused it.
+    It sees the run through values only: the store, the event's writes, the games in progress and
     the run's flags."""
 
-    def __init__(self, config: Config, store: Store, writer: EventWriter,
+    def __init__(self, config: Config, store: Store, writes: EventWrites,
                  running: RunningGames, flags: RunFlags, views: EventViews,
                  spec_for: Callable[[StoredGame], GameSpec], recorder: Recorder,
                  alerts: Alerter | None = None, gpus: GpuPool | None = None,
                  resumes: bool = True):
-        self.config, self.store, self.writer = config, store, writer
+        self.config, self.store, self.writes = config, store, writes
         self.running, self.flags, self.views = running, flags, views
         self.spec_for = spec_for
         self.recorder = recorder  # an adjudicated game is recorded as every game is
@@ -248,7 +248,7 @@ class Director:
         def create(store: Store) -> None:
             with store.transaction() as c:
                 decisions.ensure_table(c)
-        await self.writer.run(create)
+        await self.writes.run(create)
         self.pause = decisions.pause_state(decisions.commands(self.store.conn))
 
     def paused(self) -> bool:
@@ -331,7 +331,7 @@ class Director:
                     decisions.set_args(c, cmd.id, args)
                 decisions.mark(c, cmd.id, state, outcome)
         try:
-            await self.writer.run(job)
+            await self.writes.run(job)
         except decisions.AlreadyDone:
             return False
         return True
@@ -368,7 +368,7 @@ class Director:
                                  reason=outcome, arguments=cmd.args)
         else:
             self.say(f"TD #{cmd.id} {cmd.text()}{who}: {outcome}", always=True)
-            if self.alerts is not None:  # runner.service.alerts (docs/alerts.md)
+            if self.alerts is not None:  # runner.service.views.alerts (docs/alerts.md)
                 self.alerts.emit("td_decision", action=cmd.action, reason=cmd.reason or None,
                                  who=cmd.who, arguments=cmd.args if args is None else args)
 
@@ -379,8 +379,8 @@ class Director:
         first); ``effect`` returns True when the game is to be played again at once (in its
         task, from its start)."""
         async def settled_effect() -> bool:
-            await self.writer.settled(game_id)
-            await self.writer.flush_moves()
+            await self.writes.settled(game_id)
+            await self.writes.flush_moves()
             return await effect()
 
         await self.running.stop(game_id, settled_effect)
@@ -477,7 +477,7 @@ class Director:
                     decisions.mark(c, cmd.id, "applied", outcome)
                     return True
             try:
-                ok = await self.writer.run(job)
+                ok = await self.writes.run(job)
             except decisions.AlreadyDone:
                 return False
             self.recorder.tags.changed()  # the PGN's TDRestart tags read it again
@@ -522,7 +522,7 @@ class Director:
 
     async def _with_mark(self, cmd: Command, outcome: str, apply: Callable[..., Any]
                          ) -> str | None:
-        """Run a store function of withdraw/rewind (runner.service.tdrules) on the writer
+        """Run a store function of withdraw/rewind (runner.service.td.rules) on the writer
         thread, the command marked applied in the transaction of its effect (``then``); the
         outcome, or None when it was applied already."""
         def job(store: Store) -> str:
@@ -534,7 +534,7 @@ class Director:
             text = apply(store, decision_id=cmd.id, then=then)  # (and the PGN's state)
             return text if isinstance(text, str) and text else said[0]
         try:
-            return str(await self.writer.run(job))
+            return str(await self.writes.run(job))
         except decisions.AlreadyDone:
             return None
         except BadInput as exc:  # the store function refused it (the event moved on)

@@ -3,7 +3,7 @@
 A sink of the runner's event stream that rewrites the file (atomically: a reader sees the
 old text or the new one, never a mix) at every game start and end and at most every second
 while moves come in, when its text changed. The text is built from the database by the same
-code as the dashboard's (runner.service.livepgn), from a thread with its own read-only
+code as the dashboard's (runner.service.views.livepgntext), from a thread with its own read-only
 connection, never on the engines' event loop: the file and ``/live.pgn`` are the same.
 """
 
@@ -12,14 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.config import Config
-from runner.service.livepgn import LivePgnBuilder, read_live
-from runner.service.sinks import SnapshotSink, ThreadReader, ViewErrors
+from runner.service.views.livepgntext import LivePgnBuilder, read_live
+from runner.service.views.rewrite import RewriteSink
+from runner.service.views.sink import ThreadReader, ViewErrors
 from runner.store.database import atomic_write
 
 
-class LivePgnSink(SnapshotSink):
+class LivePgnSink(RewriteSink):
     """Rewrites ``path`` with the current round's live PGN; ``request()`` when moves were
     committed (the move log's flush), game starts and ends by themselves."""
+
+    what = "the live PGN"
 
     def __init__(self, config: Config, path: Path, interval: float = 1.0,
                  errors: ViewErrors | None = None):

@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.config.gpudetect import GpuDetectError, detect
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished, GameStarted
 from runner.domain.gpus import gpu_failure, tag_devices
 from runner.play.enginelog import LOG_TAG
-from runner.service.alerts import Alerter
+from runner.play.gpudetect import GpuDetectError, detect
+from runner.service.views.alerts import Alerter
 
 _LOG_TAG = re.compile(r'^\[' + LOG_TAG + r' "(.*)"\]$', re.MULTILINE)
 

@@ -1,5 +1,5 @@
 """This machine's GPUs as ``nvidia-smi -L`` lists them (docs/gpus.md): for the config's
-``Gpus: auto``, the names in a game's record and a failing device's check."""
+``Gpus: auto`` (handed to the loader by the command line: the config runs no process), the names in a game's record and a failing device's check."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import shutil
 import subprocess
 
 from runner.domain.gpus import parse_smi_list
+from runner.errors import GpuDetectError
 
 NVIDIA_SMI = "nvidia-smi"
 _SMI_TIMEOUT_S = 10.0
-
-
-class GpuDetectError(Exception):
-    """nvidia-smi is missing or did not list the devices (the message says which)."""
 
 
 def run_smi(*args: str) -> str:

@@ -1,5 +1,5 @@
 """The live PGN of a round, read from the database (read-only): shared by the dashboard
-(``/live.pgn``, ``/round/N.pgn``) and the runner's ``LivePgn`` file (runner.service.livesink).
+(``/live.pgn``, ``/round/N.pgn``) and the runner's ``LivePgn`` file (runner.service.views.livepgn).
 
 :class:`LivePgnBuilder` keeps what does not change between two builds: the text of each
 finished game, and the moves of each game in progress (only the moves logged since the last
@@ -18,7 +18,7 @@ import chess.pgn
 from runner.domain.livepgn import join_games, live_game_pgn
 from runner.domain.pgn import unescape_tag
 from runner.domain.timecontrol import TimeControl
-from runner.service.state import live_game
+from runner.service.views.snapshotdoc import live_game
 from runner.store import queries
 from runner.store.database import Store
 

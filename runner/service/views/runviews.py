@@ -1,6 +1,6 @@
 """The views of the event: the console, the PGN file, the JSON snapshot, the live PGN, the
 progress line, the EPD file and the alerts, each a sink of the game-event stream behind the
-store (runner.service.sinks.EventRouter). A view's error is reported once; it never costs the
+store (runner.service.views.router.EventRouter). A view's error is reported once; it never costs the
 event.
 """
 
@@ -8,65 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections.abc import Callable
+from typing import TextIO
 
 from runner.config.typed import Config
-from runner.errors import print_error as err
-from runner.service.alerts import Alerter, brief_standings
-from runner.service.gpualerts import GpuFailureSink, gpu_sinks
-from runner.service.livesink import LivePgnSink
-from runner.service.operations import RunViews, run_views
 from runner.service.schedule import Schedule
-from runner.service.sinks import (
-    ConsoleOut,
-    PgnSink,
-    Sink,
-    SnapshotSink,
-    ThreadReader,
-    ViewErrors,
+from runner.service.views.alerts import Alerter, brief_standings
+from runner.service.views.console import ConsoleOut
+from runner.service.views.epd import EpdSink
+from runner.service.views.gpualerts import GpuFailureSink, gpu_sinks
+from runner.service.views.livepgn import LivePgnSink
+from runner.service.views.pgnfile import PgnSink
+from runner.service.views.progress import (
+    Progress,
+    ProgressBar,
+    ProgressConsoleSink,
+    event_pace,
+    recorded_durations,
 )
-from runner.service.state import StateCache, standings_text, write_snapshot
-from runner.store import queries
-from runner.store.database import Store, StoreError
-
-
-class SnapshotWriter:
-    """Writes the JSON snapshot from a thread with its own read-only connection (kept open
-    between snapshots, read in one transaction: a consistent view)."""
-
-    def __init__(self, config: Config, store: Store, errors: ViewErrors) -> None:
-        self.config, self.store = config, store
-        self.cache = StateCache(on_view_error=lambda exc: errors.report(
-            f"{exc.what} in the JSON snapshot (StatePath)", exc))
-        self.reader = ThreadReader(store.path)
-
-    def write_now(self) -> None:
-        """From the loop's own connection (before the event runs)."""
-        write_snapshot(self.config, self.store, self.cache)
-
-    def in_thread(self) -> bool:
-        """Write it from the reader; False when it failed (the previous one stays)."""
-        try:
-            reader = self.reader.get()
-            if reader is None:
-                return True
-            with queries.read_snapshot(reader.conn):
-                return write_snapshot(self.config, reader, self.cache,
-                                      runner_running=True)  # this runner holds the lock
-        except (StoreError, sqlite3.Error) as exc:
-            self.close()
-            # The snapshot is derived from the database: a failed read costs one dashboard
-            # update, never the event (every game is committed through the main connection).
-            safe = (f"the games are safe in {self.store.path}"
-                    if self.store.files_problem(save=False) is None else
-                    f"{self.store.path} is not the file this run writes any more")
-            err(f"{self.config.swiss.state_path}: cannot update the JSON snapshot ({exc}); the "
-                f"previous snapshot is intact and {safe}")
-            return False
-
-    def close(self) -> None:
-        self.reader.close()
+from runner.service.views.sink import Sink, ViewErrors
+from runner.service.views.snapshot import SnapshotFile, SnapshotSink
+from runner.service.views.snapshotdoc import standings_text
+from runner.store.database import Store
 
 
 class StartViews:
@@ -76,7 +39,7 @@ class StartViews:
     def __init__(self, config: Config, store: Store, console: ConsoleOut) -> None:
         self.errors = ViewErrors(store.path)  # each view's error reported once
         self.pgn = PgnSink(config.pgn_out, store, console.say)
-        self.snapshots = SnapshotWriter(config, store, self.errors)
+        self.snapshots = SnapshotFile(config, store, self.errors)
 
 
 class EventViews:
@@ -85,13 +48,13 @@ class EventViews:
 
     def __init__(self, config: Config, store: Store, console: ConsoleOut, schedule: Schedule,
                  alerts: Alerter, start: StartViews, snapshot: SnapshotSink,
-                 live: LivePgnSink | None) -> None:
+                 live_pgn: LivePgnSink | None) -> None:
         self.config, self.store, self.console = config, store, console
         self.schedule = schedule
         self.alerts = alerts
         self.errors, self.pgn, self.snapshots = start.errors, start.pgn, start.snapshots
         self.snapshot = snapshot
-        self.live = live
+        self.live_pgn = live_pgn
         self.run: RunViews = run_views(console, config, store, schedule.total_games, alerts)
         # a failing GPU alerts (docs/gpus.md)
         self.gpu_failures: list[GpuFailureSink] = gpu_sinks(config, alerts)
@@ -99,12 +62,12 @@ class EventViews:
     def sinks(self) -> list[Sink]:
         """The views of the game stream, in the order they are handed each event."""
         return [*self.run.sinks(), *self.gpu_failures, self.pgn, self.snapshot,
-                *([self.live] if self.live else [])]
+                *([self.live_pgn] if self.live_pgn else [])]
 
     def started(self) -> None:
         """The run starts: the live PGN shows the round so far, before its next game starts."""
-        if self.live is not None:
-            self.live.request(now=True)
+        if self.live_pgn is not None:
+            self.live_pgn.request(now=True)
 
     def refresh(self) -> None:
         """The snapshot at once (a TD decision changed what it shows)."""
@@ -152,16 +115,16 @@ class EventViews:
         await self.snapshot.flush()
         await self.pgn.flush()
         self.snapshots.close()
-        if self.live is not None:
-            await self.live.flush()
-            self.live.close()
+        if self.live_pgn is not None:
+            await self.live_pgn.flush()
+            self.live_pgn.close()
 
 
 def running_snapshots(config: Config, start: StartViews) -> tuple[SnapshotSink,
                                                                    LivePgnSink | None]:
     """The JSON snapshot's and the live PGN's sinks of a run (told of moves written by the
     store's writer thread: :func:`moves_written`)."""
-    snapshot = SnapshotSink(start.snapshots.in_thread, config.snapshot_interval_s, start.errors)
+    snapshot = SnapshotSink(start.snapshots, config.snapshot_interval_s, start.errors)
     live = LivePgnSink(config, config.live_pgn, errors=start.errors) if config.live_pgn \
         else None
     return snapshot, live
@@ -177,4 +140,35 @@ def moves_written(loop: asyncio.AbstractEventLoop, snapshot: SnapshotSink,
     return written
 
 
-__all__ = ["EventViews", "SnapshotWriter", "StartViews", "moves_written", "running_snapshots"]
+class RunViews:
+    """The console sink with progress, the EPD sink, (on a terminal) the progress bar and the
+    alerts' sink (engine crashes, stalls, forfeits: runner.service.views.alerts)."""
+
+    def __init__(self, config: Config, say: Callable[[str], None], total: Callable[[], int],
+                 done: int, durations: list[float], bar_stream: TextIO | None,
+                 alerts: Sink | None = None):
+        self.progress = Progress(durations, done, total, **event_pace(config))
+        self.console = ProgressConsoleSink(say, total, self.progress)
+        self.bar = ProgressBar(bar_stream, self.progress) if bar_stream is not None else None
+        self.epd = EpdSink(config.epd_out) if config.epd_out is not None else None
+        self.alerts = alerts
+
+    def sinks(self) -> list[Sink]:
+        return [s for s in (self.console, self.bar, self.epd, self.alerts) if s is not None]
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.epd is not None:
+            self.epd.close()
+
+
+def run_views(console: ConsoleOut, config: Config, store: Store, total: Callable[[], int],
+              alerts: Alerter) -> RunViews:
+    """Build the run's progress views; on a terminal (and not --quiet) the console's output
+    goes above a live progress bar from now on."""
+    return RunViews(config, console.say, total, store.counts().get("finished", 0),
+                    recorded_durations(store.conn), console.below_a_bar(), alerts.sink())
+
+
+__all__ = ["EventViews", "RunViews", "StartViews", "moves_written", "run_views", "running_snapshots"]

@@ -1,0 +1,51 @@
+"""Sinks of the game event stream: the store, the console, the PGN file, the JSON state.
+
+The loop hands every event a backend emits to :class:`EventRouter.publish`. The store comes
+first and must succeed (a finished game that cannot be committed stops the event); the other
+sinks are views that report their own failures and never lose a game (compare fastchess's
+``IOutput`` and cutechess's signals, which the CLI and GUI both watch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from runner.domain.events import GameEvent, MovePlayed
+from runner.service.views.sink import Sink, Then, ViewErrors
+from runner.service.views.storesink import StoreSink
+
+
+class EventRouter:
+    """Hands each event to the store first, then to the views."""
+
+    def __init__(self, store: StoreSink, views: Sequence[Sink], errors: ViewErrors | None = None):
+        self.store = store
+        self.views = list(views)
+        self.errors = errors or ViewErrors(store.store.path)
+        self.move_views = [v for v in self.views if getattr(v, "moves", True)]
+
+    def publish(self, event: GameEvent, then: Then | None = None) -> None:
+        """A finished game reaches the views once its record is committed (never, if it
+        could not be: the game's task learns that from StoreSink.settled); ``then``: see
+        :meth:`StoreSink.handle`."""
+        record = self.store.handle(event, then)  # RecordError propagates: the event must stop
+        if record is None:
+            self.show(event)
+            return
+        loop = asyncio.get_running_loop()
+
+        def committed(future: concurrent.futures.Future[Any]) -> None:
+            if future.exception() is None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: run over
+                    loop.call_soon_threadsafe(self.show, event)
+
+        record.add_done_callback(committed)
+
+    def show(self, event: GameEvent) -> None:
+        for view in self.move_views if isinstance(event, MovePlayed) else self.views:
+            with self.errors.guard(type(view).__name__):
+                view.handle(event)
