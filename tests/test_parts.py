@@ -161,6 +161,42 @@ def test_the_writer_writes_at_once_before_the_run_and_through_its_thread_during_
     assert store.meta("during") == "2"
 
 
+def test_a_running_events_withdraw_now_forfeit_reaches_the_views_through_the_recorder(
+        paired: Any) -> None:
+    """`td withdraw ENGINE --now` applied by the running runner: the engine's unfinished
+    game is recorded through the Recorder (a GameFinished a view sees, as every game), then
+    the withdrawal with its mark and its outcome line naming the forfeit."""
+    config, store, tour = paired
+    first = store.games(1)[0]
+    second = next(g for g in store.games(1) if g.game_id != first.game_id
+                  and {g.white, g.black} == {first.white, first.black})
+    engine = first.white
+
+    async def main() -> list[GameEvent]:
+        seen = Seen()
+        async with running(config, store, tour) as loop:
+            loop.director.recorder.router.views.append(seen)
+            await loop.games.play(first)  # round 1 under way: its pairing stands
+            await loop.director.load()
+            decisions.record_command(config.database, "withdraw",
+                                     {"engine": engine, "now": True}, "hangs", "td@test")
+            await loop.director.apply_pending()
+            await asyncio.sleep(0)  # the views are told on the loop once it is committed
+        return seen.events
+
+    events = asyncio.run(main())
+    finished = [e for e in events if isinstance(e, GameFinished)
+                and e.game_id == second.game_id]
+    assert len(finished) == 1 and finished[0].record.termination == "abandoned"
+    assert finished[0].record.result == ("0-1" if second.white == engine else "1-0")
+    stored = next(g for g in store.games(1) if g.game_id == second.game_id)
+    assert (stored.status, stored.result) == ("finished", finished[0].record.result)
+    command = decisions.commands(store.conn)[-1]
+    assert command.state == "applied"
+    assert command.outcome == (f"{engine} withdrawn from round 2 on; lost by forfeit: "
+                               f"game(s) {second.game_id}")
+
+
 # --------------------------------------------------------------------------- the sinks
 
 

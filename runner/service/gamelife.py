@@ -245,9 +245,7 @@ class GameLife:
         for game in games:
             if game.game_id in due:
                 record = forfeit(game, due[game.game_id])
-                attempt = self.next_attempt(game)
-                await self.recorder.finish(game, record, attempt,
-                                           started=placeholder_started(game, record, attempt))
+                await self.recorder.forfeit(game, record, self.next_attempt(game))
                 self.say(f"Game {game.game_id} ({game.white} vs {game.black}): "
                          f"{record.reason}", always=True)
 

@@ -101,5 +101,12 @@ class Recorder:
         self.publish(GameFinished(game.game_id, record, attempt), then)
         await self.record.settled(game.game_id)
 
+    async def forfeit(self, game: StoredGame, record: GameRecord, attempt: int) -> None:
+        """Record ``game`` lost by forfeit (its engine withdrawn by the TD with --now, TCEC
+        7.a; ``record`` from runner.service.td.rules.forfeit_record) as attempt ``attempt``,
+        a placeholder GameStarted first: its own commit, then the views."""
+        await self.finish(game, record, attempt,
+                          started=placeholder_started(game, record, attempt))
+
 
 __all__ = ["Recorder", "RestartTags", "last_attempt", "next_attempt", "placeholder_started"]

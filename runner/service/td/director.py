@@ -29,7 +29,7 @@ from runner.errors import print_error as err
 from runner.play.gpus import GpuPool
 from runner.service.eventcheck import other_event
 from runner.service.gamelife import record_from_log
-from runner.service.recording import Recorder, last_attempt
+from runner.service.recording import Recorder, last_attempt, next_attempt
 from runner.service.running import RoundChange, RunFlags, RunningGames
 from runner.service.td import rules
 from runner.service.views.alerts import Alerter
@@ -239,6 +239,7 @@ class Director:
         self._changes: list[RoundChange] = []  # for the run loop (:meth:`changes`)
         self.failed: set[int] = set()  # commands whose application raised (not retried)
         self._announced: int | None = None
+        self._holding = False  # a decision being applied game by game: nothing new starts
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -254,6 +255,8 @@ class Director:
     def paused(self) -> bool:
         """No new game may start (an after-round pause: once its round is complete)."""
         p = self.pause
+        if self._holding:
+            return True
         if p is None:
             return False
         if p.mode == "after-round" and p.round is not None:
@@ -261,8 +264,9 @@ class Director:
         return True
 
     def pause_blocks_games(self) -> bool:
-        """Does the TD's pause keep the round from starting games now?"""
-        return self.pause is not None and self.pause.mode != "after-round"
+        """Does the TD's pause (or a decision being applied) keep the round from starting
+        games now?"""
+        return self._holding or (self.pause is not None and self.pause.mode != "after-round")
 
     def changes(self) -> list[RoundChange]:
         """What the decisions applied since the last call change for the run loop (the
@@ -273,8 +277,7 @@ class Director:
     async def wait_while_paused(self) -> bool:
         """Wait while paused; False when the run is stopping."""
         while self.paused() and not self.flags.stopping:
-            assert self.pause is not None
-            if self._announced != self.pause.command_id:
+            if self.pause is not None and self._announced != self.pause.command_id:
                 self._announced = self.pause.command_id
                 self.say(f"Paused by the TD: {self.pause.reason} (`swiss-runner td "
                          f"{self.config.path} resume --reason ...` goes on)", always=True)
@@ -491,20 +494,47 @@ class Director:
 
     async def _withdraw(self, cmd: Command, args: dict[str, Any]) -> str | None:
         engine, now = str(args["engine"]), bool(args.get("now"))
-        if now:  # its games in progress are stopped first (then lost by forfeit, 7.a)
-            for gid in self.running.ids():
-                game = find_game(self.store, gid)
-                if game is not None and engine in (game.white, game.black):
-                    await self.stop_game(gid, _not_again)
-        done = await self._with_mark(
-            cmd, f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else ""),
-            lambda store, **once: rules.apply_withdraw(store, self.config, engine, now,
-                                                       cmd.reason, **once))
+        self._holding = True  # no game starts and no round is paired until it is applied
+        try:
+            forfeited = await self._forfeit_now(cmd, engine) if now else None
+            if now and forfeited is None:
+                return None  # refused
+            done = await self._with_mark(
+                cmd, f"{engine} withdrawn" + (" (its game in progress forfeited)" if now else ""),
+                lambda store, **once: rules.apply_withdraw(store, self.config, engine, now,
+                                                           cmd.reason, forfeited=forfeited,
+                                                           **once))
+        finally:
+            self._holding = False
         if done is not None:
             # the rounds are read again (a round paired anew without it)
             self._changes.append(RoundChange(rewound=True))
             await self.views.schedule_changed()
         return done
+
+    async def _forfeit_now(self, cmd: Command, engine: str) -> list[int] | None:
+        """``withdraw ENGINE --now``: each unfinished game of ENGINE (rules.withdraw_forfeits)
+        stopped if in progress, then recorded as lost by forfeit (7.a) through the Recorder,
+        as every game: its own commit (a crash between them: the command is still pending
+        and the next run forfeits the rest), then the views. The games' numbers, or None
+        when the withdrawal is refused (the event moved on: it is marked so)."""
+        problem = _rules_check(rules.validate_withdraw, self.store, self.config, engine)
+        if problem is not None:
+            if await self._mark_only(cmd, "refused", problem):
+                self.decided(cmd, "refused", problem)
+            return None
+        forfeited: list[int] = []
+        for due in rules.withdraw_forfeits(self.store, engine):
+            async def effect(gid: int = due.game_id) -> bool:
+                game = find_game(self.store, gid)  # as it stands once stopped
+                if game is not None and game.status != "finished":
+                    record = rules.forfeit_record(self.store, self.config, game, engine)
+                    await self.recorder.forfeit(game, record, next_attempt(self.store, gid))
+                    forfeited.append(gid)
+                return False
+
+            await self.stop_game(due.game_id, effect)
+        return forfeited
 
     async def _rewind(self, cmd: Command, args: dict[str, Any]) -> str | None:
         gid = int(args["game"])

@@ -31,7 +31,7 @@ running runner is in its docstring.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -152,8 +152,17 @@ def _untouched_round(store: Store, number: int) -> bool:
                for g in store.games(number))
 
 
+def withdraw_forfeits(store: Store, engine: str) -> list[StoredGame]:
+    """The games ENGINE loses by forfeit when withdrawn with --now: its unfinished games of
+    the rounds paired before the one the withdrawal applies from."""
+    from_round = _next_round(store)
+    return [g for g in store.games() if g.status != "finished"
+            and engine in (g.white, g.black) and g.round < from_round]
+
+
 def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason: str,
-                   decision_id: int, then: Then | None = None) -> str:
+                   decision_id: int, then: Then | None = None,
+                   forfeited: Sequence[int] | None = None) -> str:
     """Withdraw ENGINE (see the module's docstring); the outcome line for the decision log.
 
     Applied once per ``decision_id`` (again: the first outcome is returned, nothing changes).
@@ -161,20 +170,27 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
     of ENGINE in progress (interrupt it first: a game left 'running' is taken as interrupted
     and forfeited). A round paired but not started is paired again: the runner must pair
     before playing on (as `run` does after a stop). Refreshes the PGN file.
+
+    ``forfeited``: with ``now``, the games the caller has recorded already as lost by
+    forfeit for this decision (the running runner: it checked the withdrawal with
+    :func:`validate_withdraw`, then recorded each :func:`withdraw_forfeits` game through its
+    Recorder, so the views see them); the outcome line names them. None (no runner runs:
+    there is no writer thread nor views): they are recorded here, through the Store
+    (:func:`record_forfeit`; the PGN file is refreshed from the store below).
     """
     done = _applied_before(store, decision_id)
     if done is not None:
         refresh_pgn_views(store, config)
         return done
-    validate_withdraw(store, config, engine)
+    if forfeited is None:
+        validate_withdraw(store, config, engine)
     from_round = _next_round(store)
-    forfeited: list[int] = []
-    if now:  # each forfeit is its own commit; a crash between them is completed next time
-        for game in store.games():
-            if game.status != "finished" and engine in (game.white, game.black) \
-                    and game.round < from_round:
-                record_forfeit(store, config, game, engine)
-                forfeited.append(game.game_id)
+    lost = list(forfeited or ())
+    if now and forfeited is None:
+        # each forfeit is its own commit; a crash between them is completed next time
+        for game in withdraw_forfeits(store, engine):
+            record_forfeit(store, config, game, engine)
+            lost.append(game.game_id)
     repaired: list[int] = []
     with store.transaction() as c:
         if from_round in {r.number for r in store.rounds()}:
@@ -183,8 +199,8 @@ def apply_withdraw(store: Store, config: Config, engine: str, now: bool, reason:
         outcome = f"{engine} withdrawn from round {from_round} on"
         if repaired:
             outcome += f" (round {from_round} paired again without it)"
-        if forfeited:
-            outcome += "; lost by forfeit: game(s) " + ", ".join(map(str, forfeited))
+        if lost:
+            outcome += "; lost by forfeit: game(s) " + ", ".join(map(str, lost))
         elif now:
             outcome += "; no unfinished game to forfeit"
         else:
@@ -266,7 +282,9 @@ def _reached(variant: str, started: dict[str, Any], logged: list[dict[str, Any]]
 
 
 def record_forfeit(store: Store, config: Config, game: StoredGame, loser: str) -> GameRecord:
-    """Record ``game`` as lost by forfeit by ``loser`` (the runner stopped, or at a safe point)."""
+    """Record ``game`` as lost by forfeit by ``loser`` through the Store, when no runner runs
+    (no writer thread, no views); a running runner records it through its Recorder
+    (runner.service.recording.Recorder.forfeit), as every game."""
     record = forfeit_record(store, config, game, loser)
     store.record_game(game.game_id, record)
     return record
@@ -386,5 +404,4 @@ def refresh_pgn_views(store: Store, config: Config, pgn_was_ours: bool | None = 
 
 __all__ = ["TDRefused", "apply_rewind", "apply_withdraw", "forfeit_record", "forfeits_due",
            "record_forfeit", "refresh_pgn_views", "sync_voided_pgn", "validate_rewind",
-           "validate_withdraw",
-           "voided_pgn_path", "voided_pgn_text"]
+           "validate_withdraw", "voided_pgn_path", "voided_pgn_text", "withdraw_forfeits"]
