@@ -671,6 +671,16 @@ def _wait_for(path: Path, timeout: float = 10.0) -> str:
                       timeout)
 
 
+def _gone(pid: int, process: psutil.Process | None = None) -> bool:
+    """The process has ended (or is a zombie): ``process`` when given (the one seen before,
+    never a later process given its pid), else whatever runs as ``pid``."""
+    try:
+        proc = process or psutil.Process(pid)
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 @pytest.mark.slow
 def test_cancel_kills_fake_cutechess_and_its_engine(tmp_path):
     fake = write_script(tmp_path / "hang", HANG.format(tail="time.sleep(300)"))
@@ -681,8 +691,10 @@ def test_cancel_kills_fake_cutechess_and_its_engine(tmp_path):
                                              on_process=lambda p, c: seen.__setitem__(p, c),
                                              cutechess_path=str(fake)))
         pid_file = tmp_path / "engine.pid"
-        while not pid_file.exists() or int(pid_file.read_text() or 0) not in seen:
-            await asyncio.sleep(0.05)  # the watcher reports the engine it started
+        # the watcher reports the engine it started (polled off the loop, which runs on)
+        await asyncio.to_thread(
+            wait_until, lambda: pid_file.exists() and int(pid_file.read_text() or 0) in seen,
+            "the watcher to report the engine", 20)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -701,10 +713,7 @@ def test_engine_left_behind_by_fake_cutechess_is_killed(tmp_path):
     with pytest.raises(CutechessError, match="played no game"):
         asyncio.run(play_game(spec(engine("A"), engine("B")), cutechess_path=str(fake)))
     engine_pid = int(_wait_for(tmp_path / "engine.pid"))
-    deadline = time.monotonic() + 5
-    while psutil.pid_exists(engine_pid) and psutil.Process(engine_pid).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline, "the engine outlived cutechess"
-        time.sleep(0.05)
+    wait_until(lambda: _gone(engine_pid), "the engine outlived cutechess", 5)
 
 
 def test_fake_cutechess_dies_with_a_runner_killed_by_sigkill_and_its_engine_is_swept(tmp_path):
@@ -733,17 +742,12 @@ def test_fake_cutechess_dies_with_a_runner_killed_by_sigkill_and_its_engine_is_s
         assert abs(cc.create_time() - float(cc_created)) < 0.01
         runner.send_signal(signal.SIGKILL)
         runner.wait()
-        deadline = time.monotonic() + 5
-        while cc.is_running() and cc.status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline, "cutechess-cli outlived the runner"
-            time.sleep(0.05)
+        wait_until(lambda: _gone(cc.pid, cc), "cutechess-cli outlived the runner", 5)
         engine = psutil.Process(engine_pid)
         assert engine.status() != psutil.STATUS_ZOMBIE  # cutechess's engine is not its business
         assert sweep_orphans([(int(cc_pid), float(cc_created))]) == 1
-        deadline = time.monotonic() + 5
-        while engine.is_running() and engine.status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline, "the sweep left cutechess's engine running"
-            time.sleep(0.05)
+        wait_until(lambda: _gone(engine_pid, engine),
+                   "the sweep left cutechess's engine running", 5)
     finally:
         runner.kill()
         for pid in [engine_pid] + [int(line.split()[0]) for line in

@@ -12,12 +12,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from testkit import HERE, need_distributed, pgn_games, write_config
+from testkit import HERE, need_distributed, pgn_games, wait_until, write_config
 
 from runner.cli import main
 from runner.config import ConfigError, EngineConfig, load_config
@@ -274,15 +273,12 @@ def test_on_a_cluster_gpu_games_go_to_the_worker_with_gpus(tmp_path: Path) -> No
         start("gpuw", "-m", "runner", "worker", address, "--name", "gpuw", "--slots", "1",
               "--gpus", "0,1")
         start("cpuw", "-m", "runner", "worker", address, "--name", "cpuw", "--slots", "2")
-        deadline = time.monotonic() + 90
-
         def joined(log: str, *names: str) -> bool:
             text = (tmp_path / f"{log}.log").read_text(errors="replace")
             return all(f"{name} joined" in text for name in names)
 
-        while not (joined("gpuw", "gpuw") and joined("cpuw", "cpuw/1", "cpuw/2")):
-            assert time.monotonic() < deadline, "the workers did not join"
-            time.sleep(0.2)
+        wait_until(lambda: joined("gpuw", "gpuw") and joined("cpuw", "cpuw/1", "cpuw/2"),
+                   "the workers did not join", 90, step=0.2)
         assert "and GPUs 0,1\n" in (tmp_path / "gpuw.log").read_text()
         engines = [stand_in(tmp_path, "G1", 1), stand_in(tmp_path, "G2", 1),
                    stand_in(tmp_path, "C1"), stand_in(tmp_path, "C2")]
@@ -321,10 +317,8 @@ def test_the_td_takes_a_device_out_of_rotation_and_status_shows_it(tmp_path: Pat
         runner = subprocess.Popen([sys.executable, "-m", "runner", "run", str(path)], env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while "Round 1 pairings" not in (tmp_path / "runner.log").read_text():
-            assert time.monotonic() < deadline and runner.poll() is None
-            time.sleep(0.05)
+        wait_until(lambda: "Round 1 pairings" in (tmp_path / "runner.log").read_text(),
+                   "round 1 paired", 60, runner, log=tmp_path / "runner.log")
         assert main(["td", str(path), "gpu", "off", "7", "--reason", "no such"]) == 2
         assert "device 7 is not one of the event's Gpus (0, 1)" in capsys.readouterr().err
         assert main(["td", str(path), "gpu", "on", "0", "--reason", "x"]) == 2

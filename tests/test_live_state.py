@@ -119,34 +119,34 @@ def test_moves_are_live_and_survive_kill_9(tmp_path: Path) -> None:
     snapshot_lags: list[float] = []
     seen_ply = 0
     finished_game1 = None
+
+    def sample() -> bool:
+        """One look at status and the snapshot (their lags kept); True once game 2 is
+        at ply 16."""
+        nonlocal seen_ply, finished_game1
+        data = status_json(config, before_start=not lags) if db.exists() else None
+        if data is None:
+            return False
+        assert (data["format"], data["version"]) == ("swiss-runner-state", 2)
+        games = [g for g in data["in_progress"] if g["ply"] > 0]
+        if not games:
+            return False
+        game = games[0]
+        check_live(game)
+        now_ms = time.time() * 1000
+        lags.append(now_ms - game["clocks"]["at_ms"])
+        snap = json.loads((tmp_path / "state" / "swiss.json").read_text())
+        snap_games = [g for g in snap["in_progress"] if g["game_id"] == game["game_id"]]
+        if snap_games and snap_games[0]["ply"]:
+            snapshot_lags.append(now_ms - snap_games[0]["clocks"]["at_ms"])
+        if game["game_id"] != 2:
+            return False
+        finished_game1 = finished_game1 or game_row(db, 1)
+        seen_ply = max(seen_ply, game["ply"])
+        return game["ply"] >= 16
+
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
-            if not db.exists():
-                continue
-            data = status_json(config, before_start=not lags)
-            if data is None:
-                continue
-            assert (data["format"], data["version"]) == ("swiss-runner-state", 2)
-            games = [g for g in data["in_progress"] if g["ply"] > 0]
-            if not games:
-                continue
-            game = games[0]
-            check_live(game)
-            now_ms = time.time() * 1000
-            lags.append(now_ms - game["clocks"]["at_ms"])
-            snap = json.loads((tmp_path / "state" / "swiss.json").read_text())
-            snap_games = [g for g in snap["in_progress"] if g["game_id"] == game["game_id"]]
-            if snap_games and snap_games[0]["ply"]:
-                snapshot_lags.append(now_ms - snap_games[0]["clocks"]["at_ms"])
-            if game["game_id"] == 2:
-                finished_game1 = finished_game1 or game_row(db, 1)
-                seen_ply = max(seen_ply, game["ply"])
-                if game["ply"] >= 16:
-                    break
-        else:
-            pytest.fail("game 2 never reached ply 16:\n" + log.read_text()[-3000:])
+        wait_until(sample, "game 2 to reach ply 16", 240, proc, step=0.3, log=log)
         kill_ms = time.time() * 1000
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

@@ -20,7 +20,7 @@ import chess.engine
 import chess.pgn
 import psutil
 import pytest
-from testkit import fake, spec_for, start_runner_playing, wait_until, wait_until_async, write_config
+from testkit import fake, spec_for, start_runner_playing, wait_until, write_config
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.domain.models import RESULTS, GameSpec, Opening
@@ -344,7 +344,8 @@ def test_cancel_kills_both_engines():
             spec_for(fake("Hang", "--hang-on-go", "1"), fake("B"), "60+1"),
             on_process=lambda p, c: pids.append((p, c))))
         # both engines started (the game then hangs on "go")
-        await wait_until_async(lambda: len(pids) >= 2 or task.done(), "both engines started", 20)
+        await asyncio.to_thread(wait_until, lambda: len(pids) >= 2 or task.done(),
+                                "both engines started", 20, step=0.02)
         assert not task.done(), "the game ended before both engines started"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -381,8 +382,8 @@ def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(t
         with pytest.raises(asyncio.CancelledError):
             await task
         # checked inside the loop: closing the loop would reap a leaked engine anyway
-        await wait_until_async(lambda: not any(alive(p, c) for p, c in pids),
-                               "an engine outlived the cancelled game", 3, step=0.05)
+        await asyncio.to_thread(wait_until, lambda: not any(alive(p, c) for p, c in pids),
+                                "an engine outlived the cancelled game", 3)
 
     asyncio.run(asyncio.wait_for(main(), 20))
     assert len(pids) == 2

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from testkit import wait_until
 
 from runner.config import AdjudicationConfig, EngineConfig
 from runner.domain.models import GameSpec, Opening
@@ -51,13 +52,12 @@ def sshd(tmp_path_factory):
     Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory
     server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
                               stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    else:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+    try:
+        wait_until(listening, "sshd to listen", 10, step=0.1)
+    except AssertionError:
         server.kill()
         pytest.skip("sshd did not start")
     yield server.pid, port, folder / "client"
@@ -90,13 +90,13 @@ def remote_engines(sshd_pid: int) -> list[psutil.Process]:
 
 
 def wait_gone(sshd_pid: int, seconds: float = 5.0) -> list[psutil.Process]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        left = remote_engines(sshd_pid)
-        if not left:
-            return []
-        time.sleep(0.1)
-    return remote_engines(sshd_pid)
+    """[] once no engine of our sshd is left within ``seconds``, else those left."""
+    try:
+        wait_until(lambda: not remote_engines(sshd_pid), "the remote engines to end", seconds,
+                   step=0.1)
+    except AssertionError:
+        return remote_engines(sshd_pid)
+    return []
 
 
 @pytest.mark.slow

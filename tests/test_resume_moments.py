@@ -26,7 +26,7 @@ import chess.pgn
 import psutil
 import pytest
 import yaml
-from testkit import write_config
+from testkit import wait_until, write_config
 
 from runner.cli.run import cli_run
 from runner.config import load_config
@@ -153,10 +153,8 @@ def test_a_stop_signal_during_the_engine_check_at_start_up_is_a_clean_stop(
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(path)], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not engines_of(token):  # the check has started the slow engine
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until(lambda: engines_of(token), "the check to start the slow engine", 30, proc,
+               step=0.01)
     proc.send_signal(signum)
     output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, output
@@ -221,10 +219,8 @@ def killed_inside_atomic_write(path: Path) -> Path:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     before = set(path.parent.iterdir())
     proc = subprocess.Popen([sys.executable, "-c", code, str(path)], env=env)
-    deadline = time.monotonic() + 30
-    while not (set(path.parent.iterdir()) - before):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.001)
+    wait_until(lambda: set(path.parent.iterdir()) - before, "the temp file to appear", 30,
+               proc, step=0.001)
     proc.kill()
     proc.wait()
     (left,) = set(path.parent.iterdir()) - before

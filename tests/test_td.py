@@ -110,9 +110,8 @@ class Runner:
         self.proc.wait(timeout=30)
         # the engines of a killed runner die with it (their parent's death signal): wait
         # until the database no longer names a live runner
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and main_alive(self.config):
-            time.sleep(0.1)
+        wait_until(lambda: not main_alive(self.config), "the killed runner to be seen dead",
+                   10, step=0.1)
 
     def finish(self, timeout: float = 240) -> int:
         try:

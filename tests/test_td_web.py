@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import FOUR_ENGINES, write_config
+from testkit import FOUR_ENGINES, wait_until, write_config
 from web_support import (
     REPO,
     browser,
@@ -24,7 +24,6 @@ from web_support import (
     need_engines,
     serve,
     start_runner,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
@@ -74,8 +73,8 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
     token_file.chmod(0o600)
     runner = start_runner(config, tmp_path / "run.log")
     try:
-        wait_for(lambda: db.exists() and commands(db) == [] and _has_games(db), 60,
-                 "the event created")
+        wait_until(lambda: db.exists() and commands(db) == [] and _has_games(db),
+                   "the event created", 60, step=0.1)
         with serve(config, "--token", READ_TOKEN, "--admin-token-file", str(token_file)) as s, \
                 browser() as b:
             api = s.url + "api/td"
@@ -118,8 +117,8 @@ def test_td_actions_in_the_dashboard(tmp_path: Path) -> None:
             submit(ADMIN_TOKEN, "adjudicate", game="99", result="1-0", reason="x")
             assert "no game '99'" in page.locator("#td-error").inner_text()
             submit(ADMIN_TOKEN, "pause", mode="now", reason="web maintenance")
-            wait_for(lambda: [c[3] for c in commands(db)] == ["applied", "applied"], 60,
-                     "the pause applied")
+            wait_until(lambda: [c[3] for c in commands(db)] == ["applied", "applied"],
+                       "the pause applied", 60, step=0.1)
 
             # the overview, left open, says so (it follows the event without a reload)
             overview = page.context.new_page()  # with the read-only cookie

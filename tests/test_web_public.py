@@ -372,14 +372,11 @@ def test_connections_past_the_cap_get_503(event) -> None:  # noqa: ANN001
         finally:
             for sock in idle:
                 sock.close()
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
+        def answers() -> bool:
             with contextlib.suppress(OSError, http.client.HTTPException):
-                if _get(served.url, "/api/live")[0] == 200:
-                    break
-            time.sleep(0.2)
-        else:
-            raise AssertionError("the server did not answer again once they left")
+                return _get(served.url, "/api/live")[0] == 200
+            return False
+        wait_until(answers, "the server did not answer again once they left", 5, step=0.2)
 
 
 @pytest.mark.slow
@@ -435,14 +432,12 @@ def _refused(answer: bytes) -> None:
 
 
 def _served_again(url: str, source: str, forwarded: str | None = None) -> None:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+    def served() -> bool:
         sock, head = _stream(url, source, forwarded)
         sock.close()
-        if head.startswith(b"HTTP/1.1 200"):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{source} was not served again once its connections closed")
+        return head.startswith(b"HTTP/1.1 200")
+    wait_until(served, f"{source} was not served again once its connections closed", 5,
+               step=0.2)
 
 
 @pytest.mark.slow

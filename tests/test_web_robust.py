@@ -17,9 +17,9 @@ from urllib.parse import urlparse
 
 import chess
 import pytest
-from testkit import wait_until_async
+from testkit import wait_until
 from web_event import generate_event, start_next_scheduled, web_config
-from web_support import need, serve, wait_for
+from web_support import need, serve
 
 try:
     from starlette.testclient import TestClient
@@ -47,10 +47,6 @@ def _sql(config, sql: str, *args) -> None:  # noqa: ANN001
         conn.execute(sql, args)
     finally:
         conn.close()
-
-
-def _wait(predicate, timeout: float = 10.0):  # noqa: ANN001, ANN202
-    return wait_for(predicate, timeout, "the condition", 0.05)
 
 
 @pytest.mark.slow
@@ -164,7 +160,7 @@ def test_malformed_records_are_reported_and_followed(event, what: str) -> None: 
             conn.execute("COMMIT")
         finally:
             conn.close()
-        _wait(lambda: c.get("/api/live").json()["error"] is None)
+        wait_until(lambda: c.get("/api/live").json()["error"] is None, "the damage to clear")
         assert c.get("/api/state").status_code == 200
         assert len(c.get("/api/live").json()["games"]) == 1
 
@@ -181,7 +177,8 @@ def test_a_damaged_database_is_not_read_again_at_every_poll(tmp_path: Path) -> N
         await hub.start()
         try:
             generation = hub.generation
-            await wait_until_async(lambda: hub.polls >= 10, "ten polls of the damaged file")
+            await asyncio.to_thread(wait_until, lambda: hub.polls >= 10,
+                                    "ten polls of the damaged file", step=0.02)
             assert hub.polls >= 10
             assert hub.builds <= 2, hub.builds
             assert hub.generation - generation <= 1

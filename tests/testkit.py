@@ -181,31 +181,23 @@ def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = No
 def wait_until(ready: Callable[[], Any], what: str = "the condition", timeout: float = 10.0,
                proc: subprocess.Popen[Any] | None = None, *, step: float = 0.05,
                log: Path | None = None) -> Any:
-    """The first true value of ``ready()``, polled every ``step`` s. AssertionError naming
-    ``what`` after ``timeout`` s, or as soon as ``proc`` has ended; ``log``: a file whose
-    text the message carries (the output of ``proc``)."""
+    """The first true value of ``ready()``, polled every ``step`` s: the tests' one polling
+    helper. AssertionError naming ``what`` after ``timeout`` s, or as soon as ``proc`` has
+    ended; ``log``: a file whose last 3000 characters the message carries (the output of
+    ``proc``). Inside an event loop: ``await asyncio.to_thread(wait_until, ...)`` (the loop
+    runs on while it polls; ``ready`` then runs on that thread, so it only reads)."""
     deadline = time.monotonic() + timeout
     while True:
         value = ready()
         if value:
             return value
-        tail = f"\n{log.read_text(errors='replace')}" if log is not None else ""
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: the process ended first (exit {proc.returncode}){tail}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s{tail}")
+        ended = proc is not None and proc.poll() is not None
+        if ended or time.monotonic() > deadline:
+            why = (f"the process ended first (exit {proc.returncode})" if ended and proc
+                   else f"not within {timeout} s")
+            tail = f"\n{log.read_text(errors='replace')[-3000:]}" if log is not None else ""
+            raise AssertionError(f"{what}: {why}{tail}")
         time.sleep(step)
-
-
-async def wait_until_async(ready: Callable[[], Any], what: str = "the condition",
-                           timeout: float = 10.0, *, step: float = 0.02) -> Any:
-    """:func:`wait_until` inside an event loop: the loop runs between the polls."""
-    deadline = time.monotonic() + timeout
-    while not (value := ready()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(step)
-    return value
 
 
 def run_args(**kw: object) -> argparse.Namespace:

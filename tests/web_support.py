@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from testkit import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("SWISS_RUNNER_CHROMIUM", "/usr/bin/chromium")
@@ -128,7 +127,3 @@ def shot(page: object, name: str) -> Path:
     return path
 
 
-def wait_for(predicate, timeout: float, what: str, step: float = 0.1):  # noqa: ANN001, ANN201
-    """The first true value of ``predicate()``, polled every ``step`` s (AssertionError
-    naming ``what`` after ``timeout`` s); testkit.wait_until with this module's order."""
-    return wait_until(predicate, what, timeout, step=step)
