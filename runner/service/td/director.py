@@ -253,7 +253,8 @@ class Director:
         self.pause = decisions.pause_state(decisions.commands(self.store.conn))
 
     def paused(self) -> bool:
-        """No new game may start (an after-round pause: once its round is complete)."""
+        """No new game may start, nor a round be paired (an after-round pause: once its round
+        is complete; a withdrawal --now: while its forfeits are recorded)."""
         p = self.pause
         if self._holding:
             return True
