@@ -56,35 +56,38 @@ def play(spec: GameSpec, **kw):
     return record, pids
 
 
+def alive(pid: int, created: float) -> bool:
+    """The process ``pid`` started at ``created`` still runs (not a zombie)."""
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def assert_all_dead(pids: list[tuple[int, float]]) -> None:
-    deadline = time.monotonic() + 3
-    for pid, created in pids:
-        while True:
-            try:
-                proc = psutil.Process(pid)
-                alive = proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
-            except psutil.NoSuchProcess:
-                alive = False
-            if not alive:
-                break
-            assert time.monotonic() < deadline, f"engine process {pid} is still alive"
-            time.sleep(0.05)
+    wait_until(lambda: not any(alive(pid, created) for pid, created in pids),
+               f"engine processes {[pid for pid, _ in pids]} to end", 3)
+
+
+def _with(token: str) -> bool:
+    """A live process has ``token`` in its command line."""
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if token in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.Error:
+            pass
+    return False
 
 
 def no_process_with(token: str) -> bool:
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        found = False
-        for proc in psutil.process_iter(["cmdline", "status"]):
-            try:
-                if token in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                    found = True
-            except psutil.Error:
-                pass
-        if not found:
-            return True
-        time.sleep(0.1)
-    return False
+    """True once no live process has ``token`` in its command line (within 3 s)."""
+    try:
+        wait_until(lambda: not _with(token), f"the processes with {token} to end", 3, step=0.1)
+    except AssertionError:
+        return False
+    return True
 
 
 def parse(record) -> chess.pgn.Game:
@@ -361,13 +364,6 @@ def test_cancel_while_the_other_engine_is_still_starting_kills_the_started_one(t
     # between (the orchestrator stopping): White must not be left running.
     log = tmp_path / "white.log"
     pids: list[tuple[int, float]] = []
-
-    def alive(pid: int, created: float) -> bool:
-        try:
-            proc = psutil.Process(pid)
-            return proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
 
     async def main() -> None:
         white = EngineConfig("A", sys.executable, (str(FAKE), "--log", str(log)), options={"Hash": 8})
