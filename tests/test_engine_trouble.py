@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import REPO, write_config
+from testkit import REPO, wait_until, write_config
 
 pytestmark = pytest.mark.engines
 
@@ -68,19 +68,6 @@ def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
-def wait(what: str, ok: Any, proc: subprocess.Popen[bytes], out: Path,
-         timeout: float = 240) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if ok():
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout}s (exit {proc.poll()}):\n"
-                         f"{out.read_text()[-3000:]}")
-
-
 @pytest.mark.slow
 def test_neither_engine_starting_holds_that_game_only(tmp_path: Path) -> None:
     config = event(tmp_path, {"Fairy": "fairy-stockfish", "Glaurung": "glaurung"}, rounds=2)
@@ -91,9 +78,10 @@ def test_neither_engine_starting_holds_that_game_only(tmp_path: Path) -> None:
                                 cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
     try:
         # round 1: Fairy - Glaurung cannot start, Stockfish - Toga is played to its end
-        wait("the healthy game recorded and the other held", lambda: "is held" in
-             out.read_text() and query(db, "SELECT 1 FROM games WHERE status='finished'"),
-             proc, out)
+        wait_until(lambda: "is held" in out.read_text()
+                   and query(db, "SELECT 1 FROM games WHERE status='finished'"),
+                   "the healthy game recorded and the other held", 240, proc, step=0.2,
+                   log=out)
         time.sleep(2)  # the held game is tried again meanwhile (about every second)
         assert proc.poll() is None, out.read_text()  # the event goes on: no exit 1
         rows = query(db, "SELECT white, black, status, reason FROM games ORDER BY game_id")
