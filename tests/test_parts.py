@@ -197,6 +197,41 @@ def test_a_running_events_withdraw_now_forfeit_reaches_the_views_through_the_rec
                                f"game(s) {second.game_id}")
 
 
+def test_a_withdraw_now_cut_short_after_a_forfeit_forfeits_the_rest_when_applied_again(
+        paired: Any) -> None:
+    """The running runner's path: killed after the first forfeit's commit (the command still
+    pending), the next application forfeits only the games left and names only those."""
+    from runner.service.td.rules import forfeit_record
+
+    config, store, tour = paired
+    played = store.games(1)[0]
+    legs = [g for g in store.games(1) if played.white not in (g.white, g.black)
+            and played.black not in (g.white, g.black)][:2]
+    engine = legs[0].white
+    assert all(engine in (g.white, g.black) for g in legs)
+
+    async def main() -> list[int]:
+        seen = Seen()
+        async with running(config, store, tour) as loop:
+            loop.director.recorder.router.views.append(seen)
+            await loop.games.play(played)
+            await loop.director.load()
+            decisions.record_command(config.database, "withdraw",
+                                     {"engine": engine, "now": True}, "crashes", "td@test")
+            first = legs[0]  # the first forfeit committed, then the runner died
+            await loop.director.recorder.forfeit(
+                first, forfeit_record(store, config, first, engine), 1)
+            await loop.director.apply_pending()
+            await asyncio.sleep(0)
+        return [e.game_id for e in seen.events if isinstance(e, GameFinished)]
+
+    assert asyncio.run(main()) == [played.game_id, legs[0].game_id, legs[1].game_id]
+    command = decisions.commands(store.conn)[-1]
+    assert (command.state, command.outcome) == (
+        "applied", f"{engine} withdrawn from round 2 on; lost by forfeit: game(s) "
+                   f"{legs[1].game_id}")
+
+
 # --------------------------------------------------------------------------- the sinks
 
 
