@@ -287,6 +287,10 @@ def test_foresee_names_what_becomes_of_the_game_in_one_wording() -> None:
     won, won_moves = log(None, walk(12), [1200, -1200] * 6)
     said = foresee(won, rows_of(won_moves), **kw).words()
     assert said == "decided at ply 12: 1-0 (TCEC rule 7.c.ii)", said
+    # a score that is not a number (a damaged or hostile log) is no score: the game goes on
+    hostile = [dict(m, score_cp="x") if i % 2 else m for i, m in enumerate(won_moves)]
+    assert foresee(won, rows_of(hostile), **kw).words() == \
+        "continues from ply 12 (TCEC rule 7.c.v)"
     # a game's current attempt, as status and the dashboard label it
     assert attempt_words(2, 73) == "continued from ply 73 (attempt 2)"
     assert attempt_words(3, 0) == "replayed from move 1 (attempt 3)"

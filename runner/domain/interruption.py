@@ -96,13 +96,16 @@ def cannot_resume(backend: str) -> str:
 
 
 def _white_cp(move: dict[str, Any], mover: chess.Color) -> int | None:
-    """The mover's reported score from White's point of view (mates as +-100000)."""
-    if move.get("mate") is not None:
-        mate = int(move["mate"])
-        cp = 100_000 if mate > 0 else -100_000
-    elif move.get("score_cp") is not None:
-        cp = int(move["score_cp"])
-    else:
+    """The mover's reported score from White's point of view (mates as +-100000); None
+    when the log has none, or one that is not a whole number (a damaged or hostile log)."""
+    try:
+        if move.get("mate") is not None:
+            cp = 100_000 if int(move["mate"]) > 0 else -100_000
+        elif move.get("score_cp") is not None:
+            cp = int(move["score_cp"])
+        else:
+            return None
+    except (TypeError, ValueError):
         return None
     return cp if mover == chess.WHITE else -cp
 
