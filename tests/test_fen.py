@@ -3,7 +3,9 @@ the compiled piece placement (runner.domain._fen) and the pure-Python one."""
 
 from __future__ import annotations
 
+import importlib
 import random
+import sys
 from collections.abc import Callable
 
 import chess
@@ -49,7 +51,7 @@ def _random_placements(seed: int, count: int) -> list[chess.Board]:
 def test_the_compiled_part_is_built_here() -> None:
     """The test install builds it (scripts/install.sh brings gcc and python3-dev): a broken
     build must not pass unnoticed as the pure path."""
-    assert fastfen.NATIVE and fastfen.board_fen is board_fen_native
+    assert fastfen.NATIVE and fastfen.board_fen is fastfen.board_fen_native
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda f: f.__name__)
@@ -112,3 +114,21 @@ def test_fields_after_the_placement_as_python_chess_writes_them() -> None:
     # clocks and move numbers as they are, however large
     board = chess.Board("8/8/8/4k3/8/8/8/4K3 b - - 99 123456789")
     assert fen(board) == board.fen()
+
+
+def test_without_the_compiled_module_the_python_placement_is_taken(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module that cannot be imported (not built: no compiler) means the pure path, the
+    same text, without a word."""
+    monkeypatch.setitem(sys.modules, "runner.domain._fen", None)  # an import now fails
+    try:
+        pure = importlib.reload(fastfen)
+        assert not pure.NATIVE and pure.board_fen is pure.board_fen_python
+        with pytest.raises(ImportError, match="not built"):
+            pure.board_fen_native(chess.Board())
+        for board in _random_games(5, 3):
+            assert pure.fen(board) == board.fen()
+    finally:
+        monkeypatch.undo()
+        importlib.reload(fastfen)
+    assert fastfen.NATIVE and fastfen.board_fen is fastfen.board_fen_native  # back as it was
