@@ -103,13 +103,22 @@ def run_queue_ns():
         return None
 
 
+def cpu_now():
+    # the core this thread runs on (Linux: /proc/thread-self/stat's "processor"), -1 elsewhere
+    try:
+        with open("/proc/thread-self/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
 def choose(board):
     legal = sorted(board.legal_moves, key=lambda m: m.uci())
     # pondering: mostly the first legal move, which is what the opponent expects
     return legal[0] if ponder and rng.random() < 0.7 else rng.choice(legal)
 
 
-def answer(tokens, t0, read_wait):
+def answer(tokens, t0, read_wait, cpu):
     mine = "wtime" if board.turn else "btime"
     inc = "winc" if board.turn else "binc"
     left = int(tokens[tokens.index(mine) + 1]) / 1000 if mine in tokens else None
@@ -135,7 +144,7 @@ def answer(tokens, t0, read_wait):
     waited = (after - queued) / 1e9 if queued is not None and after is not None else -1
     played = " ".join(m.uci() for m in board.move_stack) or "-"
     log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}} {{waited:.6f}}"
-               f" {{read_wait:.6f}}\\t{{played}}\\t{{move.uci()}}")
+               f" {{read_wait:.6f}} {{cpu}}\\t{{played}}\\t{{move.uci()}}")
 
 
 def lines():
@@ -151,12 +160,13 @@ def lines():
         t = time.monotonic()
         after = run_queue_ns()
         waited = (after - queued) / 1e9 if queued is not None and after is not None else -1
+        cpu = cpu_now()  # where it was woken (the runner's --explain: the loop's core?)
         *complete, rest = (rest + chunk).split(b"\\n")
         for raw in complete:
-            yield raw, t, waited
+            yield raw, t, waited, cpu
 
 
-for raw, t0, read_wait in lines():
+for raw, t0, read_wait, cpu in lines():
     line = raw.decode().strip()
     if line == "uci":
         option = "option name Ponder type check default false\\n" if ponder else ""
@@ -173,12 +183,12 @@ for raw, t0, read_wait in lines():
         pondering = line.split()  # its clock starts at ponderhit
     elif line == "ponderhit" and pondering is not None:
         tokens, pondering = pondering, None
-        answer(tokens, t0, read_wait)
+        answer(tokens, t0, read_wait, cpu)
     elif line == "stop" and pondering is not None:
         pondering = None  # not a move of the game: answered at once, not logged
         out.write(f"bestmove {{choose(board).uci()}}\\n"); out.flush()
     elif line.startswith("go"):
-        answer(line.split(), t0, read_wait)
+        answer(line.split(), t0, read_wait, cpu)
     elif line == "quit":
         break
 with open(os.path.join({logdir!r}, f"{{os.getpid()}}.log"), "w") as f:

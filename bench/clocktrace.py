@@ -42,6 +42,15 @@ def schedstat(tid: int | None = None) -> tuple[int, int] | None:
         return None
 
 
+def cpu_now() -> int | None:
+    """The core the calling thread runs on (/proc/thread-self/stat's "processor")."""
+    try:
+        with open("/proc/thread-self/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def running() -> int | None:
     """How many tasks the machine has running or ready to run now (/proc/loadavg)."""
     try:
@@ -61,6 +70,7 @@ class Move:
     written: float | None = None  # the write carrying go returned
     reader_wait: float | None = None  # the reading thread's wait for a CPU, go to move
     running: int | None = None  # tasks running on the machine when the move was handled
+    loop_cpu: int | None = None  # the core the loop thread wrote go on
 
 
 @dataclass
@@ -74,8 +84,8 @@ class Trace:
     moves: list[Move] = field(default_factory=list)
     starts: list[tuple[float, float]] = field(default_factory=list)  # engine start, handshake end
     hits: int = 0  # moves charged from a ponderhit
-    at_go: dict[int, tuple[float, int | None]] = field(default_factory=dict)  # id(proto) ->
-    # (write done, reader's wait so far in ns)
+    at_go: dict[int, tuple[float, int | None, int | None]] = field(default_factory=dict)
+    # id(proto) -> (write done, reader's wait so far in ns, the loop's core)
     loop_reads: list[tuple[float, tuple[int, int] | None]] = field(default_factory=list)
 
     def install(self, python_path: bool) -> None:
@@ -116,8 +126,9 @@ class Trace:
         def write_lines(proto: Any, *lines: str) -> None:
             original(proto, *lines)
             if any(line.startswith(("go", "ponderhit")) for line in lines):
-                wait = self._reader_wait(proto) if self.detail else None
-                self.at_go[id(proto)] = (time.monotonic(), wait)
+                done = time.monotonic()  # first: the schedstat read takes tens of us
+                self.at_go[id(proto)] = ((done, self._reader_wait(proto), cpu_now())
+                                         if self.detail else (done, None, None))
 
         protocol.write_lines = write_lines
 
@@ -145,8 +156,9 @@ class Trace:
     def moved(self, proto: Any) -> None:
         if proto.go_sent is None or proto.move_received is None:
             return
-        written, waited = self.at_go.pop(id(proto), (None, None))
-        move = Move(proto.transport.get_pid(), proto.go_sent, proto.move_received, written)
+        written, waited, cpu = self.at_go.pop(id(proto), (None, None, None))
+        move = Move(proto.transport.get_pid(), proto.go_sent, proto.move_received, written,
+                    loop_cpu=cpu)
         if self.detail:
             now = self._reader_wait(proto)
             if now is not None and waited is not None:
@@ -174,6 +186,7 @@ class Split:
     parts: dict[str, float | None]
     starting: int  # engine starts in progress during the move
     running: int | None
+    loop_core: bool | None = None  # the engine read go on the core the loop wrote it on
 
 
 def split(trace: Trace, logs: dict[int, list[tuple[float, ...]]],
@@ -206,7 +219,9 @@ def split(trace: Trace, logs: dict[int, list[tuple[float, ...]]],
                  PARTS[5]: back - (wait_write or 0.0) - (reader or 0.0)}
         busy = sum(1 for t0, t1 in starts[:bisect.bisect_right(starts, (move.read, 1e300))]
                    if t1 >= move.sent)
-        out.append(Split(into + back, into, back, parts, busy, move.running))
+        engine_cpu = int(rows[k][5]) if len(rows[k]) > 5 and rows[k][5] >= 0 else None
+        same = None if engine_cpu is None or move.loop_cpu is None else engine_cpu == move.loop_cpu
+        out.append(Split(into + back, into, back, parts, busy, move.running, same))
     return out
 
 
@@ -257,3 +272,8 @@ def report(moves: list[Split], over_ms: float | None) -> None:
               f"all moves: {base:.0%})"
               + (f"; tasks running when handled: median {statistics.median(run):g}, max "
                  f"{max(run)}" if run else ""))
+        same = [m.loop_core for m in late if m.loop_core is not None]
+        every = [m.loop_core for m in moves if m.loop_core is not None]
+        if same and every:
+            print(f"  of them, the engine read go on the core the loop wrote it on: {sum(same)} "
+                  f"({sum(same) / len(same):.0%}; all moves: {sum(every) / len(every):.0%})")

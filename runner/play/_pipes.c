@@ -22,9 +22,9 @@
  * thing, the thread asks for SCHED_FIFO at priority `realtime` (> 0), else for the nice
  * value `nice` (< 0) and a time slice of `slice_ns` (Linux 6.12+), else for the slice
  * alone, for itself only (never inherited: SCHED_RESET_ON_FORK); what the kernel refuses
- * it goes without, silently. A thread that only blocks in poll() and read()
- * and spends microseconds per read: what it buys is that the read of a bestmove, and so
- * its stamp, does not wait for a core behind engines or the event loop. `native_id` and
+ * it goes without, silently. The thread only blocks in poll() and read() and spends
+ * microseconds per read: what the priority buys is that the read of a bestmove, and so its
+ * stamp, does not wait for a core behind engines or the event loop. `native_id` and
  * `priority` say which thread it is and what it got.
  *
  * LogFile: the engine log of one game, a 64 KiB buffer over a file descriptor shared by the
@@ -504,7 +504,7 @@ static void wake(ReaderCore *r) {
 static void *reader_main(void *arg) {
     ReaderCore *r = arg;
     pthread_setname_np(pthread_self(), "engine-reader");
-    atomic_store(&r->tid, (int)gettid());
+    atomic_store(&r->tid, (int)syscall(SYS_gettid));
     atomic_store(&r->priority, raise_priority(r->realtime, r->nice, r->slice_ns));
     char *buf = malloc(READ_SIZE);
     struct pollfd fds[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->stop_fd, .events = POLLIN}};
