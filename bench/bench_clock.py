@@ -21,8 +21,11 @@ its ``bestmove`` write, the reading thread's wait for a CPU and the rest of ``ou
 mean, p99 and max of each. ``--explain MS`` (Linux) adds the reading thread's wait (the
 compiled reader's schedstat, read at each ``go`` and move; on the Python path the loop's, at
 each read) and, for every move charged more than MS ms over the engine's own time, the part
-that took most of it, whether an engine was starting meanwhile (fresh engines) and how many
-tasks the machine was running.
+that took most of it, whether an engine was starting meanwhile (fresh engines), how many
+tasks the machine was running and whether the engine read ``go`` on the core the loop wrote
+it on. For every tool, the table also has the excess's p99 less the engine's own waits for
+a CPU (to read ``go``, in its ``bestmove`` write: the machine's part, charged by every
+referee): what is left is the referee's own (the peers' in whole ms, as their PGN has it).
 
 ``--tc 1+0.01 --think 0`` is the short-clock check: the engines then think 1/30 of their
 remaining time plus half the increment (never more than they have), so a time forfeit is the
@@ -226,30 +229,39 @@ def emit(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
+                                      dict[tuple[str, str], float],
                                       dict[tuple[str, str], float]]:
     """The test engines' logs: per pid, (go read, bestmove written, clock left, its wait for
-    a CPU between that stamp and the end of its write) per move;
-    and the time taken per (moves before, move played)."""
+    a CPU between that stamp and the end of its write, its wait for a CPU in its read of
+    go, the core it read go on) per move; the time taken per (moves before, move played);
+    and the engine's two waits for a CPU per (moves before, move played)."""
     logs: dict[int, list[tuple[float, ...]]] = {}
     taken: dict[tuple[str, str], float] = {}
+    waits: dict[tuple[str, str], float] = {}
     for path in logdir.iterdir():
         rows = logs[int(path.stem)] = []
         for line in path.read_text().split("\n"):
             if line:
                 times, before, move = line.split("\t")
-                rows.append(tuple(map(float, times.split())))
-                taken[(before, move)] = rows[-1][1] - rows[-1][0]
-    return logs, taken
+                row = tuple(map(float, times.split()))
+                rows.append(row)
+                taken[(before, move)] = row[1] - row[0]
+                waits[(before, move)] = sum(max(0.0, w) for w in row[3:5])
+    return logs, taken, waits
 
 
 def taken_minus(charged: list[tuple[list[str], str, float]],
-                taken: dict[tuple[str, str], float]) -> list[float]:
-    """charged - taken per engine move: ``charged`` holds (moves before, move, seconds)."""
+                taken: dict[tuple[str, str], float],
+                waits: dict[tuple[str, str], float] | None = None) -> list[float]:
+    """charged - taken per engine move: ``charged`` holds (moves before, move, seconds);
+    with ``waits``, less the engine's own waits for a CPU (to read go, in its write of
+    bestmove): what is left of the excess is the referee's and the pipes'."""
     over = []
     for before, move, seconds in charged:
-        took = taken.get((" ".join(before) or "-", move))
+        key = (" ".join(before) or "-", move)
+        took = taken.get(key)
         if took is not None:
-            over.append(seconds - took)
+            over.append(seconds - took - (waits.get(key, 0.0) if waits is not None else 0.0))
     return over
 
 
@@ -275,7 +287,7 @@ def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: P
     code = subprocess.run(argv, cwd=work, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode
     wall = time.monotonic() - t0
-    _, taken = read_logs(work / "logs")
+    _, taken, waits = read_logs(work / "logs")
     charged: list[tuple[list[str], str, float]] = []
     forfeits = games = 0
     with open(pgn, encoding="utf-8") as handle:
@@ -290,14 +302,17 @@ def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: P
                     charged.append((list(before), move, float(seconds.group(1))))
                 before.append(move)
     over = taken_minus(charged, taken)
+    own = taken_minus(charged, taken, waits)
     print(f"{tool} restart={args.restart}: exit {code}, {games} games, {len(over)} engine "
           f"moves, Concurrency {args.concurrency}, think {args.think:g} ms, TC {args.tc}, "
           f"MaxMoves {args.max_moves}, {wall:.1f} s; load before "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)} (charged in ms, as its PGN has it)")
+    print(f"  less the engine's own waits for a CPU {percentiles(own)}")
     print(f"  time forfeits: {forfeits}")
     emit(args, {"games": games, "moves": len(over), "exit": code, "forfeits": forfeits,
-                "load": load[0], "wall": wall, **quantiles(over)})
+                "load": load[0], "wall": wall, **quantiles(over),
+                "own_p99": quantiles(own).get("p99")})
 
 
 def recorded(conn: sqlite3.Connection) -> list[tuple[list[str], str, float]]:
@@ -411,7 +426,7 @@ def runner_cell(args: argparse.Namespace, engine: Path, work: Path, engines_n: i
     t0 = time.monotonic()
     code = cli(["run", str(config), "--quiet"])
     wall = time.monotonic() - t0
-    logs, taken = read_logs(work / "logs")
+    logs, taken, _ = read_logs(work / "logs")
     conn = sqlite3.connect(work / "state.sqlite3")
     ends = conn.execute("SELECT reason, COUNT(*) FROM games GROUP BY reason").fetchall()
     forfeits = conn.execute("SELECT COUNT(*) FROM games WHERE termination='time forfeit'"
@@ -431,6 +446,8 @@ def runner_cell(args: argparse.Namespace, engine: Path, work: Path, engines_n: i
           f"before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)}"
           + (f" ({trace.hits} moves after a ponderhit)" if args.ponder else ""))
+    own = [m.excess - m.engine_waits for m in moves]
+    print(f"  less the engine's own waits for a CPU {percentiles(own)}")
     print(f"  as recorded      {percentiles(as_recorded)} (whole ms, as the PGN has it)")
     print(f"  go -> engine     {percentiles([m.into for m in moves])}")
     print(f"  bestmove -> read {percentiles([m.out for m in moves])}")
@@ -443,7 +460,8 @@ def runner_cell(args: argparse.Namespace, engine: Path, work: Path, engines_n: i
                 "forfeits": forfeits, "load": load[0], "wall": wall, **quantiles(figure),
                 "recorded_p99": quantiles(as_recorded).get("p99"),
                 "in_p99": quantiles([m.into for m in moves]).get("p99"),
-                "out_p99": quantiles([m.out for m in moves]).get("p99")})
+                "out_p99": quantiles([m.out for m in moves]).get("p99"),
+                "own_p99": quantiles(own).get("p99")})
 
 
 def reader_priority(trace: clocktrace.Trace) -> str:
@@ -500,9 +518,9 @@ def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ..
           f"once, think {args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, "
           f"{args.repeat} run(s) per cell, in turn; start {start}; end {peers.stamp()}\n")
     print("| mode | tool | games | engine moves | p50 ms | p99 ms | max ms "
-          "| p99 - cutechess-cli's | time forfeits | load before | p99 go -> engine, "
-          "bestmove -> read |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| p99 - cutechess-cli's | time forfeits | load before | p99 less the engine's "
+          "waits for a CPU | p99 go -> engine, bestmove -> read |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode in modes:
         label = "fresh engines (restart on)" if mode == "on" else "kept engines (restart off)"
         base = [r["p99"] for r in results.get((mode, "cutechess-cli"), [])
@@ -512,7 +530,7 @@ def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ..
             done = [r for r in runs if isinstance(r, dict) and "p99" in r]
             if not done:
                 why = runs[0] if isinstance(runs[0], str) else "no moves"
-                print(f"| {label} | {tool} | {why} |" + " |" * 8)
+                print(f"| {label} | {tool} | {why} |" + " |" * 9)
                 continue
             name = peers.version(tool, binaries.get(tool))
             if tool == "swiss-runner":
@@ -528,7 +546,9 @@ def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ..
                   f"{peers.spread([r['p50'] for r in done])} | {peers.spread(p99)} | "
                   f"{peers.spread([r['max'] for r in done])} | {gap} | "
                   f"{sum(r['forfeits'] for r in done)} | "
-                  f"{'/'.join(format(r['load'], '.1f') for r in done)} | {split_p99(done)} |")
+                  f"{'/'.join(format(r['load'], '.1f') for r in done)} | "
+                  f"{peers.spread([r['own_p99'] for r in done if r.get('own_p99') is not None])}"
+                  f" | {split_p99(done)} |")
 
 
 def split_p99(done: list[dict[str, Any]]) -> str:

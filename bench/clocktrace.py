@@ -187,6 +187,7 @@ class Split:
     starting: int  # engine starts in progress during the move
     running: int | None
     loop_core: bool | None = None  # the engine read go on the core the loop wrote it on
+    engine_waits: float = 0.0  # the engine's own waits for a CPU (read of go, its write), raw
 
 
 def split(trace: Trace, logs: dict[int, list[tuple[float, ...]]],
@@ -221,7 +222,9 @@ def split(trace: Trace, logs: dict[int, list[tuple[float, ...]]],
                    if t1 >= move.sent)
         engine_cpu = int(rows[k][5]) if len(rows[k]) > 5 and rows[k][5] >= 0 else None
         same = None if engine_cpu is None or move.loop_cpu is None else engine_cpu == move.loop_cpu
-        out.append(Split(into + back, into, back, parts, busy, move.running, same))
+        raw = max(0.0, rows[k][3]) if len(rows[k]) > 3 else 0.0
+        raw += max(0.0, rows[k][4]) if len(rows[k]) > 4 else 0.0
+        out.append(Split(into + back, into, back, parts, busy, move.running, same, raw))
     return out
 
 
