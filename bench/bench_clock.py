@@ -440,7 +440,7 @@ def runner_cell(args: argparse.Namespace, engine: Path, work: Path, engines_n: i
     print(f"swiss-runner {'Backend: cutechess, ' if args.backend == 'cutechess' else ''}"
           f"{'Restart: ' + args.restart}{', Ponder' if args.ponder else ''}, loop "
           f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}, pipes {pipes.path_name()}, "
-          f"reader priority {reader_priority(trace)}: exit {code}, {len(over)} engine moves of "
+          f"reader priority {reader_priority(python_path)}: exit {code}, {len(over)} engine moves of "
           f"{len(trace.moves)}, Concurrency {args.concurrency}, {engines_n} engines, think "
           f"{args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, {wall:.1f} s; load "
           f"before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -464,12 +464,15 @@ def runner_cell(args: argparse.Namespace, engine: Path, work: Path, engines_n: i
                 "own_p99": quantiles(own).get("p99")})
 
 
-def reader_priority(trace: clocktrace.Trace) -> str:
-    """What the compiled reader threads asked for (SWISS_RUNNER_READER_PRIORITY)."""
+def reader_priority(python_path: bool) -> str:
+    """What the compiled reader threads asked for: (realtime, nice, slice ns), from
+    SWISS_RUNNER_READER_PRIORITY."""
     from runner.play import pipes
 
     choose = getattr(pipes, "reader_priority", None)
-    return "(none: not in this runner)" if choose is None else str(choose())
+    if python_path:
+        return "- (no reader threads: the loop reads)"
+    return "- (not in this runner)" if choose is None else str(choose())
 
 
 TOOLS = ("swiss-runner", "cutechess-cli", "fastchess")
