@@ -109,7 +109,8 @@ def test_move_log_rows_are_the_events_wire_form() -> None:
 
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
-_INT = st.none() | st.integers(-(1 << 70), 1 << 70)
+_INT = st.none() | st.integers(-(1 << 70), 1 << 70) | st.floats(allow_nan=False) \
+    | st.sampled_from([1e16, 1e-5, 1.5, True])  # a hostile worker's event may hold any
 
 
 @settings(max_examples=300, deadline=None)
@@ -118,7 +119,8 @@ _INT = st.none() | st.integers(-(1 << 70), 1 << 70)
     "san": _TEXT, "fen": _TEXT | st.just(chess.STARTING_FEN), "white_clock_ms": _INT,
     "black_clock_ms": _INT, "time_ms": st.integers(0, 1 << 64), "book": st.booleans(),
     "score_cp": _INT, "mate": _INT, "depth": _INT, "seldepth": _INT, "nodes": _INT,
-    "nps": _INT, "tbhits": _INT, "pv": st.tuples() | st.lists(_TEXT, max_size=4).map(tuple),
+    "nps": _INT, "tbhits": _INT, "pv": st.tuples() | st.lists(_TEXT | st.floats(), max_size=4).map(tuple)
+    | st.lists(_TEXT, max_size=3),
     "comment": _TEXT | st.sampled_from(["book", "+0.35/16 5.1s", "\x7f", "é \u2028"]),
     "at_ms": st.integers(0, 1 << 45), "draw_plies": st.integers(0, 200),
     "win_plies": st.integers(0, 200), "attempt": st.integers(1, 9)}))
