@@ -116,7 +116,7 @@ _INT = st.none() | st.integers(-(1 << 70), 1 << 70) | st.floats(allow_nan=False)
 @settings(max_examples=300, deadline=None)
 @given(st.fixed_dictionaries({
     "game_id": st.integers(0, 1 << 40), "ply": st.integers(0, 1000), "uci": _TEXT,
-    "san": _TEXT, "fen": _TEXT | st.just(chess.STARTING_FEN), "white_clock_ms": _INT,
+    "san": _TEXT | st.tuples(st.floats()), "fen": _TEXT | st.just(chess.STARTING_FEN), "white_clock_ms": _INT,
     "black_clock_ms": _INT, "time_ms": st.integers(0, 1 << 64), "book": st.booleans(),
     "score_cp": _INT, "mate": _INT, "depth": _INT, "seldepth": _INT, "nodes": _INT,
     "nps": _INT, "tbhits": _INT, "pv": st.tuples() | st.lists(_TEXT | st.floats(), max_size=4).map(tuple)
