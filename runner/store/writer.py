@@ -7,8 +7,15 @@ connection with ``synchronous=FULL``. The ordering rule:
 
 * **Nothing is written out of order.** A job runs only after every move and every job
   submitted before it is committed; consecutive moves are committed together, in one
-  transaction every ``interval`` seconds (default 0.25 s; a power cut loses at most the
-  moves of the last interval, never a recorded game), or at once when a job follows them.
+  transaction at most ``interval`` seconds after the first of them was queued (default
+  0.05 s), or at once when a job follows them. A batch of moves alone is committed without
+  an fsync (``synchronous=NORMAL``: WAL, so every reader sees it at once, and a crash of the
+  process loses nothing); the writer fsyncs the WAL file itself at the latest ``sync_s``
+  seconds (default 0.9) after such a commit, and when it closes (a synced commit meanwhile,
+  a game's record above all, syncs every commit before it earlier). So a power cut loses at
+  most the moves of the last second (rule 7.c goes on from the last one kept), never a
+  recorded game: a job's commit keeps the connection's ``synchronous=FULL``. With nothing
+  queued and nothing to sync, the thread sleeps until something is queued.
   :meth:`StoreWriter.flush` is a barrier in the same queue, never a second writer: whoever calls
   it (the loop's worker threads, a test) waits for the writer to reach it.
 * **Writes are idempotent on (game, attempt, ply).** A logged move never replaces a row of a
@@ -195,13 +202,14 @@ class StoreWriter:
     retry_s = 1.0  # a write that found the disk full is tried again this often
     report_every = 300.0  # "still waiting for disk space" at most this often
 
-    def __init__(self, path: Path, *, interval: float = 0.25,
+    def __init__(self, path: Path, *, interval: float = 0.05, sync_s: float = 0.9,
                  on_flush: Callable[[], None] | None = None,
                  on_error: Callable[[BaseException], None] | None = None,
                  on_wait: Callable[[str], None] | None = None,
                  on_space: Callable[[str], None] | None = None):
         self.path = path
         self.interval = interval
+        self.sync_s = sync_s
         self.on_flush = on_flush
         self.on_error = on_error
         self.on_wait = on_wait  # the disk is full: what is waiting and what it needs
@@ -219,6 +227,10 @@ class StoreWriter:
         self.written = 0
         self.between: Callable[[], None] | None = None  # test seam (module docstring)
         self.gave_up = False  # stopped while waiting for disk space (give_up)
+        self.unsynced_since: float | None = None  # monotonic time of the first commit not fsynced
+        self.syncs = 0  # fsyncs of the WAL made by the writer itself
+        self._idle = False  # the thread sleeps until something is queued
+        self._dir_synced = False  # the WAL's directory entry fsynced once (a new WAL file)
 
     def start(self) -> StoreWriter:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
@@ -247,6 +259,9 @@ class StoreWriter:
     def append(self, event: MovePlayed) -> None:
         with self._lock:
             self._queue.append(event)
+            if self._idle:
+                self._idle = False
+                self._wake.notify()
 
     def submit(self, job: Job) -> concurrent.futures.Future[Any]:
         """Run ``job(connection)`` on the writer thread after everything submitted before it
@@ -287,6 +302,8 @@ class StoreWriter:
         if self._thread.is_alive():
             self._thread.join()
         self._drain_here()  # none is left unless the thread died or gave up
+        if self.unsynced_since is not None:
+            self._sync()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -409,9 +426,13 @@ class StoreWriter:
             return None
         try:
             rows = move_rows(batch)
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(INSERT_MOVES, rows)
-            self._conn.execute("COMMIT")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # fsynced by _sync, within sync_s
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(INSERT_MOVES, rows)
+                self._conn.execute("COMMIT")
+            finally:
+                self._conn.execute("PRAGMA synchronous=FULL")  # every job's commit is synced
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
@@ -425,7 +446,38 @@ class StoreWriter:
             return None
         self.failed = None
         self.written += len(batch)
+        if self.unsynced_since is None:
+            self.unsynced_since = time.monotonic()
         return None
+
+    def _sync(self) -> None:
+        """Make every commit so far durable: fsync the WAL file (what a commit with
+        ``synchronous=FULL`` does), and its directory the first time (a new WAL file's
+        entry). A failed fsync is reported (``on_error``) and tried again at the next turn."""
+        since = self.unsynced_since
+        try:
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if not self._dir_synced:
+                fd = os.open(self.path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                self._dir_synced = True
+        except FileNotFoundError:  # no WAL: checkpointed into the database and removed
+            pass
+        except OSError as exc:
+            if self.on_error is not None:
+                self.on_error(OSError(exc.errno, f"cannot sync the move log to disk: "
+                                                 f"{exc.strerror}", f"{self.path}-wal"))
+            return
+        self.syncs += 1
+        if self.unsynced_since == since:
+            self.unsynced_since = None
 
     def _need(self, items: list[MovePlayed | _Job]) -> int:
         """A generous estimate of the space the waiting writes need (rows, WAL frames)."""
@@ -449,16 +501,33 @@ class StoreWriter:
                 self._wake.wait(self.retry_s)
         return last_report
 
+    def _sleep(self, due: float) -> float:
+        """Wait (holding the lock) until a job comes, the writer stops, or it is time to
+        commit the queued moves (``due``; returned, later when the queue was empty) or to
+        fsync; with nothing queued and nothing to sync, until anything is queued."""
+        while not self._jobs and not self._stop.is_set():
+            now = time.monotonic()
+            if not self._queue:  # until a move (append wakes an idle writer) or the fsync
+                sync = None if self.unsynced_since is None else self.unsynced_since + self.sync_s
+                if sync is not None and now >= sync:
+                    break
+                self._idle = True
+                self._wake.wait(None if sync is None else sync - now)
+                if not self._idle:  # a move: its batch is committed ``interval`` from now
+                    due = time.monotonic() + self.interval
+                self._idle = False
+                continue
+            if due <= now:
+                break
+            self._wake.wait(due - now)
+        return due
+
     def _run(self) -> None:
         due = time.monotonic() + self.interval
         since = last_report = 0.0
         while True:
             with self._lock:
-                while not self._jobs and not self._stop.is_set():
-                    wait = due - time.monotonic()
-                    if wait <= 0:
-                        break
-                    self._wake.wait(wait)
+                due = self._sleep(due)
                 stopping = self._stop.is_set()
             now = time.monotonic()
             trailing = stopping or now >= due
@@ -472,6 +541,9 @@ class StoreWriter:
                 before = self.written
                 rest = self._write_items(items, trailing=trailing, giving_up=stopping)
                 self._put_back(rest)
+                if self.unsynced_since is not None and (
+                        stopping or time.monotonic() - self.unsynced_since >= self.sync_s):
+                    self._sync()
             if self.waiting is not None:
                 if since == 0.0:
                     since = time.monotonic()
@@ -487,4 +559,3 @@ class StoreWriter:
                 return
             if self.written > before and self.on_flush is not None:
                 self.on_flush()
-

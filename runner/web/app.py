@@ -1,9 +1,9 @@
 """The dashboard as an ASGI app (Starlette): pages, JSON, PGN downloads, boards, live events.
 
 The event is only read: the database is only ever opened read-only (``mode=ro``), a
-watcher polls it cheaply (``PRAGMA data_version`` on one kept connection, the lock file for
-the runner's state) every ``poll_s`` seconds, rebuilds the :class:`~runner.web.model.View`
-in a worker thread when something changed, and pushes the live document to every
+watcher polls it cheaply (``PRAGMA data_version`` on one kept connection every ``poll_s``
+seconds, 0.05; the lock file for the runner's state every ``alive_s``, 0.25), rebuilds the
+:class:`~runner.web.model.View` in a worker thread when something changed, and pushes the live document to every
 Server-Sent-Events client at once. Pages and JSON are served from the latest View, so
 requests cost no database work however many browsers watch. Every URL in the pages is
 relative, so the app works behind a reverse proxy under a path prefix. With admin tokens,
@@ -63,9 +63,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 class Hub:
     """Watches the database and holds the latest View; SSE clients wait on it."""
 
-    def __init__(self, config: Config, poll_s: float = 0.25):
+    alive_s = 0.25  # the runner's state (its lock file, maybe the database) read this often
+
+    def __init__(self, config: Config, poll_s: float = 0.05):
         self.config = config
         self.poll_s = poll_s
+        self._alive_at = -math.inf  # when the runner's state was last read (monotonic)
         self.view: model.View = model.View(state=None)
         self.generation = 0
         self._cond: asyncio.Condition | None = None
@@ -103,7 +106,10 @@ class Hub:
                 # file would otherwise be read, and pushed to every browser, 4 times a second)
                 self._close()
                 version = ("error", str(exc))
-        alive = runner_alive(self.config.database)
+        alive = self._alive
+        if time.monotonic() - self._alive_at >= self.alive_s or self._key is None:
+            alive = runner_alive(self.config.database)
+            self._alive_at = time.monotonic()
         if alive != self._alive:
             if self._key is not None:
                 self._alive_changed = (alive, time.time())
@@ -695,7 +701,7 @@ def _admin_routes(config: Config, hub: Hub, page: Pages, admins: Admins) -> list
             Route("/api/td", api_td, methods=["POST"])]
 
 
-def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.25,
+def create_app(config: Config, *, token: str | None = None, poll_s: float = 0.05,
                secure_cookie: bool = False, trusted_proxies: tuple[str, ...] = (),
                allowed_hosts: tuple[str, ...] | None = None, limits: Limits | None = None,
                connections: Any = None,

@@ -1,8 +1,9 @@
 """``run --live-pgn FILE`` / ``LivePgn:``: the dashboard's ``/live.pgn`` as a file.
 
 A sink of the runner's event stream that rewrites the file (atomically: a reader sees the
-old text or the new one, never a mix) at every game start and end and at most every second
-while moves come in, when its text changed. The text is built from the database by the same
+old text or the new one, never a mix) at every game start and end and at most every 0.1 s
+while moves come in (a move is in it within about 0.2 s of being played), when its text
+changed. The text is built from the database by the same
 code as the dashboard's (runner.service.views.livepgntext), from a thread with its own read-only
 connection, never on the engines' event loop: the file and ``/live.pgn`` are the same.
 """
@@ -24,7 +25,7 @@ class LivePgnSink(RewriteSink):
 
     what = "the live PGN"
 
-    def __init__(self, config: Config, path: Path, interval: float = 1.0,
+    def __init__(self, config: Config, path: Path, interval: float = 0.1,
                  errors: ViewErrors | None = None):
         super().__init__(self._rewrite, interval, errors)
         self.config = config

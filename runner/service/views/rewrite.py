@@ -53,6 +53,12 @@ class RewriteSink:
             return
         self._fire()
 
+    def due(self) -> bool:
+        """Is a rewrite waiting for its time (a timer armed)? It reads the database when it
+        runs, so anything committed before this answered True is in it: a request now would
+        change nothing (may be asked from another thread)."""
+        return self._timer is not None
+
     def _fire(self) -> None:
         if self._timer is not None:
             self._timer.cancel()

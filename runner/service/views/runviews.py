@@ -132,11 +132,18 @@ def running_snapshots(config: Config, start: StartViews) -> tuple[SnapshotSink,
 
 def moves_written(loop: asyncio.AbstractEventLoop, snapshot: SnapshotSink,
                   live: LivePgnSink | None) -> Callable[[], None]:
-    """What the move log's thread calls after each flush: the snapshot and live PGN."""
+    """What the move log's thread calls after each commit of moves: the snapshot and the
+    live PGN asked for a rewrite, in one wake of the event loop, and none when each of them
+    already has a rewrite due (:meth:`RewriteSink.due`: it reads what was just committed)."""
+    sinks = [snapshot, *([live] if live is not None else [])]
+
+    def request() -> None:
+        for sink in sinks:
+            sink.request()
+
     def written() -> None:
-        loop.call_soon_threadsafe(snapshot.request)
-        if live is not None:
-            loop.call_soon_threadsafe(live.request)
+        if not all(sink.due() for sink in sinks):
+            loop.call_soon_threadsafe(request)
     return written
 
 
