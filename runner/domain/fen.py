@@ -7,14 +7,22 @@ placement comes from the twelve piece bitboards at once, written by the compiled
 ``runner.domain._fen`` (under a microsecond) where it is built, else by
 :func:`board_fen_python` (about 6 us), and the castling and en-passant fields as python-chess
 writes them. The compiled part is optional (setup.py; no C compiler: the pure path, the same
-text): :data:`NATIVE` says which one runs. The tests compare both with python-chess.
+text), and ``SWISS_RUNNER_PIPES=python`` in the environment (the switch to the pure-Python path
+of every compiled part: runner.play.pipes) takes the pure path where it is built: the choice is
+made once, when this module is imported, from the environment (the one thing of the process
+this module reads). :data:`NATIVE` says which one runs. The tests compare both with
+python-chess.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import chess
+
+#: the switch (and its value) that takes the pure-Python path of every compiled part
+SWITCH, PURE = "SWISS_RUNNER_PIPES", "python"
 
 try:  # optional: built by pip install where a C compiler and Python's headers are present
     from runner.domain._fen import board_fen as _native_board_fen  # type: ignore[import-not-found]
@@ -60,8 +68,9 @@ def board_fen_native(board: chess.Board) -> str:
 
 
 #: which piece placement :func:`board_fen` and :func:`fen` write with: True for the compiled
-#: one, False for :func:`board_fen_python` (the same text)
-NATIVE = _native_board_fen is not None
+#: one, False for :func:`board_fen_python` (the same text): not built, or the switch said so
+BUILT = _native_board_fen is not None  # the compiled placement loads (whatever the switch)
+NATIVE = BUILT and (os.environ.get(SWITCH) or "").strip().lower() != PURE
 board_fen: Callable[[chess.Board], str] = board_fen_native if NATIVE else board_fen_python
 
 _STANDARD_RIGHTS = ((chess.BB_H1, "K"), (chess.BB_A1, "Q"), (chess.BB_H8, "k"), (chess.BB_A8, "q"))

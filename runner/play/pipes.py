@@ -10,7 +10,9 @@ engine's protocol as the loop's own pipe reader would hand it.
 The pure-Python path (the loop's pipe reader, runner.play.spawn) is chosen when the module
 was not built or cannot be imported, or by ``SWISS_RUNNER_PIPES=python`` in the environment
 (``native``: the compiled part, an error when it is missing; unset or ``auto``: the compiled
-part where it loads). Both give the same records, PGN and clocks.
+part where it loads). Both give the same records, PGN and clocks. The switch names the path
+of every compiled part: ``python`` also takes the FEN's pure-Python placement
+(runner.domain.fen, chosen when it is imported), ``native`` requires it compiled too.
 
 The compiled reader threads run at a higher priority than the rest of the machine where the
 kernel allows it (:func:`reader_priority`; ``SWISS_RUNNER_READER_PRIORITY=off`` keeps them
@@ -26,7 +28,9 @@ import os
 from types import ModuleType
 from typing import Any
 
-ENV = "SWISS_RUNNER_PIPES"
+from runner.domain import fen
+
+ENV = fen.SWITCH  # "SWISS_RUNNER_PIPES": the pure-Python path of every compiled part
 CHOICES = ("auto", "native", "python")
 PRIORITY_ENV = "SWISS_RUNNER_READER_PRIORITY"
 PRIORITY_CHOICES = ("auto", "off")
@@ -71,10 +75,11 @@ def native() -> ModuleType | None:
     if choice == "python":
         return None
     module = _load()
-    if module is None and choice == "native":
-        raise PipesChoiceError(f"{ENV}=native, but runner.play._pipes (the compiled engine "
-                               "pipes) is not built: reinstall with gcc and python3-dev "
-                               "(scripts/install.sh), or unset it")
+    if choice == "native" and (module is None or not fen.BUILT):
+        missing = ("runner.play._pipes (the compiled engine pipes)" if module is None else
+                   "runner.domain._fen (the compiled FEN)")
+        raise PipesChoiceError(f"{ENV}=native, but {missing} is not built: reinstall with "
+                               "gcc and python3-dev (scripts/install.sh), or unset it")
     return module
 
 
