@@ -4,7 +4,9 @@ the compiled piece placement (runner.domain._fen) and the pure-Python one."""
 from __future__ import annotations
 
 import importlib
+import os
 import random
+import subprocess
 import sys
 from collections.abc import Callable
 
@@ -15,7 +17,7 @@ from runner.domain import fen as fastfen
 from runner.domain.fen import board_fen_native, board_fen_python, castling_xfen, fen
 
 PLACEMENTS: list[Callable[[chess.Board], str]] = [board_fen_python]
-if fastfen.NATIVE:
+if fastfen.BUILT:
     PLACEMENTS.append(board_fen_native)
 
 
@@ -50,8 +52,13 @@ def _random_placements(seed: int, count: int) -> list[chess.Board]:
 
 def test_the_compiled_part_is_built_here() -> None:
     """The test install builds it (scripts/install.sh brings gcc and python3-dev): a broken
-    build must not pass unnoticed as the pure path."""
-    assert fastfen.NATIVE and fastfen.board_fen is fastfen.board_fen_native
+    build must not pass unnoticed as the pure path; it is the one taken unless the switch
+    asks for the pure path."""
+    assert fastfen.BUILT
+    switched = os.environ.get(fastfen.SWITCH, "").strip().lower() == fastfen.PURE
+    assert fastfen.NATIVE is not switched
+    assert fastfen.board_fen is (fastfen.board_fen_python if switched
+                                 else fastfen.board_fen_native)
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda f: f.__name__)
@@ -62,7 +69,7 @@ def test_piece_placement_equals_python_chess(placement: Callable[[chess.Board], 
 
 
 def test_the_compiled_placement_refuses_impossible_bitboards() -> None:
-    if not fastfen.NATIVE:
+    if not fastfen.BUILT:
         pytest.skip("runner.domain._fen is not built")
     from runner.domain._fen import board_fen
 
@@ -120,10 +127,11 @@ def test_without_the_compiled_module_the_python_placement_is_taken(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A module that cannot be imported (not built: no compiler) means the pure path, the
     same text, without a word."""
+    native = fastfen.board_fen
     monkeypatch.setitem(sys.modules, "runner.domain._fen", None)  # an import now fails
     try:
         pure = importlib.reload(fastfen)
-        assert not pure.NATIVE and pure.board_fen is pure.board_fen_python
+        assert not pure.NATIVE and not pure.BUILT and pure.board_fen is pure.board_fen_python
         with pytest.raises(ImportError, match="not built"):
             pure.board_fen_native(chess.Board())
         for board in _random_games(5, 3):
@@ -131,4 +139,36 @@ def test_without_the_compiled_module_the_python_placement_is_taken(
     finally:
         monkeypatch.undo()
         importlib.reload(fastfen)
-    assert fastfen.NATIVE and fastfen.board_fen is fastfen.board_fen_native  # back as it was
+    assert fastfen.BUILT and fastfen.board_fen.__name__ == native.__name__  # as it was
+
+
+SWITCHED = ("from runner.domain import fen; from runner.play import pipes; "
+            "print(fen.NATIVE, fen.board_fen.__name__, pipes.path_name())")
+
+
+@pytest.mark.parametrize(("switch", "expected"), [
+    ("python", "False board_fen_python python"), ("auto", "True board_fen_native native"),
+    (None, "True board_fen_native native")])
+def test_the_switch_takes_the_pure_path_in_a_fresh_process(switch: str | None,
+                                                           expected: str) -> None:
+    """``SWISS_RUNNER_PIPES=python`` (docs/development.md): a new process writes its FENs
+    with the pure-Python placement and reads its engines' pipes in Python; unset or
+    ``auto``, the compiled parts (the test install builds them)."""
+    env = {k: v for k, v in os.environ.items() if k != fastfen.SWITCH}
+    if switch is not None:
+        env[fastfen.SWITCH] = switch
+    done = subprocess.run([sys.executable, "-c", SWITCHED], capture_output=True, text=True,
+                          env=env, timeout=60, check=True)
+    assert done.stdout.split() == expected.split(), done.stderr
+
+
+def test_native_asks_for_the_compiled_fen_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SWISS_RUNNER_PIPES=native`` where the FEN's compiled part is missing: a clear error
+    naming it (runner.play.pipes), as for the pipes."""
+    from runner.play import pipes
+
+    monkeypatch.setenv(pipes.ENV, "native")
+    assert pipes.native() is not None  # both built: the compiled pipes
+    monkeypatch.setattr(fastfen, "BUILT", False)
+    with pytest.raises(pipes.PipesChoiceError, match=r"runner\.domain\._fen \(the compiled FEN\)"):
+        pipes.native()

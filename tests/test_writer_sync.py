@@ -12,8 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from testkit import REPO, wait_until
 from test_writer_order import _moves, _store
+from testkit import REPO, wait_until
 
 from runner.store.writer import StoreWriter
 

@@ -137,7 +137,7 @@ def _event_commands(sub: Subparsers) -> None:
                    help="why the builds of --accept-build may play (recorded with them)")
     p.add_argument("--live-pgn", metavar="FILE",
                    help="rewrite FILE with the current round's games (live PGN for relays, "
-                        "docs/broadcast.md) at most every second; overrides LivePgn")
+                        "docs/broadcast.md) at most every 0.1 s; overrides LivePgn")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("play", help="play one game between two engines of a config and print its PGN")

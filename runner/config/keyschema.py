@@ -475,7 +475,7 @@ class ConfigKeys:
               "keys override, Options merge)", example="engines.json")
     LivePgn: Text | None = key(None, "the current round's games (in progress and "
                                      "finished, [%clk]/[%eval] per move) rewritten here "
-                                     "at most every second, for relays "
+                                     "at most every 0.1 s, for relays "
                                      "(docs/broadcast.md); run --live-pgn FILE overrides "
                                      "it", example="state/live.pgn")
     Ponder: bool = key(False, "engines think on the opponent's time (UCI go ponder / "
