@@ -336,3 +336,44 @@ def test_if_modified_since_is_never_wrong_within_a_second() -> None:
     assert not quick.not_modified(ask(if_none_match='"a", "c"', if_modified_since=stamp))
     assert quick.not_modified(ask(if_none_match='"a", "b"'))
     assert not quick.not_modified(ask(if_modified_since="not a date"))
+
+
+def test_a_commit_wakes_the_loop_only_for_a_view_without_a_rewrite_due() -> None:
+    """The move log's thread tells the snapshot and the live PGN of each commit
+    (runviews.moves_written): one wake of the event loop for both, and none while each of
+    them already has a rewrite waiting for its time (it reads the commit when it runs)."""
+    import asyncio
+
+    from runner.service.views.rewrite import RewriteSink
+    from runner.service.views.runviews import moves_written
+
+    async def scenario() -> tuple[list[str], list[int]]:
+        loop = asyncio.get_running_loop()
+        wakes: list[int] = []
+        real = loop.call_soon_threadsafe
+
+        def counted(*args: object, **kwargs: object) -> object:
+            if getattr(args[0], "__qualname__", "").startswith("moves_written."):
+                wakes.append(1)  # not to_thread's own wakes
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        writes: list[str] = []
+        snapshot = RewriteSink(lambda: writes.append("snapshot"), interval=60.0)
+        live = RewriteSink(lambda: writes.append("live"), interval=60.0)
+        written = moves_written(loop, snapshot, live)  # type: ignore[arg-type]
+        await asyncio.to_thread(written)  # nothing due: asked, each writes at once
+        await asyncio.to_thread(wait_until, lambda: len(writes) == 2, "the first writes")
+        counts = [len(wakes)]
+        await asyncio.to_thread(written)  # written a moment ago: each arms its timer
+        await asyncio.to_thread(wait_until, lambda: snapshot.due() and live.due(), "timers")
+        counts.append(len(wakes))
+        await asyncio.to_thread(written)  # both due: no wake
+        counts.append(len(wakes))
+        await snapshot.flush()
+        await live.flush()  # the timers fire now: each writes the commits once more
+        return writes, counts
+
+    writes, counts = asyncio.run(scenario())
+    assert counts == [1, 2, 2]
+    assert sorted(writes) == ["live", "live", "snapshot", "snapshot"]
