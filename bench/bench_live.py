@@ -89,18 +89,17 @@ class Watchers:
         for thread in self.threads:
             thread.join(timeout=5)
 
-    def _connection(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=2)
+    def _connection(self, timeout: float = 2.0) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=timeout)
 
     def _sse(self) -> None:
-        conn = self._connection()
+        conn = self._connection(timeout=30.0)  # a keep-alive comes every 15 s at least
         conn.request("GET", self.url.path + "events")
         response = conn.getresponse()
         while not self.stopping.is_set():
-            try:
-                line = response.readline()
-            except TimeoutError:
-                continue
+            line = response.readline()
+            if not line:  # the server stopped (the "seen" count shows an early end)
+                break
             if not line.startswith(b"data: "):
                 continue
             at = time.time() * 1000
