@@ -735,13 +735,15 @@ static PyTypeObject ReaderType = {
  * the move (bestmove stamp - go stamp) to the side's clock (as runner.domain.timecontrol's
  * Clock does), and unless the flag fell, X is not a plain UCI move ([a-h][1-8][a-h][1-8]
  * and an optional promotion piece), the relay was disarmed or the loop has not taken the
- * last relayed move yet (ack()), it appends X to the position and writes
+ * last RELAY_AHEAD relayed moves yet (ack()), it appends X to the position and writes
  * "position ... moves ... X" and the other side's go line to the other engine, stamped,
  * from that same thread. Every move of the relay (relayed or not) is queued for the loop,
  * which is woken once for it through the relay's eventfd; the loop (python-chess) stays
  * the authority on the move, and disarms the relay when it does not follow it.
  * Lock order: a relay's mutex, then a reader's (a reader calls relay_move with none held).
  */
+
+#define RELAY_AHEAD 8
 
 typedef struct RelayCore {
     atomic_int refs;
@@ -753,7 +755,8 @@ typedef struct RelayCore {
     LogCore *log;           /* the game's engine log (NULL: none) */
     Bytes in_prefix[2], out_prefix[2];
     double t0;
-    int armed, allow, thinking;  /* thinking: the side with a go out (-1: none) */
+    int armed, thinking;    /* thinking: the side with a go out (-1: none) */
+    int ahead;              /* moves relayed that the loop has not taken yet (ack) */
     Bytes position;         /* "position ..." and " moves ..." so far */
     int has_moves;
     int clocked;            /* a clock is kept (the time control is not infinite) */
@@ -910,10 +913,10 @@ static void relay_move(RelayCore *R, int side, Event *ev) {
     ev->go_stamp = R->go_stamp[side];
     size_t n;
     const char *move = move_token(&ev->data, &n);
-    if (R->armed && R->allow && move != NULL && plain_move(move, n)
+    if (R->armed && R->ahead < RELAY_AHEAD && move != NULL && plain_move(move, n)
             && relay_spend(R, side, ev->stamp - R->go_stamp[side])
             && relay_append(R, move, n) == 0) {
-        R->allow = 0;  /* until the loop has taken this move (ack) */
+        R->ahead++;  /* the loop is at most RELAY_AHEAD moves behind the relay */
         ev->relayed = 1;
         ev->next_go = relay_begin_locked(R, 1 - side);
     }
@@ -1245,7 +1248,7 @@ static PyObject *Relay_go(RelayObject *self, PyObject *args) {
     R->remaining[1] = b;
     R->made[0] = wm;
     R->made[1] = bm;
-    R->allow = 1;
+    R->ahead = 0;
     double stamp = relay_begin_locked(R, side);
     pthread_mutex_unlock(&R->mu);
     return PyFloat_FromDouble(stamp);
@@ -1255,7 +1258,7 @@ static PyObject *Relay_ack(RelayObject *self, PyObject *unused) {
     RelayCore *R = relay_of(self);
     if (R == NULL) return NULL;
     lock_from_python(&R->mu);
-    R->allow = 1;
+    if (R->ahead > 0) R->ahead--;
     pthread_mutex_unlock(&R->mu);
     Py_RETURN_NONE;
 }
@@ -1264,7 +1267,7 @@ static PyObject *Relay_disarm(RelayObject *self, PyObject *unused) {
     RelayCore *R = relay_of(self);
     if (R == NULL) return NULL;
     lock_from_python(&R->mu);
-    R->armed = R->allow = 0;
+    R->armed = 0;
     int thinking = R->thinking;
     pthread_mutex_unlock(&R->mu);
     return PyLong_FromLong(thinking);
@@ -1274,7 +1277,7 @@ static PyObject *Relay_close(RelayObject *self, PyObject *unused) {
     RelayCore *R = relay_of(self);
     if (R == NULL) return NULL;
     lock_from_python(&R->mu);
-    R->armed = R->allow = 0;
+    R->armed = 0;
     R->thinking = -1;
     for (int i = 0; i < 2; i++) {  /* an engine's stdin is the runner's alone again */
         if (R->in_fd[i] >= 0) close(R->in_fd[i]);
@@ -1322,7 +1325,7 @@ static PyMethodDef Relay_methods[] = {
     {"go", (PyCFunction)Relay_go, METH_VARARGS,
      "go(side, move_or_None, white_left, black_left, white_made, black_made): append the "
      "move, set the clocks and start side's move (position + go written); the go stamp."},
-    {"ack", (PyCFunction)Relay_ack, METH_NOARGS, "The loop took the last relayed move: relay the next."},
+    {"ack", (PyCFunction)Relay_ack, METH_NOARGS, "The loop took a relayed move (at most 8 are relayed ahead)."},
     {"disarm", (PyCFunction)Relay_disarm, METH_NOARGS,
      "Relay no more; the side that has a go out and no bestmove back yet (-1: none)."},
     {"close", (PyCFunction)Relay_close, METH_NOARGS,
