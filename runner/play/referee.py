@@ -993,13 +993,14 @@ async def _relay_moves(g: _Plies, relay: MoveRelay) -> _End | None:
             event = await relay.next(color, go_at + g.timeout(color))
         except (TimeoutError, chess.engine.EngineError) as exc:  # both engines go (not kept)
             return _failed_move(exc, proc, board, color, g.infinite)
-        text, ponder, info = relay_reply(event, color)
+        text, ponder, info, played = relay_reply(event, color)
         proto.go_sent, proto.move_received = event[GO_STAMP], event[STAMP]
         proto.last_move_text = text or ""
-        try:
-            played = _played(UciReply(text, info, None, ponder))
-        except chess.engine.EngineError as exc:  # no plain move text: not relayed
-            return _failed_move(exc, proc, board, color, g.infinite)
+        if played is None:  # not relayed: read as runner.play.uci's reply is
+            try:
+                played = _played(UciReply(text, info, None, ponder))
+            except chess.engine.EngineError as exc:
+                return _failed_move(exc, proc, board, color, g.infinite)
         end = await _take_move(g, color, played, _time_spent(proto, 0.0, 0.0), event[PV] or ())
         if event[REST]:
             proto.bytes_read(event[REST], event[STAMP])

@@ -206,9 +206,11 @@ class MoveRelay:
             self.waiting.cancel()
 
 
-def reply(event: tuple[Any, ...], color: chess.Color) -> tuple[str | None, str | None, dict[str, Any]]:
+def reply(event: tuple[Any, ...], color: chess.Color
+          ) -> tuple[str | None, str | None, dict[str, Any], chess.engine.PlayResult | None]:
     """(the bestmove token, its ponder token, the search's info as python-chess names it,
-    with the score as a PovScore of ``color``) of a relay move, as runner.play.uci reads them."""
+    with the score as a PovScore of ``color``) of a relay move, as runner.play.uci reads
+    them; and for a relayed move (a plain UCI move text, checked in C) its PlayResult."""
     tokens = event[LINE].decode("utf-8", errors="replace").split()
     move = tokens[1] if len(tokens) > 1 else None
     ponder = tokens[3] if len(tokens) > 3 and tokens[2] == "ponder" else None
@@ -218,7 +220,9 @@ def reply(event: tuple[Any, ...], color: chess.Color) -> tuple[str | None, str |
         info["score"] = chess.engine.PovScore(chess.engine.Cp(event[SCORE]), color)
     elif kind == _MATE:
         info["score"] = chess.engine.PovScore(chess.engine.Mate(event[SCORE]), color)
-    return move, ponder, info
+    played = chess.engine.PlayResult(chess.Move.from_uci(move), None, info) \
+        if event[RELAYED] else None  # type: ignore[arg-type]
+    return move, ponder, info, played
 
 
 def _finite(seconds: float) -> float:
