@@ -8,7 +8,8 @@ returned) and when they wrote ``bestmove`` (just before its one ``write()``). Th
 runner plays a whole event in this process (``swiss-runner run``), with ``--concurrency``
 games at once (default 2 x the cores) and short games (``--max-moves``), so that games start
 and end all the time; the referee's move function is wrapped to record each move's ``go``
-sent and ``bestmove`` read times (what the clock is charged from). Reported, over every
+sent and ``bestmove`` read times (what the clock is charged from; relayed or not:
+runner.play.relay). Reported, over every
 engine move: p50 / p99 / max of
 
 - ``charged - taken``: (bestmove read - go sent) - (bestmove written - go read);
@@ -400,13 +401,12 @@ def main() -> None:
     from runner.play import referee
 
     moves: list[tuple[int, float, float]] = []  # engine pid, go sent, bestmove read
-    original = referee._play_move
+    original = referee._time_spent
 
-    async def timed(proto: Any, *a: Any, **kw: Any) -> Any:
-        played = await original(proto, *a, **kw)
+    def timed(proto: Any, *a: Any) -> Any:  # every move charged, relayed or not (ponderhit)
         if proto.go_sent is not None and proto.move_received is not None:
             moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
-        return played
+        return original(proto, *a)
 
     original_hit = referee.ponder_hit
     hits: list[int] = []
@@ -414,9 +414,6 @@ def main() -> None:
     async def timed_hit(ponder: Any, *a: Any, **kw: Any) -> Any:  # charged from ponderhit
         reply = await original_hit(ponder, *a, **kw)
         hits.append(1)
-        proto = ponder.search.protocol
-        if proto.go_sent is not None and proto.move_received is not None:
-            moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
         return reply
 
     reads: list[tuple[float, Any]] = []  # --explain: (time, loop's schedstat) per read
@@ -430,7 +427,7 @@ def main() -> None:
             original_read(self, fd, data)
 
         TimedUciProtocol.pipe_data_received = traced  # type: ignore[method-assign]
-    referee._play_move = timed  # type: ignore[assignment]
+    referee._time_spent = timed  # type: ignore[assignment]
     referee.ponder_hit = timed_hit  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -477,8 +474,10 @@ def main() -> None:
     late: list[tuple[float, ...]] = []  # --explain: over, in, out, engine's wait, loop's times
     for pid, sent, read in moves:
         k = seen.get(pid, 0)
-        seen[pid] = k + 1
         rows = logs.get(pid, [])
+        while k < len(rows) and rows[k][0] < sent:  # a search stopped and dropped (a kept
+            k += 1  # engine given the next go by the relay when its game ended)
+        seen[pid] = k + 1
         if k >= len(rows):
             continue
         went, wrote, left = rows[k][:3]

@@ -65,8 +65,20 @@ def _kept(engine: EngineConfig) -> EngineConfig:
     return dataclasses.replace(engine, restart=False)
 
 
-def _games(specs: list, kept: bool, log_dir: Path | None = None) -> list:
-    """Play ``specs`` one after the other (on kept engines: one pool), their records."""
+_SEARCH = ("ply", "uci", "san", "fen", "score_cp", "mate", "depth", "seldepth", "nodes",
+           "tbhits", "pv", "draw_plies", "win_plies", "white_clock_ms", "black_clock_ms")
+
+
+def _searches(events: list) -> list[tuple]:
+    """What each MovePlayed event says of the move and its search (its time and nps aside)."""
+    return [(e.game_id, *(getattr(e, k) for k in _SEARCH), _TIME.sub("", e.comment))
+            for e in events if e.kind == "move"]
+
+
+def _games(specs: list, kept: bool, log_dir: Path | None = None,
+           events: list | None = None) -> list:
+    """Play ``specs`` one after the other (on kept engines: one pool), their records;
+    ``events``: gets the games' events."""
     async def main() -> list:
         pool = EnginePool(2, None) if kept else None
         records = []
@@ -75,7 +87,8 @@ def _games(specs: list, kept: bool, log_dir: Path | None = None) -> list:
                 if kept:
                     spec = dataclasses.replace(spec, white=_kept(spec.white), black=_kept(spec.black))
                 log = GameLog(log_dir / f"g{spec.game_id}.log", "all") if log_dir else None
-                records.append(await play_game(spec, engines=pool, engine_log=log))
+                records.append(await play_game(spec, engines=pool, engine_log=log,
+                                               emit=None if events is None else events.append))
         finally:
             if pool is not None:
                 await pool.aclose()
@@ -96,14 +109,19 @@ def _real_specs(tc: str = "inf") -> list:
 def test_the_relay_plays_the_games_the_python_path_plays(kept: bool, relayed: list[int],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Stockfish and Ethereal at a node count (their moves depend only on the position): the
-    same games, moves, results, reasons and comments (times aside) on both paths, with
+    same games, moves, results, reasons, comments and moves' events (times aside: the
+    search info parsed in C as in Python) on both paths, with
     engines kept between games (each game's end stops an opponent already thinking, and the
     next game is still the same) and fresh; most moves relayed."""
     specs = _real_specs()
-    native = _games(specs, kept)
+    native_events: list = []
+    python_events: list = []
+    native = _games(specs, kept, events=native_events)
     assert sum(relayed) > 0.8 * sum(len(r.moves) for r in native), relayed
     monkeypatch.setenv(pipes.ENV, "python")
-    python = _games(specs, kept)
+    python = _games(specs, kept, events=python_events)
+    # the search info the relay parsed in C (score, depth, nodes, PV...) as Python reads it
+    assert _searches(native_events) == _searches(python_events)
     for a, b in zip(native, python, strict=True):
         assert (a.moves, a.result, a.reason) == (b.moves, b.result, b.reason)
         assert _no_times(a.comments) == _no_times(b.comments)
