@@ -101,6 +101,9 @@ class MoveRelay:
         self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
         self.waiting: asyncio.Future[tuple[Any, ...]] | None = None
         self.waiting_for: chess.Color | None = None
+        self.deadline = 0.0  # the awaited move's (monotonic)
+        self.watchdog: asyncio.TimerHandle | None = None  # one timer, not one per move
+        self.watch_at = 0.0
         self.wake_fd = relay.fileno()
         self.loop.add_reader(self.wake_fd, self._woken)
         for proc in procs.values():
@@ -151,27 +154,42 @@ class MoveRelay:
             waiting.set_exception(chess.engine.EngineTerminatedError(
                 f"engine process died unexpectedly (exit code: {code})"))
 
+    def _watch(self, at: float) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        self.watch_at = at
+        self.watchdog = self.loop.call_later(max(at - time.monotonic(), 0.0), self._timed_out)
+
     def _timed_out(self) -> None:
+        """The watchdog: the awaited move is late (TimeoutError), or its deadline is later
+        than the one the watchdog was set for (then it waits for that one)."""
+        self.watchdog = None
         waiting = self.waiting
-        if waiting is not None and not waiting.done():
+        if waiting is None or waiting.done():
+            return
+        if time.monotonic() >= self.deadline:
             waiting.set_exception(TimeoutError())
+        else:
+            self._watch(self.deadline)
 
     async def next(self, color: chess.Color, deadline: float) -> tuple[Any, ...]:
         """The next move (of ``color``): TimeoutError when it has not come by ``deadline``
-        (monotonic), EngineTerminatedError when the engine exits first."""
+        (monotonic), EngineTerminatedError when the engine exits first. One watchdog timer
+        serves every move: it is set again only for a deadline earlier than its own."""
         if self.queue:
             return self.queue.popleft()
         exit_code = self.procs[color].protocol.exit_code
         if exit_code.done():
             raise chess.engine.EngineTerminatedError(
                 f"engine process dead (exit code: {exit_code.result()})")
+        self.deadline = deadline
+        if self.watchdog is None or deadline < self.watch_at:
+            self._watch(deadline)
         self.waiting = self.loop.create_future()
         self.waiting_for = color
-        timer = self.loop.call_later(max(deadline - time.monotonic(), 0.0), self._timed_out)
         try:
             return await self.waiting
         finally:
-            timer.cancel()
             self.waiting = None
 
     # ------------------------------------------------------------------ the end
@@ -182,7 +200,8 @@ class MoveRelay:
         dropped, not charged (an engine that does not answer is left STOPPING: not kept)."""
         thinking = self.relay.disarm()
         self._woken()
-        self.queue.clear()  # answers already in: dropped
+        while self.queue:  # answers already in: dropped (what followed them is the engine's)
+            self._drop(self.queue.popleft())
         if thinking < 0:
             return
         color = chess.WHITE if thinking == 0 else chess.BLACK
@@ -192,8 +211,14 @@ class MoveRelay:
         proto.state = STOPPING
         proto.write_lines("stop")
         with contextlib.suppress(TimeoutError, chess.engine.EngineTerminatedError):
-            await self.next(color, time.monotonic() + stop_timeout)
+            self._drop(await self.next(color, time.monotonic() + stop_timeout))
             proto.state = IDLE
+
+    def _drop(self, event: tuple[Any, ...]) -> None:
+        """A move not taken: what the engine wrote after it goes to its protocol as ever."""
+        if event[REST]:
+            color = chess.WHITE if event[SIDE] == 0 else chess.BLACK
+            self.procs[color].protocol.bytes_read(event[REST], event[STAMP])
 
     def close(self) -> None:
         """The game is over with the relay (or fails): it is closed, its fds with it."""
@@ -202,6 +227,9 @@ class MoveRelay:
         for proc in self.procs.values():
             proc.protocol.exit_code.remove_done_callback(self._exited)
         self.relay.close()
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+            self.watchdog = None
         if self.waiting is not None and not self.waiting.done():
             self.waiting.cancel()
 
