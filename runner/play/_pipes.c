@@ -733,8 +733,8 @@ static PyTypeObject ReaderType = {
  * stdin). While it is armed, a move begun through it (go()) is the relay's: when the
  * reader of the side to move completes its "bestmove X" line, the reader's thread charges
  * the move (bestmove stamp - go stamp) to the side's clock (as runner.domain.timecontrol's
- * Clock does), and unless the flag fell, X is not a plain UCI move ([a-h][1-8][a-h][1-8]
- * and an optional promotion piece), the relay was disarmed or the loop has not taken the
+ * Clock does), and unless the flag fell, X is not a plain UCI move ([a-h][1-8][a-h][1-8],
+ * two squares, and an optional promotion piece), the relay was disarmed or the loop has not taken the
  * last RELAY_AHEAD relayed moves yet (ack()), it appends X to the position and writes
  * "position ... moves ... X" and the other side's go line to the other engine, stamped,
  * from that same thread. Every move of the relay (relayed or not) is queued for the loop,
@@ -794,7 +794,8 @@ static int plain_move(const char *s, size_t n) {
     if (n != 4 && n != 5) return 0;
     if (s[0] < 'a' || s[0] > 'h' || s[1] < '1' || s[1] > '8') return 0;
     if (s[2] < 'a' || s[2] > 'h' || s[3] < '1' || s[3] > '8') return 0;
-    return n == 4 || strchr("qrbn", s[4]) != NULL;
+    if (s[0] == s[2] && s[1] == s[3]) return 0;  /* no move (python-chess: not a move text) */
+    return n == 4 || (s[4] != 0 && strchr("qrbn", s[4]) != NULL);
 }
 
 /* The token after "bestmove" in line (NULL when there is none). */

@@ -7,7 +7,7 @@ the game's position line, each side's go line (a fixed one for Nodes/Depth/MoveT
 infinite time controls, else the clocks, kept in C with the arithmetic of
 runner.domain.timecontrol's ``Clock``) and the margin. When the reader thread of the side to
 move completes ``bestmove X`` it charges the move, and unless the flag fell, ``X`` is not a
-plain UCI move, or the loop has not taken the last relayed move yet, it writes
+plain UCI move, or the loop is 8 relayed moves behind, it writes
 ``position ... moves ... X`` and the other side's ``go`` to the other engine at once, stamped
 as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
 with its stamps and its search's last info already parsed; the referee (python-chess) stays
@@ -248,8 +248,12 @@ def reply(event: tuple[Any, ...], color: chess.Color
         info["score"] = chess.engine.PovScore(chess.engine.Cp(event[SCORE]), color)
     elif kind == _MATE:
         info["score"] = chess.engine.PovScore(chess.engine.Mate(event[SCORE]), color)
-    played = chess.engine.PlayResult(chess.Move.from_uci(move), None, info) \
-        if event[RELAYED] else None  # type: ignore[arg-type]
+    played = None
+    if event[RELAYED]:
+        try:
+            played = chess.engine.PlayResult(chess.Move.from_uci(move), None, info)  # type: ignore[arg-type]
+        except ValueError:  # not a move for python-chess after all: read as any reply
+            played = None
     return move, ponder, info, played
 
 
