@@ -252,6 +252,32 @@ def test_a_mate_ends_the_game_with_the_opponent_relayed_and_kept_clean(
     assert second.reason.endswith("maximal game length") and len(second.moves) == 24
 
 
+def test_a_stalemate_on_a_relayed_move_then_a_clean_kept_game(relayed: list[int]) -> None:
+    """A stalemate played on a relayed move (the fake's third ply): Stockfish, relayed the
+    stalemated position, answers ``(none)`` or is stopped; both processes are kept and play
+    the next game."""
+    fen = "8/1N6/8/6Q1/8/2K5/6R1/k7 w - - 0 1"  # b7a5 Kb1(forced), then the fake stalemates
+    white = dataclasses.replace(fake("W"), restart=False)
+    black = dataclasses.replace(STOCKFISH, restart=False)
+    specs = [spec_for(white, black, "inf", opening=Opening(0, "stalemate", fen=fen), game=1),
+             spec_for(white, black, "inf", game=2, adjudication=AdjudicationConfig(max_moves=6))]
+    specs = [dataclasses.replace(s, white=dataclasses.replace(s.white, nodes=100)) for s in specs]
+    counts: list[int] = []
+
+    async def main() -> list:
+        pool = EnginePool(2)
+        try:
+            return [await play_game(spec, engines=pool) for spec in specs]
+        finally:
+            counts.extend((pool.started, pool.reused))
+            await pool.aclose()
+
+    first, second = asyncio.run(main())
+    assert first.reason == "Draw by stalemate" and len(first.moves) == 3, first.reason
+    assert relayed and relayed[0] == 1
+    assert counts == [2, 2] and second.reason.endswith("maximal game length"), (counts, second.reason)
+
+
 def test_an_adjudication_on_a_relayed_move_ends_the_game(relayed: list[int]) -> None:
     """The TCEC win rule adjudicates on a relayed move (the opponent is thinking already)."""
     spec = spec_for(dataclasses.replace(fake("W", "--score", "2000"), nodes=100),
