@@ -877,7 +877,8 @@ static double relay_begin_locked(RelayCore *R, int side) {
     r->moving = 1;
     pthread_mutex_unlock(&r->mu);
     log_release(old);
-    if (was != NULL) atomic_fetch_sub(&was->refs, 1);  /* R itself: never the last */
+    if (was == R) atomic_fetch_sub(&R->refs, 1);  /* R itself: never the last */
+    else relay_release(was);
     Bytes out = {0};
     bytes_append(&out, R->position.data, R->position.len);
     size_t go_at = out.len + 1;
@@ -887,10 +888,10 @@ static double relay_begin_locked(RelayCore *R, int side) {
     double stamp = now_monotonic();  /* before the write: the engine may read it at once */
     R->go_stamp[side] = stamp;
     R->thinking = side;
-    if (out.data != NULL) {
-        write_all(R->in_fd[side], out.data, out.len);
+    if (out.data != NULL) {  /* logged first: the engine's answer is logged after it */
         log_line(R->log, R->t0, &R->out_prefix[side], out.data, go_at - 1, stamp);
         log_line(R->log, R->t0, &R->out_prefix[side], out.data + go_at, out.len - go_at - 1, stamp);
+        write_all(R->in_fd[side], out.data, out.len);
     }
     bytes_free(&out);
     return stamp;
