@@ -22,8 +22,9 @@ esac
 
 # The game server's Debian packages: the engines the shipped configs play, the SSH client (for
 # engines on another machine, docs/operators.md), the venv module, and the C compiler and
-# Python's headers that pip builds the compiled engine pipes with (runner/play/_pipes.c;
-# without them the install still works and engines' pipes are read in Python: docs/referee.md).
+# Python's headers that pip builds the compiled parts with (runner/play/_pipes.c, the engine
+# pipes, and runner/domain/_fen.c, the FEN; without them the install still works and both
+# run in Python: docs/referee.md).
 RUNTIME_APT="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax phalanx hoichess
   openssh-client python3-venv gcc libc6-dev python3-dev"
 # The game server's extras: web (the dashboard, `serve`) and cluster (`worker`, `scheduler`).
@@ -49,10 +50,12 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[$EXTRAS]"
-# The compiled engine pipes are optional for pip (no compiler: a warning, the Python path);
-# say so here, where a missing compiler can still be installed.
+# The compiled parts are optional for pip (no compiler: a warning, the Python path); say so
+# here, where a missing compiler can still be installed.
 .venv/bin/python -c "import runner.play._pipes" 2>/dev/null \
   || echo "note: runner.play._pipes (compiled engine pipes) not built; engines' pipes are read in Python" >&2
+.venv/bin/python -c "import runner.domain._fen" 2>/dev/null \
+  || echo "note: runner.domain._fen (compiled FEN) not built; the FEN is written in Python" >&2
 # An editable install is not byte-compiled, and with PYTHONDONTWRITEBYTECODE set every start
 # of swiss-runner would compile its modules again (about 0.1 s of CPU per start).
 .venv/bin/python -m compileall -q runner >/dev/null

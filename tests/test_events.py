@@ -9,6 +9,8 @@ from pathlib import Path
 
 import chess
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runner.config import AdjudicationConfig, EngineConfig, TablebaseConfig, TcecDrawRule
 from runner.config.typed import TcecWinRule
@@ -104,6 +106,40 @@ def test_move_log_rows_are_the_events_wire_form() -> None:
         expected = json.dumps(event_to_json(move), separators=(",", ":"))
         assert move_json(move) == expected
         assert move_row(move) == (move.game_id, move.ply, move.attempt, expected)
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+_INT = st.none() | st.integers(-(1 << 70), 1 << 70) | st.floats(allow_nan=False) \
+    | st.sampled_from([1e16, 1e-5, 1.5, True])  # a hostile worker's event may hold any
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({
+    "game_id": st.integers(0, 1 << 40), "ply": st.integers(0, 1000), "uci": _TEXT,
+    "san": _TEXT | st.tuples(st.floats()), "fen": _TEXT | st.just(chess.STARTING_FEN), "white_clock_ms": _INT,
+    "black_clock_ms": _INT, "time_ms": st.integers(0, 1 << 64), "book": st.booleans(),
+    "score_cp": _INT, "mate": _INT, "depth": _INT, "seldepth": _INT, "nodes": _INT,
+    "nps": _INT, "tbhits": _INT, "pv": st.tuples() | st.lists(_TEXT | st.floats(), max_size=4).map(tuple)
+    | st.lists(_TEXT, max_size=3),
+    "comment": _TEXT | st.sampled_from(["book", "+0.35/16 5.1s", "\x7f", "é \u2028"]),
+    "at_ms": st.integers(0, 1 << 45), "draw_plies": st.integers(0, 200),
+    "win_plies": st.integers(0, 200), "attempt": st.integers(1, 9)}))
+def test_move_log_rows_equal_json_dumps_on_any_move(fields: dict) -> None:
+    """Both encoders of a row (msgspec's where it writes the same text, json's otherwise)
+    write json.dumps's text, whatever the strings and integers hold."""
+    from runner.store.writer import move_json, move_json_generic
+
+    move = MovePlayed(**fields)
+    expected = json.dumps(event_to_json(move), separators=(",", ":"))
+    assert move_json(move) == expected
+    assert move_json_generic(move) == expected
+
+
+def test_move_log_rows_take_msgspec_for_a_usual_move() -> None:
+    """The fast encoder is the one taken for an engine's move (its text checked above)."""
+    from runner.store import writer
+
+    assert writer._MSGSPEC_TAIL == b',"kind":"move","v":%d}' % EVENT_VERSION
 
 
 @pytest.mark.parametrize("bad", [{}, {"v": 99, "kind": "move"}, {"v": EVENT_VERSION, "kind": "x"},

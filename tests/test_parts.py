@@ -16,7 +16,7 @@ import pytest
 from testkit import backend, loop_config, make_record
 
 from runner.config import load_config
-from runner.domain.events import GameEvent, GameFinished, GameStarted
+from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed
 from runner.play.backend import Backend, FunctionBackend, as_backend
 from runner.play.cutechess import CutechessBackend
 from runner.play.referee import RefereeBackend
@@ -119,6 +119,36 @@ def test_the_recorder_commits_a_game_then_shows_it_to_the_views(paired: Any) -> 
     assert asyncio.run(main()) == ["started", "finished"]
     stored = next(g for g in store.games(1) if g.game_id == game.game_id)
     assert (stored.status, stored.result) == ("finished", "1-0")
+
+
+class SeenNoMoves(Seen):
+    moves = False  # a view of starts and ends only (the console, the PGN file, ...)
+
+
+def test_a_move_goes_to_the_move_log_and_to_the_views_that_show_moves_only(paired: Any) -> None:
+    """A MovePlayed (one every ply) takes the router's short path: queued for the writer
+    thread and handed at once to the views that show moves, never to the others."""
+    config, store, _ = paired
+    game = store.games(1)[0]
+    record = make_record(Schedule(config, store, EventWrites(store), print).spec_for(game), "1-0")
+    move = MovePlayed(game_id=game.game_id, ply=1, uci="e2e4", san="e4", fen="f",
+                      white_clock_ms=None, black_clock_ms=None, comment="+0.20/9 0.01s")
+    moves, ends = Seen(), SeenNoMoves()
+
+    async def main() -> None:
+        writer = StoreWriter(store.path).start()
+        try:
+            router = EventRouter(StoreSink(store, writer), [moves, ends])
+            router.publish(placeholder_started(game, record, 1))
+            router.publish(move)
+            assert moves.kinds() == ["started", "move"]  # at once, before the move's commit
+            writer.flush()
+        finally:
+            writer.close()
+
+    asyncio.run(main())
+    assert ends.kinds() == ["started"]
+    assert [m["uci"] for m in store.logged_moves(game.game_id)] == ["e2e4"]
 
 
 def test_a_decision_already_applied_leaves_the_game_unrecorded_and_unshown(paired: Any) -> None:

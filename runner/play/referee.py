@@ -149,13 +149,13 @@ def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
 
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
-    text = ""
     pov = info.get("score")
-    if pov is not None:
-        text = format_score(pov.pov(mover))
-        if info.get("depth"):
-            text += f"/{info['depth']}"
-    return f"{text} {format_seconds(seconds)}".strip()
+    if pov is None:
+        return format_seconds(seconds)
+    depth = info.get("depth")
+    if depth:
+        return f"{format_score(pov.pov(mover))}/{depth} {format_seconds(seconds)}"
+    return f"{format_score(pov.pov(mover))} {format_seconds(seconds)}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -742,7 +742,7 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
         white_clock_ms=_clock_ms(clocks[chess.WHITE]),
         black_clock_ms=_clock_ms(clocks[chess.BLACK]),
         time_ms=int(round(elapsed * 1000)),
-        score_cp=None if score is None or score.is_mate() else score.score(),
+        score_cp=None if score is None else score.score(),  # None for a mate score
         mate=None if score is None else score.mate(),
         depth=info.get("depth"), seldepth=info.get("seldepth"), nodes=info.get("nodes"),
         nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
@@ -785,7 +785,7 @@ def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.C
     if played.resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
     move = played.move
-    if move is None or not move or move not in board.legal_moves:
+    if move is None or not move or not board.is_legal(move):
         return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
     return None
 

@@ -10,6 +10,7 @@ forfeit) gets one from :func:`placeholder_started`; every event goes out through
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -201,7 +202,7 @@ class GameLife:
             and self.resources.pool else ()  # a CPU slot near the game's GPUs
         with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
                                      f"{game.white} vs {game.black}", near) as more:
-            return await self.backend(spec, emit=lambda event: self._emit(game, event, seen),
+            return await self.backend(spec, emit=functools.partial(self._emit, game, seen=seen),
                                       on_process=on_process, attempt=attempt, **extra, **more)
 
     async def _finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,

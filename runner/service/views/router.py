@@ -31,7 +31,13 @@ class EventRouter:
     def publish(self, event: GameEvent, then: Then | None = None) -> None:
         """A finished game reaches the views once its record is committed (never, if it
         could not be: the game's task learns that from StoreSink.settled); ``then``: see
-        :meth:`StoreSink.handle`."""
+        :meth:`StoreSink.handle`. A move (one every ply) is queued for the store's writer
+        and handed to the views that show moves, if any, without more."""
+        if isinstance(event, MovePlayed):
+            self.store.move(event)
+            if self.move_views:
+                self.show(event)
+            return
         record = self.store.handle(event, then)  # RecordError propagates: the event must stop
         if record is None:
             self.show(event)

@@ -30,13 +30,14 @@ class StoreSink:
         self.thread_store = Store.on_writer_thread(store_writer.conn, store.path, store_writer.on_writer)
         self.pending: dict[int, list[concurrent.futures.Future[Any]]] = {}
         self.records: dict[int, concurrent.futures.Future[Any]] = {}
+        self.move = store_writer.append  # a MovePlayed: queued for the writer thread
 
     def handle(self, event: GameEvent, then: Then | None = None
                ) -> concurrent.futures.Future[Any] | None:
         """Enqueue the event's write; for a GameFinished, the future of its record
         (``then(connection)`` runs in the record's transaction: a TD decision's mark)."""
         if isinstance(event, MovePlayed):
-            self.store_writer.append(event)
+            self.move(event)
             return None
         if isinstance(event, GameStarted):
             self.check_files()
