@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from runner.config.typed import EngineConfig
 from runner.domain.gpus import env_devices
 from runner.play.enginelog import FAILURES
-from runner.play.engines import EngineProcess, start_engine
+from runner.play.engines import EngineProcess, close_engines, start_engine
 from runner.play.processes import pin_off_loop
 
 LOG = logging.getLogger(__name__)
@@ -124,21 +124,26 @@ class EnginePool:
         """``proc`` was killed by its game (cancelled, failed): it is not kept."""
         self._busy.pop(id(proc), None)
 
-    async def release(self, proc: EngineProcess, termination: str | None,
+    async def release(self, procs: Sequence[EngineProcess], termination: str | None,
                       cpus: Sequence[int] | None = None) -> None:
-        """The game that held ``proc`` ended with ``termination`` (PGN Termination): keep the
-        engine for a later game, or close it (Restart: on, a failure, not alive, closed)."""
-        self._busy.pop(id(proc), None)
-        keep = (not proc.config.restart and not self.closed and proc.sound
-                and (termination or "") not in FAILURES)
-        if not keep:
-            await proc.close()
-            return
-        proc.protocol.io_log = None  # the game's log is closed: lines between games go nowhere
-        self.idle.append(_Idle(proc, tuple(sorted(cpus)) if cpus else None))
-        if self.record is not None:
-            with contextlib.suppress(Exception):  # the sweep is a safety net, not the game
-                self.record(proc.pid, proc.create_time)
+        """The game that held ``procs`` (its engines) ended with ``termination`` (PGN
+        Termination): keep each engine for a later game, or close it (Restart: on, a
+        failure, not alive, closed); those closed quit together (one sweep of their trees:
+        runner.play.engines.close_engines)."""
+        closing = []
+        for proc in procs:
+            self._busy.pop(id(proc), None)
+            if (proc.config.restart or self.closed or not proc.sound
+                    or (termination or "") in FAILURES):
+                closing.append(proc)
+                continue
+            proc.protocol.io_log = None  # the game's log is closed: lines between games go nowhere
+            self.idle.append(_Idle(proc, tuple(sorted(cpus)) if cpus else None))
+            if self.record is not None:
+                with contextlib.suppress(Exception):  # the sweep is a safety net, not the game
+                    self.record(proc.pid, proc.create_time)
+        if closing:
+            await close_engines(closing)
 
     async def aclose(self) -> None:
         """Close every idle engine (the run is over); later releases close theirs."""

@@ -482,8 +482,7 @@ async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePoo
     if engines is None:  # both quit at once, then one walk of /proc for their trees
         await close_engines(list(procs.values()))
     else:
-        await asyncio.gather(*(engines.release(proc, end.termination, cpus)
-                               for proc in procs.values()))
+        await engines.release(list(procs.values()), end.termination, cpus)
 
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
