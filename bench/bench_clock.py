@@ -14,12 +14,18 @@ engine move: p50 / p99 / max of
 - ``charged - taken``: (bestmove read - go sent) - (bestmove written - go read);
 - ``in``: go read by the engine - go sent; ``out``: bestmove read - bestmove written.
 
-``--explain MS`` (Linux) sorts every move charged more than MS ms over the engine's own time
-by where that time went, from the engines' run-queue time (read around their bestmove write)
-and the loop thread's time running and waiting for a CPU (read at each engine read, which
-costs the loop a few microseconds per read): the engine read ``go`` late (it waited for a
-CPU after the write), the engine waited before its write, or the loop waited for a CPU, ran
-other work, or was blocked (the GIL or a blocking call) while the move was there.
+Every runner move's excess is also split into its parts (bench/clocktrace.py): our ``go``
+stamp to the end of the write, the engine's wait for a CPU to read ``go`` (its run-queue
+time over that read, Linux schedstat) and the rest of ``in``; the engine's wait for a CPU in
+its ``bestmove`` write, the reading thread's wait for a CPU and the rest of ``out``; the
+mean, p99 and max of each. ``--explain MS`` (Linux) adds the reading thread's wait (the
+compiled reader's schedstat, read at each ``go`` and move; on the Python path the loop's, at
+each read) and, for every move charged more than MS ms over the engine's own time, the part
+that took most of it, whether an engine was starting meanwhile (fresh engines), how many
+tasks the machine was running and whether the engine read ``go`` on the core the loop wrote
+it on. For every tool, the table also has the excess's p99 less the engine's own waits for
+a CPU (to read ``go``, in its ``bestmove`` write: the machine's part, charged by every
+referee): what is left is the referee's own (the peers' in whole ms, as their PGN has it).
 
 ``--tc 1+0.01 --think 0`` is the short-clock check: the engines then think 1/30 of their
 remaining time plus half the increment (never more than they have), so a time forfeit is the
@@ -72,6 +78,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import clocktrace  # bench/clocktrace.py
 import peers  # bench/peers.py
 import yaml
 
@@ -99,13 +106,22 @@ def run_queue_ns():
         return None
 
 
+def cpu_now():
+    # the core this thread runs on (Linux: /proc/thread-self/stat's "processor"), -1 elsewhere
+    try:
+        with open("/proc/thread-self/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
 def choose(board):
     legal = sorted(board.legal_moves, key=lambda m: m.uci())
     # pondering: mostly the first legal move, which is what the opponent expects
     return legal[0] if ponder and rng.random() < 0.7 else rng.choice(legal)
 
 
-def answer(tokens, t0):
+def answer(tokens, t0, read_wait, cpu):
     mine = "wtime" if board.turn else "btime"
     inc = "winc" if board.turn else "binc"
     left = int(tokens[tokens.index(mine) + 1]) / 1000 if mine in tokens else None
@@ -131,24 +147,29 @@ def answer(tokens, t0):
     waited = (after - queued) / 1e9 if queued is not None and after is not None else -1
     played = " ".join(m.uci() for m in board.move_stack) or "-"
     log.append(f"{{t0:.6f}} {{t1:.6f}} {{left if left is not None else -1}} {{waited:.6f}}"
-               f"\\t{{played}}\\t{{move.uci()}}")
+               f" {{read_wait:.6f}} {{cpu}}\\t{{played}}\\t{{move.uci()}}")
 
 
 def lines():
     # each line with the time the read() that brought its end returned: when the engine read
-    # it (``position`` and ``go`` come in one write: the go is read before position is parsed)
+    # it (``position`` and ``go`` come in one write: the go is read before position is parsed),
+    # and how long it waited for a CPU during that read (woken by the write; -1: unknown)
     rest = b""
     while True:
+        queued = run_queue_ns()
         chunk = os.read(inp.fileno(), 65536)
         if not chunk:
             return
         t = time.monotonic()
+        after = run_queue_ns()
+        waited = (after - queued) / 1e9 if queued is not None and after is not None else -1
+        cpu = cpu_now()  # where it was woken (the runner's --explain: the loop's core?)
         *complete, rest = (rest + chunk).split(b"\\n")
         for raw in complete:
-            yield raw, t
+            yield raw, t, waited, cpu
 
 
-for raw, t0 in lines():
+for raw, t0, read_wait, cpu in lines():
     line = raw.decode().strip()
     if line == "uci":
         option = "option name Ponder type check default false\\n" if ponder else ""
@@ -165,12 +186,12 @@ for raw, t0 in lines():
         pondering = line.split()  # its clock starts at ponderhit
     elif line == "ponderhit" and pondering is not None:
         tokens, pondering = pondering, None
-        answer(tokens, t0)
+        answer(tokens, t0, read_wait, cpu)
     elif line == "stop" and pondering is not None:
         pondering = None  # not a move of the game: answered at once, not logged
         out.write(f"bestmove {{choose(board).uci()}}\\n"); out.flush()
     elif line.startswith("go"):
-        answer(line.split(), t0)
+        answer(line.split(), t0, read_wait, cpu)
     elif line == "quit":
         break
 with open(os.path.join({logdir!r}, f"{{os.getpid()}}.log"), "w") as f:
@@ -208,30 +229,39 @@ def emit(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def read_logs(logdir: Path) -> tuple[dict[int, list[tuple[float, ...]]],
+                                      dict[tuple[str, str], float],
                                       dict[tuple[str, str], float]]:
     """The test engines' logs: per pid, (go read, bestmove written, clock left, its wait for
-    a CPU between that stamp and the end of its write) per move;
-    and the time taken per (moves before, move played)."""
+    a CPU between that stamp and the end of its write, its wait for a CPU in its read of
+    go, the core it read go on) per move; the time taken per (moves before, move played);
+    and the engine's two waits for a CPU per (moves before, move played)."""
     logs: dict[int, list[tuple[float, ...]]] = {}
     taken: dict[tuple[str, str], float] = {}
+    waits: dict[tuple[str, str], float] = {}
     for path in logdir.iterdir():
         rows = logs[int(path.stem)] = []
         for line in path.read_text().split("\n"):
             if line:
                 times, before, move = line.split("\t")
-                rows.append(tuple(map(float, times.split())))
-                taken[(before, move)] = rows[-1][1] - rows[-1][0]
-    return logs, taken
+                row = tuple(map(float, times.split()))
+                rows.append(row)
+                taken[(before, move)] = row[1] - row[0]
+                waits[(before, move)] = sum(max(0.0, w) for w in row[3:5])
+    return logs, taken, waits
 
 
 def taken_minus(charged: list[tuple[list[str], str, float]],
-                taken: dict[tuple[str, str], float]) -> list[float]:
-    """charged - taken per engine move: ``charged`` holds (moves before, move, seconds)."""
+                taken: dict[tuple[str, str], float],
+                waits: dict[tuple[str, str], float] | None = None) -> list[float]:
+    """charged - taken per engine move: ``charged`` holds (moves before, move, seconds);
+    with ``waits``, less the engine's own waits for a CPU (to read go, in its write of
+    bestmove): what is left of the excess is the referee's and the pipes'."""
     over = []
     for before, move, seconds in charged:
-        took = taken.get((" ".join(before) or "-", move))
+        key = (" ".join(before) or "-", move)
+        took = taken.get(key)
         if took is not None:
-            over.append(seconds - took)
+            over.append(seconds - took - (waits.get(key, 0.0) if waits is not None else 0.0))
     return over
 
 
@@ -257,7 +287,7 @@ def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: P
     code = subprocess.run(argv, cwd=work, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode
     wall = time.monotonic() - t0
-    _, taken = read_logs(work / "logs")
+    _, taken, waits = read_logs(work / "logs")
     charged: list[tuple[list[str], str, float]] = []
     forfeits = games = 0
     with open(pgn, encoding="utf-8") as handle:
@@ -272,14 +302,17 @@ def peer(tool: str, args: argparse.Namespace, binary: str, engine: Path, work: P
                     charged.append((list(before), move, float(seconds.group(1))))
                 before.append(move)
     over = taken_minus(charged, taken)
+    own = taken_minus(charged, taken, waits)
     print(f"{tool} restart={args.restart}: exit {code}, {games} games, {len(over)} engine "
           f"moves, Concurrency {args.concurrency}, think {args.think:g} ms, TC {args.tc}, "
           f"MaxMoves {args.max_moves}, {wall:.1f} s; load before "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)} (charged in ms, as its PGN has it)")
+    print(f"  less the engine's own waits for a CPU {percentiles(own)}")
     print(f"  time forfeits: {forfeits}")
     emit(args, {"games": games, "moves": len(over), "exit": code, "forfeits": forfeits,
-                "load": load[0], "wall": wall, **quantiles(over)})
+                "load": load[0], "wall": wall, **quantiles(over),
+                "own_p99": quantiles(own).get("p99")})
 
 
 def recorded(conn: sqlite3.Connection) -> list[tuple[list[str], str, float]]:
@@ -299,65 +332,7 @@ def recorded(conn: sqlite3.Connection) -> list[tuple[list[str], str, float]]:
     return out
 
 
-def schedstat() -> tuple[int, int] | None:
-    """This thread's time on a CPU and time spent waiting for one so far, in ns (Linux)."""
-    try:
-        with open("/proc/thread-self/schedstat", "rb") as handle:
-            ran, waited = handle.read().split()[:2]
-        return int(ran), int(waited)
-    except (OSError, ValueError):
-        return None
-
-
-def loop_times(reads: list[tuple[float, tuple[int, int] | None]], wrote: float,
-               read: float) -> tuple[float, float]:
-    """What the loop's thread did between the engine's write and the read of its bestmove:
-    (time it ran, time it waited for a CPU), from its last engine read before the write to
-    the read of the move ((-1, -1): unknown)."""
-    import bisect
-
-    times = [t for t, _ in reads]
-    i = bisect.bisect_right(times, wrote) - 1
-    j = bisect.bisect_right(times, read) - 1
-    first, last = (reads[i][1], reads[j][1]) if i >= 0 and j >= 0 else (None, None)
-    if first is None or last is None:
-        return -1.0, -1.0
-    return (last[0] - first[0]) / 1e9, (last[1] - first[1]) / 1e9
-
-
-def explain(late: list[tuple[float, ...]], threshold_ms: float) -> None:
-    """Where the time of the moves charged more than ``threshold_ms`` over went.
-
-    - go read late: most of it between ``go`` written and the engine's read of it: the
-      engine, woken by the write, waited for a CPU (every referee starts the clock at its write);
-    - engine waited before its write: between its bestmove stamp and the end of its write;
-    - loop waited for a CPU: the loop's thread was ready to read the move, but every core
-      ran something else;
-    - loop ran other work: the loop's thread ran (other games' work) while the move was there;
-    - loop blocked: it neither ran nor waited for a CPU (the GIL, held by another thread of
-      the runner, or a blocking call).
-    """
-    kinds: dict[str, list[float]] = {
-        "go read late": [], "engine waited before its write": [], "loop waited for a CPU": [],
-        "loop ran other work": [], "loop blocked": []}
-    for over, into, out, engine_wait, ran, waited in late:
-        if into >= out:
-            kind = "go read late"
-        elif engine_wait >= out / 2:
-            kind = "engine waited before its write"
-        elif waited >= out / 2:
-            kind = "loop waited for a CPU"
-        elif ran >= out / 2:
-            kind = "loop ran other work"
-        else:
-            kind = "loop blocked"
-        kinds[kind].append(over)
-    print(f"  moves over {threshold_ms:g} ms: {len(late)}; "
-          + "; ".join(f"{kind}: {len(v)}" + (f" (max {max(v) * 1000:.1f} ms)" if v else "")
-                      for kind, v in kinds.items()))
-
-
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--think", type=float, default=30.0, help="ms per move (0: from the clock)")
     ap.add_argument("--concurrency", type=int, default=2 * (os.cpu_count() or 1))
@@ -380,7 +355,7 @@ def main() -> None:
                     help="the runner's Backend (cutechess: CUTECHESS_CLI or cutechess-cli)")
     ap.add_argument("--explain", type=float, default=None, metavar="MS",
                     help="say where each move charged more than MS ms over its time went "
-                         "(Linux; the loop reads its own schedstat at each engine read)")
+                         "(Linux; reads the reading thread's schedstat at each go and move)")
     ap.add_argument("--fastchess", metavar="BINARY",
                     default=peers.find("fastchess"),
                     help="the fastchess binary (default: FASTCHESS, or fastchess on PATH)")
@@ -388,6 +363,11 @@ def main() -> None:
                     default=peers.find("cutechess-cli"),
                     help="the cutechess-cli binary (default: CUTECHESS_CLI, or "
                          "cutechess-cli on PATH)")
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     if args.cell is None:
         drive(ap, args)
@@ -395,43 +375,6 @@ def main() -> None:
     if args.loop:
         os.environ["SWISS_RUNNER_LOOP"] = args.loop
     engines_n = max(2, 2 * args.concurrency)
-    rounds = round_robins(args, engines_n) * (engines_n - 1)
-    from runner.cli import main as cli
-    from runner.play import referee
-
-    moves: list[tuple[int, float, float]] = []  # engine pid, go sent, bestmove read
-    original = referee._play_move
-
-    async def timed(proto: Any, *a: Any, **kw: Any) -> Any:
-        played = await original(proto, *a, **kw)
-        if proto.go_sent is not None and proto.move_received is not None:
-            moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
-        return played
-
-    original_hit = referee.ponder_hit
-    hits: list[int] = []
-
-    async def timed_hit(ponder: Any, *a: Any, **kw: Any) -> Any:  # charged from ponderhit
-        reply = await original_hit(ponder, *a, **kw)
-        hits.append(1)
-        proto = ponder.search.protocol
-        if proto.go_sent is not None and proto.move_received is not None:
-            moves.append((proto.transport.get_pid(), proto.go_sent, proto.move_received))
-        return reply
-
-    reads: list[tuple[float, Any]] = []  # --explain: (time, loop's schedstat) per read
-    if args.explain is not None:
-        from runner.play.engines import TimedUciProtocol
-
-        original_read = TimedUciProtocol.pipe_data_received
-
-        def traced(self: Any, fd: int, data: Any) -> None:
-            reads.append((time.monotonic(), schedstat()))
-            original_read(self, fd, data)
-
-        TimedUciProtocol.pipe_data_received = traced  # type: ignore[method-assign]
-    referee._play_move = timed  # type: ignore[assignment]
-    referee.ponder_hit = timed_hit  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         logdir = work / "logs"
@@ -444,72 +387,92 @@ def main() -> None:
             binary = args.cutechess if args.cell == "cutechess-cli" else args.fastchess
             peer(args.cell, args, binary, engine, work, engines_n)
             return
-        backend: dict[str, Any] = {}
-        if args.backend == "cutechess":
-            if args.cutechess is None:
-                sys.exit("--backend cutechess: no cutechess-cli on PATH (or CUTECHESS_CLI)")
-            backend = {"Backend": "cutechess", "CutechessPath": args.cutechess}
-        config = work / "event.yaml"
-        config.write_text(yaml.safe_dump({
-            "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
-            "Restart": args.restart, **backend,
-            # pondering engines think two at a time: no core to pin each to here
-            **({"Ponder": True, "Affinity": "off"} if args.ponder else {}),
-            "SwissOptions": {"GamesPerMatch": 2, "Rounds": rounds, "Seeding": "listed",
-                             "StatePath": str(work / "state.json")},
-            "Adjudication": {"MaxMoves": args.max_moves},
-            "Engines": [{"Name": f"S{i}", "Command": str(engine)} for i in range(engines_n)],
-        }, sort_keys=False))
-        load = os.getloadavg()
-        t0 = time.monotonic()
-        code = cli(["run", str(config), "--quiet"])
-        wall = time.monotonic() - t0
-        logs, _ = read_logs(logdir)
-        conn = sqlite3.connect(work / "state.sqlite3")
-        ends = conn.execute("SELECT reason, COUNT(*) FROM games GROUP BY reason").fetchall()
-        forfeits = conn.execute("SELECT COUNT(*) FROM games WHERE termination='time forfeit'"
-                                ).fetchone()[0]
-        as_recorded = taken_minus(recorded(conn), read_logs(logdir)[1])
-        conn.close()
-    seen: dict[int, int] = {}
-    over, into, out = [], [], []
-    engine_late = 0
-    late: list[tuple[float, ...]] = []  # --explain: over, in, out, engine's wait, loop's times
-    for pid, sent, read in moves:
-        k = seen.get(pid, 0)
-        seen[pid] = k + 1
-        rows = logs.get(pid, [])
-        if k >= len(rows):
-            continue
-        went, wrote, left = rows[k][:3]
-        over.append((read - sent) - (wrote - went))
-        into.append(went - sent)
-        out.append(read - wrote)
-        engine_late += left >= 0 and wrote - went > left
-        if args.explain is not None and over[-1] * 1000 > args.explain:
-            engine_wait = rows[k][3] if len(rows[k]) > 3 else -1.0
-            late.append((over[-1], into[-1], out[-1], engine_wait,
-                         *loop_times(reads, wrote, read)))
+        runner_cell(args, engine, work, engines_n)
+
+
+def event_config(args: argparse.Namespace, engine: Path, work: Path, engines_n: int) -> Path:
+    """The runner's event: ``engines_n`` test engines, the games the peers play too."""
+    backend: dict[str, Any] = {}
+    if args.backend == "cutechess":
+        if args.cutechess is None:
+            sys.exit("--backend cutechess: no cutechess-cli on PATH (or CUTECHESS_CLI)")
+        backend = {"Backend": "cutechess", "CutechessPath": args.cutechess}
+    config = work / "event.yaml"
+    config.write_text(yaml.safe_dump({
+        "Event": "clock", "TimeControl": args.tc, "Concurrency": args.concurrency,
+        "Restart": args.restart, **backend,
+        # pondering engines think two at a time: no core to pin each to here
+        **({"Ponder": True, "Affinity": "off"} if args.ponder else {}),
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": round_robins(args, engines_n)
+                         * (engines_n - 1), "Seeding": "listed",
+                         "StatePath": str(work / "state.json")},
+        "Adjudication": {"MaxMoves": args.max_moves},
+        "Engines": [{"Name": f"S{i}", "Command": str(engine)} for i in range(engines_n)],
+    }, sort_keys=False))
+    return config
+
+
+def runner_cell(args: argparse.Namespace, engine: Path, work: Path, engines_n: int) -> None:
+    """The event played by swiss-runner in this process, every move traced
+    (bench/clocktrace.py), then its excess, split, and what was recorded."""
+    from runner.cli import main as cli
+    from runner.play import pipes
+
+    python_path = pipes.path_name() == "python"
+    trace = clocktrace.Trace(detail=args.explain is not None)
+    trace.install(python_path)
+    config = event_config(args, engine, work, engines_n)
+    load = os.getloadavg()
+    t0 = time.monotonic()
+    code = cli(["run", str(config), "--quiet"])
+    wall = time.monotonic() - t0
+    logs, taken, _ = read_logs(work / "logs")
+    conn = sqlite3.connect(work / "state.sqlite3")
+    ends = conn.execute("SELECT reason, COUNT(*) FROM games GROUP BY reason").fetchall()
+    forfeits = conn.execute("SELECT COUNT(*) FROM games WHERE termination='time forfeit'"
+                            ).fetchone()[0]
+    as_recorded = taken_minus(recorded(conn), taken)
+    conn.close()
+    moves = clocktrace.split(trace, logs, python_path)
+    over = [m.excess for m in moves]
+    engine_late = sum(1 for rows in logs.values() for row in rows
+                      if row[2] >= 0 and row[1] - row[0] > row[2])
     print(f"swiss-runner {'Backend: cutechess, ' if args.backend == 'cutechess' else ''}"
           f"{'Restart: ' + args.restart}{', Ponder' if args.ponder else ''}, loop "
-          f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}: exit {code}, {len(over)} engine "
-          f"moves of {len(moves)}, Concurrency {args.concurrency}, {engines_n} engines, think "
+          f"{os.environ.get('SWISS_RUNNER_LOOP', 'default')}, pipes {pipes.path_name()}, "
+          f"reader priority {reader_priority(python_path)}: exit {code}, {len(over)} engine moves of "
+          f"{len(trace.moves)}, Concurrency {args.concurrency}, {engines_n} engines, think "
           f"{args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, {wall:.1f} s; load "
           f"before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"  charged - taken  {percentiles(over)}"
-          + (f" ({len(hits)} moves after a ponderhit)" if args.ponder else ""))
+          + (f" ({trace.hits} moves after a ponderhit)" if args.ponder else ""))
+    own = [m.excess - m.engine_waits for m in moves]
+    print(f"  less the engine's own waits for a CPU {percentiles(own)}")
     print(f"  as recorded      {percentiles(as_recorded)} (whole ms, as the PGN has it)")
-    print(f"  go -> engine     {percentiles(into)}")
-    print(f"  bestmove -> read {percentiles(out)}")
+    print(f"  go -> engine     {percentiles([m.into for m in moves])}")
+    print(f"  bestmove -> read {percentiles([m.out for m in moves])}")
     print(f"  time forfeits: {forfeits} (engine over its own clock: {engine_late}); ends: "
           + ", ".join(f"{r} x{n}" for r, n in ends))
-    if args.explain is not None:
-        explain(late, args.explain)
+    clocktrace.report(moves, args.explain)
     # the cutechess backend's moves are not the referee's: what it recorded is the figure
     figure = as_recorded if args.backend == "cutechess" else over
     emit(args, {"games": sum(n for _, n in ends), "moves": len(figure), "exit": code,
                 "forfeits": forfeits, "load": load[0], "wall": wall, **quantiles(figure),
-                "recorded_p99": quantiles(as_recorded).get("p99")})
+                "recorded_p99": quantiles(as_recorded).get("p99"),
+                "in_p99": quantiles([m.into for m in moves]).get("p99"),
+                "out_p99": quantiles([m.out for m in moves]).get("p99"),
+                "own_p99": quantiles(own).get("p99")})
+
+
+def reader_priority(python_path: bool) -> str:
+    """What the compiled reader threads asked for: (realtime, nice, slice ns), from
+    SWISS_RUNNER_READER_PRIORITY."""
+    from runner.play import pipes
+
+    choose = getattr(pipes, "reader_priority", None)
+    if python_path:
+        return "- (no reader threads: the loop reads)"
+    return "- (not in this runner)" if choose is None else str(choose())
 
 
 TOOLS = ("swiss-runner", "cutechess-cli", "fastchess")
@@ -558,8 +521,9 @@ def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ..
           f"once, think {args.think:g} ms, TC {args.tc}, MaxMoves {args.max_moves}, "
           f"{args.repeat} run(s) per cell, in turn; start {start}; end {peers.stamp()}\n")
     print("| mode | tool | games | engine moves | p50 ms | p99 ms | max ms "
-          "| p99 - cutechess-cli's | time forfeits | load before |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| p99 - cutechess-cli's | time forfeits | load before | p99 less the engine's "
+          "waits for a CPU | p99 go -> engine, bestmove -> read |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode in modes:
         label = "fresh engines (restart on)" if mode == "on" else "kept engines (restart off)"
         base = [r["p99"] for r in results.get((mode, "cutechess-cli"), [])
@@ -569,7 +533,7 @@ def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ..
             done = [r for r in runs if isinstance(r, dict) and "p99" in r]
             if not done:
                 why = runs[0] if isinstance(runs[0], str) else "no moves"
-                print(f"| {label} | {tool} | {why} |" + " |" * 7)
+                print(f"| {label} | {tool} | {why} |" + " |" * 9)
                 continue
             name = peers.version(tool, binaries.get(tool))
             if tool == "swiss-runner":
@@ -585,7 +549,17 @@ def print_table(args: argparse.Namespace, tools: list[str], modes: tuple[str, ..
                   f"{peers.spread([r['p50'] for r in done])} | {peers.spread(p99)} | "
                   f"{peers.spread([r['max'] for r in done])} | {gap} | "
                   f"{sum(r['forfeits'] for r in done)} | "
-                  f"{'/'.join(format(r['load'], '.1f') for r in done)} |")
+                  f"{'/'.join(format(r['load'], '.1f') for r in done)} | "
+                  f"{peers.spread([r['own_p99'] for r in done if r.get('own_p99') is not None])}"
+                  f" | {split_p99(done)} |")
+
+
+def split_p99(done: list[dict[str, Any]]) -> str:
+    """The p99 of the two halves of the excess (swiss-runner: its own stamps), "-" for a
+    peer (its ``go`` is not stamped where the bench can see it)."""
+    into = [r["in_p99"] for r in done if r.get("in_p99") is not None]
+    out = [r["out_p99"] for r in done if r.get("out_p99") is not None]
+    return f"{peers.spread(into)}, {peers.spread(out)}" if into and out else "-"
 
 if __name__ == "__main__":
     main()

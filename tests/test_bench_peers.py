@@ -63,8 +63,12 @@ def test_clock_bench_without_the_peers_still_measures_the_runner_in_both_modes()
     for mode in ("on", "off"):
         games, moves, p50, p99 = rows[(mode, "swiss-runner")][:4]
         assert games == "2" and int(moves) > 0 and float(p99) >= float(p50), run.stdout
+        into, out = rows[(mode, "swiss-runner")][-1].split(", ")  # the excess's two halves
+        assert float(into) >= 0 and float(out) >= 0, run.stdout
         for peer in PEERS:
             assert rows[(mode, peer)][0].startswith("not found"), run.stdout
+    assert run.stdout.count("where the excess goes (ms)") == 2, run.stdout
+    assert run.stdout.count("engine waited for a CPU to read go") == 2, run.stdout
 
 
 @pytest.mark.skipif(not all(installed(t) for t in PEERS),
@@ -112,3 +116,27 @@ def test_cpu_bench_plays_the_same_plies_with_every_tool_in_both_modes() -> None:
         assert len({cells[1] for cells in played.values()}) == 1, run.stdout
         if "cutechess-cli" in played:
             assert played["cutechess-cli"][4] == "1.00x", run.stdout
+
+
+def test_the_clock_benchs_split_adds_up_to_each_moves_excess() -> None:
+    """bench/clocktrace.py: a move's excess is split into parts that add up to it, each
+    clipped to its half (an engine preempted inside its bestmove write by the reader waits
+    after the read: not the read's time), and a move during an engine start is counted so."""
+    sys.path.insert(0, str(BENCH))
+    import clocktrace
+
+    trace = clocktrace.Trace(detail=True)
+    trace.moves = [clocktrace.Move(7, sent=10.0, read=10.0405, written=10.0001, reader_wait=2e-5),
+                   clocktrace.Move(7, sent=11.0, read=11.0302, written=11.0001, reader_wait=0.0)]
+    trace.starts = [(9.99, 10.01), (10.5, 10.6)]
+    # per move of pid 7: go read, bestmove written, clock left, wait in the write, wait to read
+    logs = {7: [(10.0003, 10.0403, 60.0, 5e-5, 1e-4), (11.0002, 11.0301, 59.0, 3e-3, 0.0)]}
+    first, second = clocktrace.split(trace, logs, python_path=False)
+    for move in (first, second):
+        assert move.excess == pytest.approx(move.into + move.out)
+        assert sum(v for v in move.parts.values() if v is not None) == pytest.approx(move.excess)
+    assert first.excess == pytest.approx(5e-4) and first.starting == 1 and second.starting == 0
+    assert [round(first.parts[p] * 1e6) for p in clocktrace.PARTS] == [100, 100, 100, 50, 20, 130]
+    # the engine's 3 ms wait in its write: only the 0.1 ms before the read is the read's
+    assert second.parts["engine waited for a CPU in its write"] == pytest.approx(1e-4)
+    assert second.parts["rest of bestmove -> read"] == pytest.approx(0.0)

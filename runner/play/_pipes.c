@@ -18,6 +18,15 @@
  *   At EOF or a read error an EOF event is queued and the thread ends (closing the
  *   engine's stdout, which it owns). stop() ends it at once.
  *
+ * Priority (Reader(fd, realtime, nice, slice_ns), chosen by runner.play.pipes): first
+ * thing, the thread asks for SCHED_FIFO at priority `realtime` (> 0), else for the nice
+ * value `nice` (< 0) and a time slice of `slice_ns` (Linux 6.12+), else for the slice
+ * alone, for itself only (never inherited: SCHED_RESET_ON_FORK); what the kernel refuses
+ * it goes without, silently. The thread only blocks in poll() and read() and spends
+ * microseconds per read: what the priority buys is that the read of a bestmove, and so its
+ * stamp, does not wait for a core behind engines or the event loop. `native_id` and
+ * `priority` say which thread it is and what it got.
+ *
  * LogFile: the engine log of one game, a 64 KiB buffer over a file descriptor shared by the
  * loop thread (its own lines) and the readers of the game's engines (their lines in move
  * mode), under one mutex, so that the lines stay in the order they were written. The first
@@ -34,7 +43,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
@@ -287,7 +299,55 @@ typedef struct {
     int ended;     /* the thread has queued its EOF */
     pthread_t thread;
     int started;
+    int realtime, nice;  /* the priority asked for (0: none) */
+    long long slice_ns;  /* the time slice asked for where not realtime (0: the default) */
+    atomic_int tid;      /* the thread's id, once it runs (0 before) */
+    atomic_int priority; /* what it got: PRIORITY_* (-1 before it asked) */
 } ReaderCore;
+
+/* What a reader thread got: bits of PRIORITY_NICE | PRIORITY_SLICE, or PRIORITY_REALTIME */
+enum { PRIORITY_NORMAL = 0, PRIORITY_NICE = 1, PRIORITY_SLICE = 2, PRIORITY_REALTIME = 4 };
+
+/* struct sched_attr as Linux takes it (SCHED_ATTR_SIZE_VER0: no utilization clamps) */
+typedef struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+} SchedAttr;
+
+/* A normal thread's nice value and time slice (Linux 6.12+: the slice is a normal thread's
+ * `runtime`; older kernels ignore it), for the calling thread only; 1 when the kernel took
+ * both as asked (read back). */
+static int set_normal_attr(int nice, uint64_t slice_ns) {
+#if defined(SYS_sched_setattr) && defined(SYS_sched_getattr)
+    SchedAttr attr = {.size = sizeof attr, .policy = SCHED_OTHER, .flags = 1 /* RESET_ON_FORK */,
+                      .nice = nice, .runtime = slice_ns};
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) return 0;
+    SchedAttr now = {0};
+    if (syscall(SYS_sched_getattr, 0, &now, sizeof now, 0) != 0) return 0;
+    return now.nice == nice && (slice_ns == 0 || now.runtime == slice_ns);
+#else
+    return 0;
+#endif
+}
+
+/* The calling thread's priority raised as asked (see the top): SCHED_FIFO at `realtime`,
+ * else the nice value and the time slice, else the slice alone (no privilege needed). */
+static int raise_priority(int realtime, int nice, long long slice_ns) {
+    if (realtime > 0) {
+        struct sched_param param = {.sched_priority = realtime};
+        if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0)
+            return PRIORITY_REALTIME;
+    }
+    uint64_t slice = slice_ns > 0 ? (uint64_t)slice_ns : 0;
+    int current = getpriority(PRIO_PROCESS, 0);  /* Linux: the calling thread's */
+    if (nice < 0 && nice < current && set_normal_attr(nice, slice))
+        return PRIORITY_NICE | (slice ? PRIORITY_SLICE : 0);
+    if (slice && set_normal_attr(current, slice)) return PRIORITY_SLICE;
+    return PRIORITY_NORMAL;
+}
 
 static void event_free(Event *ev) {
     bytes_free(&ev->data);
@@ -444,6 +504,8 @@ static void wake(ReaderCore *r) {
 static void *reader_main(void *arg) {
     ReaderCore *r = arg;
     pthread_setname_np(pthread_self(), "engine-reader");
+    atomic_store(&r->tid, (int)syscall(SYS_gettid));
+    atomic_store(&r->priority, raise_priority(r->realtime, r->nice, r->slice_ns));
     char *buf = malloc(READ_SIZE);
     struct pollfd fds[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->stop_fd, .events = POLLIN}};
     int err = 0;
@@ -496,8 +558,9 @@ typedef struct {
 } ReaderObject;
 
 static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
-    int fd;
-    if (!PyArg_ParseTuple(args, "i", &fd)) return -1;
+    int fd, realtime = 0, nice = 0;
+    long long slice_ns = 0;
+    if (!PyArg_ParseTuple(args, "i|iiL", &fd, &realtime, &nice, &slice_ns)) return -1;
     if (self->core != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a Reader is started once");
         return -1;
@@ -509,6 +572,11 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     }
     pthread_mutex_init(&r->mu, NULL);
     r->fd = fd;
+    r->realtime = realtime;
+    r->nice = nice;
+    r->slice_ns = slice_ns;
+    atomic_init(&r->tid, 0);
+    atomic_init(&r->priority, -1);
     r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (r->wake_fd < 0 || r->stop_fd < 0) {
@@ -559,6 +627,27 @@ static PyObject *Reader_fileno(ReaderObject *self, PyObject *unused) {
     }
     return PyLong_FromLong(self->core->wake_fd);
 }
+
+static PyObject *Reader_get_native_id(ReaderObject *self, void *closure) {
+    int tid = self->core ? atomic_load(&self->core->tid) : 0;
+    if (tid == 0) Py_RETURN_NONE;
+    return PyLong_FromLong(tid);
+}
+
+static PyObject *Reader_get_priority(ReaderObject *self, void *closure) {
+    static const char *names[] = {"normal", "nice", "slice", "nice+slice", "realtime"};
+    int got = self->core ? atomic_load(&self->core->priority) : -1;
+    if (got < 0 || got > PRIORITY_REALTIME) Py_RETURN_NONE;
+    return PyUnicode_FromString(names[got]);
+}
+
+static PyGetSetDef Reader_getset[] = {
+    {"native_id", (getter)Reader_get_native_id, NULL,
+     "The reader thread's id (Linux TID, as threading's native_id); None until it runs.", NULL},
+    {"priority", (getter)Reader_get_priority, NULL,
+     "What the thread got: 'realtime' (SCHED_FIFO), else 'nice+slice', 'nice' or 'slice' "
+     "(a lower nice value, a short time slice), else 'normal'; None until it has asked.", NULL},
+    {NULL}};
 
 static PyObject *bytes_or_none(Bytes *b, int has) {
     if (!has) Py_RETURN_NONE;
@@ -679,11 +768,14 @@ static PyTypeObject ReaderType = {
     .tp_name = "runner.play._pipes.Reader",
     .tp_basicsize = sizeof(ReaderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Reader(fd): a native thread reading an engine's stdout (owns fd).",
+    .tp_doc = "Reader(fd, realtime=0, nice=0, slice_ns=0): a native thread reading an "
+              "engine's stdout (owns fd), at SCHED_FIFO priority realtime, else at nice "
+              "with a time slice of slice_ns, where permitted (see priority).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Reader_init,
     .tp_dealloc = (destructor)Reader_dealloc,
     .tp_methods = Reader_methods,
+    .tp_getset = Reader_getset,
 };
 
 static PyObject *pipes_monotonic(PyObject *mod, PyObject *unused) {

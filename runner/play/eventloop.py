@@ -146,13 +146,15 @@ __all__ = ["LOOP_ENV", "SWITCH_INTERVAL_S", "LoopChoiceError", "collect_garbage"
 
 def referee_refused(say: Callable[[str], None] | None = None) -> int | None:
     """An exit code (after saying why) when the built-in referee cannot run here, else None:
-    SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop), or SWISS_RUNNER_PIPES
-    no engine pipes it can read with (runner.play.pipes); exit 2. Any python-chess of the
+    SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop), SWISS_RUNNER_PIPES
+    no engine pipes it can read with or SWISS_RUNNER_READER_PRIORITY no choice it knows
+    (runner.play.pipes); exit 2. Any python-chess of the
     supported range (pyproject.toml) carries it: the referee uses only its public API
     (docs/referee.md, "The engine client")."""
     try:
         loop_choice()
         pipes.native()
+        pipes.reader_priority()
     except (LoopChoiceError, pipes.PipesChoiceError) as exc:
         (say or print_error)(str(exc))
         return EXIT_BAD_INPUT

@@ -11,6 +11,11 @@ The pure-Python path (the loop's pipe reader, runner.play.spawn) is chosen when 
 was not built or cannot be imported, or by ``SWISS_RUNNER_PIPES=python`` in the environment
 (``native``: the compiled part, an error when it is missing; unset or ``auto``: the compiled
 part where it loads). Both give the same records, PGN and clocks.
+
+The compiled reader threads run at a higher priority than the rest of the machine where the
+kernel allows it (:func:`reader_priority`; ``SWISS_RUNNER_READER_PRIORITY=off`` keeps them
+at the process's own): the read of a ``bestmove``, and so the stamp that stops the engine's
+clock, then waits for no other task's turn on a core. Engines keep their priority.
 """
 
 from __future__ import annotations
@@ -23,6 +28,19 @@ from typing import Any
 
 ENV = "SWISS_RUNNER_PIPES"
 CHOICES = ("auto", "native", "python")
+PRIORITY_ENV = "SWISS_RUNNER_READER_PRIORITY"
+PRIORITY_CHOICES = ("auto", "off")
+
+#: What a reader thread asks for, first to last (each where the kernel allows it): SCHED_FIFO
+#: at the lowest real-time priority (root, CAP_SYS_NICE or RLIMIT_RTPRIO), else this nice
+#: value (CAP_SYS_NICE or RLIMIT_NICE) with a short time slice, else the slice alone (any
+#: user, Linux 6.12+: a woken thread with a shorter slice than the running task's takes the
+#: core at once). A reader blocks in poll()/read() and spends microseconds per read, so a
+#: higher priority costs the engines nothing but those microseconds: the time they think
+#: is theirs either way.
+READER_REALTIME = 1
+READER_NICE = -10
+READER_SLICE_NS = 100_000
 
 _module: ModuleType | None = None
 _loaded = False
@@ -60,6 +78,19 @@ def native() -> ModuleType | None:
     return module
 
 
+def reader_priority() -> tuple[int, int, int]:
+    """``(realtime, nice, slice_ns)`` for a new compiled reader thread (0: not asked), from
+    SWISS_RUNNER_READER_PRIORITY: unset or ``auto``, the above; ``off``, nothing (the
+    threads keep the process's priority)."""
+    choice = (os.environ.get(PRIORITY_ENV) or "auto").strip().lower()
+    if choice not in PRIORITY_CHOICES:
+        raise PipesChoiceError(f"{PRIORITY_ENV}: got {os.environ.get(PRIORITY_ENV)!r}, "
+                               f"expected {' | '.join(PRIORITY_CHOICES)}")
+    if choice == "off":
+        return 0, 0, 0
+    return READER_REALTIME, READER_NICE, READER_SLICE_NS
+
+
 def path_name() -> str:
     """``native`` or ``python``: which path this process reads engines' pipes with."""
     return "python" if native() is None else "native"
@@ -81,7 +112,8 @@ class NativeOutput(asyncio.ReadTransport):
         self.loop: asyncio.AbstractEventLoop = owner.loop
         self.protocol = owner.protocol
         self.module = module
-        self.reader = module.Reader(fd)  # owns fd from here on (its thread closes it)
+        # owns fd from here on (its thread closes it)
+        self.reader = module.Reader(fd, *reader_priority())
         self.wake_fd = self.reader.fileno()
         self.closing = False
         self.loop.add_reader(self.wake_fd, self._woken)
