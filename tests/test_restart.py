@@ -186,9 +186,16 @@ def test_the_pool_keeps_records_repins_evicts_and_closes() -> None:
         first = await pool.acquire(kept, timeout=30, cpus=cores[:1])
         await pool.release([first], "adjudication", cores[:1])
         assert first.alive and recorded == [(first.pid, first.create_time)]  # swept if we die
-        again = await pool.acquire(kept, timeout=30, cpus=cores[-1:])
+        told: list[tuple[int, float]] = []
+        again = await pool.acquire(kept, timeout=30, cpus=cores[-1:],
+                                   on_process=lambda pid, created: told.append((pid, created)))
         assert again is first and pool.reused == 1
+        assert not told  # its row for the sweep is the idle one: not written again per game
         assert os.sched_getaffinity(first.pid) == set(cores[-1:])  # pinned to its new slot
+        await pool.release([again], None)
+        assert recorded == [(first.pid, first.create_time)]  # recorded once while kept
+        again = await pool.acquire(kept, timeout=30, cpus=cores[-1:])
+        assert again is first and pool.reused == 2
         await pool.release([again], "time forfeit")  # a forfeit: never kept
         assert not first.alive and not pool.idle
         a = await pool.acquire(kept, timeout=30)
