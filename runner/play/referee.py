@@ -43,7 +43,7 @@ from runner.domain.models import (
     GameSpec,
     Opening,
 )
-from runner.domain.rmobility import RMobility, position_halves
+from runner.domain.rmobility import RMobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
 from runner.play import pipes
@@ -54,6 +54,7 @@ from runner.play.engines import (
     EngineStartError,
     TimedUciProtocol,
     TimedXBoardProtocol,
+    close_engines,
     limit_problem,
     start_engine,
 )
@@ -196,8 +197,9 @@ def _start_board(opening: Opening | None, chess960: bool = False,
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
     ``chess960``: a Chess960 board (castling king-takes-rook), for a 960 event.
-    ``mobility``: counts the position after each book move kept. ``fens``: gets the FEN
-    after each book move kept (their MovePlayed events).
+    ``mobility``: the position after each book move kept is left to count at the game's end
+    (:meth:`RMobility.deferred`, as the engines' moves are). ``fens``: gets the FEN after
+    each book move kept (their MovePlayed events).
     """
     try:
         start = board_at(opening.fen if opening else None, chess960)
@@ -214,13 +216,11 @@ def _start_board(opening: Opening | None, chess960: bool = False,
                                f"{uci!r} in {board.fen()}") from None
         resets = board.is_zeroing(move)
         san = board.san_and_push(move)
-        # the legal moves counted once, for the natural end and r-mobility
-        halves = position_halves(board) if mobility is not None else None
-        if natural_end(board, None if halves is None else halves // 2) is not None:
+        if natural_end(board) is not None:
             board.pop()
             break
         if mobility is not None:
-            mobility.played(board, resets, halves)
+            mobility.deferred(resets)
         if fens is not None:
             fens.append(fen(board))
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
@@ -482,11 +482,10 @@ def _abandon(procs: dict[chess.Color, EngineProcess], engines: EnginePool | None
 async def _hand_back(procs: dict[chess.Color, EngineProcess], engines: EnginePool | None,
                      end: _End, cpus: Sequence[int] | None) -> None:
     """The game is over: close both engines, or hand them back to the pool of kept engines."""
-    if engines is None:
-        await asyncio.gather(*(proc.close() for proc in procs.values()))
+    if engines is None:  # both quit at once, then one walk of /proc for their trees
+        await close_engines(list(procs.values()))
     else:
-        await asyncio.gather(*(engines.release(proc, end.termination, cpus)
-                               for proc in procs.values()))
+        await engines.release(list(procs.values()), end.termination, cpus)
 
 
 def finish_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
