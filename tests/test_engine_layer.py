@@ -86,11 +86,11 @@ def test_a_kept_engine_pinned_to_half_a_slot_gets_the_whole_slot_back() -> None:
         pool = EnginePool(2)
         proc = await pool.acquire(engine, timeout=20, cpus=slot[:1])  # half: it pondered
         half = os.sched_getaffinity(proc.pid)
-        await pool.release(proc, None, slot)  # as the referee does: the game's slot
+        await pool.release([proc], None, slot)  # as the referee does: the game's slot
         again = await pool.acquire(engine, timeout=20, cpus=slot)
         whole = os.sched_getaffinity(again.pid)
         same = again.pid == proc.pid
-        await pool.release(again, None, slot)
+        await pool.release([again], None, slot)
         await pool.aclose()
         return half, whole, same
 

@@ -173,6 +173,42 @@ def test_what_an_engine_started_dies_with_it_even_after_it_quit_and_was_reaped()
         kill_all(with_token(token))
 
 
+def test_a_games_engines_close_together_and_what_left_their_groups_dies_in_one_sweep(
+        monkeypatch):  # noqa: ANN001
+    """A game's two engines (Restart: on) quit together, and what each started in a session
+    of its own (out of its process group, found only by its owner token) is killed by one
+    walk of /proc for both, not one walk each (issue #52: a fresh engine's CPU)."""
+    from runner.play import engines, processes
+
+    walks: list[dict[str, int | None]] = []
+    real_walk = processes._owned_processes
+
+    def walk(tokens):  # noqa: ANN001, ANN202
+        walks.append(dict(tokens))
+        return real_walk(tokens)
+
+    monkeypatch.setattr(processes, "_owned_processes", walk)
+    tokens = [uuid.uuid4().hex, uuid.uuid4().hex]
+
+    async def main() -> None:
+        procs = [await start_engine(EngineConfig(f"F{i}", sys.executable,
+                                                 (str(FAKE), "--spawn-child", token, "--escape")))
+                 for i, token in enumerate(tokens)]
+        wait_until(lambda: all(with_token(t) for t in tokens), "no escaped child")
+        escaped = [p for t in tokens for p in with_token(t)]
+        assert all(os.getpgid(p.pid) != proc.pid for p in escaped for proc in procs)
+        await engines.close_engines(procs)
+        assert all(proc.transport.get_returncode() is not None for proc in procs)
+
+    try:
+        asyncio.run(main())
+        wait_until(lambda: not any(with_token(t) for t in tokens),
+                   "an escaped child outlived its engine")
+        assert len(walks) == 1 and len(walks[0]) == 2, walks
+    finally:
+        kill_all([p for t in tokens for p in with_token(t)])
+
+
 @pytest.mark.parametrize("stop", ["cancel", "KeyboardInterrupt"])
 def test_an_engine_is_killed_when_its_close_is_stopped_while_it_quits(stop):
     """A cancellation (a stop signal aborting the games) or a KeyboardInterrupt in the quit

@@ -143,16 +143,16 @@ def test_a_kept_engine_is_reused_on_its_own_devices_only(tmp_path: Path) -> None
     async def scenario() -> None:
         pool = EnginePool(4)
         first = await pool.acquire(hand_over(base, (0,)), timeout=30)
-        await pool.release(first, None)
+        await pool.release([first], None)
         again = await pool.acquire(hand_over(base, (0,)), timeout=30)
         assert again is first  # the same devices: the same process
-        await pool.release(again, None)
+        await pool.release([again], None)
         moved = await pool.acquire(hand_over(base, (1,)), timeout=30)
         assert moved is not first and first.alive  # other devices: a fresh process
-        await pool.release(moved, None)
+        await pool.release([moved], None)
         taker = await pool.acquire(hand_over(other, (0,)), timeout=30)
         assert not first.alive and moved.alive  # the idle engine on device 0 is closed first
-        await pool.release(taker, None)
+        await pool.release([taker], None)
         await pool.aclose()
 
     asyncio.run(scenario())

@@ -184,26 +184,33 @@ def test_the_pool_keeps_records_repins_evicts_and_closes() -> None:
         recorded: list[tuple[int, float]] = []
         pool = EnginePool(2, lambda pid, created: recorded.append((pid, created)))
         first = await pool.acquire(kept, timeout=30, cpus=cores[:1])
-        await pool.release(first, "adjudication", cores[:1])
+        await pool.release([first], "adjudication", cores[:1])
         assert first.alive and recorded == [(first.pid, first.create_time)]  # swept if we die
-        again = await pool.acquire(kept, timeout=30, cpus=cores[-1:])
+        told: list[tuple[int, float]] = []
+        again = await pool.acquire(kept, timeout=30, cpus=cores[-1:],
+                                   on_process=lambda pid, created: told.append((pid, created)))
         assert again is first and pool.reused == 1
+        assert not told  # its row for the sweep is the idle one: not written again per game
         assert os.sched_getaffinity(first.pid) == set(cores[-1:])  # pinned to its new slot
-        await pool.release(again, "time forfeit")  # a forfeit: never kept
+        await pool.release([again], None)
+        assert recorded == [(first.pid, first.create_time)]  # recorded once while kept
+        again = await pool.acquire(kept, timeout=30, cpus=cores[-1:])
+        assert again is first and pool.reused == 2
+        await pool.release([again], "time forfeit")  # a forfeit: never kept
         assert not first.alive and not pool.idle
         a = await pool.acquire(kept, timeout=30)
-        await pool.release(a, None)
+        await pool.release([a], None)
         b = await pool.acquire(other, timeout=30)
         c = await pool.acquire(fresh, timeout=30)  # capacity 2: the idle SF makes room
         assert not a.alive and not pool.idle
-        await pool.release(c, None)  # Restart: on for SF3: closed
+        await pool.release([c], None)  # Restart: on for SF3: closed
         assert not c.alive
-        await pool.release(b, None)
+        await pool.release([b], None)
         assert b.alive and [i.proc for i in pool.idle] == [b]
         await pool.aclose()
         assert not b.alive and pool.started == 4
         late = await pool.acquire(kept, timeout=30)
-        await pool.release(late, None)  # after the run: closed, not kept
+        await pool.release([late], None)  # after the run: closed, not kept
         assert not late.alive and not pool.idle
 
     asyncio.run(scenario())

@@ -225,3 +225,30 @@ def test_deferred_and_settled_equals_the_whole_game_at_once():
         kept.settle(board.copy(stack=kept.pending))
         assert kept.pending == 0
         assert kept.tag(DRAW) == game_rmobility(start, moves, DRAW), (start, moves)
+
+
+
+def test_a_games_book_plies_are_counted_at_its_end_like_its_engines_plies():
+    """The referee's start of a game from a book line (its plies left to count at the end,
+    as the engines' are: no legal-move count per book ply) and the game after it give
+    game_rmobility's tag for the whole game, book and engines' moves, every line of the
+    default book."""
+    import random
+    from pathlib import Path
+
+    from runner.books.openings import load_book
+    from runner.config.typed import OpeningsConfig
+    from runner.domain.rmobility import RMobility
+    from runner.play.referee import _start_board
+
+    book = Path(__file__).resolve().parents[1] / "books" / "default.pgn"
+    rng = random.Random(5)
+    for opening in load_book(OpeningsConfig(file=book, format="pgn", order="sequential")):
+        mobility = RMobility()
+        start, board, book_moves, _ = _start_board(opening, False, mobility, [])
+        assert mobility.plies == len(book_moves) and mobility.best is None
+        moves: list[str] = []
+        for _, resets in _random_plies(board, rng, rng.randrange(0, 60), moves):
+            mobility.deferred(resets)
+        mobility.settle(board.copy(stack=mobility.pending))
+        assert mobility.tag(DRAW) == game_rmobility(start.fen(), book_moves + moves, DRAW)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import chess
 import chess.pgn
-import chess.polyglot
 
 from runner.books.positions960 import position_numbers, positions_book
 from runner.config.typed import Config, OpeningsConfig
@@ -429,6 +428,8 @@ def _read_polyglot(path: Path, plies: int, random_seed: int) -> tuple[list[Openi
     rng = random.Random(f"swiss-runner polyglot {random_seed}")
     seen: set[tuple[str, ...]] = set()
     openings: list[Opening] = []
+    import chess.polyglot  # late: only a polyglot book needs it (not every start of a run)
+
     try:
         with chess.polyglot.open_reader(path) as reader:
             if reader.get(chess.Board()) is None:

@@ -3,7 +3,6 @@ the bad value and what was expected."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,8 @@ from typing import Any
 def did_you_mean(name: str, names: Iterable[str]) -> str:
     """``"; did you mean 'X'?"`` for the closest of ``names`` to ``name`` (difflib, else a
     match but for case), or "" when none is close."""
+    import difflib  # late: only a config with a problem needs it (not every start)
+
     names = list(names)
     hint = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if not hint:

@@ -7,7 +7,6 @@ reach the user's terminal raw.
 
 from __future__ import annotations
 
-import html
 import math
 
 
@@ -28,6 +27,8 @@ def printable_lines(text: str) -> str:
 
 def markdown_cell(text: object) -> str:
     """A markdown table cell: printable, ``|`` escaped, HTML shown as text, not rendered."""
+    import html  # late: only markdown output needs it (not every start of a run)
+
     return html.escape(printable(text), quote=False).replace("|", "\\|")
 
 

@@ -39,6 +39,7 @@ from runner.play.processes import (  # noqa: F401 - the process API, also used f
     die_with_parent,
     kill_process_group,
     kill_tree_off_loop,
+    kill_trees_off_loop,
     new_owner_token,
     owned_env,
     pin_off_loop,
@@ -292,27 +293,48 @@ class EngineProcess:
         loop (where the leader is reaped, so its pid is still its own), the rest (what
         left the group, what carries its owner token: a walk of /proc) on the spawner
         thread, off the loop."""
-        signal_group(self.pid, reaped=self.transport.get_returncode() is not None)
+        return kill_trees_off_loop([self._let_go()])
+
+    def _let_go(self) -> tuple[int, str | None, dict[str, Any]]:
+        """From the loop: signal its process group (while the leader is not reaped) and
+        close its pipes; what :func:`runner.play.processes.kill_trees` is handed for the
+        rest of its tree. A leader its transport reaped already (it quit) is not looked up
+        again: its pid is no longer its own."""
+        reaped = self.transport.get_returncode() is not None
+        signal_group(self.pid, reaped=reaped)
         with contextlib.suppress(Exception):
             self.transport.close()
-        return kill_tree_off_loop(self.pid, self.token, handle=self.handle, since_pid=self.pid,
-                                  descendants=self.token is None)
+        return self.pid, self.token, {"handle": None if reaped else self.handle,
+                                      "since_pid": self.pid, "descendants": self.token is None}
+
+    async def quit(self, quit_timeout: float = 1.0) -> None:
+        """Ask the engine to quit and wait up to ``quit_timeout`` for it to exit (whatever
+        happens: it is killed next, :meth:`close`)."""
+        if self.alive:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.protocol.quit(), quit_timeout)
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole tree whatever happened (a
         cancellation or a stop signal while it quits included), and wait for that."""
-        try:
-            if self.alive:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.protocol.quit(), quit_timeout)
-        finally:
-            await asyncio.wrap_future(self._stop())  # done even if this await is cancelled
+        await close_engines([self], quit_timeout)
 
     def kill(self) -> None:
         """Hard kill (hung engine, cancelled task); nothing of it runs on the loop but the
         one signal to its process group."""
         self.killed = True
         self._stop()
+
+
+async def close_engines(procs: Sequence[EngineProcess], quit_timeout: float = 1.0) -> None:
+    """Close engines that end together (a game's two, when engines are not kept): each is
+    asked to quit at once, then their trees are killed whatever happened (a cancellation or
+    a stop signal while they quit included) with one walk of /proc for them all, and that
+    is waited for."""
+    try:
+        await asyncio.gather(*(proc.quit(quit_timeout) for proc in procs))
+    finally:  # done even if this await is cancelled
+        await asyncio.wrap_future(kill_trees_off_loop([proc._let_go() for proc in procs]))
 
 
 class EngineStartError(Exception):

@@ -16,7 +16,9 @@ spawner thread, off the event loop.
 
 At most ``capacity`` engine processes (2 x Concurrency: what the games in progress hold with
 ``Restart: on``) are alive at once: an idle engine is closed (the oldest first) before a new
-one would exceed it. Idle engines are recorded for the orphan sweep like engines in play.
+one would exceed it. Idle engines are recorded for the orphan sweep like engines in play:
+once, when an engine first goes idle (its row then stays while it is kept, so a game that
+takes it records nothing again and the next game's end neither).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from runner.config.typed import EngineConfig
 from runner.domain.gpus import env_devices
 from runner.play.enginelog import FAILURES
-from runner.play.engines import EngineProcess, start_engine
+from runner.play.engines import EngineProcess, close_engines, start_engine
 from runner.play.processes import pin_off_loop
 
 LOG = logging.getLogger(__name__)
@@ -52,9 +54,10 @@ def clashing(idle: Sequence[_Idle], engine: EngineConfig) -> list[_Idle]:
 class EnginePool:
     """Idle engine processes by engine name, shared by every game of a run (one event loop).
 
-    ``record``: called with (pid, create time) of an engine that goes idle, so that the
-    orphan sweep of a later run finds it (the game that used it forgets its rows when it is
-    recorded). Counters ``started`` and ``reused`` say how many games got a fresh or a kept
+    ``record``: called with (pid, create time) of an engine that goes idle for the first
+    time, so that the orphan sweep of a later run finds it (the game that started it forgets
+    its rows when it is recorded); a kept engine a game takes is not handed to the game's
+    ``on_process`` (its row is that one already). Counters ``started`` and ``reused`` say how many games got a fresh or a kept
     engine.
     """
 
@@ -63,6 +66,7 @@ class EnginePool:
         self.record = record
         self.idle: list[_Idle] = []  # oldest first
         self._busy: dict[int, EngineProcess] = {}  # the engines games hold now, by id()
+        self._recorded: set[tuple[int, float]] = set()  # (pid, create time) given to record
         self.started = 0
         self.reused = 0
         self.closed = False
@@ -104,7 +108,7 @@ class EnginePool:
             proc.protocol.last_pv_line = None
             if wanted:  # the kernel's mask, not what was asked before (half a slot?)
                 await pin_off_loop(proc.pid, wanted, unless_pinned=True)
-            if on_process is not None:
+            if on_process is not None and (proc.pid, proc.create_time) not in self._recorded:
                 on_process(proc.pid, proc.create_time)
             if note is not None:
                 note(f"{engine.name}: engine process {proc.pid} kept from an earlier game "
@@ -124,21 +128,27 @@ class EnginePool:
         """``proc`` was killed by its game (cancelled, failed): it is not kept."""
         self._busy.pop(id(proc), None)
 
-    async def release(self, proc: EngineProcess, termination: str | None,
+    async def release(self, procs: Sequence[EngineProcess], termination: str | None,
                       cpus: Sequence[int] | None = None) -> None:
-        """The game that held ``proc`` ended with ``termination`` (PGN Termination): keep the
-        engine for a later game, or close it (Restart: on, a failure, not alive, closed)."""
-        self._busy.pop(id(proc), None)
-        keep = (not proc.config.restart and not self.closed and proc.sound
-                and (termination or "") not in FAILURES)
-        if not keep:
-            await proc.close()
-            return
-        proc.protocol.io_log = None  # the game's log is closed: lines between games go nowhere
-        self.idle.append(_Idle(proc, tuple(sorted(cpus)) if cpus else None))
-        if self.record is not None:
-            with contextlib.suppress(Exception):  # the sweep is a safety net, not the game
-                self.record(proc.pid, proc.create_time)
+        """The game that held ``procs`` (its engines) ended with ``termination`` (PGN
+        Termination): keep each engine for a later game, or close it (Restart: on, a
+        failure, not alive, closed); those closed quit together (one sweep of their trees:
+        runner.play.engines.close_engines)."""
+        closing = []
+        for proc in procs:
+            self._busy.pop(id(proc), None)
+            if (proc.config.restart or self.closed or not proc.sound
+                    or (termination or "") in FAILURES):
+                closing.append(proc)
+                continue
+            proc.protocol.io_log = None  # the game's log is closed: lines between games go nowhere
+            self.idle.append(_Idle(proc, tuple(sorted(cpus)) if cpus else None))
+            if self.record is not None and (proc.pid, proc.create_time) not in self._recorded:
+                with contextlib.suppress(Exception):  # the sweep is a safety net, not the game
+                    self.record(proc.pid, proc.create_time)
+                    self._recorded.add((proc.pid, proc.create_time))
+        if closing:
+            await close_engines(closing)
 
     async def aclose(self) -> None:
         """Close every idle engine (the run is over); later releases close theirs."""

@@ -36,7 +36,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psutil
@@ -146,28 +146,38 @@ def _group_members(pgid: int) -> list[psutil.Process]:
     return members
 
 
-def _owned_processes(token: str, since_pid: int | None = None) -> list[psutil.Process]:
-    """Every running process whose environment carries exactly this owner token.
+def _owned_processes(tokens: Mapping[str, int | None]) -> list[psutil.Process]:
+    """Every running process whose environment carries exactly one of these owner tokens,
+    found in one walk of /proc (the engines of a game that ended are looked for together).
 
     The environments are read straight from /proc (a process of another user is not
-    readable and cannot be ours). ``since_pid``: the token's first process had this pid, so
-    (pids being handed out in increasing order until they wrap around at pid_max) only
-    processes with a higher pid can carry it. After a wrap-around a process that escaped is
-    still found by the sweep of the next start (:func:`sweep_orphans`).
+    readable and cannot be ours). Each token's ``since_pid``: its first process had this
+    pid, so (pids being handed out in increasing order until they wrap around at pid_max)
+    only processes with a higher pid can carry it (None: any). After a wrap-around a
+    process that escaped is still found by the sweep of the next start
+    (:func:`sweep_orphans`).
     """
     found: list[psutil.Process] = []
+    if not tokens:
+        return found
     me = os.getpid()
-    needle = f"{OWNER_ENV}={token}".encode()
+    # entries are NUL-terminated "NAME=value"; the whole entry must match
+    needles = [(b"\0" + f"{OWNER_ENV}={token}".encode() + b"\0", since)
+               for token, since in tokens.items()]
+    floor = min((since for _, since in needles if since is not None), default=None) \
+        if all(since is not None for _, since in needles) else None
     for pid in psutil.pids():
-        if pid == me or (since_pid is not None and pid <= since_pid):
+        if pid == me or (floor is not None and pid <= floor):
+            continue
+        wanted = [needle for needle, since in needles if since is None or pid > since]
+        if not wanted:
             continue
         try:
             with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read()
+                environ = b"\0" + handle.read().rstrip(b"\0") + b"\0"
         except OSError:
             continue
-        # entries are NUL-terminated "NAME=value"; the whole entry must match
-        if b"\0" + needle + b"\0" in b"\0" + environ.rstrip(b"\0") + b"\0":
+        if any(needle in environ for needle in wanted):
             with contextlib.suppress(psutil.Error):
                 found.append(psutil.Process(pid))
     return found
@@ -189,7 +199,7 @@ def kill_owned(pid: int, token: str | None, *, handle: psutil.Process | None,
         with contextlib.suppress(psutil.Error):
             handle.kill()
     if token is not None:
-        for proc in _owned_processes(token, since_pid):
+        for proc in _owned_processes({token: since_pid}):
             with contextlib.suppress(psutil.Error):
                 proc.kill()
 
@@ -322,6 +332,26 @@ def kill_tree_off_loop(pid: int, token: str | None, **kwargs: Any
     """:func:`kill_tree` on the spawner thread; the future says when it is done (awaitable
     from the loop with ``asyncio.wrap_future``; nothing needs to wait for it)."""
     return spawn.off_loop(functools.partial(kill_tree, pid, token, **kwargs))
+
+
+def kill_trees(trees: Sequence[tuple[int, str | None, dict[str, Any]]]) -> None:
+    """:func:`kill_tree` for each ``(pid, token, kwargs)`` of ``trees`` (the engines of a
+    game that ended), with one walk of /proc for all their owner tokens instead of one each
+    (``kwargs`` without ``wait``)."""
+    tokens: dict[str, int | None] = {}
+    for pid, token, kwargs in trees:
+        kill_tree(pid, None, **kwargs)  # its group, leader, descendants, known processes
+        if token is not None:
+            tokens[token] = kwargs.get("since_pid")
+    for proc in _owned_processes(tokens):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+def kill_trees_off_loop(trees: Sequence[tuple[int, str | None, dict[str, Any]]]
+                        ) -> concurrent.futures.Future[None]:
+    """:func:`kill_trees` on the spawner thread (as :func:`kill_tree_off_loop`)."""
+    return spawn.off_loop(functools.partial(kill_trees, list(trees)))
 
 
 async def pin_off_loop(pid: int, cpus: Sequence[int], *, unless_pinned: bool = False) -> None:

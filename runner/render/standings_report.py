@@ -64,8 +64,13 @@ def fmt_places(value: Fraction | None, places: int) -> str:
     return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
 
 
+#: A game's points as a cell shows them, by (numerator, denominator): no Fraction is made or
+#: hashed per cell (a table of a long event has thousands of cells, once a round).
+_POINTS = {(1, 1): "1", (0, 1): "0", (1, 2): "½"}
+
+
 def _pts(points: Fraction) -> str:
-    return {Fraction(1): "1", Fraction(0): "0", Fraction(1, 2): "½"}[points]
+    return _POINTS[points.numerator, points.denominator]
 
 
 def _cell_games(views: Sequence[GameView]) -> str:
@@ -146,9 +151,13 @@ def _round_table(rows: Sequence[StandingRow], results: EventResults) -> tuple[li
     header = ["#", "Engine", *[f"R{n}{'*' if n in running else ''}" for n in numbers]]
     body = []
     for r in rows:
+        by_round: dict[int, list[GameView]] = defaultdict(list)  # one pass over the history
+        for v in r.history:
+            if not v.extra:
+                by_round[v.round].append(v)
         cells = []
         for n in numbers:
-            views = [v for v in r.history if v.round == n and not v.extra]
+            views = by_round.get(n)
             if n in r.bye_rounds:
                 cells.append("BYE")
             elif views:

@@ -25,7 +25,6 @@ import os
 import socket
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +69,7 @@ class EventLock:
 
     def __init__(self, database: Path):
         self.database = database
-        self.token = uuid.uuid4().hex
+        self.token = os.urandom(16).hex()  # the run's: 32 hex digits, as uuid4().hex
         self.claimed = False
 
     def check(self, store: Store) -> None:

@@ -14,6 +14,8 @@ misbehaves on request; ``go`` numbers count from 1 in each game (reset by ucinew
   --illegal-on-go N MOVE  answer ``bestmove MOVE`` on the Nth ``go``
   --garbage               print junk lines around every answer (moves stay legal)
   --spawn-child TOKEN     start a sleeping child process whose command line holds TOKEN
+  --escape                that child in a session of its own (out of the engine's process
+                          group: found only by its owner token)
   --score CP              report this score instead of 0
   --mate N                report ``score mate N`` instead of a cp score
   --log FILE              append every command received to FILE
@@ -89,6 +91,7 @@ def main() -> None:
     ap.add_argument("--illegal-on-go", nargs=2, default=None)
     ap.add_argument("--garbage", action="store_true")
     ap.add_argument("--spawn-child", default=None)
+    ap.add_argument("--escape", action="store_true")
     ap.add_argument("--score", type=int, default=0)
     ap.add_argument("--mate", type=int, default=None)
     ap.add_argument("--log", default=None, help="append every command received to this file")
@@ -103,7 +106,8 @@ def main() -> None:
     if opts.crash_at_start:
         sys.exit(1)
     if opts.spawn_child:
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", opts.spawn_child])
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", opts.spawn_child],
+                         start_new_session=opts.escape)
     board = chess.Board()
     gos = 0
     until_stop: str | None = None  # the move of a search that ends only on "stop"
