@@ -40,6 +40,7 @@ from runner.store.tdstore import (
 )
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+_ROUNDS_MARK = ',"rounds":0,"in_progress":'  # StateCache.encode: where the rounds go
 
 if TYPE_CHECKING:
     from runner.domain.standings import StandingRow
@@ -194,6 +195,24 @@ class StateCache:
         self.write_error: int | None = None  # errno of the failing snapshot write (reported)
         self.game_rows: dict[tuple[Any, ...], dict[str, Any]] = {}  # Store.game_rows(known)
         self.games_out: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id: (row, out)
+        self.rounds_out: dict[int, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {}
+        self.round_texts: dict[int, tuple[dict[str, Any], str]] = {}  # number: (entry, JSON)
+
+    def encode(self, doc: dict[str, Any]) -> str:
+        """``_encode(doc)``, the same text, with each round of ``doc["rounds"]`` encoded
+        again only when its entry changed (a JSON object's text is its members' texts
+        joined: the rounds' part is spliced in where a placeholder was encoded)."""
+        texts = {}
+        for entry in doc["rounds"]:
+            kept = self.round_texts.get(entry["number"])
+            if kept is None or kept[0] is not entry:
+                kept = self.round_texts[entry["number"]] = (entry, _encode(entry))
+            texts[entry["number"]] = kept[1]
+        head, mark, tail = _encode({**doc, "rounds": 0}).partition(_ROUNDS_MARK)
+        if not mark:  # (no such document: the key order is fixed)
+            return _encode(doc)
+        return f'{head},"rounds":[{",".join(texts[e["number"]] for e in doc["rounds"])}],' \
+               f'"in_progress":{tail}'
 
     def game_out(self, g: dict[str, Any]) -> dict[str, Any]:
         """``_game_out(g)``, made again only when the game's row changed (Store.game_rows
@@ -335,13 +354,20 @@ def _rounds_out(rounds: list[StoredRound], games: list[dict[str, Any]], cache: S
     rounds_out = []
     for rd in rounds:
         rgames = by_round.get(rd.number, [])
-        rounds_out.append({
+        kept = cache.rounds_out.get(rd.number)
+        if kept is not None and kept[0] is rd and len(kept[1]) == len(rgames) and all(
+                a is b for a, b in zip(kept[1], rgames, strict=True)):
+            rounds_out.append(kept[2])  # neither the round's row nor its games' rows changed
+            continue
+        entry = {
             "number": rd.number, "extra": rd.extra, "state": rd.state, "bye": rd.bye,
             "dropped_history_rounds": list(rd.dropped),
             "pairs": [{"first": a, "second": b,
                        "games": [cache.game_out(g) for g in rgames if g["pair_index"] == i]}
                       for i, (a, b) in enumerate(rd.pairs)],
-        })
+        }
+        cache.rounds_out[rd.number] = (rd, rgames, entry)
+        rounds_out.append(entry)
     return rounds_out
 
 
@@ -523,7 +549,8 @@ def write_snapshot(config: Config, store: Store, cache: StateCache | None = None
     try:
         data = build_state(config, store, cache=cache, runner_running=runner_running,
                            ratings=False)
-        atomic_write(path, _encode(data) + "\n", durable=False)
+        atomic_write(path, (_encode(data) if cache is None else cache.encode(data)) + "\n",
+                     durable=False)
     except OSError as exc:
         if cache is None or cache.write_error != exc.errno:  # once while it keeps failing
             print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the "
