@@ -38,13 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_vs_peers as peers_bench  # noqa: E402
 
 from runner.domain import adjudication  # noqa: E402
-from runner.play import engines, pipes, referee, uci  # noqa: E402
+from runner.play import engines, pipes, referee, relay, uci  # noqa: E402
 from runner.service import gamelife  # noqa: E402
 
 CPU: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
 
 PARTS: list[tuple[Any, str, str]] = [
+    (relay.MoveRelay, "_woken", "relayed: the loop woken, the moves taken (info parsed in C)"),
+    (referee, "relay_reply", "relayed: the move's text, info and score"),
+    (relay.MoveRelay, "start", "relayed: position + go written by the loop (the relay's chain broken)"),
+    (relay.MoveRelay, "ack", "relayed: the relay told the move was taken"),
     (pipes.NativeOutput, "_woken", "compiled path: the loop woken, the move read (bestmove, info parsed)"),
     (engines._Timed, "pipe_data_received", "Python path: every read of the engine's output"),
     (uci, "parse_info", "  of which: the score line parsed"),

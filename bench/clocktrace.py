@@ -105,20 +105,18 @@ class Trace:
             engines.TimedUciProtocol.pipe_data_received = traced  # type: ignore[method-assign]
 
     def _wrap_moves(self, referee: Any) -> None:
-        original, original_hit = referee._play_move, referee.ponder_hit
+        original, original_hit = referee._time_spent, referee.ponder_hit
 
-        async def timed(proto: Any, *a: Any, **kw: Any) -> Any:
-            played = await original(proto, *a, **kw)
-            self.moved(proto)
-            return played
+        def timed(proto: Any, *a: Any) -> Any:  # every move charged: relayed (runner.play.
+            self.moved(proto)  # relay), through runner.play.uci, after a ponderhit
+            return original(proto, *a)
 
         async def timed_hit(ponder: Any, *a: Any, **kw: Any) -> Any:  # charged from ponderhit
             reply = await original_hit(ponder, *a, **kw)
             self.hits += 1
-            self.moved(ponder.search.protocol)
             return reply
 
-        referee._play_move, referee.ponder_hit = timed, timed_hit
+        referee._time_spent, referee.ponder_hit = timed, timed_hit
 
     def _wrap_writes(self, protocol: Any) -> None:
         original = protocol.write_lines
@@ -193,14 +191,17 @@ class Split:
 def split(trace: Trace, logs: dict[int, list[tuple[float, ...]]],
           python_path: bool) -> list[Split]:
     """Every traced move matched to the engine's log (the k-th move of a pid is the k-th
-    line of its log) and split into :data:`PARTS`."""
+    line of its log, past the searches dropped unanswered: none began before the move's go)
+    and split into :data:`PARTS`."""
     seen: dict[int, int] = {}
     starts = sorted(trace.starts)
     out: list[Split] = []
     for move in trace.moves:
         k = seen.get(move.pid, 0)
-        seen[move.pid] = k + 1
         rows = logs.get(move.pid, [])
+        while k < len(rows) and rows[k][0] < move.sent:  # a search stopped and dropped (a
+            k += 1  # kept engine relayed the next go as its game ended: runner.play.relay)
+        seen[move.pid] = k + 1
         if k >= len(rows):
             continue
         went, wrote, _left = rows[k][:3]

@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <math.h>
 
 #define READ_SIZE (16 * 1024)
 #define LOG_BUFFER (64 * 1024)
@@ -280,7 +281,16 @@ typedef struct Event {
     Bytes data;  /* DATA: the chunk; MOVE: the bestmove line */
     Bytes score, bound, pv;  /* MOVE: the last such lines (len 0: none) */
     int has_score, has_bound, has_pv;
+    /* a relay's move (runner.play.relay): the side, its go stamp, whether it was relayed
+     * (then next_go: the stamp of the go written to the other side), what followed it */
+    int side, relayed;
+    double go_stamp, next_go;
+    Bytes rest;
 } Event;
+
+struct RelayCore;
+static void relay_release(struct RelayCore *R);
+static void relay_move(struct RelayCore *R, int side, Event *ev);
 
 typedef struct {
     atomic_int refs;
@@ -299,6 +309,9 @@ typedef struct {
     int ended;     /* the thread has queued its EOF */
     pthread_t thread;
     int started;
+    struct RelayCore *relay; /* move mode begun by a relay: the move is the relay's */
+    int relay_side;
+    Event *relay_ev;         /* the relay's move, found under mu, handed over after it */
     int realtime, nice;  /* the priority asked for (0: none) */
     long long slice_ns;  /* the time slice asked for where not realtime (0: the default) */
     atomic_int tid;      /* the thread's id, once it runs (0 before) */
@@ -354,6 +367,7 @@ static void event_free(Event *ev) {
     bytes_free(&ev->score);
     bytes_free(&ev->bound);
     bytes_free(&ev->pv);
+    bytes_free(&ev->rest);
     free(ev);
 }
 
@@ -375,6 +389,8 @@ static void reader_release(ReaderCore *r) {
         bytes_free(&r->pv);
         bytes_free(&r->prefix);
         log_release(r->log);
+        if (r->relay_ev) event_free(r->relay_ev);
+        relay_release(r->relay);
         pthread_mutex_destroy(&r->mu);
         free(r);
     }
@@ -415,19 +431,24 @@ static int contains(const char *s, size_t n, const char *needle) {
     return memmem(s, n, needle, m) != NULL;
 }
 
-static void log_line_locked(ReaderCore *r, const char *line, size_t n, double stamp) {
-    LogCore *log = r->log;
+/* One line into an engine log: "+<ms since t0> <prefix><line>\n" (prefix " who < "). */
+static void log_line(LogCore *log, double t0, const Bytes *prefix, const char *line, size_t n,
+                     double stamp) {
     if (log == NULL) return;
     char head[64];
-    int h = snprintf(head, sizeof head, "%+12.3f", (stamp - r->t0) * 1000.0);
+    int h = snprintf(head, sizeof head, "%+12.3f", (stamp - t0) * 1000.0);
     pthread_mutex_lock(&log->mu);
     if (log->fd >= 0 && !log->failed) {
         log_put_locked(log, head, (size_t)h);
-        log_put_locked(log, r->prefix.data, r->prefix.len);
+        log_put_locked(log, prefix->data, prefix->len);
         log_put_locked(log, line, n);
         log_put_locked(log, "\n", 1);
     }
     pthread_mutex_unlock(&log->mu);
+}
+
+static void log_line_locked(ReaderCore *r, const char *line, size_t n, double stamp) {
+    log_line(r->log, r->t0, &r->prefix, line, n, stamp);
 }
 
 /* One complete line (without its newline) in move mode. Returns 1 when it is the move. */
@@ -458,7 +479,8 @@ static int move_line_locked(ReaderCore *r, const char *line, size_t n, double st
         if (r->has_bound) { ev->bound = r->bound; ev->has_bound = 1; r->bound = (Bytes){0}; }
         if (r->has_pv) { ev->pv = r->pv; ev->has_pv = 1; r->pv = (Bytes){0}; }
         r->has_score = r->has_bound = r->has_pv = 0;
-        enqueue_locked(r, ev);
+        if (r->relay != NULL) r->relay_ev = ev;  /* handed to the relay once mu is released */
+        else enqueue_locked(r, ev);
         return 1;
     }
     return 0;
@@ -484,8 +506,12 @@ static int move_chunk_locked(ReaderCore *r, const char *data, size_t n, double s
         }
         at = end + 1;
         if (moved) {
-            int was_empty = r->head == r->tail;  /* the move is the only event queued */
             r->moving = 0;
+            if (r->relay_ev != NULL) {  /* the relay's: what follows goes with the move */
+                bytes_set(&r->relay_ev->rest, data + at, n - at);
+                return 0;
+            }
+            int was_empty = r->head == r->tail;  /* the move is the only event queued */
             queue_data_locked(r, data + at, n - at, stamp);
             return was_empty;
         }
@@ -530,14 +556,25 @@ static void *reader_main(void *arg) {
         pthread_mutex_lock(&r->mu);
         int must_wake = r->moving ? move_chunk_locked(r, buf, (size_t)n, stamp)
                                   : queue_data_locked(r, buf, (size_t)n, stamp);
+        Event *hand = r->relay_ev;
+        struct RelayCore *relay = NULL;
+        int side = r->relay_side;
+        if (hand != NULL) {  /* the relay's reference goes with the move */
+            relay = r->relay;
+            r->relay = NULL;
+            r->relay_ev = NULL;
+        }
         pthread_mutex_unlock(&r->mu);
         if (must_wake) wake(r);
+        if (hand != NULL) relay_move(relay, side, hand);
     }
     free(buf);
     pthread_mutex_lock(&r->mu);
     close(r->fd);
     r->fd = -1;
     r->ended = 1;
+    struct RelayCore *gone = r->relay;  /* a relay's move never answered: unlinked */
+    r->relay = NULL;
     int must_wake = 0;
     if (err != -1) {
         Event *ev = new_event(EV_EOF, now_monotonic());
@@ -548,6 +585,7 @@ static void *reader_main(void *arg) {
     }
     pthread_mutex_unlock(&r->mu);
     if (must_wake) wake(r);
+    relay_release(gone);
     reader_release(r);
     return NULL;
 }
@@ -739,8 +777,11 @@ static PyObject *Reader_end_move(ReaderObject *self, PyObject *unused) {
     r->partial.len = 0;
     LogCore *old = r->log;
     r->log = NULL;
+    struct RelayCore *relay = r->relay;
+    r->relay = NULL;
     pthread_mutex_unlock(&r->mu);
     log_release(old);
+    relay_release(relay);
     return PyBool_FromLong(was);
 }
 
@@ -778,6 +819,629 @@ static PyTypeObject ReaderType = {
     .tp_getset = Reader_getset,
 };
 
+/* ------------------------------------------------------------------ the relay
+ *
+ * A Relay links the two engines of one game (their Readers and a duplicate of each one's
+ * stdin). While it is armed, a move begun through it (go()) is the relay's: when the
+ * reader of the side to move completes its "bestmove X" line, the reader's thread charges
+ * the move (bestmove stamp - go stamp) to the side's clock (as runner.domain.timecontrol's
+ * Clock does), and unless the flag fell, X is not a plain UCI move ([a-h][1-8][a-h][1-8],
+ * two squares, and an optional promotion piece), the relay was disarmed or the loop has not taken the
+ * last RELAY_AHEAD relayed moves yet (ack()), it appends X to the position and writes
+ * "position ... moves ... X" and the other side's go line to the other engine, stamped,
+ * from that same thread. Every move of the relay (relayed or not) is queued for the loop,
+ * which is woken once for it through the relay's eventfd; the loop (python-chess) stays
+ * the authority on the move, and disarms the relay when it does not follow it.
+ * Lock order: a relay's mutex, then a reader's (a reader calls relay_move with none held).
+ */
+
+#define RELAY_AHEAD 8
+
+typedef struct RelayCore {
+    atomic_int refs;
+    pthread_mutex_t mu;
+    int wake_fd;
+    Event *head, *tail;
+    ReaderCore *reader[2];  /* 0 white, 1 black */
+    int in_fd[2];           /* duplicates of the engines' stdin */
+    LogCore *log;           /* the game's engine log (NULL: none) */
+    Bytes in_prefix[2], out_prefix[2];
+    double t0;
+    int armed, thinking;    /* thinking: the side with a go out (-1: none) */
+    int ahead;              /* moves relayed that the loop has not taken yet (ack) */
+    Bytes position;         /* "position ..." and " moves ..." so far */
+    int has_moves;
+    int clocked;            /* a clock is kept (the time control is not infinite) */
+    double remaining[2], base, inc, margin, max_elapsed[2];
+    long per_moves, made[2];
+    Bytes fixed_go[2];      /* len 0: the clock form */
+    double go_stamp[2];
+} RelayCore;
+
+static void relay_release(RelayCore *R) {
+    if (R == NULL) return;
+    if (atomic_fetch_sub(&R->refs, 1) == 1) {
+        Event *ev = R->head;
+        while (ev != NULL) {
+            Event *next = ev->next;
+            event_free(ev);
+            ev = next;
+        }
+        for (int i = 0; i < 2; i++) {
+            reader_release(R->reader[i]);
+            if (R->in_fd[i] >= 0) close(R->in_fd[i]);
+            bytes_free(&R->in_prefix[i]);
+            bytes_free(&R->out_prefix[i]);
+            bytes_free(&R->fixed_go[i]);
+        }
+        if (R->wake_fd >= 0) close(R->wake_fd);
+        bytes_free(&R->position);
+        log_release(R->log);
+        pthread_mutex_destroy(&R->mu);
+        free(R);
+    }
+}
+
+static int plain_move(const char *s, size_t n) {
+    if (n != 4 && n != 5) return 0;
+    if (s[0] < 'a' || s[0] > 'h' || s[1] < '1' || s[1] > '8') return 0;
+    if (s[2] < 'a' || s[2] > 'h' || s[3] < '1' || s[3] > '8') return 0;
+    if (s[0] == s[2] && s[1] == s[3]) return 0;  /* no move (python-chess: not a move text) */
+    return n == 4 || (s[4] != 0 && strchr("qrbn", s[4]) != NULL);
+}
+
+/* The token after "bestmove" in line (NULL when there is none). */
+static const char *move_token(const Bytes *line, size_t *len) {
+    const char *s = line->data, *end = s + line->len;
+    const char *p = s + 8;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    const char *q = p;
+    while (q < end && *q != ' ' && *q != '\t' && *q != '\r') q++;
+    *len = (size_t)(q - p);
+    return q > p ? p : NULL;
+}
+
+static long long ms_of(double seconds) {  /* Python's round(): half to even */
+    return (long long)nearbyint(seconds * 1000.0);
+}
+
+/* The go line of side (into out), as runner.play.uci.go_line makes it. */
+static int relay_go_line(RelayCore *R, int side, Bytes *out) {
+    if (R->fixed_go[side].len) return bytes_append(out, R->fixed_go[side].data, R->fixed_go[side].len);
+    long long w = ms_of(R->remaining[0]), b = ms_of(R->remaining[1]), inc = ms_of(R->inc);
+    char text[160];
+    int n = snprintf(text, sizeof text, "go wtime %lld btime %lld winc %lld binc %lld",
+                     w < 1 ? 1 : w, b < 1 ? 1 : b, inc, inc);
+    if (R->per_moves > 0)
+        n += snprintf(text + n, sizeof text - (size_t)n, " movestogo %ld",
+                      R->per_moves - R->made[side] % R->per_moves);
+    return bytes_append(out, text, (size_t)n);
+}
+
+/* Charge elapsed to side's clock as Clock.spend does; 0 when the flag fell. */
+static int relay_spend(RelayCore *R, int side, double elapsed) {
+    if (elapsed > R->max_elapsed[side]) return 0;
+    if (!R->clocked) {
+        R->made[side]++;
+        return 1;
+    }
+    double left = R->remaining[side] - elapsed;
+    if (left < -R->margin) return 0;
+    R->remaining[side] = (left < 0.0 ? 0.0 : left) + R->inc;
+    R->made[side]++;
+    if (R->per_moves > 0 && R->made[side] % R->per_moves == 0) R->remaining[side] += R->base;
+    return 1;
+}
+
+static void write_all(int fd, const char *data, size_t n) {
+    double deadline = now_monotonic() + 1.0;
+    while (n > 0) {
+        ssize_t w = write(fd, data, n);
+        if (w >= 0) {
+            data += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) return;  /* the engine is gone: its exit is the loop's to see */
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int left = (int)((deadline - now_monotonic()) * 1000);
+        if (left <= 0 || poll(&p, 1, left) < 0) return;
+    }
+}
+
+/* Begin side's move: its reader in move mode for this relay, "position" + go written.
+ * Under R->mu. Returns the go stamp. */
+static double relay_begin_locked(RelayCore *R, int side) {
+    ReaderCore *r = R->reader[side];
+    pthread_mutex_lock(&r->mu);
+    LogCore *old = r->log;
+    r->log = R->log;
+    if (r->log) atomic_fetch_add(&r->log->refs, 1);
+    bytes_set(&r->prefix, R->in_prefix[side].data, R->in_prefix[side].len);
+    r->t0 = R->t0;
+    r->partial.len = 0;
+    r->has_score = r->has_bound = r->has_pv = 0;
+    RelayCore *was = r->relay;
+    r->relay = R;
+    atomic_fetch_add(&R->refs, 1);
+    r->relay_side = side;
+    r->moving = 1;
+    pthread_mutex_unlock(&r->mu);
+    log_release(old);
+    if (was == R) atomic_fetch_sub(&R->refs, 1);  /* R itself: never the last */
+    else relay_release(was);
+    Bytes out = {0};
+    bytes_append(&out, R->position.data, R->position.len);
+    size_t go_at = out.len + 1;
+    bytes_append(&out, "\n", 1);
+    relay_go_line(R, side, &out);
+    bytes_append(&out, "\n", 1);
+    double stamp = now_monotonic();  /* before the write: the engine may read it at once */
+    R->go_stamp[side] = stamp;
+    R->thinking = side;
+    if (out.data != NULL) {  /* logged first: the engine's answer is logged after it */
+        log_line(R->log, R->t0, &R->out_prefix[side], out.data, go_at - 1, stamp);
+        log_line(R->log, R->t0, &R->out_prefix[side], out.data + go_at, out.len - go_at - 1, stamp);
+        write_all(R->in_fd[side], out.data, out.len);
+    }
+    bytes_free(&out);
+    return stamp;
+}
+
+static int relay_append(RelayCore *R, const char *move, size_t n) {
+    if (!R->has_moves) {
+        if (bytes_append(&R->position, " moves", 6) < 0) return -1;
+        R->has_moves = 1;
+    }
+    if (bytes_append(&R->position, " ", 1) < 0) return -1;
+    return bytes_append(&R->position, move, n);
+}
+
+/* A reader's thread: the move of side (ev) has come. Queues it for the loop, relayed to
+ * the other side when it may be. Consumes ev and the reader's reference to R. */
+static void relay_move(RelayCore *R, int side, Event *ev) {
+    pthread_mutex_lock(&R->mu);
+    if (R->thinking == side) R->thinking = -1;
+    ev->side = side;
+    ev->go_stamp = R->go_stamp[side];
+    size_t n;
+    const char *move = move_token(&ev->data, &n);
+    if (R->armed && R->ahead < RELAY_AHEAD && move != NULL && plain_move(move, n)
+            && relay_spend(R, side, ev->stamp - R->go_stamp[side])
+            && relay_append(R, move, n) == 0) {
+        R->ahead++;  /* the loop is at most RELAY_AHEAD moves behind the relay */
+        ev->relayed = 1;
+        ev->next_go = relay_begin_locked(R, 1 - side);
+    }
+    int was_empty = R->head == NULL;
+    ev->next = NULL;
+    if (R->tail) R->tail->next = ev;
+    else R->head = ev;
+    R->tail = ev;
+    pthread_mutex_unlock(&R->mu);
+    if (was_empty) {
+        uint64_t one = 1;
+        ssize_t w;
+        do {
+            w = write(R->wake_fd, &one, sizeof one);
+        } while (w < 0 && errno == EINTR);
+    }
+    relay_release(R);
+}
+
+/* ---- the relay's moves as the loop gets them: the search's info parsed here */
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+typedef struct { const char *p; size_t n; } Token;
+
+static size_t tokenize(const char *s, size_t n, Token *out, size_t most) {
+    size_t k = 0, i = 0;
+    while (i < n && k < most) {
+        while (i < n && is_space(s[i])) i++;
+        if (i >= n) break;
+        size_t j = i;
+        while (j < n && !is_space(s[j])) j++;
+        out[k].p = s + i;
+        out[k].n = j - i;
+        k++;
+        i = j;
+    }
+    return k;
+}
+
+static int token_is(Token t, const char *word) {
+    size_t m = strlen(word);
+    return t.n == m && memcmp(t.p, word, m) == 0;
+}
+
+/* int(token) for the plain form (sign, ASCII digits); NULL with no error when it is not. */
+static PyObject *token_int(Token t) {
+    size_t i = (t.n && (t.p[0] == '-' || t.p[0] == '+')) ? 1 : 0;
+    if (i >= t.n || t.n > 60) return NULL;
+    for (size_t j = i; j < t.n; j++)
+        if (t.p[j] < '0' || t.p[j] > '9') return NULL;
+    char text[64];
+    memcpy(text, t.p, t.n);
+    text[t.n] = 0;
+    return PyLong_FromString(text, NULL, 10);
+}
+
+static int utf8_ok(const Bytes *b) {
+    for (size_t i = 0; i < b->len; i++) {
+        if ((unsigned char)b->data[i] >= 0x80) {
+            PyObject *u = PyUnicode_DecodeUTF8(b->data, (Py_ssize_t)b->len, "strict");
+            if (u == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            Py_DECREF(u);
+            return 1;
+        }
+    }
+    return 1;
+}
+
+static int set_item(PyObject *d, const char *key, PyObject *v) {
+    if (v == NULL) return -1;
+    int rc = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+#define MAX_TOKENS 512
+static const char *INT_KEYS[] = {"depth", "seldepth", "nodes", "nps", "tbhits", "hashfull",
+                                 "multipv", NULL};
+
+/* runner.play.uci.parse_info of one line, but the score as (kind, value): kind 0 none,
+ * 1 centipawns, 2 mate. Returns the dict (new reference) or NULL on an error. */
+static PyObject *parse_info_c(const Bytes *line, int *kind, PyObject **value) {
+    *kind = 0;
+    *value = NULL;
+    PyObject *info = PyDict_New();
+    if (info == NULL || line->len == 0 || !utf8_ok(line)) return info;
+    Token *tok = malloc(sizeof(Token) * MAX_TOKENS);
+    if (tok == NULL) return info;
+    size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS), i = 1;
+    while (i < n) {
+        Token key = tok[i];
+        if (token_is(key, "pv") || token_is(key, "string")) break;
+        int int_key = 0;
+        for (const char **k = INT_KEYS; *k; k++) if (token_is(key, *k)) int_key = 1;
+        if (int_key && i + 1 < n) {
+            PyObject *v = token_int(tok[i + 1]);
+            char name[16];
+            memcpy(name, key.p, key.n);
+            name[key.n] = 0;
+            if (v != NULL && set_item(info, name, v) < 0) goto fail;
+            i += 2;
+        } else if (token_is(key, "time") && i + 1 < n) {
+            PyObject *v = token_int(tok[i + 1]);
+            if (v != NULL) {
+                double ms = PyLong_AsDouble(v);
+                Py_DECREF(v);
+                if (set_item(info, "time", PyFloat_FromDouble(ms / 1000)) < 0) goto fail;
+            }
+            i += 2;
+        } else if (token_is(key, "score") && i + 2 < n) {
+            int k = token_is(tok[i + 1], "cp") ? 1 : token_is(tok[i + 1], "mate") ? 2 : 0;
+            PyObject *v = k ? token_int(tok[i + 2]) : NULL;
+            if (v != NULL) {
+                Py_XDECREF(*value);
+                *value = v;
+                *kind = k;
+            }
+            i += 3;
+            if (i < n && (token_is(tok[i], "lowerbound") || token_is(tok[i], "upperbound"))) {
+                if (set_item(info, token_is(tok[i], "lowerbound") ? "lowerbound" : "upperbound",
+                             Py_NewRef(Py_True)) < 0) goto fail;
+                i++;
+            }
+        } else {
+            i++;
+        }
+    }
+    free(tok);
+    return info;
+fail:
+    free(tok);
+    Py_DECREF(info);
+    Py_CLEAR(*value);
+    return NULL;
+}
+
+/* runner.play.referee._pv of a UCI line: the plain moves right after the first "pv". */
+static PyObject *pv_moves(const Bytes *line) {
+    if (!utf8_ok(line)) Py_RETURN_NONE;
+    Token *tok = malloc(sizeof(Token) * MAX_TOKENS);
+    if (tok == NULL) return PyErr_NoMemory();
+    size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS), i = 0;
+    while (i < n && !token_is(tok[i], "pv")) i++;
+    size_t first = ++i;
+    while (i < n && plain_move(tok[i].p, tok[i].n)) i++;
+    PyObject *pv = PyTuple_New((Py_ssize_t)(i > first ? i - first : 0));
+    for (size_t j = first; pv != NULL && j < i; j++) {
+        PyObject *s = PyUnicode_FromStringAndSize(tok[j].p, (Py_ssize_t)tok[j].n);
+        if (s == NULL) Py_CLEAR(pv);
+        else PyTuple_SET_ITEM(pv, (Py_ssize_t)(j - first), s);
+    }
+    free(tok);
+    return pv;
+}
+
+/* (side, bestmove line, stamp, go stamp, relayed, next go stamp, info, score kind, score
+ * value, PV moves or None, what followed) */
+static PyObject *relay_event_tuple(Event *ev) {
+    int kind;
+    PyObject *value;
+    const Bytes *scored = ev->has_score ? &ev->score : ev->has_bound ? &ev->bound : NULL;
+    Bytes none = {0};
+    PyObject *info = parse_info_c(scored ? scored : &none, &kind, &value);
+    if (info == NULL) return NULL;
+    PyObject *pv = ev->has_pv ? pv_moves(&ev->pv) : Py_NewRef(Py_None);
+    if (pv == NULL) {
+        Py_DECREF(info);
+        Py_XDECREF(value);
+        return NULL;
+    }
+    PyObject *t = Py_BuildValue("(iy#ddidNiOOy#)", ev->side, ev->data.data,
+                                (Py_ssize_t)ev->data.len, ev->stamp, ev->go_stamp, ev->relayed,
+                                ev->next_go, info, kind, value ? value : Py_None, pv,
+                                ev->rest.data ? ev->rest.data : "", (Py_ssize_t)ev->rest.len);
+    Py_XDECREF(value);
+    Py_DECREF(pv);
+    return t;
+}
+
+/* ---- the Python type */
+
+typedef struct {
+    PyObject_HEAD
+    RelayCore *core;
+} RelayObject;
+
+
+static int Relay_init(RelayObject *self, PyObject *args, PyObject *kwds) {
+    PyObject *w, *b;
+    int wfd, bfd;
+    if (!PyArg_ParseTuple(args, "O!O!ii", &ReaderType, &w, &ReaderType, &b, &wfd, &bfd))
+        return -1;
+    ReaderCore *rw = ((ReaderObject *)w)->core, *rb = ((ReaderObject *)b)->core;
+    if (self->core != NULL || rw == NULL || rb == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a Relay links two started Readers, once");
+        return -1;
+    }
+    RelayCore *R = calloc(1, sizeof(RelayCore));
+    if (R == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    atomic_init(&R->refs, 1);
+    pthread_mutex_init(&R->mu, NULL);
+    R->thinking = -1;
+    R->in_fd[0] = R->in_fd[1] = -1;
+    R->reader[0] = rw;
+    R->reader[1] = rb;
+    atomic_fetch_add(&rw->refs, 1);
+    atomic_fetch_add(&rb->refs, 1);
+    R->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    R->in_fd[0] = fcntl(wfd, F_DUPFD_CLOEXEC, 3);
+    R->in_fd[1] = fcntl(bfd, F_DUPFD_CLOEXEC, 3);
+    if (R->wake_fd < 0 || R->in_fd[0] < 0 || R->in_fd[1] < 0) {
+        int err = errno;
+        relay_release(R);
+        raise_errno(err);
+        return -1;
+    }
+    self->core = R;
+    return 0;
+}
+
+static void relay_unlink(RelayCore *R) {
+    for (int i = 0; i < 2; i++) {
+        ReaderCore *r = R->reader[i];
+        pthread_mutex_lock(&r->mu);
+        int linked = r->relay == R;
+        if (linked) {
+            r->relay = NULL;
+            r->moving = 0;
+            r->partial.len = 0;
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (linked) atomic_fetch_sub(&R->refs, 1);  /* the caller's keeps it */
+    }
+}
+
+static void Relay_dealloc(RelayObject *self) {
+    if (self->core != NULL) {
+        relay_unlink(self->core);
+        relay_release(self->core);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static RelayCore *relay_of(RelayObject *self) {
+    if (self->core == NULL) PyErr_SetString(PyExc_ValueError, "Relay not made");
+    return self->core;
+}
+
+static int prefix_arg(PyObject *seq, Bytes *out) {
+    for (int i = 0; i < 2; i++) {
+        PyObject *item = PyTuple_GetItem(seq, i);
+        if (item == NULL || !PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "a pair of bytes expected");
+            return -1;
+        }
+        bytes_set(&out[i], PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item));
+    }
+    return 0;
+}
+
+static PyObject *Relay_arm(RelayObject *self, PyObject *args) {
+    const char *pos;
+    Py_ssize_t npos;
+    PyObject *fixed, *log, *in_prefix, *out_prefix;
+    double base, inc, margin, max_w, max_b, t0;
+    long per_moves;
+    int clocked;
+    if (!PyArg_ParseTuple(args, "y#pdddlO!ddOO!O!d", &pos, &npos, &clocked, &base, &inc, &margin,
+                          &per_moves, &PyTuple_Type, &fixed, &max_w, &max_b, &log,
+                          &PyTuple_Type, &in_prefix, &PyTuple_Type, &out_prefix, &t0))
+        return NULL;
+    if (log != Py_None && !PyObject_TypeCheck(log, &LogFileType)) {
+        PyErr_SetString(PyExc_TypeError, "log must be a LogFile or None");
+        return NULL;
+    }
+    RelayCore *R = relay_of(self);
+    if (R == NULL) return NULL;
+    lock_from_python(&R->mu);
+    bytes_set(&R->position, pos, (size_t)npos);
+    R->has_moves = memmem(pos, (size_t)npos, " moves", 6) != NULL;
+    R->clocked = clocked;
+    R->base = base;
+    R->inc = inc;
+    R->margin = margin;
+    R->per_moves = per_moves;
+    R->max_elapsed[0] = max_w;
+    R->max_elapsed[1] = max_b;
+    LogCore *old = R->log;
+    R->log = log == Py_None ? NULL : ((LogFileObject *)log)->core;
+    if (R->log) atomic_fetch_add(&R->log->refs, 1);
+    R->t0 = t0;
+    int bad = prefix_arg(fixed, R->fixed_go) < 0 || prefix_arg(in_prefix, R->in_prefix) < 0
+              || prefix_arg(out_prefix, R->out_prefix) < 0;
+    R->armed = !bad;
+    pthread_mutex_unlock(&R->mu);
+    log_release(old);
+    if (bad) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Relay_go(RelayObject *self, PyObject *args) {
+    int side;
+    const char *move = NULL;
+    Py_ssize_t nmove = 0;
+    double w, b;
+    long wm, bm;
+    if (!PyArg_ParseTuple(args, "iz#ddll", &side, &move, &nmove, &w, &b, &wm, &bm)) return NULL;
+    RelayCore *R = relay_of(self);
+    if (R == NULL) return NULL;
+    if (side != 0 && side != 1) {
+        PyErr_SetString(PyExc_ValueError, "side is 0 (white) or 1 (black)");
+        return NULL;
+    }
+    lock_from_python(&R->mu);
+    if (!R->armed || R->thinking >= 0) {
+        pthread_mutex_unlock(&R->mu);
+        PyErr_SetString(PyExc_RuntimeError, "the relay is disarmed or a move is on");
+        return NULL;
+    }
+    if (move != NULL) relay_append(R, move, (size_t)nmove);
+    R->remaining[0] = w;
+    R->remaining[1] = b;
+    R->made[0] = wm;
+    R->made[1] = bm;
+    R->ahead = 0;
+    double stamp = relay_begin_locked(R, side);
+    pthread_mutex_unlock(&R->mu);
+    return PyFloat_FromDouble(stamp);
+}
+
+static PyObject *Relay_ack(RelayObject *self, PyObject *unused) {
+    RelayCore *R = relay_of(self);
+    if (R == NULL) return NULL;
+    lock_from_python(&R->mu);
+    if (R->ahead > 0) R->ahead--;
+    pthread_mutex_unlock(&R->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Relay_disarm(RelayObject *self, PyObject *unused) {
+    RelayCore *R = relay_of(self);
+    if (R == NULL) return NULL;
+    lock_from_python(&R->mu);
+    R->armed = 0;
+    int thinking = R->thinking;
+    pthread_mutex_unlock(&R->mu);
+    return PyLong_FromLong(thinking);
+}
+
+static PyObject *Relay_close(RelayObject *self, PyObject *unused) {
+    RelayCore *R = relay_of(self);
+    if (R == NULL) return NULL;
+    lock_from_python(&R->mu);
+    R->armed = 0;
+    R->thinking = -1;
+    for (int i = 0; i < 2; i++) {  /* an engine's stdin is the runner's alone again */
+        if (R->in_fd[i] >= 0) close(R->in_fd[i]);
+        R->in_fd[i] = -1;
+    }
+    pthread_mutex_unlock(&R->mu);
+    relay_unlink(R);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Relay_fileno(RelayObject *self, PyObject *unused) {
+    RelayCore *R = relay_of(self);
+    return R == NULL ? NULL : PyLong_FromLong(R->wake_fd);
+}
+
+static PyObject *Relay_take(RelayObject *self, PyObject *unused) {
+    RelayCore *R = relay_of(self);
+    if (R == NULL) return NULL;
+    uint64_t count;
+    ssize_t got = read(R->wake_fd, &count, sizeof count);
+    (void)got;
+    lock_from_python(&R->mu);
+    Event *ev = R->head;
+    R->head = R->tail = NULL;
+    pthread_mutex_unlock(&R->mu);
+    PyObject *out = PyList_New(0);
+    while (ev != NULL) {
+        Event *next = ev->next;
+        if (out != NULL) {
+            PyObject *t = relay_event_tuple(ev);
+            if (t == NULL || PyList_Append(out, t) < 0) Py_CLEAR(out);
+            Py_XDECREF(t);
+        }
+        event_free(ev);
+        ev = next;
+    }
+    return out;
+}
+
+static PyMethodDef Relay_methods[] = {
+    {"arm", (PyCFunction)Relay_arm, METH_VARARGS,
+     "arm(position, clocked, base, inc, margin, per_moves, (white_go, black_go), "
+     "max_white, max_black, log, (white_in, black_in), (white_out, black_out), t0): "
+     "the game's state; a fixed go line per side (b'': the clock form)."},
+    {"go", (PyCFunction)Relay_go, METH_VARARGS,
+     "go(side, move_or_None, white_left, black_left, white_made, black_made): append the "
+     "move, set the clocks and start side's move (position + go written); the go stamp."},
+    {"ack", (PyCFunction)Relay_ack, METH_NOARGS, "The loop took a relayed move (at most 8 are relayed ahead)."},
+    {"disarm", (PyCFunction)Relay_disarm, METH_NOARGS,
+     "Relay no more; the side that has a go out and no bestmove back yet (-1: none)."},
+    {"close", (PyCFunction)Relay_close, METH_NOARGS,
+     "Disarm and unlink the readers (a move still on becomes theirs in pass mode)."},
+    {"fileno", (PyCFunction)Relay_fileno, METH_NOARGS, "The eventfd the loop watches."},
+    {"take", (PyCFunction)Relay_take, METH_NOARGS,
+     "The moves queued since the last call: (side, bestmove_line, stamp, go_stamp, relayed, "
+     "next_go, info, score_kind, score_value, pv_moves_or_None, rest)."},
+    {NULL}};
+
+static PyTypeObject RelayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runner.play._pipes.Relay",
+    .tp_basicsize = sizeof(RelayObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Relay(white_reader, black_reader, white_stdin, black_stdin): one game's move relay.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Relay_init,
+    .tp_dealloc = (destructor)Relay_dealloc,
+    .tp_methods = Relay_methods,
+};
+
 static PyObject *pipes_monotonic(PyObject *mod, PyObject *unused) {
     return PyFloat_FromDouble(now_monotonic());
 }
@@ -791,13 +1455,16 @@ static struct PyModuleDef pipes_module = {
     "An engine's stdout read, split and time-stamped on a native thread.", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__pipes(void) {
-    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&LogFileType) < 0) return NULL;
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&LogFileType) < 0
+            || PyType_Ready(&RelayType) < 0) return NULL;
     PyObject *m = PyModule_Create(&pipes_module);
     if (m == NULL) return NULL;
     Py_INCREF(&ReaderType);
     Py_INCREF(&LogFileType);
+    Py_INCREF(&RelayType);
     if (PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType) < 0
             || PyModule_AddObject(m, "LogFile", (PyObject *)&LogFileType) < 0
+            || PyModule_AddObject(m, "Relay", (PyObject *)&RelayType) < 0
             || PyModule_AddIntConstant(m, "DATA", EV_DATA) < 0
             || PyModule_AddIntConstant(m, "MOVE", EV_MOVE) < 0
             || PyModule_AddIntConstant(m, "EOF", EV_EOF) < 0) {

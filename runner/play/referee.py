@@ -46,6 +46,7 @@ from runner.domain.models import (
 from runner.domain.rmobility import RMobility
 from runner.domain.timecontrol import Clock
 from runner.domain.variant import board_at, is_960
+from runner.play import pipes
 from runner.play.engine960 import chess960_fen, enable_chess960
 from runner.play.enginelog import GameLog
 from runner.play.engines import (
@@ -66,6 +67,8 @@ from runner.play.ponder import (
     start_pondering,
     stop_pondering,
 )
+from runner.play.relay import GO_STAMP, NEXT_GO, PV, RELAYED, REST, STAMP, MoveRelay, open_relay
+from runner.play.relay import reply as relay_reply
 from runner.play.tablebases import open_tablebase
 from runner.play.uci import NotReady, UciMove, UciReply, go_line, position_line
 
@@ -821,6 +824,42 @@ def _ponder_next(pondering: dict[chess.Color, Pondering], color: chess.Color,
         pondering[color] = started
 
 
+class _Plies:
+    """What the move loop of one game works on (both paths: Python's and the relay's)."""
+
+    __slots__ = ("spec", "board", "procs", "moves", "comments", "sans", "clocks", "emit",
+                 "attempt", "move_data", "mobility", "adjudicator", "position", "margin",
+                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed")
+
+    def __init__(self, spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
+                 moves: list[str], comments: list[str], sans: list[str],
+                 clocks: dict[chess.Color, Clock], adjudicator: Adjudicator, **more: Any):
+        self.spec, self.board, self.procs, self.moves = spec, board, procs, moves
+        self.comments, self.sans, self.clocks, self.adjudicator = comments, sans, clocks, adjudicator
+        self.emit: Emit | None = more["emit"]
+        self.attempt: int = more["attempt"]
+        self.move_data: list[MovePlayed] | None = more["move_data"]
+        self.mobility: RMobility | None = more["mobility"]
+        self.stall_timeout: float = more["stall_timeout"]
+        self.grace: float = more["grace"]
+        self.ready_timeout: float = more["ready_timeout"]
+        self.margin = spec.time_margin_ms / 1000
+        self.infinite = spec.time_control.infinite
+        # + " moves ..." (the whole game) per move; Chess960 in Shredder-FEN, as python-chess sends it
+        self.position = position_line(chess960_fen(board.root()) if board.chess960
+                                      else fen(board.root()))
+        self.engaged: set[chess.Color] = set()  # engines that had ucinewgame
+        self.fixed = _fixed_limits(spec, procs, clocks)
+
+    def timeout(self, color: chess.Color) -> float:
+        """How long ``color``'s move may take from its ``go`` (:func:`_move_timeout`)."""
+        return _move_timeout(self.infinite, self.procs[color].config, self.clocks[color],
+                             self.margin + self.grace, self.stall_timeout)
+
+    def stop_timeout(self, color: chess.Color) -> float:
+        return self.procs[color].config.startup_timeout_s or self.ready_timeout
+
+
 async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                       moves: list[str], comments: list[str], stall_timeout: float, grace: float,
                       ready_timeout: float = STARTUP_TIMEOUT, *, clocks: dict[chess.Color, Clock],
@@ -828,21 +867,44 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                       move_data: list[MovePlayed] | None = None, sans: list[str] | None = None,
                       pondering: dict[chess.Color, Pondering], mobility: RMobility | None = None) -> _End:
     """The per-ply loop: ask the engine on move, check and record its move, adjudicate;
-    the game's end (an engine failing, a flag, an illegal move, a rule) is returned."""
-    tc = spec.time_control
-    margin = spec.time_margin_ms / 1000
-    adjudicator = await _adjudicator(spec, resume)
-    # + " moves ..." (the whole game) per move; Chess960 in Shredder-FEN, as python-chess sends it
-    position = position_line(chess960_fen(board.root()) if board.chess960 else fen(board.root()))
-    sans = [] if sans is None else sans  # SAN of every move, for the PGN
-    engaged: set[chess.Color] = set()  # engines that had ucinewgame
-    fixed = _fixed_limits(spec, procs, clocks)
+    the game's end (an engine failing, a flag, an illegal move, a rule) is returned.
+
+    Each engine's first move is Python's (``ucinewgame``, ``isready``: runner.play.uci);
+    then, where runner.play.relay can, the moves are relayed below Python until the game
+    ends or the referee does not follow the relay; the rest is Python's again."""
+    g = _Plies(spec, board, procs, moves, comments, [] if sans is None else sans, clocks,
+               await _adjudicator(spec, resume), emit=emit, attempt=attempt,
+               move_data=move_data, mobility=mobility, stall_timeout=stall_timeout,
+               grace=grace, ready_timeout=ready_timeout)
+    relayable = not (spec.white.ponder or spec.black.ponder) and pipes.native() is not None
+    while True:
+        end = await _python_moves(g, pondering, until_relay=relayable)
+        if end is not None:
+            return end
+        relayable = False  # once: a relay the referee left is not taken again
+        relay = open_relay(spec, procs, {c: go for c, (_, go) in g.fixed.items() if go})
+        if relay is not None:
+            try:
+                end = await _relay_moves(g, relay)
+            finally:
+                relay.close()
+            if end is not None:
+                return end
+
+
+async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
+                        until_relay: bool) -> _End | None:
+    """The moves played through runner.play.uci (and python-chess's XBoard): the game's end,
+    or None once both engines have moved when ``until_relay``."""
+    spec, board, procs, moves, clocks = g.spec, g.board, g.procs, g.moves, g.clocks
+    engaged, fixed = g.engaged, g.fixed
     while True:
         color = board.turn
+        if until_relay and len(engaged) == 2:
+            return None
         proc = procs[color]
         engine = proc.config
-        clock = clocks[color]
-        timeout = _move_timeout(tc.infinite, engine, clock, margin + grace, stall_timeout)
+        timeout = g.timeout(color)
         limit, go = fixed.get(color) or (_limit(spec, engine, clocks, color), None)
         proto = proc.protocol
         called = time.monotonic()
@@ -854,51 +916,102 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                 played = _played(await ponder_hit(ponder, timeout))
             else:
                 if ponder is not None:  # it pondered on another move: stopped, not on its clock
-                    await ponder_miss(ponder, engine.startup_timeout_s or ready_timeout)
+                    await ponder_miss(ponder, g.stop_timeout(color))
                 played = await _play_move(proto, board, limit, spec.game_id, timeout,
-                                          engine.startup_timeout_s or ready_timeout,
-                                          position=position + " moves " + " ".join(moves)
-                                          if moves else position, new_game=new_game,
+                                          g.stop_timeout(color),
+                                          position=g.position + " moves " + " ".join(moves)
+                                          if moves else g.position, new_game=new_game,
                                           ponder=engine.ponder, go=go)
         except (_NotReady, NotReady, TimeoutError, chess.engine.EngineError) as exc:
-            return _failed_move(exc, proc, board, color, tc.infinite)
+            return _failed_move(exc, proc, board, color, g.infinite)
         elapsed = _time_spent(proto, called, time.monotonic())
-        if not _in_time(tc.infinite, engine, clock, elapsed, margin):
-            return _flag_fell(board, color)
-        refused = _refused(played, board, color, proto)
-        if refused is not None:
-            return refused
-        move = played.move
-        wanted = emit is not None or move_data is not None
-        pv_line = proto.take_pv_line()
-        pv = _pv(pv_line, board, engine.protocol == "xboard") if wanted else ()
-        san = _push(board, move, mobility)
-        uci = move.uci()
-        moves.append(uci)
-        sans.append(san)
-        info = searched_info(played.info)
-        comment = move_comment(info, color, elapsed)
-        comments.append(comment)
-        end = natural_end(board)
-        verdict = None
-        pov = info.get("score")
-        score = pov.pov(color) if pov is not None else None
-        if end is None:
-            if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop
-                verdict = await asyncio.to_thread(adjudicator.update, board, score)
-            else:
-                verdict = adjudicator.update(board, score)
-        if wanted:
-            event = _move_event(spec.game_id, len(moves), uci, san, board, clocks, elapsed,
-                                score, info, pv, comment, adjudicator, attempt)
-            _record_move(event, move_data, emit)
+        end = await _take_move(g, color, played, elapsed, proto.take_pv_line())
         if end is not None:
             return end
-        if verdict is not None:
-            return _from_verdict(verdict)
         if engine.ponder and isinstance(proto, TimedUciProtocol):
-            _ponder_next(pondering, color, proto, board, played.ponder, position, moves,
-                         _limit(spec, engine, clocks, color), engine.startup_timeout_s or ready_timeout)
+            _ponder_next(pondering, color, proto, board, played.ponder, g.position, moves,
+                         _limit(spec, engine, clocks, color), g.stop_timeout(color))
+
+
+async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayResult,
+                     elapsed: float, pv: str | tuple[str, ...] | None) -> _End | None:
+    """``color``'s reply ``played``, ``elapsed`` on its clock: charged, checked, pushed,
+    recorded and adjudicated; the game's end, or None when it goes on. ``pv``: the PV's
+    moves, or the search line it is read from (:func:`_pv`)."""
+    board, proc = g.board, g.procs[color]
+    engine = proc.config
+    if not _in_time(g.infinite, engine, g.clocks[color], elapsed, g.margin):
+        return _flag_fell(board, color)
+    refused = _refused(played, board, color, proc.protocol)
+    if refused is not None:
+        return refused
+    move = played.move
+    wanted = g.emit is not None or g.move_data is not None
+    if wanted and not isinstance(pv, tuple):
+        pv = _pv(pv, board, engine.protocol == "xboard")
+    san = _push(board, move, g.mobility)
+    uci = move.uci()
+    g.moves.append(uci)
+    g.sans.append(san)
+    info = searched_info(played.info)
+    comment = move_comment(info, color, elapsed)
+    g.comments.append(comment)
+    end = natural_end(board)
+    verdict = None
+    pov = info.get("score")
+    score = pov.pov(color) if pov is not None else None
+    adjudicator = g.adjudicator
+    if end is None:
+        if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop
+            verdict = await asyncio.to_thread(adjudicator.update, board, score)
+        else:
+            verdict = adjudicator.update(board, score)
+    if wanted:
+        event = _move_event(g.spec.game_id, len(g.moves), uci, san, board, g.clocks, elapsed,
+                            score, info, pv, comment, adjudicator, g.attempt)
+        _record_move(event, g.move_data, g.emit)
+    if end is not None:
+        return end
+    if verdict is not None:
+        return _from_verdict(verdict)
+    return None
+
+
+async def _relay_moves(g: _Plies, relay: MoveRelay) -> _End | None:
+    """The moves relayed below Python (runner.play.relay), each checked here as
+    :func:`_take_move` checks any: the game's end, or None when the referee leaves the
+    relay (a move text python-chess writes otherwise) and the game goes on in Python."""
+    board, procs, moves, clocks = g.board, g.procs, g.moves, g.clocks
+    color = board.turn
+    relay.arm(g.position + " moves " + " ".join(moves) if moves else g.position, g.margin)
+    go_at = relay.start(color, None, clocks)
+    while True:
+        proc = procs[color]
+        proto = proc.protocol
+        try:
+            event = await relay.next(color, go_at + g.timeout(color))
+        except (TimeoutError, chess.engine.EngineError) as exc:  # both engines go (not kept)
+            return _failed_move(exc, proc, board, color, g.infinite)
+        text, ponder, info, played = relay_reply(event, color)
+        proto.go_sent, proto.move_received = event[GO_STAMP], event[STAMP]
+        proto.last_move_text = text or ""
+        if played is None:  # not relayed: read as runner.play.uci's reply is
+            try:
+                played = _played(UciReply(text, info, None, ponder))
+            except chess.engine.EngineError as exc:
+                return _failed_move(exc, proc, board, color, g.infinite)
+        end = await _take_move(g, color, played, _time_spent(proto, 0.0, 0.0), event[PV] or ())
+        if event[REST]:
+            proto.bytes_read(event[REST], event[STAMP])
+        if end is not None or moves[-1] != text:  # over, or not the text it relayed
+            await relay.settle(g.stop_timeout(not color))
+            return end
+        color = not color
+        if event[RELAYED]:
+            relay.ack()
+            go_at = event[NEXT_GO]
+        else:
+            go_at = relay.start(color, text, clocks)
 
 
 class RefereeBackend:

@@ -1,0 +1,261 @@
+"""A game's moves relayed below Python: one engine's ``bestmove`` handed to the other engine
+by the compiled pipes (runner.play._pipes.Relay), without waiting for the event loop.
+
+Once both engines of a UCI game have made their first move (``ucinewgame``, ``isready``
+and that move go through runner.play.uci as before), :class:`MoveRelay` arms the relay with
+the game's position line, each side's go line (a fixed one for Nodes/Depth/MoveTime and
+infinite time controls, else the clocks, kept in C with the arithmetic of
+runner.domain.timecontrol's ``Clock``) and the margin. When the reader thread of the side to
+move completes ``bestmove X`` it charges the move, and unless the flag fell, ``X`` is not a
+plain UCI move, or the loop is 8 relayed moves behind, it writes
+``position ... moves ... X`` and the other side's ``go`` to the other engine at once, stamped
+as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
+with its stamps and its search's last info already parsed; the referee (python-chess) stays
+the authority on it and, when it does not follow the relay (an illegal or non-canonical
+move, the game's end), calls :meth:`MoveRelay.settle`: the relay is disarmed, an engine that
+got a ``go`` meanwhile gets ``stop``, and its answer is awaited and dropped (not charged).
+
+Relayed only where it is safe (:func:`open_relay`): UCI engines on both sides read by the
+compiled reader, no pondering, engine logs off or in the compiled reader's LogFile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+from typing import Any
+
+import chess
+import chess.engine
+
+from runner.domain.models import GameSpec
+from runner.play import pipes
+from runner.play.clientstate import IDLE, STOPPING
+from runner.play.engines import EngineProcess, TimedUciProtocol
+
+# a relay move's fields (runner.play._pipes.Relay.take)
+SIDE, LINE, STAMP, GO_STAMP, RELAYED, NEXT_GO, INFO, SCORE_KIND, SCORE, PV, REST = range(11)
+_CP, _MATE = 1, 2
+
+
+def _reader(proc: EngineProcess) -> Any:
+    pipes_ = proc.protocol.pipes
+    return getattr(pipes_.get_pipe_transport(1), "reader", None) if pipes_ else None
+
+
+def _stdin_fd(proc: EngineProcess) -> int | None:
+    stdin = proc.protocol.pipes.get_pipe_transport(0) if proc.protocol.pipes else None
+    if stdin is None or stdin.is_closing() or stdin.get_write_buffer_size():
+        return None
+    end = stdin.get_extra_info("pipe")
+    try:
+        return end.fileno() if end is not None else None
+    except ValueError:
+        return None
+
+
+def _log_of(procs: dict[chess.Color, EngineProcess]) -> tuple[Any, Any] | None:
+    """(the LogFile, the two writers) both engines log to; (None, None) without logs;
+    None when a log is a Python file (the relay would not write to it)."""
+    writers = [procs[c].protocol.io_log for c in (chess.WHITE, chess.BLACK)]
+    if writers[0] is None and writers[1] is None:
+        return None, None
+    natives = {getattr(w, "native", None) for w in writers}
+    if len(natives) != 1 or None in natives:
+        return None
+    return natives.pop(), writers
+
+
+def open_relay(spec: GameSpec, procs: dict[chess.Color, EngineProcess],
+               fixed_go: dict[chess.Color, str]) -> MoveRelay | None:
+    """The game's relay, when it can relay (else None: runner.play.referee plays on in
+    Python). ``fixed_go``: the go line of a side whose limit is without the clocks."""
+    if pipes.native() is None or len(procs) != 2 or spec.white.ponder or spec.black.ponder:
+        return None
+    if not all(isinstance(p.protocol, TimedUciProtocol) and p.alive for p in procs.values()):
+        return None
+    readers = [_reader(procs[c]) for c in (chess.WHITE, chess.BLACK)]
+    stdins = [_stdin_fd(procs[c]) for c in (chess.WHITE, chess.BLACK)]
+    logs = _log_of(procs)
+    if None in readers or None in stdins or logs is None:
+        return None
+    relay = pipes.native().Relay(*readers, *stdins)  # type: ignore[union-attr]
+    return MoveRelay(relay, procs, spec, fixed_go, *logs)
+
+
+class MoveRelay:
+    """One game's relay, as the referee drives it: :meth:`start` a side's move, :meth:`next`
+    move (relayed or not), :meth:`ack` a relayed move taken, :meth:`settle` at the end."""
+
+    def __init__(self, relay: Any, procs: dict[chess.Color, EngineProcess], spec: GameSpec,
+                 fixed_go: dict[chess.Color, str], log: Any, writers: Any):
+        self.relay = relay
+        self.procs = procs
+        self.spec = spec
+        self.fixed_go = fixed_go
+        self.log = log
+        self.writers = writers
+        self.loop = asyncio.get_running_loop()
+        self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.waiting: asyncio.Future[tuple[Any, ...]] | None = None
+        self.waiting_for: chess.Color | None = None
+        self.deadline = 0.0  # the awaited move's (monotonic)
+        self.watchdog: asyncio.TimerHandle | None = None  # one timer, not one per move
+        self.watch_at = 0.0
+        self.wake_fd = relay.fileno()
+        self.loop.add_reader(self.wake_fd, self._woken)
+        for proc in procs.values():
+            proc.protocol.exit_code.add_done_callback(self._exited)
+
+    def arm(self, position: str, margin: float) -> None:
+        """Arm with the position line so far (``position ... [moves ...]``)."""
+        tc = self.spec.time_control
+        max_elapsed = [float("inf"), float("inf")]
+        if tc.infinite:  # a move time is enforced as runner.play.referee._in_time does
+            for i, engine in enumerate((self.spec.white, self.spec.black)):
+                if engine.movetime_ms is not None:
+                    max_elapsed[i] = engine.movetime_ms / 1000 + margin
+        fixed = tuple(self.fixed_go.get(c, "").encode() for c in (chess.WHITE, chess.BLACK))
+        writers = self.writers or (None, None)
+        prefixes = [(w.prefix if w else b"", f" {w.who} > ".encode("utf-8", "replace")
+                     if w else b"") for w in writers]
+        self.relay.arm(position.encode(), not tc.infinite, tc.base or 0.0, tc.increment,
+                       margin, tc.moves or 0, fixed, *max_elapsed, self.log,
+                       (prefixes[0][0], prefixes[1][0]), (prefixes[0][1], prefixes[1][1]),
+                       writers[0].t0 if writers[0] else 0.0)
+
+    def start(self, color: chess.Color, move: str | None, clocks: dict[chess.Color, Any]) -> float:
+        """Append ``move`` (None: none) and start ``color``'s move with these clocks (the
+        referee's, authoritative): its go stamp."""
+        white, black = clocks[chess.WHITE], clocks[chess.BLACK]
+        return self.relay.go(0 if color else 1, move, _finite(white.remaining),
+                             _finite(black.remaining), white.moves_made, black.moves_made)
+
+    def ack(self) -> None:
+        self.relay.ack()
+
+    # ------------------------------------------------------------------ the moves
+
+    def _woken(self) -> None:
+        self.queue.extend(self.relay.take())
+        waiting = self.waiting
+        if waiting is not None and self.queue and not waiting.done():
+            waiting.set_result(self.queue.popleft())
+
+    def _exited(self, exit_code: asyncio.Future[int]) -> None:
+        waiting = self.waiting
+        if waiting is None or waiting.done():
+            return
+        proc = self.procs.get(self.waiting_for)  # type: ignore[arg-type]
+        if proc is not None and proc.protocol.exit_code is exit_code:
+            code = exit_code.result() if not exit_code.cancelled() else None
+            waiting.set_exception(chess.engine.EngineTerminatedError(
+                f"engine process died unexpectedly (exit code: {code})"))
+
+    def _watch(self, at: float) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        self.watch_at = at
+        self.watchdog = self.loop.call_later(max(at - time.monotonic(), 0.0), self._timed_out)
+
+    def _timed_out(self) -> None:
+        """The watchdog: the awaited move is late (TimeoutError), or its deadline is later
+        than the one the watchdog was set for (then it waits for that one)."""
+        self.watchdog = None
+        waiting = self.waiting
+        if waiting is None or waiting.done():
+            return
+        if time.monotonic() >= self.deadline:
+            waiting.set_exception(TimeoutError())
+        else:
+            self._watch(self.deadline)
+
+    async def next(self, color: chess.Color, deadline: float) -> tuple[Any, ...]:
+        """The next move (of ``color``): TimeoutError when it has not come by ``deadline``
+        (monotonic), EngineTerminatedError when the engine exits first. One watchdog timer
+        serves every move: it is set again only for a deadline earlier than its own."""
+        if self.queue:
+            return self.queue.popleft()
+        exit_code = self.procs[color].protocol.exit_code
+        if exit_code.done():
+            raise chess.engine.EngineTerminatedError(
+                f"engine process dead (exit code: {exit_code.result()})")
+        self.deadline = deadline
+        if self.watchdog is None or deadline < self.watch_at:
+            self._watch(deadline)
+        self.waiting = self.loop.create_future()
+        self.waiting_for = color
+        try:
+            return await self.waiting
+        finally:
+            self.waiting = None
+
+    # ------------------------------------------------------------------ the end
+
+    async def settle(self, stop_timeout: float) -> None:
+        """The referee does not follow the relay any more: disarm it; an engine that got a
+        ``go`` meanwhile gets ``stop`` and its answer is awaited (``stop_timeout``) and
+        dropped, not charged (an engine that does not answer is left STOPPING: not kept)."""
+        thinking = self.relay.disarm()
+        self._woken()
+        while self.queue:  # answers already in: dropped (what followed them is the engine's)
+            self._drop(self.queue.popleft())
+        if thinking < 0:
+            return
+        color = chess.WHITE if thinking == 0 else chess.BLACK
+        proto = self.procs[color].protocol
+        if proto.exit_code.done():
+            return
+        proto.state = STOPPING
+        proto.write_lines("stop")
+        with contextlib.suppress(TimeoutError, chess.engine.EngineTerminatedError):
+            self._drop(await self.next(color, time.monotonic() + stop_timeout))
+            proto.state = IDLE
+
+    def _drop(self, event: tuple[Any, ...]) -> None:
+        """A move not taken: what the engine wrote after it goes to its protocol as ever."""
+        if event[REST]:
+            color = chess.WHITE if event[SIDE] == 0 else chess.BLACK
+            self.procs[color].protocol.bytes_read(event[REST], event[STAMP])
+
+    def close(self) -> None:
+        """The game is over with the relay (or fails): it is closed, its fds with it."""
+        with contextlib.suppress(Exception):
+            self.loop.remove_reader(self.wake_fd)
+        for proc in self.procs.values():
+            proc.protocol.exit_code.remove_done_callback(self._exited)
+        self.relay.close()
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+            self.watchdog = None
+        if self.waiting is not None and not self.waiting.done():
+            self.waiting.cancel()
+
+
+def reply(event: tuple[Any, ...], color: chess.Color
+          ) -> tuple[str | None, str | None, dict[str, Any], chess.engine.PlayResult | None]:
+    """(the bestmove token, its ponder token, the search's info as python-chess names it,
+    with the score as a PovScore of ``color``) of a relay move, as runner.play.uci reads
+    them; and for a relayed move (a plain UCI move text, checked in C) its PlayResult."""
+    tokens = event[LINE].decode("utf-8", errors="replace").split()
+    move = tokens[1] if len(tokens) > 1 else None
+    ponder = tokens[3] if len(tokens) > 3 and tokens[2] == "ponder" else None
+    info = event[INFO]
+    kind = event[SCORE_KIND]
+    if kind == _CP:
+        info["score"] = chess.engine.PovScore(chess.engine.Cp(event[SCORE]), color)
+    elif kind == _MATE:
+        info["score"] = chess.engine.PovScore(chess.engine.Mate(event[SCORE]), color)
+    played = None
+    if event[RELAYED]:
+        try:
+            played = chess.engine.PlayResult(chess.Move.from_uci(move), None, info)  # type: ignore[arg-type]
+        except ValueError:  # not a move for python-chess after all: read as any reply
+            played = None
+    return move, ponder, info, played
+
+
+def _finite(seconds: float) -> float:
+    return seconds if seconds != float("inf") else 0.0

@@ -1,0 +1,342 @@
+"""The move relay below Python (runner.play.relay, runner.play._pipes.Relay): with real
+engines the relayed path plays the games the Python path plays (records, PGN, clocks); the
+go lines it writes carry the referee's clocks; and where the referee does not follow it (an
+illegal move, a castling written otherwise, the game's end, a flag, a stall, a crash, a TD
+stop) the game ends or goes on exactly as on the Python path, the opponent stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import sys
+import time
+from pathlib import Path
+
+import chess
+import psutil
+import pytest
+from testkit import fake, spec_for
+
+from runner.config import AdjudicationConfig, EngineConfig
+from runner.config.typed import TcecWinRule
+from runner.domain.models import Opening
+from runner.play import pipes, referee
+from runner.play.enginelog import GameLog
+from runner.play.keep import EnginePool
+from runner.play.referee import play_game
+from runner.play.relay import RELAYED
+
+HERE = Path(__file__).resolve().parent
+STAMP = HERE / "fakes" / "stamp_uci.py"
+STOCKFISH = EngineConfig(name="Stockfish", command="/usr/games/stockfish", nodes=2000,
+                         options={"Threads": 1, "Hash": 16})
+ETHEREAL = EngineConfig(name="Ethereal", command="/usr/games/ethereal-chess", nodes=2000,
+                        options={"Threads": 1, "Hash": 16})
+_TIME = re.compile(r" ?\d+(?:\.\d+)?s\b")
+
+
+@pytest.fixture
+def relayed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The compiled path, with a count of the moves (1: relayed, 0: not) the referee took
+    from the relay."""
+    monkeypatch.setenv(pipes.ENV, "native")
+    seen: list[int] = []
+    real = referee.relay_reply
+
+    def counted(event, color):  # noqa: ANN001, ANN202
+        seen.append(event[RELAYED])
+        return real(event, color)
+
+    monkeypatch.setattr(referee, "relay_reply", counted)
+    return seen
+
+
+def _pgn_moves(pgn: str) -> str:
+    """The PGN's movetext and result, the move times taken out."""
+    return " ".join(_TIME.sub("", pgn[pgn.index("\n\n"):]).split())
+
+
+def _no_times(comments: list[str]) -> list[str]:
+    return [_TIME.sub("", c) for c in comments]
+
+
+def _kept(engine: EngineConfig) -> EngineConfig:
+    return dataclasses.replace(engine, restart=False)
+
+
+_SEARCH = ("ply", "uci", "san", "fen", "score_cp", "mate", "depth", "seldepth", "nodes",
+           "tbhits", "pv", "draw_plies", "win_plies", "white_clock_ms", "black_clock_ms")
+
+
+def _searches(events: list) -> list[tuple]:
+    """What each MovePlayed event says of the move and its search (its time and nps aside)."""
+    return [(e.game_id, *(getattr(e, k) for k in _SEARCH), _TIME.sub("", e.comment))
+            for e in events if e.kind == "move"]
+
+
+def _games(specs: list, kept: bool, log_dir: Path | None = None,
+           events: list | None = None) -> list:
+    """Play ``specs`` one after the other (on kept engines: one pool), their records;
+    ``events``: gets the games' events."""
+    async def main() -> list:
+        pool = EnginePool(2, None) if kept else None
+        records = []
+        try:
+            for spec in specs:
+                if kept:
+                    spec = dataclasses.replace(spec, white=_kept(spec.white), black=_kept(spec.black))
+                log = GameLog(log_dir / f"g{spec.game_id}.log", "all") if log_dir else None
+                records.append(await play_game(spec, engines=pool, engine_log=log,
+                                               emit=None if events is None else events.append))
+        finally:
+            if pool is not None:
+                await pool.aclose()
+        return records
+    return asyncio.run(main())
+
+
+def _real_specs(tc: str = "inf") -> list:
+    openings = [Opening(0, "e4", moves=("e2e4", "e7e5")), Opening(1, "d4", moves=("d2d4",)),
+                Opening(2, "fen", fen="r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")]
+    return [spec_for(a, b, tc, adjudication=AdjudicationConfig(max_moves=40), opening=o,
+                     game=i + 1)
+            for i, (o, (a, b)) in enumerate(
+                (o, pair) for o in openings for pair in ((STOCKFISH, ETHEREAL), (ETHEREAL, STOCKFISH)))]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "fresh"])
+def test_the_relay_plays_the_games_the_python_path_plays(kept: bool, relayed: list[int],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stockfish and Ethereal at a node count (their moves depend only on the position): the
+    same games, moves, results, reasons, comments and moves' events (times aside: the
+    search info parsed in C as in Python) on both paths, with
+    engines kept between games (each game's end stops an opponent already thinking, and the
+    next game is still the same) and fresh; most moves relayed."""
+    specs = _real_specs()
+    native_events: list = []
+    python_events: list = []
+    native = _games(specs, kept, events=native_events)
+    assert sum(relayed) > 0.8 * sum(len(r.moves) for r in native), relayed
+    monkeypatch.setenv(pipes.ENV, "python")
+    python = _games(specs, kept, events=python_events)
+    # the search info the relay parsed in C (score, depth, nodes, PV...) as Python reads it
+    assert _searches(native_events) == _searches(python_events)
+    for a, b in zip(native, python, strict=True):
+        assert (a.moves, a.result, a.reason) == (b.moves, b.result, b.reason)
+        assert _no_times(a.comments) == _no_times(b.comments)
+        assert _pgn_moves(a.pgn) == _pgn_moves(b.pgn)
+        assert a.rmobility == b.rmobility
+
+
+def test_a_chess960_game_is_relayed_as_played_in_python(relayed: list[int],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chess960 castling (king takes rook, python-chess's and the engines' text alike) is
+    relayed; the game is the Python path's."""
+    opening = Opening(0, "960", fen="bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9")
+    spec = dataclasses.replace(spec_for(STOCKFISH, ETHEREAL, "inf", opening=opening,
+                                        adjudication=AdjudicationConfig(max_moves=40)),
+                               variant="chess960")
+    native = _games([spec], kept=False)[0]
+    assert sum(relayed) > 20
+    monkeypatch.setenv(pipes.ENV, "python")
+    python = _games([spec], kept=False)[0]
+    assert (native.moves, native.result) == (python.moves, python.result)
+
+
+def _stamp(name: str, stamps: Path, *flags: str) -> EngineConfig:
+    return EngineConfig(name=name, command=sys.executable,
+                        args=(str(STAMP), "--stamps", str(stamps), *flags))
+
+
+@pytest.mark.parametrize("engines", ["stamp", "real"])
+def test_the_relayed_go_lines_carry_the_referees_clocks(engines: str, relayed: list[int],
+                                                        tmp_path: Path) -> None:
+    """With a clock (moves per period, an increment), every ``go`` the relay wrote has the
+    clocks the referee's own Clock gives after the moves before it (the record's, to the
+    ms), ``movestogo`` included; the log has the relay's lines in the engine log format.
+    With stamp engines (5 ms a move) and with Stockfish and Ethereal on their clocks."""
+    pair = (_stamp("W", tmp_path / "w", "--think", "5"), _stamp("B", tmp_path / "b", "--think", "5")) \
+        if engines == "stamp" else (dataclasses.replace(STOCKFISH, nodes=None),
+                                    dataclasses.replace(ETHEREAL, nodes=None))
+    spec = spec_for(*pair, "6/2+0.1", adjudication=AdjudicationConfig(max_moves=10))
+    events: list = []
+    log = GameLog(tmp_path / "game.log", "all")
+    record = asyncio.run(play_game(spec, emit=events.append, engine_log=log))
+    assert record.termination != "time forfeit", record.reason
+    assert sum(relayed) >= min(15, len(record.moves) - 3)
+    gos = [line.split(" > ", 1)[1] for line in (tmp_path / "game.log").read_text().splitlines()
+           if " > go " in line]
+    moves = [e for e in events if e.kind == "move"]
+    clocks = [(2000, 2000)] + [(e.white_clock_ms, e.black_clock_ms) for e in moves]
+    made = {chess.WHITE: 0, chess.BLACK: 0}
+    for ply, go in enumerate(gos[:len(moves)]):
+        turn = chess.WHITE if ply % 2 == 0 else chess.BLACK
+        w, b = clocks[ply]
+        assert go == f"go wtime {w} btime {b} winc 100 binc 100 movestogo {6 - made[turn] % 6}", (ply, go)
+        made[turn] += 1
+    assert all(e.time_ms >= 5 for e in moves) and len(moves) > 8
+
+
+def _commands(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def _log_lines(path: Path, who: str) -> list[str]:
+    return [line.split(f" {who} ", 1)[1] for line in path.read_text().splitlines()
+            if f" {who} " in line]
+
+
+def test_an_illegal_relayed_move_forfeits_with_the_opponent_stopped(relayed: list[int],
+                                                                    tmp_path: Path) -> None:
+    """A plain move text that is illegal is relayed (C checks only its shape): the referee
+    forfeits it, and the opponent, already thinking on it, is stopped and its answer
+    awaited (not charged)."""
+    black = dataclasses.replace(STOCKFISH, nodes=None)  # it thinks on the clock: 1-2 s
+    spec = spec_for(fake("W", "--illegal-on-go", "3", "e2e5"), black, "60+1")
+    log = GameLog(tmp_path / "game.log", "all")
+    events: list = []
+    record = asyncio.run(play_game(spec, emit=events.append, engine_log=log))
+    assert record.reason == "White makes an illegal move: e2e5", record.reason
+    assert relayed[-1] == 1  # the move relayed
+    lines = _log_lines(tmp_path / "game.log", "Stockfish(black)")
+    at = lines.index(next(line for line in lines if line.endswith(" e2e5")))
+    assert lines[at + 1].startswith("> go wtime ") and lines[at + 2:].count("> stop") == 1, lines[at:]
+    assert lines[-1].startswith("< bestmove ") or "< bestmove" in " ".join(lines[at + 2:])
+    assert [e.uci for e in events if e.kind == "move"] == record.moves[:4]
+
+
+def test_a_castling_king_takes_rook_is_relayed_as_the_python_path_plays_it(
+        relayed: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``e1h1`` for O-O in standard chess: legal for python-chess; the opponent gets the move
+    as the referee records it (relayed when it is the engine's text, else stopped and given
+    the recorded text), and the game is the Python path's."""
+    opening = Opening(0, "castles", fen="r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1")
+
+    def play(log: Path) -> object:
+        spec = spec_for(fake("W", "--illegal-on-go", "3", "e1h1"), fake("B", "--think", "0.05"),
+                        "60+1", opening=opening, adjudication=AdjudicationConfig(max_moves=8))
+        return asyncio.run(play_game(spec, engine_log=GameLog(log, "all")))
+
+    native = play(tmp_path / "native.log")
+    assert native.moves[4] in ("e1h1", "e1g1") and len(native.moves) > 8
+    assert sum(relayed) >= 3
+    lines = _log_lines(tmp_path / "native.log", "B(black)")
+    told = [line.split(" moves ")[1].split() for line in lines
+            if line.startswith("> position ") and " moves " in line]
+    told = [moves for moves in told if len(moves) <= len(native.moves)]  # not after the end
+    assert max(map(len, told)) > 5 and all(m == native.moves[:len(m)] for m in told), told
+    monkeypatch.setenv(pipes.ENV, "python")
+    python = play(tmp_path / "python.log")
+    assert (native.moves, native.result, native.reason) == (python.moves, python.result, python.reason)
+
+
+def test_a_mate_ends_the_game_with_the_opponent_relayed_and_kept_clean(
+        relayed: list[int], tmp_path: Path) -> None:
+    """Stockfish mates on a relayed move; the mated engine got the position and answered (or
+    was stopped), and the next game on the same kept processes is played cleanly."""
+    mate = Opening(0, "mate in 2", fen="6k1/5ppp/8/8/8/8/5PPP/3RR1K1 w - - 0 1")
+    white, black = _kept(STOCKFISH), _kept(ETHEREAL)
+    specs = [spec_for(white, black, "inf", opening=mate, game=1),
+             spec_for(white, black, "inf", opening=Opening(1, "e4", moves=("e2e4",)),
+                      game=2, adjudication=AdjudicationConfig(max_moves=12))]
+    counts = []
+
+    async def main() -> list:
+        pool = EnginePool(2)
+        try:
+            return [await play_game(spec, engines=pool) for spec in specs]
+        finally:
+            counts.extend((pool.started, pool.reused))
+            await pool.aclose()
+
+    first, second = asyncio.run(main())
+    assert first.reason == "White mates" and relayed, first.reason
+    assert counts == [2, 2]  # the second game on the same two processes
+    assert second.reason.endswith("maximal game length") and len(second.moves) == 24
+
+
+def test_a_stalemate_on_a_relayed_move_then_a_clean_kept_game(relayed: list[int]) -> None:
+    """A stalemate played on a relayed move (the fake's third ply): Stockfish, relayed the
+    stalemated position, answers ``(none)`` or is stopped; both processes are kept and play
+    the next game."""
+    fen = "8/1N6/8/6Q1/8/2K5/6R1/k7 w - - 0 1"  # b7a5 Kb1(forced), then the fake stalemates
+    white = dataclasses.replace(fake("W"), restart=False)
+    black = dataclasses.replace(STOCKFISH, restart=False)
+    specs = [spec_for(white, black, "inf", opening=Opening(0, "stalemate", fen=fen), game=1),
+             spec_for(white, black, "inf", game=2, adjudication=AdjudicationConfig(max_moves=6))]
+    specs = [dataclasses.replace(s, white=dataclasses.replace(s.white, nodes=100)) for s in specs]
+    counts: list[int] = []
+
+    async def main() -> list:
+        pool = EnginePool(2)
+        try:
+            return [await play_game(spec, engines=pool) for spec in specs]
+        finally:
+            counts.extend((pool.started, pool.reused))
+            await pool.aclose()
+
+    first, second = asyncio.run(main())
+    assert first.reason == "Draw by stalemate" and len(first.moves) == 3, first.reason
+    assert relayed and relayed[0] == 1
+    assert counts == [2, 2] and second.reason.endswith("maximal game length"), (counts, second.reason)
+
+
+def test_an_adjudication_on_a_relayed_move_ends_the_game(relayed: list[int]) -> None:
+    """The TCEC win rule adjudicates on a relayed move (the opponent is thinking already)."""
+    spec = spec_for(dataclasses.replace(fake("W", "--score", "2000"), nodes=100),
+                    dataclasses.replace(fake("B", "--score", "-2000", "--think", "0.2"), nodes=100),
+                    "inf", adjudication=AdjudicationConfig(tcec_win=TcecWinRule(1000, 6)))
+    began = time.monotonic()
+    record = asyncio.run(play_game(spec))
+    assert record.termination == "adjudication" and record.result == "1-0", record.reason
+    assert sum(relayed) >= 3 and time.monotonic() - began < 20
+
+
+def test_a_flag_and_a_stall_on_the_relay_end_the_game_in_time(relayed: list[int]) -> None:
+    """An engine that thinks past its clock on a relayed move loses on time within the
+    margin's grace; one that never answers (no clock: the stall timeout) stalls."""
+    spec = spec_for(fake("W", "--sleep-on-go", "3", "30"), fake("B"), "2+0")
+    began = time.monotonic()
+    record = asyncio.run(play_game(spec, grace=0.2))
+    assert record.reason == "White loses on time" and time.monotonic() - began < 8, record.reason
+    assert relayed and len(record.moves) == 4
+    relayed.clear()
+    spec = spec_for(dataclasses.replace(fake("W", "--hang-on-go", "3"), nodes=100),
+                    dataclasses.replace(fake("B"), nodes=100), "inf")
+    began = time.monotonic()
+    record = asyncio.run(play_game(spec, stall_timeout=1.0))
+    assert record.reason == "White's connection stalls", record.reason
+    assert time.monotonic() - began < 8 and relayed
+
+
+def test_a_td_stop_mid_relay_cancels_the_game_and_its_engines(relayed: list[int]) -> None:
+    """Cancelling the game (a TD's stop order) while the relay has a move on: both engines
+    are gone at once."""
+    spec = spec_for(fake("W", "--think", "0.05"), fake("B", "--think", "0.05"), "60+1")
+    pids: list[int] = []
+
+    async def main() -> None:
+        game = asyncio.ensure_future(play_game(spec, on_process=lambda pid, _: pids.append(pid)))
+        while len(relayed) < 4:
+            await asyncio.sleep(0.01)
+        game.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await game
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    deadline = time.monotonic() + 5
+    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+              for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(pids) == 2 and not any(psutil.pid_exists(p) and psutil.Process(p).status()
+                                      != psutil.STATUS_ZOMBIE for p in pids)
+
+
+def test_an_engine_dying_mid_relay_is_a_disconnect(relayed: list[int]) -> None:
+    """The engine to move exits on a relayed ``go``: it disconnects at once."""
+    spec = spec_for(fake("W"), fake("B", "--crash-on-go", "4"), "60+1")
+    began = time.monotonic()
+    record = asyncio.run(play_game(spec))
+    assert record.reason == "Black disconnects" and time.monotonic() - began < 10, record.reason
+    assert len(record.moves) == 7 and sum(relayed) >= 4
