@@ -45,7 +45,7 @@ from runner.store.files import atomic_write, file_identity, remove_stale_temp_fi
 from runner.store.forensics import FileWatch, connect, save_copy
 from runner.store.opening import damaged_file, open_event_file, open_event_readonly
 from runner.store.pgnfile import append_pgn, count_pgn_games, pgn_block, pgn_matches, rebuild_pgn
-from runner.store.tdstore import withdrawals
+from runner.store.tdstore import Withdrawal, withdrawals
 from runner.store.writer import INSERT_MOVES, MoveRow
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
@@ -358,8 +358,11 @@ class Store:
             "SELECT ply, data FROM moves WHERE game_id=? AND ply>? ORDER BY ply",
             (game_id, ply)).fetchall()]
 
-    def game_rows(self) -> list[dict[str, Any]]:
-        """Every scheduled game as a dict (for the state document)."""
+    def game_rows(self, known: dict[tuple[Any, ...], dict[str, Any]] | None = None
+                  ) -> list[dict[str, Any]]:
+        """Every scheduled game as a dict (for the state document). ``known``: the rows of
+        the last call, kept by the caller: a game whose row did not change is that same dict
+        (the caller must not change them), and ``known`` then holds this call's rows."""
         extra = "attempt, started_event" if self.version >= 2 else "0, NULL"
         cols = ("game_id", "round", "game_in_round", "pair_index", "leg", "white", "black",
                 "opening_index", "status", "result", "reason", "termination", "rmobility", "moves",
@@ -368,13 +371,20 @@ class Store:
             "SELECT game_id, round, game_in_round, pair_index, leg, white, black, opening_index,"
             f" status, result, reason, termination, rmobility, moves, extra, {extra} FROM games"
             " ORDER BY game_id")
-        out = []
+        last = {} if known is None else known
+        out, now = [], {}
         for r in rows:
-            d = dict(zip(cols, r, strict=True))
-            moves = d.pop("moves")
-            d["plies"] = len(moves.split()) if moves else (0 if d["status"] == "finished" else None)
-            d["extra"] = bool(d["extra"])
+            d = last.get(r)
+            if d is None:
+                d = dict(zip(cols, r, strict=True))
+                moves = d.pop("moves")
+                d["plies"] = len(moves.split()) if moves else (0 if d["status"] == "finished" else None)
+                d["extra"] = bool(d["extra"])
+            now[r] = d
             out.append(d)
+        if known is not None:
+            known.clear()
+            known.update(now)
         return out
 
     def record_process(self, pid: int, create_time: float, game_id: int | None) -> None:
@@ -484,23 +494,10 @@ class Store:
         gpm = self.meta("games_per_match")
         if gpm is None:
             return None
-        by_round: dict[int, list[PlayedGame]] = {}
-        unfinished: set[int] = set()
-        for r in self.conn.execute(
-                "SELECT round, game_in_round, white, black, result, rmobility, extra, status "
-                "FROM games ORDER BY round, game_in_round"):
-            if r[7] != "finished":
-                unfinished.add(r[0])
-                continue
-            by_round.setdefault(r[0], []).append(PlayedGame(
-                round=r[0], game_in_round=r[1], white=r[2], black=r[3], result=r[4],
-                rmobility=r[5], extra=bool(r[6])))
-        rounds = tuple(
-            RoundResult(number=rd.number, games=tuple(by_round.get(rd.number, ())), bye=rd.bye,
-                        complete=rd.number not in unfinished)
-            for rd in self.rounds())
-        return EventResults(seeds=tuple(self.seeds()), games_per_match=int(gpm), rounds=rounds,
-                            withdrawn=tuple((w.engine, w.from_round) for w in withdrawals(self.conn)))
+        rows = self.conn.execute(
+            "SELECT round, game_in_round, white, black, result, rmobility, extra, status "
+            "FROM games ORDER BY round, game_in_round")
+        return results_of(self.seeds(), int(gpm), self.rounds(), rows, withdrawals(self.conn))
 
     def rebuild_pgn(self, path: Path) -> Path | None:
         """Rewrite ``path`` with exactly the recorded games (see runner.store.pgnfile)."""
@@ -562,6 +559,28 @@ def event_recorded(path: Path) -> bool | None:
             conn.close()
     except (sqlite3.Error, StoreError):
         return None
+
+
+def results_of(seeds: Sequence[str], games_per_match: int, rounds: Sequence[StoredRound],
+               games: Iterable[Sequence[Any]], withdrawn: Sequence[Withdrawal]) -> EventResults:
+    """The standings' view of the event (Store.event_results) from what was read of it:
+    ``games`` as (round, game_in_round, white, black, result, rmobility, extra, status) in
+    (round, game_in_round) order (the state document builds it from the rows it read)."""
+    by_round: dict[int, list[PlayedGame]] = {}
+    unfinished: set[int] = set()
+    for r in games:
+        if r[7] != "finished":
+            unfinished.add(r[0])
+            continue
+        by_round.setdefault(r[0], []).append(PlayedGame(
+            round=r[0], game_in_round=r[1], white=r[2], black=r[3], result=r[4],
+            rmobility=r[5], extra=bool(r[6])))
+    return EventResults(
+        seeds=tuple(seeds), games_per_match=games_per_match,
+        rounds=tuple(RoundResult(number=rd.number, games=tuple(by_round.get(rd.number, ())),
+                                 bye=rd.bye, complete=rd.number not in unfinished)
+                     for rd in rounds),
+        withdrawn=tuple((w.engine, w.from_round) for w in withdrawn))
 
 
 def load_results(config: Config) -> EventResults | None:

@@ -4,24 +4,25 @@ replaced. Never used on the database itself (only SQLite opens that)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import stat
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would race other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o022
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new temp file beside ``path`` (``.NAME.XXXXXXXX.tmp``, as mkstemp names them),
+    open for writing, created with mode 0o666 less the umask as open() does (the kernel
+    applies the umask: no read of /proc/self/status, no chmod per write)."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{base64.b32encode(os.urandom(5)).decode().lower()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name beside {path}")
 
 
 def atomic_write(path: Path, data: str, *, durable: bool = True) -> None:
@@ -33,9 +34,8 @@ def atomic_write(path: Path, data: str, *, durable: bool = True) -> None:
     view that is rebuilt from the database, such as the JSON snapshot).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_file(path)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600: use the umask like open() does
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
             if durable:

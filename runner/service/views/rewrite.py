@@ -17,10 +17,13 @@ class RewriteSink:
     most every ``interval`` seconds while moves come in; ``what`` names it in an error.
 
     A start or end is written within ``settle`` seconds (0.1), so that a game's end and the
-    next game's start, a few milliseconds apart, make one write and not two.
+    next game's start, a few milliseconds apart, make one write and not two; an end within
+    ``end_settle`` seconds (``settle`` here; the JSON snapshot waits longer), or sooner when
+    a game starts or a periodic write falls due meanwhile.
     """
 
     settle = 0.1
+    end_settle = 0.1
     what = "the file"
     moves = False
 
@@ -36,14 +39,20 @@ class RewriteSink:
         self._timer: asyncio.TimerHandle | None = None
 
     def handle(self, event: GameEvent) -> None:
-        if isinstance(event, GameStarted | GameFinished):
+        if isinstance(event, GameStarted):
             self.request(now=True)
+        elif isinstance(event, GameFinished):
+            self.request(now=True, settle=self.end_settle)
 
-    def request(self, now: bool = False) -> None:
-        """Ask for a rewrite: at once (``now``), else no sooner than ``interval`` after the
-        last one; requests during a write are coalesced into one more write."""
+    def request(self, now: bool = False, settle: float | None = None) -> None:
+        """Ask for a rewrite: at once (``now``: within ``settle``, default ``self.settle``),
+        else no sooner than ``interval`` after the last one; requests during a write are
+        coalesced into one more write."""
         loop = asyncio.get_running_loop()
-        wait = self.settle if now else self._last + self.interval - time.monotonic()
+        if now:
+            wait = self.settle if settle is None else settle
+        else:
+            wait = self._last + self.interval - time.monotonic()
         if wait > 0:
             if self._timer is not None and now and self._timer.when() > loop.time() + wait:
                 self._timer.cancel()  # a start or end comes sooner than the next periodic write

@@ -9,6 +9,7 @@ documents every key; ``format``/``version`` change only with it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 import threading
@@ -29,10 +30,17 @@ from runner.render.ratings_report import ratings_json
 from runner.service.interrupted import interrupted_games
 from runner.service.lock import runner_alive
 from runner.store import decisions, queries
-from runner.store.database import Store, atomic_write
-from runner.store.tdstore import swiss_games, td_counts, voided_games, withdrawals
+from runner.store.database import Store, StoredRound, atomic_write, results_of
+from runner.store.tdstore import (
+    Withdrawal,
+    swiss_games,
+    td_counts,
+    voided_games,
+    withdrawals,
+)
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+_ROUNDS_MARK = ',"rounds":0,"in_progress":'  # StateCache.encode: where the rounds go
 
 if TYPE_CHECKING:
     from runner.domain.standings import StandingRow
@@ -69,9 +77,11 @@ def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]
     return rows
 
 
-def standings_rows(config: Config, store: Store) -> list[dict[str, Any]] | None:
-    """Compact standings (full tables: `swiss-runner standings --format json`)."""
-    results = store.event_results()
+def standings_rows(config: Config, store: Store, results: EventResults | None = None
+                   ) -> list[dict[str, Any]] | None:
+    """Compact standings (full tables: `swiss-runner standings --format json`), of
+    ``results`` when the caller read them (else read here)."""
+    results = store.event_results() if results is None else results
     if results is None:
         return None
     with view("the standings"):
@@ -158,9 +168,11 @@ class StateCache:
     """What the runner keeps between two snapshots (it writes one at every game start and
     end, and every SnapshotIntervalS while moves come in), so that each costs little more
     than what changed: the document but its games in progress (built again when a game
-    started or finished, a round was paired or completed, or the workers changed), in it
-    the standings (computed again when a game finished or a round was paired) and the
-    ratings (when a round was completed), each game in progress (only the moves logged
+    started or finished, a round was paired or completed, the TD decided, or the workers
+    changed; then only the games whose row changed are made again), in it the standings
+    (computed again when the results they rank changed: a game finished, a round was
+    paired, an engine withdrawn, games voided) and the ratings (when a round was
+    completed), each game in progress (only the moves logged
     since the last snapshot are read), the decoded GameStarted events, and what never
     changes once the event exists (seeds, opening order, name, creation time). One cache
     belongs to one event's database.
@@ -181,6 +193,36 @@ class StateCache:
         self.base: tuple[dict[str, Any], list[dict[str, Any]]] = ({}, [])
         self.base_key: Any = None
         self.write_error: int | None = None  # errno of the failing snapshot write (reported)
+        self.game_rows: dict[tuple[Any, ...], dict[str, Any]] = {}  # Store.game_rows(known)
+        self.games_out: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id: (row, out)
+        self.rounds_out: dict[int, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {}
+        self.round_texts: dict[int, tuple[dict[str, Any], str]] = {}  # number: (entry, JSON)
+
+    def encode(self, doc: dict[str, Any]) -> str:
+        """``_encode(doc)``, the same text, with each round of ``doc["rounds"]`` encoded
+        again only when its entry changed (a JSON object's text is its members' texts
+        joined: the rounds' part is spliced in where a placeholder was encoded)."""
+        texts = {}
+        for entry in doc["rounds"]:
+            kept = self.round_texts.get(entry["number"])
+            if kept is None or kept[0] is not entry:
+                kept = self.round_texts[entry["number"]] = (entry, _encode(entry))
+            texts[entry["number"]] = kept[1]
+        head, mark, tail = _encode({**doc, "rounds": 0}).partition(_ROUNDS_MARK)
+        if not mark:  # (no such document: the key order is fixed)
+            return _encode(doc)
+        return f'{head},"rounds":[{",".join(texts[e["number"]] for e in doc["rounds"])}],' \
+               f'"in_progress":{tail}'
+
+    def game_out(self, g: dict[str, Any]) -> dict[str, Any]:
+        """``_game_out(g)``, made again only when the game's row changed (Store.game_rows
+        hands back the same row while it does not; the caller must not change it)."""
+        kept = self.games_out.get(g["game_id"])
+        if kept is not None and kept[0] is g:
+            return kept[1]
+        out = _game_out(g, self.started_event)
+        self.games_out[g["game_id"]] = (g, out)
+        return out
 
     def started_event(self, text: str) -> dict[str, Any]:
         """A stored GameStarted, decoded once (the caller must not change it)."""
@@ -303,33 +345,60 @@ def _structure_key(store: Store) -> tuple[Any, ...]:
             *td_counts(store.conn))
 
 
-def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool,
-          ratings: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The document but its games in progress (``updated``, ``runner_running`` and
-    ``in_progress`` are left None), and the rows of the games being played."""
-    s = config.swiss
-    rounds = store.rounds()
-    games = store.game_rows()
-    started_texts = {g["started_event"] for g in games if g.get("started_event")}
-    decoded = cache.started_event
+def _rounds_out(rounds: list[StoredRound], games: list[dict[str, Any]], cache: StateCache
+                ) -> list[dict[str, Any]]:
+    """The document's ``rounds``: each with its pairs and their games."""
     by_round: dict[int, list[dict[str, Any]]] = {}
     for g in games:
         by_round.setdefault(g["round"], []).append(g)
     rounds_out = []
     for rd in rounds:
         rgames = by_round.get(rd.number, [])
-        rounds_out.append({
+        kept = cache.rounds_out.get(rd.number)
+        if kept is not None and kept[0] is rd and len(kept[1]) == len(rgames) and all(
+                a is b for a, b in zip(kept[1], rgames, strict=True)):
+            rounds_out.append(kept[2])  # neither the round's row nor its games' rows changed
+            continue
+        entry = {
             "number": rd.number, "extra": rd.extra, "state": rd.state, "bye": rd.bye,
             "dropped_history_rounds": list(rd.dropped),
             "pairs": [{"first": a, "second": b,
-                       "games": [_game_out(g, decoded) for g in rgames if g["pair_index"] == i]}
+                       "games": [cache.game_out(g) for g in rgames if g["pair_index"] == i]}
                       for i, (a, b) in enumerate(rd.pairs)],
-        })
+        }
+        cache.rounds_out[rd.number] = (rd, rgames, entry)
+        rounds_out.append(entry)
+    return rounds_out
+
+
+def _event_results(fixed: dict[str, Any], rounds: list[StoredRound], games: list[dict[str, Any]],
+                   withdrawn: list[Withdrawal]) -> EventResults | None:
+    """``store.event_results()`` of the rows the document was just built from (not read again)."""
+    gpm = fixed["games_per_match"]
+    if gpm is None:
+        return None
+    rows = sorted(((g["round"], g["game_in_round"], g["white"], g["black"], g["result"],
+                    g["rmobility"], g["extra"], g["status"]) for g in games),
+                  key=lambda r: (r[0], r[1]))
+    return results_of(fixed["seeds"], int(gpm), rounds, rows, withdrawn)
+
+
+def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool,
+          ratings: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The document but its games in progress (``updated``, ``runner_running`` and
+    ``in_progress`` are left None), and the rows of the games being played."""
+    s = config.swiss
+    rounds = store.rounds()
+    games = store.game_rows(None if fresh else cache.game_rows)
+    started_texts = {g["started_event"] for g in games if g.get("started_event")}
+    decoded = cache.started_event
+    rounds_out = _rounds_out(rounds, games, cache)
     current = rounds[-1] if rounds else None
     fixed = cache.fixed
     if fixed is None:
         fixed = {"event": store.meta("event"), "created": store.meta("created"),
-                 "seeds": store.seeds(), "opening_order": store.opening_order()}
+                 "seeds": store.seeds(), "opening_order": store.opening_order(),
+                 "games_per_match": store.meta("games_per_match")}
         if fixed["seeds"] and not fresh:  # the event exists: none of these change any more
             cache.fixed = fixed
     scheduled_total = swiss_games(store.conn, len(fixed["seeds"]), s.games_per_match, s.rounds)
@@ -338,7 +407,9 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
     running = [g for g in games if g["status"] == "running"]
     complete_rounds = sum(1 for r in rounds if r.state == "complete" and not r.extra)
     done_rounds = sum(1 for r in rounds if r.state == "complete")
-    results = (_results(config, store, finished, done_rounds, len(rounds), cache, ratings)
+    withdrawn = withdrawals(store.conn)
+    event_results = functools.partial(_event_results, fixed, rounds, games, withdrawn)
+    results = (_results(config, store, done_rounds, cache, ratings, event_results)
                if standings else (None, None))
     doc = {
         "format": STATE_FORMAT,
@@ -371,7 +442,7 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
         "ratings": results[1],
         "withdrawn": [{"engine": w.engine, "from_round": w.from_round, "forfeit": w.forfeit,
                        "decision_id": w.decision_id, "reason": w.reason}
-                      for w in withdrawals(store.conn)],
+                      for w in withdrawn],
         "voided_games": len(voided_games(store.conn)),
     }
     cache.forget_started(started_texts)
@@ -404,16 +475,17 @@ def ratings_doc(config: Config, store: Store, *, margins: bool = False) -> dict[
         return ratings_json(compute_ratings(games, options, seeds))
 
 
-def _results(config: Config, store: Store, finished: int, complete_rounds: int, paired: int,
-             cache: StateCache, ratings: bool = True
+def _results(config: Config, store: Store, complete_rounds: int, cache: StateCache,
+             ratings: bool, event_results: Callable[[], EventResults | None]
              ) -> tuple[list[dict[str, Any]] | None, Any]:
-    """(standings rows, ratings): the standings computed again when a game finished or a
-    round was paired, the ratings when a round was completed (they need numpy/scipy: not
-    while each game ends), and never without ``ratings``."""
-    key = (finished, paired)
-    if cache.results_key != key:
+    """(standings rows, ratings): the standings computed again when ``event_results()``
+    changed (a game finished, a round was paired, an engine withdrawn, games voided), the
+    ratings when a round was completed (they need numpy/scipy: not while each game ends),
+    and never without ``ratings``."""
+    results = event_results()  # (the key: withdrawals and voided games change it too)
+    if cache.results_key != results or cache.results_key is None:
         with _view_of_snapshot(cache):
-            cache.rows, cache.results_key = standings_rows(config, store), key
+            cache.rows, cache.results_key = standings_rows(config, store, results), results
     if not ratings:
         return cache.rows, None
     if cache.ratings_key != complete_rounds:
@@ -477,7 +549,8 @@ def write_snapshot(config: Config, store: Store, cache: StateCache | None = None
     try:
         data = build_state(config, store, cache=cache, runner_running=runner_running,
                            ratings=False)
-        atomic_write(path, _encode(data) + "\n", durable=False)
+        atomic_write(path, (_encode(data) if cache is None else cache.encode(data)) + "\n",
+                     durable=False)
     except OSError as exc:
         if cache is None or cache.write_error != exc.errno:  # once while it keeps failing
             print(f"error: {path}: cannot write the JSON snapshot ({exc.strerror}); the "
