@@ -95,7 +95,7 @@ def main() -> None:
 
     from runner.config import load_config
     from runner.domain import adjudication
-    from runner.play import engines
+    from runner.play import engines, keep
     from runner.service.gamelife import GameLife
     from runner.service.schedule import Schedule
     from runner.service.tournament import Tournament
@@ -126,13 +126,15 @@ def main() -> None:
     adjudication.Adjudicator.update = marked("adjudication", adjudication.Adjudicator.update)
     engines.EngineProcess.kill = marked("kill", engines.EngineProcess.kill)
     engines.EngineProcess.close = marked("kill", engines.EngineProcess.close, coroutine=True)
+    # a game's engines not kept are closed together by the pool (EnginePool.release)
+    keep.close_engines = marked("kill", keep.close_engines, coroutine=True)
     router_publish = sinks.EventRouter.publish
 
-    def publish(self, event):
+    def publish(self, event, then=None):
         kind = {"started": "game start", "finished": "game end"}.get(event.kind)
         if kind:
             marks.append((time.perf_counter(), kind))
-        router_publish(self, event)
+        router_publish(self, event, then)
         if kind:
             marks.append((time.perf_counter(), kind))
 
