@@ -106,6 +106,22 @@ def _real_specs(tc: str = "inf") -> list:
 
 
 @pytest.mark.parametrize("kept", [True, False], ids=["kept", "fresh"])
+
+def play_on_one_pool(specs: list) -> tuple[list, list[int]]:
+    """The games of ``specs`` played in turn on one pool of kept engines: their results and
+    the pool's (started, reused) counts."""
+    counts: list[int] = []
+
+    async def main() -> list:
+        pool = EnginePool(2)
+        try:
+            return [await play_game(spec, engines=pool) for spec in specs]
+        finally:
+            counts.extend((pool.started, pool.reused))
+            await pool.aclose()
+
+    return asyncio.run(main()), counts
+
 def test_the_relay_plays_the_games_the_python_path_plays(kept: bool, relayed: list[int],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Stockfish and Ethereal at a node count (their moves depend only on the position): the
@@ -240,17 +256,7 @@ def test_a_mate_ends_the_game_with_the_opponent_relayed_and_kept_clean(
     specs = [spec_for(white, black, "inf", opening=mate, game=1),
              spec_for(white, black, "inf", opening=Opening(1, "e4", moves=("e2e4",)),
                       game=2, adjudication=AdjudicationConfig(max_moves=12))]
-    counts = []
-
-    async def main() -> list:
-        pool = EnginePool(2)
-        try:
-            return [await play_game(spec, engines=pool) for spec in specs]
-        finally:
-            counts.extend((pool.started, pool.reused))
-            await pool.aclose()
-
-    first, second = asyncio.run(main())
+    (first, second), counts = play_on_one_pool(specs)
     assert first.reason == "White mates" and relayed, first.reason
     assert counts == [2, 2]  # the second game on the same two processes
     assert second.reason.endswith("maximal game length") and len(second.moves) == 24
@@ -266,17 +272,7 @@ def test_a_stalemate_on_a_relayed_move_then_a_clean_kept_game(relayed: list[int]
     specs = [spec_for(white, black, "inf", opening=Opening(0, "stalemate", fen=fen), game=1),
              spec_for(white, black, "inf", game=2, adjudication=AdjudicationConfig(max_moves=6))]
     specs = [dataclasses.replace(s, white=dataclasses.replace(s.white, nodes=100)) for s in specs]
-    counts: list[int] = []
-
-    async def main() -> list:
-        pool = EnginePool(2)
-        try:
-            return [await play_game(spec, engines=pool) for spec in specs]
-        finally:
-            counts.extend((pool.started, pool.reused))
-            await pool.aclose()
-
-    first, second = asyncio.run(main())
+    (first, second), counts = play_on_one_pool(specs)
     assert first.reason == "Draw by stalemate" and len(first.moves) == 3, first.reason
     assert relayed and relayed[0] == 1
     assert counts == [2, 2] and second.reason.endswith("maximal game length"), (counts, second.reason)
