@@ -105,8 +105,6 @@ def _real_specs(tc: str = "inf") -> list:
                 (o, pair) for o in openings for pair in ((STOCKFISH, ETHEREAL), (ETHEREAL, STOCKFISH)))]
 
 
-@pytest.mark.parametrize("kept", [True, False], ids=["kept", "fresh"])
-
 def play_on_one_pool(specs: list) -> tuple[list, list[int]]:
     """The games of ``specs`` played in turn on one pool of kept engines: their results and
     the pool's (started, reused) counts."""
@@ -122,6 +120,8 @@ def play_on_one_pool(specs: list) -> tuple[list, list[int]]:
 
     return asyncio.run(main()), counts
 
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "fresh"])
 def test_the_relay_plays_the_games_the_python_path_plays(kept: bool, relayed: list[int],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Stockfish and Ethereal at a node count (their moves depend only on the position): the
