@@ -239,16 +239,26 @@ class TimedUciProtocol(_Timed, chess.engine.UciProtocol):
         super().__init__(io_log)
         self.starting: UciStart | None = None
 
-    def line_read(self, line: str) -> None:
+    def bytes_read(self, data: bytes, read_at: float) -> None:
         starting = self.starting
-        if starting is not None and starting.take(line):
-            if self.io_log is not None:
-                self.io_log("<", line)
+        if starting is None or self.searching is not None:
+            super().bytes_read(data, read_at)
             return
-        super().line_read(line)
-
-    def handed_on(self, whole: bytes) -> bytes:
-        return b"" if self.starting is not None else whole
+        # the start's: whole lines decoded at once, each the start's or any other line (no
+        # python-chess command is on: nothing is handed to it)
+        self.read_at = read_at
+        text = self.partial + data if self.partial else data
+        end = text.rfind(b"\n")
+        self.partial = text[end + 1:]
+        if end < 0:
+            return
+        log = self.io_log
+        for line in text[:end].decode("utf-8", errors="replace").split("\n"):
+            line = line.rstrip("\r")
+            if not starting.take(line):
+                self.line_read(line)
+            elif log is not None:
+                log("<", line)
 
 
 class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
