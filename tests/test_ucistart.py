@@ -42,14 +42,19 @@ option name Contempt type spin default 0 min x max 100
 """
 
 FAKE = """\
-import sys
+import sys, time
 log = open(sys.argv[1], "a")
 declared = open(sys.argv[2]).read()
+piece = int(sys.argv[3]) if len(sys.argv) > 3 else 0  # write the handshake in pieces this long
 for line in sys.stdin:
     line = line.rstrip("\\n")
     log.write(line + "\\n"); log.flush()
     if line == "uci":
-        sys.stdout.write(declared + "uciok\\n"); sys.stdout.flush()
+        text = declared + "uciok\\n"
+        for at in range(0, len(text), piece or len(text)):
+            sys.stdout.write(text[at:at + (piece or len(text))]); sys.stdout.flush()
+            if piece:
+                time.sleep(0.002)
     elif line == "isready":
         print("readyok", flush=True)
     elif line == "quit":
@@ -133,6 +138,22 @@ def test_the_start_records_and_sends_what_python_chess_does(fake, tmp_path, opti
         assert "setoption name Clear Hash" in lines["ours"]
     if options.get("Hash") == 16:
         assert not any(line.startswith("setoption") for line in lines["ours"])
+
+
+def test_a_handshake_that_comes_in_pieces_is_read_whole(fake, tmp_path) -> None:
+    """Lines cut across reads (7 bytes a write) are read as python-chess reads them."""
+    script, declared = fake
+    options = {"Hash": 64, "Style": "Solid"}
+
+    async def both() -> tuple[Any, Any]:
+        return (await _python_chess([sys.executable, str(script), str(tmp_path / "a.log"),
+                                     str(declared), "7"], options),
+                await _ours([sys.executable, str(script), str(tmp_path / "b.log"),
+                             str(declared), "7"], options))
+
+    theirs, ours = asyncio.run(both())
+    assert theirs[1] == "" and ours[1] == ""
+    assert ours[0] == theirs[0] and len(ours[0]["options"]) == 15
 
 
 @pytest.mark.parametrize("options", [{"Hash": 0}, {"Hash": "big"}, {"Style": "Wild"},
