@@ -46,8 +46,9 @@ def win_for(color: chess.Color) -> str:
 def natural_end(board: chess.Board, legal_moves: int | None = None) -> End | None:
     """Rules of chess (with the automatic draws cutechess applies), cutechess wording.
 
-    ``legal_moves``: how many legal moves the side to move has, when the caller has counted
-    them already (the referee does, for r-mobility): they are not generated again."""
+    ``legal_moves``: how many legal moves the side to move has (or any number above 0 when
+    only known to be some: the move that led here gave check and no mate), when the caller
+    knows it already: they are not generated again."""
     if not (any(board.generate_legal_moves()) if legal_moves is None else legal_moves):
         if board.is_check():  # one move generation (or none) for mate and stalemate
             winner = not board.turn

@@ -780,23 +780,43 @@ def _in_time(infinite: bool, engine: EngineConfig, clock: Clock, elapsed: float,
 
 def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.Color,
              proto: Any) -> _End | None:
-    """The game's end when the reply is a resignation or no legal move, else None."""
+    """The game's end when the reply is a resignation or no move that can be played on
+    ``board`` (none, a null move, not pseudo-legal), else None. A pseudo-legal move that
+    leaves the mover's king attacked is found as it is pushed (:func:`_push`)."""
     if played.resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
     move = played.move
-    if move is None or not move or not board.is_legal(move):
-        return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+    if move is None or not move or not board.is_pseudo_legal(move):
+        return _illegal_reply(color, proto, move)
     return None
 
 
-def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str:
-    """Play ``move``: its SAN. Its position's r-mobility is counted at the game's end, and
-    only if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
-    resets = board.is_zeroing(move)
+def _illegal_reply(color: chess.Color, proto: Any, move: chess.Move | None) -> _End:
+    """``color`` loses by the illegal reply ``move``, named as the engine wrote it."""
+    return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+
+
+def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str | None:
+    """Play the pseudo-legal ``move``: its SAN; None, the board as it was, when it is illegal.
+
+    python-chess's ``is_legal`` is ``is_pseudo_legal`` (:func:`_refused`) and the mover's
+    king not attacked after the move: asked here after the push (``was_into_check``), which
+    spares a pin search. Its position's r-mobility is counted at the game's end, and only
+    if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
     san = board.san_and_push(move)
+    if board.was_into_check():
+        board.pop()
+        return None
     if mobility is not None:
-        mobility.deferred(resets)
+        mobility.deferred(board.halfmove_clock == 0)  # a pawn move or a capture reset it
     return san
+
+
+def _moves_left(san: str) -> int | None:
+    """What python-chess's SAN of a move tells of the legal moves left to the other side:
+    none after a mate (``#``), some after a check (``+``); None: not known."""
+    last = san[-1]
+    return 0 if last == "#" else 1 if last == "+" else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
@@ -950,13 +970,15 @@ async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayRes
     if wanted and not isinstance(pv, tuple):
         pv = _pv(pv, board, engine.protocol == "xboard")
     san = _push(board, move, g.mobility)
+    if san is None:
+        return _illegal_reply(color, proc.protocol, move)
     uci = move.uci()
     g.moves.append(uci)
     g.sans.append(san)
     info = searched_info(played.info)
     comment = move_comment(info, color, elapsed)
     g.comments.append(comment)
-    end = natural_end(board)
+    end = natural_end(board, _moves_left(san))
     verdict = None
     pov = info.get("score")
     score = pov.pov(color) if pov is not None else None
