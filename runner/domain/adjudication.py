@@ -24,7 +24,7 @@ import chess
 import chess.engine
 import chess.syzygy
 
-from runner.config.typed import AdjudicationConfig, TcecDrawRule
+from runner.config.typed import AdjudicationConfig, TcecDrawRule, TcecWinRule
 from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000
@@ -176,32 +176,27 @@ class Adjudicator:
         ``board.move_stack`` must hold the plies played since the game's start position.
         Returns a verdict when a rule fires, else None.
         """
-        mover = not board.turn
-        tbc = self.config.tablebases
+        config = self.config
+        tbc = config.tablebases
         if self.tablebase is not None and tbc is not None:
             verdict = tablebase_verdict(self.tablebase, board, tbc.max_pieces, tbc.ignore50)
             if verdict is not None:
                 return verdict
-        verdict = self._draw_rule(board, score, book)
-        if verdict is None:
-            verdict = self._win_rule(mover, score, book)
-        if verdict is None and self.config.max_moves and len(board.move_stack) >= 2 * self.config.max_moves:
-            verdict = _draw("maximal game length")
-        return verdict
+        # the draw rule counts centipawn scores only; the win rule counts mates as winning
+        if self.draw_window is not None and self.draw_window.update(
+                board, None if score is None else score.score(), book=book):
+            return _draw("TCEC draw rule")
+        if config.tcec_win is not None and not book:
+            verdict = self._win_rule(not board.turn, _cp(score), config.tcec_win)
+            if verdict is not None:
+                return verdict
+        if config.max_moves and len(board.move_stack) >= 2 * config.max_moves:
+            return _draw("maximal game length")
+        return None
 
-    def _draw_rule(self, board: chess.Board, score: chess.engine.Score | None,
-                   book: bool) -> Verdict | None:
-        if self.draw_window is None:
-            return None
-        cp = None if score is None or score.is_mate() else score.score()
-        return _draw("TCEC draw rule") if self.draw_window.update(board, cp, book=book) else None
-
-    def _win_rule(self, mover: chess.Color, score: chess.engine.Score | None,
-                  book: bool) -> Verdict | None:
-        rule = self.config.tcec_win
-        if rule is None or book:
-            return None
-        cp = _cp(score)
+    def _win_rule(self, mover: chess.Color, cp: int | None, rule: TcecWinRule) -> Verdict | None:
+        """The TCEC win rule's count after a ply of ``mover`` scored ``cp`` (mates as
+        :func:`_cp`): its verdict when it fires."""
         if cp is None:
             self.win_count, self.win_side = 0, None
             return None

@@ -123,7 +123,10 @@ def format_score(score: chess.engine.Score) -> str:
     if mate is not None:
         return f"+M{2 * mate - 1}" if mate > 0 else f"-M{-2 * mate}"
     cp = score.score() or 0
-    return "0.00" if cp == 0 else f"{cp / 100:+.2f}"
+    if cp == 0:
+        return "0.00"
+    pawns, hundredths = divmod(abs(cp), 100)  # ``f"{cp / 100:+.2f}"`` in integers
+    return f"{'+' if cp > 0 else '-'}{pawns}.{hundredths:02d}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -131,7 +134,9 @@ def format_seconds(seconds: float) -> str:
     ms = int(round(seconds * 1000))
     if ms <= 0:
         return "0s"
-    decimals = 3 if ms < 100 else 2 if ms < 1000 else 1 if ms < 10000 else 0
+    if ms < 100:
+        return f"0.0{ms:02d}s"  # ``f"{ms / 1000:.3f}s"`` in integers
+    decimals = 2 if ms < 1000 else 1 if ms < 10000 else 0
     return f"{ms / 1000:.{decimals}f}s"
 
 
@@ -151,12 +156,16 @@ def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
     pov = info.get("score")
-    if pov is None:
+    return _comment(None if pov is None else pov.pov(mover), info.get("depth"), seconds)
+
+
+def _comment(score: chess.engine.Score | None, depth: int | None, seconds: float) -> str:
+    """:func:`move_comment` of the mover's ``score`` at ``depth``."""
+    if score is None:
         return format_seconds(seconds)
-    depth = info.get("depth")
     if depth:
-        return f"{format_score(pov.pov(mover))}/{depth} {format_seconds(seconds)}"
-    return f"{format_score(pov.pov(mover))} {format_seconds(seconds)}"
+        return f"{format_score(score)}/{depth} {format_seconds(seconds)}"
+    return f"{format_score(score)} {format_seconds(seconds)}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -736,10 +745,12 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
                 adjudicator: Adjudicator, attempt: int) -> MovePlayed:
     """The MovePlayed event of the move just pushed on ``board``."""
     draw = adjudicator.draw_window
+    white, black = clocks[chess.WHITE], clocks[chess.BLACK]
+    timed = not white.tc.infinite  # (both clocks have the game's time control)
     return MovePlayed(
         game_id=game_id, ply=ply, uci=uci, san=san, fen=fen(board),
-        white_clock_ms=_clock_ms(clocks[chess.WHITE]),
-        black_clock_ms=_clock_ms(clocks[chess.BLACK]),
+        white_clock_ms=int(round(white.remaining * 1000)) if timed else None,
+        black_clock_ms=int(round(black.remaining * 1000)) if timed else None,
         time_ms=int(round(elapsed * 1000)),
         score_cp=None if score is None else score.score(),  # None for a mate score
         mate=None if score is None else score.mate(),
@@ -976,12 +987,12 @@ async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayRes
     g.moves.append(uci)
     g.sans.append(san)
     info = searched_info(played.info)
-    comment = move_comment(info, color, elapsed)
+    pov = info.get("score")
+    score = pov.pov(color) if pov is not None else None
+    comment = _comment(score, info.get("depth"), elapsed)
     g.comments.append(comment)
     end = natural_end(board, _moves_left(san))
     verdict = None
-    pov = info.get("score")
-    score = pov.pov(color) if pov is not None else None
     adjudicator = g.adjudicator
     if end is None:
         if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop
