@@ -13,7 +13,7 @@ import types
 import chess
 import chess.engine
 
-from runner.domain.adjudication import natural_end
+from runner.domain.adjudication import RepetitionWindow, natural_end
 from runner.domain.rmobility import RMobility
 from runner.play import referee
 
@@ -130,3 +130,35 @@ def test_score_and_time_texts_are_the_float_formats_to_the_character() -> None:
         decimals = 3 if ms < 100 else 2 if ms < 1000 else 1 if ms < 10000 else 0
         want = "0s" if ms <= 0 else f"{ms / 1000:.{decimals}f}s"
         assert referee.format_seconds(seconds) == want, seconds
+
+
+def test_the_repetition_window_never_hides_a_threefold_repetition() -> None:
+    """Random games that shuffle pieces back and forth (threefold repetitions, long runs
+    without a pawn move or capture), from the start and from a FEN with a halfmove clock
+    already running, the window fed from the first ply or only from a later one (a resumed
+    game, book plies before the engines'): the natural end is python-chess's every time."""
+    rng = random.Random(11)
+    repeated = skipped = 0
+    for game in range(120):
+        board = chess.Board() if game % 2 else chess.Board("4k3/8/8/8/8/8/8/R3K2R w KQ - 7 40")
+        window, first_fed = RepetitionWindow(), rng.choice((0, 0, 5, 12))
+        for ply in range(200):
+            moves = list(board.legal_moves)
+            quiet = [m for m in moves if not board.is_zeroing(m)]
+            back = chess.Move(board.move_stack[-2].to_square, board.move_stack[-2].from_square) \
+                if len(board.move_stack) > 1 else None  # the side's last move undone
+            if back in quiet and rng.random() < 0.6:
+                board.push(back)
+            else:
+                board.push(rng.choice(quiet if quiet and rng.random() < 0.9 else moves))
+            if ply < first_fed:
+                continue
+            may = window.played(board)
+            end = natural_end(board, None, may)
+            assert end == natural_end(board), board.fen()
+            assert may or not board.is_repetition(3)
+            skipped += board.halfmove_clock >= 8 and not may
+            if end is not None:
+                repeated += end.reason == "Draw by 3-fold repetition"
+                break
+    assert repeated > 10 and skipped > 100  # both met, often

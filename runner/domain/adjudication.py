@@ -43,12 +43,15 @@ def win_for(color: chess.Color) -> str:
     return WHITE_WIN if color == chess.WHITE else BLACK_WIN
 
 
-def natural_end(board: chess.Board, legal_moves: int | None = None) -> End | None:
+def natural_end(board: chess.Board, legal_moves: int | None = None,
+                may_repeat: bool = True) -> End | None:
     """Rules of chess (with the automatic draws cutechess applies), cutechess wording.
 
     ``legal_moves``: how many legal moves the side to move has (or any number above 0 when
     only known to be some: the move that led here gave check and no mate), when the caller
-    knows it already: they are not generated again."""
+    knows it already: they are not generated again. ``may_repeat``: False when the caller
+    knows the position is not on the board for the third time (:class:`RepetitionWindow`):
+    python-chess's check is not asked."""
     if not (any(board.generate_legal_moves()) if legal_moves is None else legal_moves):
         if board.is_check():  # one move generation (or none) for mate and stalemate
             winner = not board.turn
@@ -60,11 +63,35 @@ def natural_end(board: chess.Board, legal_moves: int | None = None) -> End | Non
     # No position before a pawn move or a capture comes back, and a position comes back at
     # the earliest 4 plies later: a third time needs 8 plies without one (the halfmove
     # clock). python-chess's check walks the whole game's stack at every ply.
-    if board.halfmove_clock >= 8 and board.is_repetition(3):
+    if may_repeat and board.halfmove_clock >= 8 and board.is_repetition(3):
         return End(DRAW, "Draw by 3-fold repetition")
     if board.halfmove_clock >= 100:
         return End(DRAW, "Draw by fifty moves rule")
     return None
+
+
+class RepetitionWindow:
+    """The occupied squares of each position since the last pawn move or capture, fed after
+    every ply. No position before such a move comes back, and a position on the board a
+    third time has the same occupied squares as the two before it: where this window does
+    not hold them, python-chess's repetition check (which walks the whole game's positions
+    at every ply) need not be asked."""
+
+    __slots__ = ("occupied",)
+
+    def __init__(self) -> None:
+        self.occupied: list[int] = []
+
+    def played(self, board: chess.Board) -> bool:
+        """After a move was pushed on ``board``: may its position be there for the third
+        time? (False only when it surely is not.)"""
+        occupied = self.occupied
+        if board.halfmove_clock == 0:
+            occupied.clear()
+        occupied.append(board.occupied)
+        if len(occupied) <= board.halfmove_clock:  # the window began before the first ply fed
+            return True
+        return occupied.count(board.occupied) >= 3
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import chess
 import chess.engine
 
 from runner.config.typed import EngineConfig
-from runner.domain.adjudication import SIDE, Adjudicator, Verdict, natural_end
+from runner.domain.adjudication import SIDE, Adjudicator, RepetitionWindow, Verdict, natural_end
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
 from runner.domain.events import (
@@ -860,7 +860,8 @@ class _Plies:
 
     __slots__ = ("spec", "board", "procs", "moves", "comments", "sans", "clocks", "emit",
                  "attempt", "move_data", "mobility", "adjudicator", "position", "margin",
-                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed")
+                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed",
+                 "repetitions")
 
     def __init__(self, spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                  moves: list[str], comments: list[str], sans: list[str],
@@ -881,6 +882,7 @@ class _Plies:
                                       else fen(board.root()))
         self.engaged: set[chess.Color] = set()  # engines that had ucinewgame
         self.fixed = _fixed_limits(spec, procs, clocks)
+        self.repetitions = RepetitionWindow()  # fed every ply the game plays from here
 
     def timeout(self, color: chess.Color) -> float:
         """How long ``color``'s move may take from its ``go`` (:func:`_move_timeout`)."""
@@ -991,7 +993,7 @@ async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayRes
     score = pov.pov(color) if pov is not None else None
     comment = _comment(score, info.get("depth"), elapsed)
     g.comments.append(comment)
-    end = natural_end(board, _moves_left(san))
+    end = natural_end(board, _moves_left(san), g.repetitions.played(board))
     verdict = None
     adjudicator = g.adjudicator
     if end is None:
