@@ -1091,7 +1091,7 @@ static PyObject *token_int(Token t) {
     long long small = 0;
     for (size_t j = i; j < t.n; j++) {
         if (t.p[j] < '0' || t.p[j] > '9') return NULL;
-        small = small * 10 + (t.p[j] - '0');
+        if (j - i < 18) small = small * 10 + (t.p[j] - '0');  /* 18 digits fit a long long */
     }
     if (t.n - i <= 18) return PyLong_FromLongLong(t.p[0] == '-' ? -small : small);
     char text[64];
