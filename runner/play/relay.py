@@ -10,7 +10,8 @@ move completes ``bestmove X`` it charges the move, and unless the flag fell, ``X
 plain UCI move, or the loop is 8 relayed moves behind, it writes
 ``position ... moves ... X`` and the other side's ``go`` to the other engine at once, stamped
 as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
-with its stamps and its search's last info already parsed; the referee (python-chess) stays
+with its stamps and what the referee takes already made in C (:func:`reply`: the text, the
+ponder, the search's info, for a relayed move its PlayResult); the referee (python-chess) stays
 the authority on it and, when it does not follow the relay (an illegal or non-canonical
 move, the game's end), calls :meth:`MoveRelay.settle`: the relay is disarmed, an engine that
 got a ``go`` meanwhile gets ``stop``, and its answer is awaited and dropped (not charged).
