@@ -237,9 +237,9 @@ def test_fast_play_makes_one_snapshot_write_per_interval_and_a_quiet_start_one_a
 
     out = asyncio.run(scenario())
     during = [t for t in writes if t <= out["played"]]
-    assert 3 <= len(during) <= 5, len(during)  # every 0.5 s, not every game (30)
+    assert 2 <= len(during) <= 5, len(during)  # every 0.5 s, not every game (30)
     gaps = [b - a for a, b in zip([out["begin"], *during], during, strict=False)]
-    assert max(gaps) < 0.5 + 0.1 + 0.25, gaps  # interval + settle, some slack
+    assert max(gaps) < 0.5 + 0.1 + 0.4, gaps  # interval + settle, slack for a busy machine
     assert out["flushed"] >= len(during)  # the last state written at the end
-    assert out["quiet_start"] < 0.1 + 0.15
-    assert out["refresh"] < 0.1 + 0.15
+    assert out["quiet_start"] < 0.1 + 0.3  # not the interval (0.5)
+    assert out["refresh"] < 0.1 + 0.3
