@@ -97,11 +97,15 @@ def commands(conn: sqlite3.Connection, state: str | None = None) -> list[Command
 
 
 def pending_ids(conn: sqlite3.Connection) -> list[int]:
-    """The cheap poll of the runner: ids of the commands waiting to be applied."""
-    if not _has_table(conn):
-        return []
-    return [r[0] for r in conn.execute("SELECT id FROM td_commands WHERE state='pending' "
-                                       "ORDER BY id")]
+    """The cheap poll of the runner: ids of the commands waiting to be applied (one
+    query: no look for the table first, [] when it is not there)."""
+    try:
+        rows = conn.execute("SELECT id FROM td_commands WHERE state='pending' ORDER BY id")
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):  # no command was ever given
+            return []
+        raise
+    return [r[0] for r in rows]
 
 
 def log_key(conn: sqlite3.Connection) -> tuple[Any, ...]:

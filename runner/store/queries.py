@@ -49,6 +49,12 @@ def game_status(conn: sqlite3.Connection, game_id: int, round_number: int, white
     return None if row is None else str(row[0])
 
 
+def running_game_ids(conn: sqlite3.Connection) -> list[int]:
+    """The games marked running (being played, or left so by an aborted attempt), by id."""
+    return [int(r[0]) for r in conn.execute(
+        "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
+
+
 def finished_durations(conn: sqlite3.Connection) -> list[float]:
     """Lengths (s) of the finished games that recorded one."""
     rows = conn.execute("SELECT duration_s FROM games WHERE status='finished' "
