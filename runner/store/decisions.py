@@ -21,6 +21,7 @@ from typing import Any
 
 from runner.clock import utc_now
 from runner.store.forensics import connect
+from runner.store.queries import table_rows
 from runner.store.tdstore import TD_COMMANDS_TABLE
 
 TABLE = TD_COMMANDS_TABLE  # runner.store.tdstore: the schema's migration 5 creates it too
@@ -99,13 +100,8 @@ def commands(conn: sqlite3.Connection, state: str | None = None) -> list[Command
 def pending_ids(conn: sqlite3.Connection) -> list[int]:
     """The cheap poll of the runner: ids of the commands waiting to be applied (one
     query: no look for the table first, [] when it is not there)."""
-    try:
-        rows = conn.execute("SELECT id FROM td_commands WHERE state='pending' ORDER BY id")
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):  # no command was ever given
-            return []
-        raise
-    return [r[0] for r in rows]
+    rows = table_rows(conn, "SELECT id FROM td_commands WHERE state='pending' ORDER BY id")
+    return [r[0] for r in rows or ()]
 
 
 def log_key(conn: sqlite3.Connection) -> tuple[Any, ...]:
