@@ -109,12 +109,12 @@ class Schedule:
     def first_open_round(self) -> int | None:
         """The first Swiss round not complete (None: all are), read from the store each
         time: a TD decision applied during a round may have voided rounds."""
-        stored = {r.number: r for r in self.store.rounds()}
+        states = queries.round_states(self.store.conn)
         return next((n for n in range(1, self.config.swiss.rounds + 1)
-                     if n not in stored or stored[n].state != "complete"), None)
+                     if states.get(n) != "complete"), None)
 
     def is_paired(self, number: int) -> bool:
-        return any(r.number == number for r in self.store.rounds())
+        return number in queries.round_states(self.store.conn)
 
     def schedule_games(self, number: int, games: Sequence[ScheduledGame],
                        pairs: Sequence[tuple[str, str]], bye: str | None, dropped: Sequence[int],

@@ -63,6 +63,11 @@ def game_status(conn: sqlite3.Connection, game_id: int, round_number: int, white
     return None if row is None else str(row[0])
 
 
+def round_states(conn: sqlite3.Connection) -> dict[int, str]:
+    """Each stored round's state ("playing", "complete"), by number."""
+    return dict(conn.execute("SELECT number, state FROM rounds"))
+
+
 def running_game_ids(conn: sqlite3.Connection) -> list[int]:
     """The games marked running (being played, or left so by an aborted attempt), by id."""
     return [int(r[0]) for r in conn.execute(
