@@ -70,9 +70,10 @@ class EventViews:
             self.live_pgn.request(now=True)
 
     def refresh(self) -> None:
-        """The snapshot at once (a TD decision changed what it shows)."""
+        """The snapshot at once (a TD decision changed what it shows): no gap after the last
+        game start or end written."""
         with contextlib.suppress(RuntimeError):
-            self.snapshot.request(now=True)
+            self.snapshot.request(now=True, gap=False)
 
     async def schedule_changed(self) -> None:
         """The TD changed recorded games (rewind, withdraw): counts read again, PGN synced."""
