@@ -157,42 +157,31 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
 
 def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[str],
                  reason: str | None) -> str:
-    """The rest of ``write_game`` for moves whose SAN is known: the text that
-    ``chess.pgn.Game.accept`` with a :class:`CutechessExporter` writes (its tags, its tokens
-    ``12. Nf3 {+0.35/16 5.1s}`` wrapped at 80 columns as python-chess's StringExporter
-    wraps them), made in one pass without a visitor call per token."""
+    """The rest of ``write_game`` for moves whose SAN is known: the visits that
+    ``chess.pgn.Game.accept`` makes, in its order, without building and replaying the moves."""
     if len(sans) != len(comments):
         raise ValueError(f"{len(sans)} moves but {len(comments)} comments")
-    lines = [f'[{key} "{escape_tag(value)}"]'.rstrip() for key, value in game.headers.items()]
-    lines.append("")  # after the tags
+    exporter = CutechessExporter(headers=True, variations=False, comments=True)
+    exporter.begin_game()
+    for key, value in game.headers.items():
+        exporter.visit_header(key, value)
+    exporter.end_headers()
     board = game.board()
-    white, number = board.turn == chess.WHITE, board.fullmove_number
-    line = ""
+    turn, number = board.turn, board.fullmove_number
     last = len(sans) - 1
     for ply, san in enumerate(sans):
-        token = f"{number}. {san}" if white else f"{number}... {san}" if ply == 0 else san
+        exporter.visit_san(turn, number, san)
         comment = comments[ply]
         if ply == last and reason:
             comment = f"{comment}, {reason}" if comment else reason
         if comment:
-            token = f"{token} {{{comment.replace('}', '').strip()}}}"
-        token += " "
-        if 80 - len(line) < len(token):  # StringExporterMixin.write_token's wrap
-            if line:
-                lines.append(line.rstrip())
-            line = ""
-        line += token
-        if not white:
+            exporter.visit_comment(comment)
+        if turn == chess.BLACK:
             number += 1
-        white = not white
-    token = game.headers.get("Result", "*") + " "
-    if 80 - len(line) < len(token):
-        if line:
-            lines.append(line.rstrip())
-        line = ""
-    line += token
-    lines.append(line.rstrip())
-    return "\n".join(lines).rstrip()
+        turn = not turn
+    exporter.visit_result(game.headers.get("Result", "*"))
+    exporter.end_game()
+    return exporter.result()
 
 
 __all__ = ["ROSTER", "CutechessExporter", "escape_tag", "unescape_tag", "write_game"]
