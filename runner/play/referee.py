@@ -199,10 +199,27 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
     return chess.engine.Limit(**kw)  # type: ignore[arg-type]
 
 
+class _Book:
+    """An opening's start position and book plies as played by :func:`_start_board` (kept
+    for the next game of the same opening: a match plays it once with each colour)."""
+
+    __slots__ = ("start", "board", "kept", "sans", "fens", "resets")
+
+    def __init__(self, start: chess.Board, board: chess.Board, kept: list[str],
+                 sans: list[str], fens: list[str], resets: list[bool]) -> None:
+        self.start, self.board, self.kept, self.sans = start, board, kept, sans
+        self.fens, self.resets = fens, resets
+
+
+_BOOKS: dict[tuple[str | None, tuple[str, ...], bool], _Book] = {}  # the last few openings
+_BOOKS_KEPT = 8
+
+
 def _start_board(opening: Opening | None, chess960: bool = False,
                  mobility: RMobility | None = None, fens: list[str] | None = None
                  ) -> tuple[chess.Board, chess.Board, list[str], list[str]]:
-    """(start position, position after the book, book moves kept, their SAN).
+    """(start position, position after the book, book moves kept, their SAN): fresh boards
+    and lists the caller owns (the opening is played on a board once: :func:`_book`).
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
     ``chess960``: a Chess960 board (castling king-takes-rook), for a 960 event.
@@ -210,6 +227,23 @@ def _start_board(opening: Opening | None, chess960: bool = False,
     (:meth:`RMobility.deferred`, as the engines' moves are). ``fens``: gets the FEN after
     each book move kept (their MovePlayed events).
     """
+    key = (opening.fen, tuple(opening.moves), chess960) if opening else (None, (), chess960)
+    book = _BOOKS.get(key)
+    if book is None:
+        book = _book(opening, chess960)
+        while len(_BOOKS) >= _BOOKS_KEPT:
+            del _BOOKS[next(iter(_BOOKS))]
+        _BOOKS[key] = book
+    if mobility is not None:
+        for resets in book.resets:
+            mobility.deferred(resets)
+    if fens is not None:
+        fens.extend(book.fens)
+    return book.start.copy(), book.board.copy(), list(book.kept), list(book.sans)
+
+
+def _book(opening: Opening | None, chess960: bool) -> _Book:
+    """The opening played on a board (:func:`_start_board`); RefereeError for a bad one."""
     try:
         start = board_at(opening.fen if opening else None, chess960)
     except ValueError as exc:
@@ -217,26 +251,26 @@ def _start_board(opening: Opening | None, chess960: bool = False,
     board = start.copy()
     kept: list[str] = []
     sans: list[str] = []
+    fens: list[str] = []
+    resets: list[bool] = []
     for uci in opening.moves if opening else ():
         try:
             move = board.parse_uci(uci)
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
-        resets = board.is_zeroing(move)
+        zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
         if natural_end(board) is not None:
             board.pop()
             break
-        if mobility is not None:
-            mobility.deferred(resets)
-        if fens is not None:
-            fens.append(fen(board))
+        resets.append(zeroing)
+        fens.append(fen(board))
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
     if not any(True for _ in board.legal_moves):
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
-    return start, board, kept, sans
+    return _Book(start, board, kept, sans, fens, resets)
 
 
 def _wants_move_data(spec: GameSpec) -> bool:
