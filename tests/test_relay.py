@@ -226,6 +226,30 @@ def test_an_illegal_relayed_move_forfeits_with_the_opponent_stopped(relayed: lis
     assert [e.uci for e in events if e.kind == "move"] == record.moves[:4]
 
 
+@pytest.mark.parametrize("go", [1, 3])  # the engine's first move (Python's), a relayed one
+def test_a_pinned_piece_moved_forfeits_on_both_paths_the_move_unrecorded(
+        relayed: list[int], monkeypatch: pytest.MonkeyPatch, go: int) -> None:
+    """A move of a pinned piece is pseudo-legal (the referee's legality is python-chess's
+    is_pseudo_legal, then the mover's king after the push): forfeited on both paths, as
+    its first move and relayed, neither in the record nor in the events."""
+    opening = Opening(0, "pinned", fen="rnbqk1nr/pppp1ppp/8/4p3/1b1P4/2N5/PPP1PPPP/R1BQKBNR "
+                                       "w KQkq - 2 3")
+    games = []
+    for path in ("native", "python"):
+        monkeypatch.setenv(pipes.ENV, path)
+        spec = spec_for(fake("W", "--illegal-on-go", str(go), "c3e4"), fake("B"), "60+1",
+                        opening=opening)
+        events: list = []
+        record = asyncio.run(play_game(spec, emit=events.append))
+        assert (record.result, record.reason) == ("0-1", "White makes an illegal move: c3e4")
+        assert len(record.moves) == 2 * (go - 1) and "c3e4" not in record.moves
+        assert [e.uci for e in events if e.kind == "move"] == record.moves
+        games.append((record.moves, record.comments, _pgn_moves(record.pgn)))
+    assert (relayed[-1:] == [1]) == (go > 1)  # the forfeited move came relayed (native path)
+    assert games[0][0] == games[1][0] and _no_times(games[0][1]) == _no_times(games[1][1])
+    assert games[0][2] == games[1][2]
+
+
 def test_a_castling_king_takes_rook_is_relayed_as_the_python_path_plays_it(
         relayed: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``e1h1`` for O-O in standard chess: legal for python-chess; the opponent gets the move

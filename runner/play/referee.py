@@ -20,7 +20,7 @@ import chess
 import chess.engine
 
 from runner.config.typed import EngineConfig
-from runner.domain.adjudication import SIDE, Adjudicator, Verdict, natural_end
+from runner.domain.adjudication import SIDE, Adjudicator, RepetitionWindow, Verdict, natural_end
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
 from runner.domain.events import (
@@ -123,7 +123,10 @@ def format_score(score: chess.engine.Score) -> str:
     if mate is not None:
         return f"+M{2 * mate - 1}" if mate > 0 else f"-M{-2 * mate}"
     cp = score.score() or 0
-    return "0.00" if cp == 0 else f"{cp / 100:+.2f}"
+    if cp == 0:
+        return "0.00"
+    pawns, hundredths = divmod(abs(cp), 100)  # ``f"{cp / 100:+.2f}"`` in integers
+    return f"{'+' if cp > 0 else '-'}{pawns}.{hundredths:02d}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -131,7 +134,9 @@ def format_seconds(seconds: float) -> str:
     ms = int(round(seconds * 1000))
     if ms <= 0:
         return "0s"
-    decimals = 3 if ms < 100 else 2 if ms < 1000 else 1 if ms < 10000 else 0
+    if ms < 100:
+        return f"0.0{ms:02d}s"  # ``f"{ms / 1000:.3f}s"`` in integers
+    decimals = 2 if ms < 1000 else 1 if ms < 10000 else 0
     return f"{ms / 1000:.{decimals}f}s"
 
 
@@ -151,12 +156,16 @@ def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
     pov = info.get("score")
-    if pov is None:
+    return _comment(None if pov is None else pov.pov(mover), info.get("depth"), seconds)
+
+
+def _comment(score: chess.engine.Score | None, depth: int | None, seconds: float) -> str:
+    """:func:`move_comment` of the mover's ``score`` at ``depth``."""
+    if score is None:
         return format_seconds(seconds)
-    depth = info.get("depth")
     if depth:
-        return f"{format_score(pov.pov(mover))}/{depth} {format_seconds(seconds)}"
-    return f"{format_score(pov.pov(mover))} {format_seconds(seconds)}"
+        return f"{format_score(score)}/{depth} {format_seconds(seconds)}"
+    return f"{format_score(score)} {format_seconds(seconds)}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -770,10 +779,12 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
                 adjudicator: Adjudicator, attempt: int) -> MovePlayed:
     """The MovePlayed event of the move just pushed on ``board``."""
     draw = adjudicator.draw_window
+    white, black = clocks[chess.WHITE], clocks[chess.BLACK]
+    timed = not white.tc.infinite  # (both clocks have the game's time control)
     return MovePlayed(
         game_id=game_id, ply=ply, uci=uci, san=san, fen=fen(board),
-        white_clock_ms=_clock_ms(clocks[chess.WHITE]),
-        black_clock_ms=_clock_ms(clocks[chess.BLACK]),
+        white_clock_ms=int(round(white.remaining * 1000)) if timed else None,
+        black_clock_ms=int(round(black.remaining * 1000)) if timed else None,
         time_ms=int(round(elapsed * 1000)),
         score_cp=None if score is None else score.score(),  # None for a mate score
         mate=None if score is None else score.mate(),
@@ -814,23 +825,43 @@ def _in_time(infinite: bool, engine: EngineConfig, clock: Clock, elapsed: float,
 
 def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.Color,
              proto: Any) -> _End | None:
-    """The game's end when the reply is a resignation or no legal move, else None."""
+    """The game's end when the reply is a resignation or no move that can be played on
+    ``board`` (none, a null move, not pseudo-legal), else None. A pseudo-legal move that
+    leaves the mover's king attacked is found as it is pushed (:func:`_push`)."""
     if played.resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
     move = played.move
-    if move is None or not move or not board.is_legal(move):
-        return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+    if move is None or not move or not board.is_pseudo_legal(move):
+        return _illegal_reply(color, proto, move)
     return None
 
 
-def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str:
-    """Play ``move``: its SAN. Its position's r-mobility is counted at the game's end, and
-    only if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
-    resets = board.is_zeroing(move)
+def _illegal_reply(color: chess.Color, proto: Any, move: chess.Move | None) -> _End:
+    """``color`` loses by the illegal reply ``move``, named as the engine wrote it."""
+    return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+
+
+def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str | None:
+    """Play the pseudo-legal ``move``: its SAN; None, the board as it was, when it is illegal.
+
+    python-chess's ``is_legal`` is ``is_pseudo_legal`` (:func:`_refused`) and the mover's
+    king not attacked after the move: asked here after the push (``was_into_check``), which
+    spares a pin search. Its position's r-mobility is counted at the game's end, and only
+    if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
     san = board.san_and_push(move)
+    if board.was_into_check():
+        board.pop()
+        return None
     if mobility is not None:
-        mobility.deferred(resets)
+        mobility.deferred(board.halfmove_clock == 0)  # a pawn move or a capture reset it
     return san
+
+
+def _moves_left(san: str) -> int | None:
+    """What python-chess's SAN of a move tells of the legal moves left to the other side:
+    none after a mate (``#``), some after a check (``+``); None: not known."""
+    last = san[-1]
+    return 0 if last == "#" else 1 if last == "+" else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
@@ -863,7 +894,8 @@ class _Plies:
 
     __slots__ = ("spec", "board", "procs", "moves", "comments", "sans", "clocks", "emit",
                  "attempt", "move_data", "mobility", "adjudicator", "position", "margin",
-                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed")
+                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed",
+                 "repetitions")
 
     def __init__(self, spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                  moves: list[str], comments: list[str], sans: list[str],
@@ -884,6 +916,7 @@ class _Plies:
                                       else fen(board.root()))
         self.engaged: set[chess.Color] = set()  # engines that had ucinewgame
         self.fixed = _fixed_limits(spec, procs, clocks)
+        self.repetitions = RepetitionWindow()  # fed every ply the game plays from here
 
     def timeout(self, color: chess.Color) -> float:
         """How long ``color``'s move may take from its ``go`` (:func:`_move_timeout`)."""
@@ -984,16 +1017,18 @@ async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayRes
     if wanted and not isinstance(pv, tuple):
         pv = _pv(pv, board, engine.protocol == "xboard")
     san = _push(board, move, g.mobility)
+    if san is None:
+        return _illegal_reply(color, proc.protocol, move)
     uci = move.uci()
     g.moves.append(uci)
     g.sans.append(san)
     info = searched_info(played.info)
-    comment = move_comment(info, color, elapsed)
-    g.comments.append(comment)
-    end = natural_end(board)
-    verdict = None
     pov = info.get("score")
     score = pov.pov(color) if pov is not None else None
+    comment = _comment(score, info.get("depth"), elapsed)
+    g.comments.append(comment)
+    end = natural_end(board, _moves_left(san), g.repetitions.played(board))
+    verdict = None
     adjudicator = g.adjudicator
     if end is None:
         if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop
