@@ -45,8 +45,9 @@ CPU: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
 
 PARTS: list[tuple[Any, str, str]] = [
-    (relay.MoveRelay, "_woken", "relayed: the loop woken, the moves taken (info parsed in C)"),
-    (referee, "relay_reply", "relayed: the move's text, info and score"),
+    (relay.MoveRelay, "_woken", "relayed: the loop woken, the moves taken (made in C: text, "
+                                "info, score, PV, PlayResult)"),
+    (referee, "relay_reply", "relayed: the move's text, info and PlayResult handed over"),
     (relay.MoveRelay, "start", "relayed: position + go written by the loop (the relay's chain broken)"),
     (relay.MoveRelay, "ack", "relayed: the relay told the move was taken"),
     (pipes.NativeOutput, "_woken", "compiled path: the loop woken, the move read (bestmove, info parsed)"),
@@ -56,11 +57,11 @@ PARTS: list[tuple[Any, str, str]] = [
     (uci.UciMove, "__init__", "the move's exchange made (UciMove)"),
     (uci.UciMove, "start", "position + go written (the clock starts)"),
     (referee, "_played", "the reply as python-chess's PlayResult"),
-    (referee, "_refused", "the move's legality"),
+    (referee, "_refused", "the move's legality (resigned, none, not pseudo-legal)"),
     (referee, "_pv", "the PV checked on a board"),
-    (referee, "_push", "SAN, the move pushed (r-mobility counted at a draw's end)"),
+    (referee, "_push", "SAN, the move pushed, its king left safe (the rest of its legality)"),
     (referee, "searched_info", "the search info kept"),
-    (referee, "move_comment", "the PGN comment"),
+    (referee, "_comment", "the PGN comment"),
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),
     (adjudication.Adjudicator, "update", "adjudication (TCEC rules, Syzygy)"),
     (referee, "_move_event", "the MovePlayed event (FEN, clocks)"),

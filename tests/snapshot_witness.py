@@ -1,7 +1,7 @@
 """`swiss-runner run` with a witness on its JSON snapshot (tests/test_snapshot_incremental.py):
 every snapshot the runner writes (from its StateCache, on the executor thread) is compared,
 byte for byte, with a fresh build of the document from the same read transaction, and the
-snapshot is written at every event (settle 0, every move too) instead of every 0.1-1 s.
+snapshot is written at every event (settle 0, no gap, every move too) instead of every 0.1-1 s.
 
 Usage: python tests/snapshot_witness.py WITNESS_DIR run CONFIG [options]. WITNESS_DIR gets
 ``checks`` (one line per compared snapshot) and, at the first difference, ``mismatch.json``.
@@ -56,6 +56,7 @@ doc.atomic_write = _atomic_write
 snapshot.write_snapshot = _witnessed_write
 doc._now = lambda: "2026-01-01T00:00:00.000+00:00"  # "updated": the same in both builds
 snapshot.SnapshotSink.settle = snapshot.SnapshotSink.end_settle = 0.0
+snapshot.SnapshotSink.event_gap = 0.0  # type: ignore[assignment,misc]  # no gap between them
 snapshot.SnapshotSink.moves = True  # handed every move too
 snapshot.SnapshotSink.handle = _every_event  # type: ignore[method-assign]
 

@@ -275,6 +275,44 @@ def test_quotes_and_backslashes_in_names_are_escaped_in_pgn_tags(tmp_path: Path)
     assert (parsed.white, parsed.black) == (QUOTED[0], QUOTED[1])
 
 
+def test_a_game_whose_san_is_known_is_written_as_python_chess_writes_it_replayed() -> None:
+    """The referee hands the PGN writer each move's SAN (no replay); the text is the one
+    python-chess's exporter writes for the replayed game, byte for byte: tags (a tab made a
+    space, quotes escaped), move numbers (``1...`` for a start with Black to move), comments
+    (``}`` dropped), the reason on the last comment and the lines wrapped at 80 columns."""
+    import random
+
+    import chess
+
+    from runner.domain.pgn import write_game
+
+    rng = random.Random(52)
+    comments = ["", "book", "+0.35/16 5.1s", "-M12/30 0.01s", "}x}", "}", "  spaced  ", "a" * 90]
+    starts = [None, "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+              "4k3/8/8/8/8/8/4P3/4K3 b - - 0 57"]
+    for _ in range(300):
+        start = rng.choice(starts)
+        board = chess.Board(start) if start else chess.Board()
+        moves, sans = [], []
+        for _ in range(rng.randrange(1, 120)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            move = rng.choice(legal)
+            sans.append(board.san(move))
+            moves.append(move.uci())
+            board.push(move)
+        said = [rng.choice(comments) for _ in moves]
+        tags = {"Event": rng.choice(["E", "a long event name " * 6, 'q"uote\\']), "Site": "s\tt",
+                "Round": "1.2", "White": "A", "Black": "B", "Result": "1/2-1/2", "Zeta": "z",
+                "Alpha": "a"}
+        reason = rng.choice([None, "", "Draw by adjudication: TCEC draw rule"])
+        known = write_game(tags, start, moves, said, reason, sans=sans)
+        assert known == write_game(tags, start, moves, said, reason)
+        assert max(len(line) for line in known.split("\n") if not line.startswith("[")) <= 80 \
+            or any(len(c) > 70 for c in said)
+
+
 def _results(names: list[str]):
     from runner.domain.models import EventResults, PlayedGame, RoundResult
 

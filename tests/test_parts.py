@@ -279,6 +279,34 @@ def test_the_console_sink_says_starts_and_ends_as_cutechess_does(paired: Any) ->
                      f"1/2-1/2 {{{record.reason}}}"]
 
 
+def test_with_quiet_the_game_lines_are_not_even_made(paired: Any) -> None:
+    """--quiet prints no game lines: the run has no console sink to make them (nor the
+    progress summary each ``Finished game`` line ends with); without it, the lines."""
+    from runner.service.views.alerts import Alerter
+    from runner.service.views.console import ConsoleOut
+    from runner.service.views.progress import ProgressConsoleSink
+    from runner.service.views.runviews import run_views
+
+    config, store, _ = paired
+    game = store.games(1)[0]
+    record = make_record(Schedule(config, store, EventWrites(store), print).spec_for(game),
+                         "1-0")
+    outs = {}
+    for quiet in (True, False):
+        out = io.StringIO()
+        views = run_views(ConsoleOut(out, quiet=quiet), config, store, lambda: 12, Alerter(None))
+        sinks = views.sinks()
+        assert any(isinstance(s, ProgressConsoleSink) for s in sinks) is not quiet
+        for event in (placeholder_started(game, record, 1), GameFinished(game.game_id, record, 1)):
+            for sink in sinks:
+                sink.handle(event)
+        views.close()
+        outs[quiet] = out.getvalue()
+    assert outs[True] == ""
+    assert outs[False].startswith(f"Started game {game.game_id} of 12 ") \
+        and f"Finished game {game.game_id} " in outs[False] and "1/12 games" in outs[False]
+
+
 def test_a_failing_view_never_keeps_the_others_from_an_event(paired: Any) -> None:
     config, store, _ = paired
     game = store.games(1)[0]

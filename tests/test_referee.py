@@ -683,3 +683,49 @@ def test_extra_tiebreak_pair_games_are_tagged():
     record, pids = play(spec_for(fake("A"), fake("B"), "2+0.05"))
     assert "TieBreakPair" not in chess.pgn.read_game(io.StringIO(record.pgn)).headers
     assert_all_dead(pids)
+
+
+def test_an_opening_is_played_on_a_board_once_and_each_game_gets_boards_of_its_own(monkeypatch):
+    """A match plays its opening once with each colour: the second game's start is a copy of
+    the first's (the book's plies, SAN, FENs and r-mobility as the first got them), not a
+    replay, and what one game does to its boards never reaches the next."""
+    from runner.domain.rmobility import RMobility
+    from runner.play.referee import _start_board
+
+    pushes = []
+    san_and_push = chess.Board.san_and_push
+
+    def counted(board, move):
+        pushes.append(move.uci())
+        return san_and_push(board, move)
+
+    monkeypatch.setattr(chess.Board, "san_and_push", counted)
+    book = ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "e1g1")
+    opening = Opening(7, f"cached-{uuid.uuid4()}", moves=book)
+    games = []
+    for _ in range(2):
+        mobility, fens = RMobility(), []
+        start, board, kept, sans = _start_board(opening, False, mobility, fens)
+        games.append((start.fen(), list(start.move_stack), board.fen(), list(board.move_stack),
+                      list(kept), list(sans), list(fens),
+                      (mobility.plies, mobility.pending, mobility.best)))
+        board.push_uci("g8f6")  # the game goes on: on its own boards and lists only
+        kept.append("g8f6")
+        sans.append("Nf6")
+        start.push_uci("d2d4")
+    assert pushes == list(book)  # the book's plies played once for the two games
+    assert games[1] == games[0]
+    start_fen, start_stack, fen, stack, kept, sans, fens, mobility = games[1]
+    assert start_fen == chess.STARTING_FEN and start_stack == []
+    assert [m.uci() for m in stack] == kept == list(book)
+    assert sans == ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "O-O"]
+    assert len(fens) == len(book) and fens[-1] == fen
+    assert mobility == (7, 2, None)  # the book's positions left to count at the game's end
+
+
+def test_a_bad_opening_is_refused_for_every_game_that_has_it():
+    """A refused opening is not kept: the next game with it is refused the same way."""
+    for _ in range(2):
+        with pytest.raises(RefereeError, match="illegal book move"):
+            asyncio.run(play_game(spec_for(fake("A"), fake("B"),
+                                           opening=Opening(3, "x", moves=("e2e4", "e2e4")))))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
+import select
 import sys
 import time
 from pathlib import Path
@@ -25,7 +27,9 @@ from runner.play import pipes, referee
 from runner.play.enginelog import GameLog
 from runner.play.keep import EnginePool
 from runner.play.referee import play_game
-from runner.play.relay import RELAYED
+from runner.play.relay import PV, RELAYED, SIDE, MoveRelay
+from runner.play.relay import reply as relay_reply
+from runner.play.uci import parse_info
 
 HERE = Path(__file__).resolve().parent
 STAMP = HERE / "fakes" / "stamp_uci.py"
@@ -222,6 +226,30 @@ def test_an_illegal_relayed_move_forfeits_with_the_opponent_stopped(relayed: lis
     assert [e.uci for e in events if e.kind == "move"] == record.moves[:4]
 
 
+@pytest.mark.parametrize("go", [1, 3])  # the engine's first move (Python's), a relayed one
+def test_a_pinned_piece_moved_forfeits_on_both_paths_the_move_unrecorded(
+        relayed: list[int], monkeypatch: pytest.MonkeyPatch, go: int) -> None:
+    """A move of a pinned piece is pseudo-legal (the referee's legality is python-chess's
+    is_pseudo_legal, then the mover's king after the push): forfeited on both paths, as
+    its first move and relayed, neither in the record nor in the events."""
+    opening = Opening(0, "pinned", fen="rnbqk1nr/pppp1ppp/8/4p3/1b1P4/2N5/PPP1PPPP/R1BQKBNR "
+                                       "w KQkq - 2 3")
+    games = []
+    for path in ("native", "python"):
+        monkeypatch.setenv(pipes.ENV, path)
+        spec = spec_for(fake("W", "--illegal-on-go", str(go), "c3e4"), fake("B"), "60+1",
+                        opening=opening)
+        events: list = []
+        record = asyncio.run(play_game(spec, emit=events.append))
+        assert (record.result, record.reason) == ("0-1", "White makes an illegal move: c3e4")
+        assert len(record.moves) == 2 * (go - 1) and "c3e4" not in record.moves
+        assert [e.uci for e in events if e.kind == "move"] == record.moves
+        games.append((record.moves, record.comments, _pgn_moves(record.pgn)))
+    assert (relayed[-1:] == [1]) == (go > 1)  # the forfeited move came relayed (native path)
+    assert games[0][0] == games[1][0] and _no_times(games[0][1]) == _no_times(games[1][1])
+    assert games[0][2] == games[1][2]
+
+
 def test_a_castling_king_takes_rook_is_relayed_as_the_python_path_plays_it(
         relayed: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``e1h1`` for O-O in standard chess: legal for python-chess; the opponent gets the move
@@ -260,6 +288,48 @@ def test_a_mate_ends_the_game_with_the_opponent_relayed_and_kept_clean(
     assert first.reason == "White mates" and relayed, first.reason
     assert counts == [2, 2]  # the second game on the same two processes
     assert second.reason.endswith("maximal game length") and len(second.moves) == 24
+
+
+class _SlowDisarm:
+    """A Relay whose disarm() returns late: the window in which an engine's answer comes
+    between the relay's disarm and the loop's taking of the answers, widened."""
+
+    def __init__(self, relay: object) -> None:
+        self.relay = relay
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.relay, name)
+
+    def disarm(self) -> int:
+        thinking = self.relay.disarm()
+        time.sleep(0.3)
+        return thinking
+
+
+def test_an_answer_that_comes_as_the_game_ends_is_not_waited_for(
+        relayed: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stockfish mates on a relayed move; Ethereal, relayed the mated position, answers at
+    once, and its answer comes while the relay is being disarmed: it is dropped and not
+    waited for (no ``stop`` and wait until the engine's StartupTimeoutS, which then lost the
+    kept engine), and the next game is played on the same two processes."""
+    real_init = MoveRelay.__init__
+
+    def slow(self: MoveRelay, relay: object, *args: object, **kwargs: object) -> None:
+        real_init(self, _SlowDisarm(relay), *args, **kwargs)
+
+    monkeypatch.setattr(MoveRelay, "__init__", slow)
+    # 1. Kf7 Kh7 (forced) 2. Rh1#: the mate is the first relayed move
+    mate = Opening(0, "mate in 2", fen="7k/8/5K2/8/8/8/8/6R1 w - - 0 1")
+    white, black = (dataclasses.replace(_kept(e), startup_timeout_s=5.0)
+                    for e in (STOCKFISH, ETHEREAL))
+    specs = [spec_for(white, black, "inf", opening=mate, game=1),
+             spec_for(white, black, "inf", opening=Opening(1, "e4", moves=("e2e4",)),
+                      game=2, adjudication=AdjudicationConfig(max_moves=4))]
+    began = time.monotonic()
+    (first, second), counts = play_on_one_pool(specs)
+    assert first.reason == "White mates" and len(first.moves) == 3 and relayed[0] == 1, first
+    assert counts == [2, 2] and time.monotonic() - began < 4, (counts, time.monotonic() - began)
+    assert second.reason.endswith("maximal game length")
 
 
 def test_a_stalemate_on_a_relayed_move_then_a_clean_kept_game(relayed: list[int]) -> None:
@@ -336,3 +406,73 @@ def test_an_engine_dying_mid_relay_is_a_disconnect(relayed: list[int]) -> None:
     record = asyncio.run(play_game(spec))
     assert record.reason == "Black disconnects" and time.monotonic() - began < 10, record.reason
     assert len(record.moves) == 7 and sum(relayed) >= 4
+
+
+def _relay_on_pipes() -> tuple[object, list[int], list[int], list[object]]:
+    """A Relay between two compiled Readers over plain pipes (the engines' stdout and stdin,
+    written and read by the test): (the relay, the stdout write ends, the stdin read ends,
+    the readers: their threads run while they are referenced)."""
+    module = pipes.native()
+    outs = [os.pipe() for _ in range(2)]
+    ins = [os.pipe() for _ in range(2)]
+    readers = [module.Reader(r) for r, _ in outs]
+    relay = module.Relay(*readers, ins[0][1], ins[1][1])
+    for _, w in ins:
+        os.close(w)  # the relay writes to its duplicates
+    relay.arm(b"position startpos", False, 0.0, 0.0, 1.0, 0, (b"go nodes 1", b"go nodes 1"),
+              float("inf"), float("inf"), None, (b"", b""), (b"", b""), 0.0)
+    return relay, [w for _, w in outs], [r for r, _ in ins], readers
+
+
+def _take(relay) -> tuple:  # noqa: ANN001
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        select.select([relay.fileno()], [], [], 0.1)
+        events = relay.take()
+        if events:
+            assert len(events) == 1
+            return events[0]
+    raise AssertionError("no move came")
+
+
+SEARCHES = [  # (what the engine wrote for its move, its search line with the score, the PV)
+    ("info depth 1 score cp 13 pv e2e4\ninfo depth 2 seldepth 3 multipv 1 score cp -21 nodes 99 "
+     "nps 5000 hashfull 1 tbhits 0 time 12 pv e2e4 e7e5\nbestmove e2e4 ponder e7e5\n", 1,
+     ("e2e4", "e7e5")),
+    ("info depth 9 score mate 3 lowerbound nodes 12345678901234567890 pv a7a8q\n"
+     "info depth 9 multipv 2 score cp 900 pv a7a8n\nbestmove a7a8q\n", 0, ("a7a8q",)),
+    ("info depth 5 score cp 7 upperbound time 3 pv h2h1b\ninfo string pv score 1\n"
+     "bestmove\th2h1b\tponder  a1a2 \r\n", 1, ()),
+    ("info nodes 5 score cp x pv b7b8r c7c8n e2\nbestmove b7b8r ponder\n", 0, ("b7b8r", "c7c8n")),
+]
+
+
+@pytest.mark.parametrize(("written", "scored", "pv"), SEARCHES)
+def test_a_relayed_move_is_made_as_python_chess_makes_it(written: str, scored: int, pv: tuple,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each move comes to the loop made in C (Relay.take): its text and ponder as the
+    bestmove line splits, its info as runner.play.uci.parse_info reads the search's score
+    line, as the Python path does (the same keys in the same order, the score a PovScore of
+    the side that moved), the PV's plain moves and, relayed, the PlayResult of
+    chess.Move.from_uci: for White's move and for Black's."""
+    monkeypatch.setenv(pipes.ENV, "native")
+    relay, outs, ins, _readers = _relay_on_pipes()
+    try:
+        relay.go(0, None, 0.0, 0.0, 0, 0)
+        for side, color in ((0, chess.WHITE), (1, chess.BLACK)):
+            os.write(outs[side], written.encode())
+            event = _take(relay)
+            text, ponder, info, played = relay_reply(event, color)
+            words = next(x for x in written.splitlines() if x.startswith("bestmove")).split()
+            assert (text, ponder) == (words[1], words[3] if len(words) > 3 else None)
+            search = [x for x in written.splitlines() if x.startswith("info")]
+            expected = parse_info(search[scored], color)
+            assert list(info.items()) == list(expected.items())
+            assert event[SIDE] == side and event[RELAYED] == 1 and event[PV] == pv
+            assert played.move == chess.Move.from_uci(text) and played.ponder is None
+            assert played.info == info
+            assert os.read(ins[1 - side], 4096).endswith(b"go nodes 1\n")  # relayed at once
+    finally:
+        relay.close()
+        for fd in outs + ins:
+            os.close(fd)

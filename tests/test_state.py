@@ -194,3 +194,52 @@ def test_a_round_just_paired_does_not_change_the_ranking() -> None:
                                              RoundResult(number + 1, (), None, complete=False)))
             assert compute_standings(paired, chain) == compute_standings(played, chain)
             assert ranked(paired, chain) == compute_standings(played, chain)
+
+
+def test_fast_play_makes_one_snapshot_write_per_interval_and_a_quiet_start_one_at_once() -> None:
+    """Games shorter than SnapshotIntervalS: a start or end is written no sooner than the
+    interval after the last write that showed one, so 30 games in 1.5 s make a handful of
+    writes, not one each, and the file is never older than the interval and a settle while
+    they play; a start after a quiet interval is written within the settle (0.1 s), a TD
+    decision's refresh at once, and the flush at the end writes what is pending
+    (docs/state.md)."""
+    import asyncio
+    import time
+    from types import SimpleNamespace
+
+    from runner.service.views.snapshot import SnapshotSink
+
+    writes: list[float] = []
+
+    async def scenario() -> dict[str, float]:
+        sink = SnapshotSink(SimpleNamespace(in_thread=lambda: writes.append(time.monotonic())),
+                            interval=0.5)  # type: ignore[arg-type]
+        begin = time.monotonic()
+        while time.monotonic() - begin < 1.5:  # a game every 0.05 s
+            sink.request(now=True)  # its start
+            await asyncio.sleep(0.05)
+            sink.request(now=True, settle=sink.end_settle)  # its end
+        played = time.monotonic()
+        await sink.flush()
+        out = {"begin": begin, "played": played, "flushed": len(writes)}
+        await asyncio.sleep(0.7)  # quiet: longer than the interval since the last write
+        asked = time.monotonic()
+        sink.request(now=True)
+        while len(writes) == out["flushed"]:
+            await asyncio.sleep(0.01)
+        out["quiet_start"] = writes[-1] - asked
+        asked = time.monotonic()
+        sink.request(now=True, gap=False)  # a TD decision, just after a write
+        while len(writes) == out["flushed"] + 1:
+            await asyncio.sleep(0.01)
+        out["refresh"] = writes[-1] - asked
+        return out
+
+    out = asyncio.run(scenario())
+    during = [t for t in writes if t <= out["played"]]
+    assert 2 <= len(during) <= 5, len(during)  # every 0.5 s, not every game (30)
+    gaps = [b - a for a, b in zip([out["begin"], *during], during, strict=False)]
+    assert max(gaps) < 0.5 + 0.1 + 0.4, gaps  # interval + settle, slack for a busy machine
+    assert out["flushed"] >= len(during)  # the last state written at the end
+    assert out["quiet_start"] < 0.1 + 0.3  # not the interval (0.5)
+    assert out["refresh"] < 0.1 + 0.3

@@ -482,3 +482,25 @@ def test_a_connection_left_to_the_garbage_collector_is_not_counted_for_ever(tmp_
     del reader
     gc.collect()
     assert not opened_here(db)
+
+
+def test_the_reads_of_tables_a_database_may_lack_are_one_statement_each(tmp_path: Path) -> None:
+    """The TD's, the withdrawals' and the builds' tables are read without a look at the
+    schema first (the run loop polls them): a database without them reads as empty, and any
+    other error of the read is not taken for a missing table."""
+    from runner.store import buildrecords, decisions, queries, tdstore
+
+    conn = sqlite3.connect(tmp_path / "bare.sqlite3", isolation_level=None)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    assert queries.table_rows(conn, "SELECT id FROM td_commands") is None
+    assert decisions.pending_ids(conn) == [] and tdstore.withdrawals(conn) == []
+    assert buildrecords.builds(conn) == {}
+    assert not any("sqlite_master" in s for s in statements)
+    conn.execute("CREATE TABLE td_commands (id INTEGER PRIMARY KEY, state TEXT)")
+    conn.executemany("INSERT INTO td_commands (state) VALUES (?)",
+                     [("pending",), ("applied",), ("pending",)])
+    assert decisions.pending_ids(conn) == [1, 3]
+    with pytest.raises(sqlite3.OperationalError, match="no such column"):
+        queries.table_rows(conn, "SELECT missing FROM td_commands")
+    conn.close()

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from test_writer_order import _moves, _store
@@ -65,6 +66,33 @@ def test_the_writer_fsyncs_within_sync_s_and_wakes_for_a_move_after_sleeping(tmp
         log.append(moves[4])
         wait_until(lambda: _seen(store.path) == 5, "the move queued to a sleeping writer")
         wait_until(lambda: log.syncs > syncs, "its fsync")
+    finally:
+        log.close()
+        store.close()
+
+
+def test_moves_of_a_game_in_play_are_committed_one_wake_per_batch(tmp_path: Path) -> None:
+    """A move queued less than ``interval`` after a commit of moves does not wake the writer:
+    it is committed when that interval is up (one wake: the timeout), still within
+    ``interval`` of its queueing; with nothing queued at that time the writer sleeps until
+    something is (a move then wakes it and is committed within ``interval`` too)."""
+    store = _store(tmp_path)
+    interval = 1.0  # the test appends the second move well within it, even on a busy machine
+    log = StoreWriter(store.path, interval=interval, sync_s=3600).start()
+    try:
+        moves = _moves(0, range(1, 9))
+        log.append(moves[0])
+        wait_until(lambda: _seen(store.path) == 1, "the first move committed", step=0.01)
+        wakes, queued = log.wakes, time.monotonic()
+        log.append(moves[1])  # within ``interval`` of the first commit: no wake of its own
+        wait_until(lambda: _seen(store.path) == 2, "the second move committed", step=0.01)
+        assert time.monotonic() - queued < interval + 0.3
+        assert log.wakes == wakes + 1, log.wakes - wakes  # the timeout alone
+        wait_until(lambda: log._idle, "the writer asleep once no move follows")
+        queued = time.monotonic()
+        log.append(moves[2])  # wakes the sleeping writer
+        wait_until(lambda: _seen(store.path) == 3, "the third move committed", step=0.01)
+        assert time.monotonic() - queued < interval + 0.3
     finally:
         log.close()
         store.close()

@@ -436,7 +436,8 @@ class ConfigKeys:
                                  "ProgressiveScore, BlackGames", example=['SonnebornBerger', 'Wins', 'Buchholz'])
     SnapshotIntervalS: Annotated[float, Expected("seconds from 0.1 to 3600")] = key(
         1.0, "while games are played, the JSON snapshot (StatePath) is rewritten at most "
-             "this often, seconds; always at a game's start and end",
+             "this often, seconds; also at each game's start and end (games shorter than "
+             "this: one write per this many seconds)",
         ge=0.1, le=3600, example=5)
     Interruption: InterruptionKeys | None = key(None, "what becomes of a game interrupted"
                                                       " by a crash, kill -9 or an abort "

@@ -24,7 +24,7 @@ import chess
 import chess.engine
 import chess.syzygy
 
-from runner.config.typed import AdjudicationConfig, TcecDrawRule
+from runner.config.typed import AdjudicationConfig, TcecDrawRule, TcecWinRule
 from runner.domain.models import BLACK_WIN, DRAW, WHITE_WIN
 
 _MATE_CP = 100_000
@@ -43,11 +43,15 @@ def win_for(color: chess.Color) -> str:
     return WHITE_WIN if color == chess.WHITE else BLACK_WIN
 
 
-def natural_end(board: chess.Board, legal_moves: int | None = None) -> End | None:
+def natural_end(board: chess.Board, legal_moves: int | None = None,
+                may_repeat: bool = True) -> End | None:
     """Rules of chess (with the automatic draws cutechess applies), cutechess wording.
 
-    ``legal_moves``: how many legal moves the side to move has, when the caller has counted
-    them already (the referee does, for r-mobility): they are not generated again."""
+    ``legal_moves``: how many legal moves the side to move has (or any number above 0 when
+    only known to be some: the move that led here gave check and no mate), when the caller
+    knows it already: they are not generated again. ``may_repeat``: False when the caller
+    knows the position is not on the board for the third time (:class:`RepetitionWindow`):
+    python-chess's check is not asked."""
     if not (any(board.generate_legal_moves()) if legal_moves is None else legal_moves):
         if board.is_check():  # one move generation (or none) for mate and stalemate
             winner = not board.turn
@@ -59,11 +63,35 @@ def natural_end(board: chess.Board, legal_moves: int | None = None) -> End | Non
     # No position before a pawn move or a capture comes back, and a position comes back at
     # the earliest 4 plies later: a third time needs 8 plies without one (the halfmove
     # clock). python-chess's check walks the whole game's stack at every ply.
-    if board.halfmove_clock >= 8 and board.is_repetition(3):
+    if may_repeat and board.halfmove_clock >= 8 and board.is_repetition(3):
         return End(DRAW, "Draw by 3-fold repetition")
     if board.halfmove_clock >= 100:
         return End(DRAW, "Draw by fifty moves rule")
     return None
+
+
+class RepetitionWindow:
+    """The occupied squares of each position since the last pawn move or capture, fed after
+    every ply. No position before such a move comes back, and a position on the board a
+    third time has the same occupied squares as the two before it: where this window does
+    not hold them, python-chess's repetition check (which walks the whole game's positions
+    at every ply) need not be asked."""
+
+    __slots__ = ("occupied",)
+
+    def __init__(self) -> None:
+        self.occupied: list[int] = []
+
+    def played(self, board: chess.Board) -> bool:
+        """After a move was pushed on ``board``: may its position be there for the third
+        time? (False only when it surely is not.)"""
+        occupied = self.occupied
+        if board.halfmove_clock == 0:
+            occupied.clear()
+        occupied.append(board.occupied)
+        if len(occupied) <= board.halfmove_clock:  # the window began before the first ply fed
+            return True
+        return occupied.count(board.occupied) >= 3
 
 
 @dataclass(frozen=True)
@@ -175,32 +203,27 @@ class Adjudicator:
         ``board.move_stack`` must hold the plies played since the game's start position.
         Returns a verdict when a rule fires, else None.
         """
-        mover = not board.turn
-        tbc = self.config.tablebases
+        config = self.config
+        tbc = config.tablebases
         if self.tablebase is not None and tbc is not None:
             verdict = tablebase_verdict(self.tablebase, board, tbc.max_pieces, tbc.ignore50)
             if verdict is not None:
                 return verdict
-        verdict = self._draw_rule(board, score, book)
-        if verdict is None:
-            verdict = self._win_rule(mover, score, book)
-        if verdict is None and self.config.max_moves and len(board.move_stack) >= 2 * self.config.max_moves:
-            verdict = _draw("maximal game length")
-        return verdict
+        # the draw rule counts centipawn scores only; the win rule counts mates as winning
+        if self.draw_window is not None and self.draw_window.update(
+                board, None if score is None else score.score(), book=book):
+            return _draw("TCEC draw rule")
+        if config.tcec_win is not None and not book:
+            verdict = self._win_rule(not board.turn, _cp(score), config.tcec_win)
+            if verdict is not None:
+                return verdict
+        if config.max_moves and len(board.move_stack) >= 2 * config.max_moves:
+            return _draw("maximal game length")
+        return None
 
-    def _draw_rule(self, board: chess.Board, score: chess.engine.Score | None,
-                   book: bool) -> Verdict | None:
-        if self.draw_window is None:
-            return None
-        cp = None if score is None or score.is_mate() else score.score()
-        return _draw("TCEC draw rule") if self.draw_window.update(board, cp, book=book) else None
-
-    def _win_rule(self, mover: chess.Color, score: chess.engine.Score | None,
-                  book: bool) -> Verdict | None:
-        rule = self.config.tcec_win
-        if rule is None or book:
-            return None
-        cp = _cp(score)
+    def _win_rule(self, mover: chess.Color, cp: int | None, rule: TcecWinRule) -> Verdict | None:
+        """The TCEC win rule's count after a ply of ``mover`` scored ``cp`` (mates as
+        :func:`_cp`): its verdict when it fires."""
         if cp is None:
             self.win_count, self.win_side = 0, None
             return None

@@ -84,13 +84,21 @@ _STANDARD_XFEN = {
 def castling_xfen(board: chess.Board) -> str:
     """``board.castling_xfen()``; without Chess960 the rights can only be KQkq (python-chess
     keeps a standard board's rights on the corners: another is asked of python-chess)."""
+    if not board.castling_rights:  # no rights left (most of a game): none to clean
+        return "-"
     text = None if board.chess960 else _STANDARD_XFEN.get(board.clean_castling_rights())
     return board.castling_xfen() if text is None else text
 
 
 def fen(board: chess.Board) -> str:
     """``board.fen()`` (en passant square only when a legal capture exists, as python-chess)."""
-    ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else None
+    ep = board.ep_square
+    # a legal capture needs a pawn of the side to move next to the pawn that moved two
+    # squares: where none is, python-chess's search for one is not asked
+    if ep is not None and not (board.pawns & board.occupied_co[board.turn]
+                               & chess.BB_PAWN_ATTACKS[not board.turn][ep]
+                               and board.has_legal_en_passant()):
+        ep = None
     return (f"{board_fen(board)} {'w' if board.turn else 'b'} {castling_xfen(board)} "
             f"{chess.SQUARE_NAMES[ep] if ep is not None else '-'} {board.halfmove_clock} "
             f"{board.fullmove_number}")

@@ -42,7 +42,9 @@ def escape_tag(value: str) -> str:
     """A tag value as the PGN standard writes it: ``\\`` and ``"`` escaped with a backslash,
     and no line breaks or other control characters (replaced by a space), so a name can never
     end the tag or the header early."""
-    text = "".join(" " if not ch.isprintable() else ch for ch in str(value))
+    text = str(value)
+    if not text.isprintable():  # (most values are: no walk over their characters)
+        text = "".join(" " if not ch.isprintable() else ch for ch in text)
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 

@@ -107,6 +107,7 @@ class _Player:
     black: int = 0
     sb: Fraction = Fraction(0)
     rmob: Fraction = Fraction(0)
+    rmob_wins: int = 0  # decisive games won: a whole r-mobility point each (added at the end)
     extra_score: Fraction = Fraction(0)
     extra_halves: int = 0
     extra_games: int = 0
@@ -145,26 +146,39 @@ def _collect(results: EventResults) -> dict[str, _Player]:
     for p in players.values():
         p.score = Fraction(p.halves, 2)
         p.extra_score = Fraction(p.extra_halves, 2)
+        if p.rmob_wins:
+            p.rmob += p.rmob_wins
     for p in players.values():  # SB needs everyone's final score: sum of score x points
-        p.sb = Fraction(sum(players[v.opponent].halves * _HALF_POINTS[v.points]
+        p.sb = Fraction(sum(players[v.opponent].halves * _halves(v.points)
                             for v in p.history if not v.extra), 4)
     return players
 
 
-_HALF_POINTS = {points: h for h, points in _POINTS.items()}
+def _halves(points: Fraction) -> int:
+    """A game's points (0, 1/2 or 1) in half points, without hashing the Fraction."""
+    return 2 * points.numerator // points.denominator
 
 
-def _add_game(players: dict[str, _Player], g: PlayedGame) -> None:
+def _game_problem(players: dict[str, _Player], g: PlayedGame) -> str | None:
+    """What makes ``g`` impossible to count (None: nothing)."""
     where = f"game {g.round}.{g.game_in_round} ({g.white} - {g.black})"
     for name in (g.white, g.black):
         if name not in players:
-            raise RecordInvalid(f"{where}: {name!r} is not a seeded engine")
+            return f"{where}: {name!r} is not a seeded engine"
     if g.white == g.black:
-        raise RecordInvalid(f"{where}: an engine cannot play itself")
+        return f"{where}: an engine cannot play itself"
     if g.result not in RESULTS:
-        raise RecordInvalid(f"{where}: bad result {g.result!r}, expected one of {', '.join(RESULTS)}")
+        return f"{where}: bad result {g.result!r}, expected one of {', '.join(RESULTS)}"
+    return None
+
+
+def _add_game(players: dict[str, _Player], g: PlayedGame) -> None:
+    if g.white not in players or g.black not in players or g.white == g.black \
+            or g.result not in RESULTS:
+        raise RecordInvalid(str(_game_problem(players, g)))
     wh, bh = _HALVES[g.result]
-    rw, rb = rmobility_points(g.rmobility, g.result)
+    # a decisive game is a whole r-mobility point to its winner (counted without a Fraction)
+    rw, rb = rmobility_points(g.rmobility, g.result) if wh == 1 else (wh // 2, bh // 2)
     for name, opp, color, halves, rm in ((g.white, g.black, "w", wh, rw), (g.black, g.white, "b", bh, rb)):
         p = players[name]
         p.history.append(GameView(g.round, g.game_in_round, opp, color, _POINTS[halves], g.result,
@@ -175,7 +189,9 @@ def _add_game(players: dict[str, _Player], g: PlayedGame) -> None:
             continue
         p.games += 1
         p.halves += halves
-        if rm:
+        if type(rm) is int:
+            p.rmob_wins += rm
+        elif rm:
             p.rmob += rm
         p.round_halves[g.round] += halves
         p.round_opponent[g.round] = opp

@@ -425,10 +425,32 @@ static int queue_data_locked(ReaderCore *r, const char *data, size_t n, double s
     return enqueue_locked(r, ev);
 }
 
-static int contains(const char *s, size_t n, const char *needle) {
-    size_t m = strlen(needle);
-    if (m > n) return 0;
-    return memmem(s, n, needle, m) != NULL;
+/* Which of these an info line has (anywhere, the words after a space): " score ", " pv ",
+ * " multipv ", " multipv 1 ", " lowerbound" or " upperbound"; one pass over its spaces. */
+enum { W_SCORE = 1, W_PV = 2, W_MULTIPV = 4, W_MULTIPV_1 = 8, W_BOUND = 16 };
+
+static int starts(const char *p, const char *end, const char *word, size_t m) {
+    return (size_t)(end - p) >= m && memcmp(p, word, m) == 0;
+}
+
+static const struct { const char *word; size_t n; int bit; } INFO_WORDS[] = {
+    {"score ", 6, W_SCORE}, {"pv ", 3, W_PV}, {"multipv ", 8, W_MULTIPV},
+    {"lowerbound", 10, W_BOUND}, {"upperbound", 10, W_BOUND}};
+
+static int info_words(const char *s, size_t n) {
+    const char *end = s + n, *p = s;
+    int words = 0;
+    while ((p = memchr(p, ' ', (size_t)(end - p))) != NULL) {
+        if (++p >= end) break;
+        for (size_t k = 0; k < sizeof INFO_WORDS / sizeof INFO_WORDS[0]; k++) {
+            if (*p != INFO_WORDS[k].word[0] || !starts(p, end, INFO_WORDS[k].word, INFO_WORDS[k].n))
+                continue;
+            words |= INFO_WORDS[k].bit;
+            if (INFO_WORDS[k].bit == W_MULTIPV && starts(p + 8, end, "1 ", 2)) words |= W_MULTIPV_1;
+            break;
+        }
+    }
+    return words;
 }
 
 /* One line into an engine log: "+<ms since t0> <prefix><line>\n" (prefix " who < "). */
@@ -456,12 +478,12 @@ static int move_line_locked(ReaderCore *r, const char *line, size_t n, double st
     if (n && line[n - 1] == '\r') n--;
     log_line_locked(r, line, n, stamp);
     if (n >= 5 && memcmp(line, "info ", 5) == 0) {
-        int has_score = contains(line, n, " score ");
-        int has_pv = contains(line, n, " pv ");
+        int words = info_words(line, n);
+        int has_score = words & W_SCORE, has_pv = words & W_PV;
         if (!has_score && !has_pv) return 0;
-        if (contains(line, n, " multipv ") && !contains(line, n, " multipv 1 ")) return 0;
+        if ((words & W_MULTIPV) && !(words & W_MULTIPV_1)) return 0;
         if (has_score) {
-            if (contains(line, n, " lowerbound") || contains(line, n, " upperbound")) {
+            if (words & W_BOUND) {
                 if (bytes_set(&r->bound, line, n) == 0) r->has_bound = 1;
             } else if (bytes_set(&r->score, line, n) == 0) {
                 r->has_score = 1;
@@ -1030,7 +1052,13 @@ static void relay_move(RelayCore *R, int side, Event *ev) {
     relay_release(R);
 }
 
-/* ---- the relay's moves as the loop gets them: the search's info parsed here */
+/* ---- the relay's moves as the loop gets them: each one made here, as the referee takes it
+ *
+ * The move's text and ponder (the bestmove line's second and fourth words, split as Python's
+ * str.split splits them), the search's info as runner.play.uci.parse_info reads the line
+ * (its score a chess.engine.PovScore of the side that moved), the PV's plain moves and, for
+ * a relayed move (its text checked plain here), its chess.engine.PlayResult: the objects
+ * python-chess would make, made without a line of Python per move. */
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
@@ -1060,8 +1088,12 @@ static int token_is(Token t, const char *word) {
 static PyObject *token_int(Token t) {
     size_t i = (t.n && (t.p[0] == '-' || t.p[0] == '+')) ? 1 : 0;
     if (i >= t.n || t.n > 60) return NULL;
-    for (size_t j = i; j < t.n; j++)
+    long long small = 0;
+    for (size_t j = i; j < t.n; j++) {
         if (t.p[j] < '0' || t.p[j] > '9') return NULL;
+        if (j - i < 18) small = small * 10 + (t.p[j] - '0');  /* 18 digits fit a long long */
+    }
+    if (t.n - i <= 18) return PyLong_FromLongLong(t.p[0] == '-' ? -small : small);
     char text[64];
     memcpy(text, t.p, t.n);
     text[t.n] = 0;
@@ -1083,58 +1115,94 @@ static int utf8_ok(const Bytes *b) {
     return 1;
 }
 
-static int set_item(PyObject *d, const char *key, PyObject *v) {
+/* What a move is made of, from python-chess and interned keys: loaded at the first move. */
+static struct {
+    int loaded;
+    PyObject *cp, *mate, *pov_score, *play_result, *move;  /* the classes */
+    PyObject *int_keys[8], *time, *score, *lowerbound, *upperbound;
+} py;
+
+static const char *INT_KEYS[] = {"depth", "seldepth", "nodes", "nps", "tbhits", "hashfull",
+                                 "multipv", NULL};
+
+static PyObject *attr_of(const char *module, const char *name) {
+    PyObject *m = PyImport_ImportModule(module);
+    if (m == NULL) return NULL;
+    PyObject *v = PyObject_GetAttrString(m, name);
+    Py_DECREF(m);
+    return v;
+}
+
+static int load_py(void) {
+    if (py.loaded) return 0;
+    if ((py.cp = attr_of("chess.engine", "Cp")) == NULL
+            || (py.mate = attr_of("chess.engine", "Mate")) == NULL
+            || (py.pov_score = attr_of("chess.engine", "PovScore")) == NULL
+            || (py.play_result = attr_of("chess.engine", "PlayResult")) == NULL
+            || (py.move = attr_of("chess", "Move")) == NULL)
+        return -1;
+    for (int k = 0; INT_KEYS[k]; k++)
+        if ((py.int_keys[k] = PyUnicode_InternFromString(INT_KEYS[k])) == NULL) return -1;
+    if ((py.time = PyUnicode_InternFromString("time")) == NULL
+            || (py.score = PyUnicode_InternFromString("score")) == NULL
+            || (py.lowerbound = PyUnicode_InternFromString("lowerbound")) == NULL
+            || (py.upperbound = PyUnicode_InternFromString("upperbound")) == NULL)
+        return -1;
+    py.loaded = 1;
+    return 0;
+}
+
+static int set_item(PyObject *d, PyObject *key, PyObject *v) {
     if (v == NULL) return -1;
-    int rc = PyDict_SetItemString(d, key, v);
+    int rc = PyDict_SetItem(d, key, v);
     Py_DECREF(v);
     return rc;
 }
 
-#define MAX_TOKENS 512
-static const char *INT_KEYS[] = {"depth", "seldepth", "nodes", "nps", "tbhits", "hashfull",
-                                 "multipv", NULL};
+/* chess.engine.PovScore(Cp(value) or Mate(value), turn) (steals value). */
+static PyObject *pov_score(int kind, PyObject *value, PyObject *turn) {
+    PyObject *score = PyObject_CallOneArg(kind == 1 ? py.cp : py.mate, value);
+    Py_DECREF(value);
+    if (score == NULL) return NULL;
+    PyObject *args[] = {score, turn};
+    PyObject *pov = PyObject_Vectorcall(py.pov_score, args, 2, NULL);
+    Py_DECREF(score);
+    return pov;
+}
 
-/* runner.play.uci.parse_info of one line, but the score as (kind, value): kind 0 none,
- * 1 centipawns, 2 mate. Returns the dict (new reference) or NULL on an error. */
-static PyObject *parse_info_c(const Bytes *line, int *kind, PyObject **value) {
-    *kind = 0;
-    *value = NULL;
+#define MAX_TOKENS 512
+
+/* runner.play.uci.parse_info of one line (its score a PovScore of turn): the dict (new
+ * reference) or NULL on an error. */
+static PyObject *parse_info_c(const Bytes *line, PyObject *turn) {
     PyObject *info = PyDict_New();
     if (info == NULL || line->len == 0 || !utf8_ok(line)) return info;
-    Token *tok = malloc(sizeof(Token) * MAX_TOKENS);
-    if (tok == NULL) return info;
+    Token tok[MAX_TOKENS];
     size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS), i = 1;
     while (i < n) {
         Token key = tok[i];
         if (token_is(key, "pv") || token_is(key, "string")) break;
-        int int_key = 0;
-        for (const char **k = INT_KEYS; *k; k++) if (token_is(key, *k)) int_key = 1;
-        if (int_key && i + 1 < n) {
+        int int_key = -1;
+        for (int k = 0; INT_KEYS[k]; k++) if (token_is(key, INT_KEYS[k])) int_key = k;
+        if (int_key >= 0 && i + 1 < n) {
             PyObject *v = token_int(tok[i + 1]);
-            char name[16];
-            memcpy(name, key.p, key.n);
-            name[key.n] = 0;
-            if (v != NULL && set_item(info, name, v) < 0) goto fail;
+            if (v != NULL && set_item(info, py.int_keys[int_key], v) < 0) goto fail;
             i += 2;
         } else if (token_is(key, "time") && i + 1 < n) {
             PyObject *v = token_int(tok[i + 1]);
             if (v != NULL) {
                 double ms = PyLong_AsDouble(v);
                 Py_DECREF(v);
-                if (set_item(info, "time", PyFloat_FromDouble(ms / 1000)) < 0) goto fail;
+                if (set_item(info, py.time, PyFloat_FromDouble(ms / 1000)) < 0) goto fail;
             }
             i += 2;
         } else if (token_is(key, "score") && i + 2 < n) {
             int k = token_is(tok[i + 1], "cp") ? 1 : token_is(tok[i + 1], "mate") ? 2 : 0;
             PyObject *v = k ? token_int(tok[i + 2]) : NULL;
-            if (v != NULL) {
-                Py_XDECREF(*value);
-                *value = v;
-                *kind = k;
-            }
+            if (v != NULL && set_item(info, py.score, pov_score(k, v, turn)) < 0) goto fail;
             i += 3;
             if (i < n && (token_is(tok[i], "lowerbound") || token_is(tok[i], "upperbound"))) {
-                if (set_item(info, token_is(tok[i], "lowerbound") ? "lowerbound" : "upperbound",
+                if (set_item(info, token_is(tok[i], "lowerbound") ? py.lowerbound : py.upperbound,
                              Py_NewRef(Py_True)) < 0) goto fail;
                 i++;
             }
@@ -1142,20 +1210,16 @@ static PyObject *parse_info_c(const Bytes *line, int *kind, PyObject **value) {
             i++;
         }
     }
-    free(tok);
     return info;
 fail:
-    free(tok);
     Py_DECREF(info);
-    Py_CLEAR(*value);
     return NULL;
 }
 
 /* runner.play.referee._pv of a UCI line: the plain moves right after the first "pv". */
 static PyObject *pv_moves(const Bytes *line) {
     if (!utf8_ok(line)) Py_RETURN_NONE;
-    Token *tok = malloc(sizeof(Token) * MAX_TOKENS);
-    if (tok == NULL) return PyErr_NoMemory();
+    Token tok[MAX_TOKENS];
     size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS), i = 0;
     while (i < n && !token_is(tok[i], "pv")) i++;
     size_t first = ++i;
@@ -1166,31 +1230,78 @@ static PyObject *pv_moves(const Bytes *line) {
         if (s == NULL) Py_CLEAR(pv);
         else PyTuple_SET_ITEM(pv, (Py_ssize_t)(j - first), s);
     }
-    free(tok);
     return pv;
 }
 
-/* (side, bestmove line, stamp, go stamp, relayed, next go stamp, info, score kind, score
- * value, PV moves or None, what followed) */
+/* The bestmove line's words 1 and 3 (when word 2 is "ponder"), as runner.play.uci reads
+ * them: line.decode("utf-8", errors="replace").split(). New references (None: no word). */
+static int move_words(const Bytes *line, PyObject **text, PyObject **ponder) {
+    *text = *ponder = NULL;
+    PyObject *s = PyUnicode_DecodeUTF8(line->data ? line->data : "", (Py_ssize_t)line->len,
+                                       "replace");
+    if (s == NULL) return -1;
+    PyObject *words = PyUnicode_Split(s, NULL, 4);
+    Py_DECREF(s);
+    if (words == NULL) return -1;
+    Py_ssize_t n = PyList_GET_SIZE(words);
+    *text = Py_NewRef(n > 1 ? PyList_GET_ITEM(words, 1) : Py_None);
+    int ponders = n > 3 && PyUnicode_CompareWithASCIIString(PyList_GET_ITEM(words, 2),
+                                                            "ponder") == 0;
+    *ponder = Py_NewRef(ponders ? PyList_GET_ITEM(words, 3) : Py_None);
+    Py_DECREF(words);
+    return 0;
+}
+
+/* chess.engine.PlayResult(chess.Move.from_uci(text), None, info) of a relayed move (its
+ * text plain: [a-h][1-8][a-h][1-8], two squares, an optional promotion piece). */
+static PyObject *played_of(const Bytes *line, PyObject *info) {
+    size_t n;
+    const char *m = move_token(line, &n);
+    if (m == NULL || !plain_move(m, n)) Py_RETURN_NONE;
+    PyObject *promotion = Py_None;
+    int piece = n == 5 ? (m[4] == 'n' ? 2 : m[4] == 'b' ? 3 : m[4] == 'r' ? 4 : 5) : 0;
+    PyObject *from = PyLong_FromLong((m[0] - 'a') + 8 * (m[1] - '1'));
+    PyObject *to = PyLong_FromLong((m[2] - 'a') + 8 * (m[3] - '1'));
+    if (piece) promotion = PyLong_FromLong(piece);
+    PyObject *move = NULL, *played = NULL;
+    if (from != NULL && to != NULL && promotion != NULL) {
+        PyObject *args[] = {from, to, promotion};
+        move = PyObject_Vectorcall(py.move, args, 3, NULL);
+    }
+    if (move != NULL) {
+        PyObject *args[] = {move, Py_None, info};
+        played = PyObject_Vectorcall(py.play_result, args, 3, NULL);
+    }
+    Py_XDECREF(from);
+    Py_XDECREF(to);
+    if (piece) Py_XDECREF(promotion);
+    Py_XDECREF(move);
+    return played;
+}
+
+/* (side, text, ponder, stamp, go stamp, relayed, next go stamp, info, PV moves or None,
+ * what followed, PlayResult of a relayed move or None) */
 static PyObject *relay_event_tuple(Event *ev) {
-    int kind;
-    PyObject *value;
+    if (load_py() < 0) return NULL;
+    PyObject *turn = ev->side == 0 ? Py_True : Py_False;
     const Bytes *scored = ev->has_score ? &ev->score : ev->has_bound ? &ev->bound : NULL;
     Bytes none = {0};
-    PyObject *info = parse_info_c(scored ? scored : &none, &kind, &value);
-    if (info == NULL) return NULL;
+    PyObject *text, *ponder;
+    if (move_words(&ev->data, &text, &ponder) < 0) return NULL;
+    PyObject *info = parse_info_c(scored ? scored : &none, turn);
     PyObject *pv = ev->has_pv ? pv_moves(&ev->pv) : Py_NewRef(Py_None);
-    if (pv == NULL) {
-        Py_DECREF(info);
-        Py_XDECREF(value);
-        return NULL;
-    }
-    PyObject *t = Py_BuildValue("(iy#ddidNiOOy#)", ev->side, ev->data.data,
-                                (Py_ssize_t)ev->data.len, ev->stamp, ev->go_stamp, ev->relayed,
-                                ev->next_go, info, kind, value ? value : Py_None, pv,
-                                ev->rest.data ? ev->rest.data : "", (Py_ssize_t)ev->rest.len);
-    Py_XDECREF(value);
-    Py_DECREF(pv);
+    PyObject *played = info == NULL ? NULL : ev->relayed ? played_of(&ev->data, info)
+                                                         : Py_NewRef(Py_None);
+    PyObject *t = NULL;
+    if (info != NULL && pv != NULL && played != NULL)
+        t = Py_BuildValue("(iOOddidOOy#O)", ev->side, text, ponder, ev->stamp, ev->go_stamp,
+                          ev->relayed, ev->next_go, info, pv,
+                          ev->rest.data ? ev->rest.data : "", (Py_ssize_t)ev->rest.len, played);
+    Py_DECREF(text);
+    Py_DECREF(ponder);
+    Py_XDECREF(info);
+    Py_XDECREF(pv);
+    Py_XDECREF(played);
     return t;
 }
 
@@ -1426,8 +1537,8 @@ static PyMethodDef Relay_methods[] = {
      "Disarm and unlink the readers (a move still on becomes theirs in pass mode)."},
     {"fileno", (PyCFunction)Relay_fileno, METH_NOARGS, "The eventfd the loop watches."},
     {"take", (PyCFunction)Relay_take, METH_NOARGS,
-     "The moves queued since the last call: (side, bestmove_line, stamp, go_stamp, relayed, "
-     "next_go, info, score_kind, score_value, pv_moves_or_None, rest)."},
+     "The moves queued since the last call: (side, text, ponder, stamp, go_stamp, relayed, "
+     "next_go, info, pv_moves_or_None, rest, played_or_None)."},
     {NULL}};
 
 static PyTypeObject RelayType = {

@@ -20,7 +20,7 @@ import chess
 import chess.engine
 
 from runner.config.typed import EngineConfig
-from runner.domain.adjudication import SIDE, Adjudicator, Verdict, natural_end
+from runner.domain.adjudication import SIDE, Adjudicator, RepetitionWindow, Verdict, natural_end
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
 from runner.domain.events import (
@@ -123,7 +123,10 @@ def format_score(score: chess.engine.Score) -> str:
     if mate is not None:
         return f"+M{2 * mate - 1}" if mate > 0 else f"-M{-2 * mate}"
     cp = score.score() or 0
-    return "0.00" if cp == 0 else f"{cp / 100:+.2f}"
+    if cp == 0:
+        return "0.00"
+    pawns, hundredths = divmod(abs(cp), 100)  # ``f"{cp / 100:+.2f}"`` in integers
+    return f"{'+' if cp > 0 else '-'}{pawns}.{hundredths:02d}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -131,7 +134,9 @@ def format_seconds(seconds: float) -> str:
     ms = int(round(seconds * 1000))
     if ms <= 0:
         return "0s"
-    decimals = 3 if ms < 100 else 2 if ms < 1000 else 1 if ms < 10000 else 0
+    if ms < 100:
+        return f"0.0{ms:02d}s"  # ``f"{ms / 1000:.3f}s"`` in integers
+    decimals = 2 if ms < 1000 else 1 if ms < 10000 else 0
     return f"{ms / 1000:.{decimals}f}s"
 
 
@@ -151,12 +156,16 @@ def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
     pov = info.get("score")
-    if pov is None:
+    return _comment(None if pov is None else pov.pov(mover), info.get("depth"), seconds)
+
+
+def _comment(score: chess.engine.Score | None, depth: int | None, seconds: float) -> str:
+    """:func:`move_comment` of the mover's ``score`` at ``depth``."""
+    if score is None:
         return format_seconds(seconds)
-    depth = info.get("depth")
     if depth:
-        return f"{format_score(pov.pov(mover))}/{depth} {format_seconds(seconds)}"
-    return f"{format_score(pov.pov(mover))} {format_seconds(seconds)}"
+        return f"{format_score(score)}/{depth} {format_seconds(seconds)}"
+    return f"{format_score(score)} {format_seconds(seconds)}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -190,10 +199,27 @@ def _limit(spec: GameSpec, engine: EngineConfig, clocks: dict[chess.Color, Clock
     return chess.engine.Limit(**kw)  # type: ignore[arg-type]
 
 
+class _Book:
+    """An opening's start position and book plies as played by :func:`_start_board` (kept
+    for the next game of the same opening: a match plays it once with each colour)."""
+
+    __slots__ = ("start", "board", "kept", "sans", "fens", "resets")
+
+    def __init__(self, start: chess.Board, board: chess.Board, kept: list[str],
+                 sans: list[str], fens: list[str], resets: list[bool]) -> None:
+        self.start, self.board, self.kept, self.sans = start, board, kept, sans
+        self.fens, self.resets = fens, resets
+
+
+_BOOKS: dict[tuple[str | None, tuple[str, ...], bool], _Book] = {}  # the last few openings
+_BOOKS_KEPT = 8
+
+
 def _start_board(opening: Opening | None, chess960: bool = False,
                  mobility: RMobility | None = None, fens: list[str] | None = None
                  ) -> tuple[chess.Board, chess.Board, list[str], list[str]]:
-    """(start position, position after the book, book moves kept, their SAN).
+    """(start position, position after the book, book moves kept, their SAN): fresh boards
+    and lists the caller owns (the opening is played on a board once: :func:`_book`).
 
     A book move that ends the game is dropped (the engines play on), as cutechess does.
     ``chess960``: a Chess960 board (castling king-takes-rook), for a 960 event.
@@ -201,6 +227,23 @@ def _start_board(opening: Opening | None, chess960: bool = False,
     (:meth:`RMobility.deferred`, as the engines' moves are). ``fens``: gets the FEN after
     each book move kept (their MovePlayed events).
     """
+    key = (opening.fen, tuple(opening.moves), chess960) if opening else (None, (), chess960)
+    book = _BOOKS.get(key)
+    if book is None:
+        book = _book(opening, chess960)
+        while len(_BOOKS) >= _BOOKS_KEPT:
+            del _BOOKS[next(iter(_BOOKS))]
+        _BOOKS[key] = book
+    if mobility is not None:
+        for resets in book.resets:
+            mobility.deferred(resets)
+    if fens is not None:
+        fens.extend(book.fens)
+    return book.start.copy(), book.board.copy(), list(book.kept), list(book.sans)
+
+
+def _book(opening: Opening | None, chess960: bool) -> _Book:
+    """The opening played on a board (:func:`_start_board`); RefereeError for a bad one."""
     try:
         start = board_at(opening.fen if opening else None, chess960)
     except ValueError as exc:
@@ -208,26 +251,26 @@ def _start_board(opening: Opening | None, chess960: bool = False,
     board = start.copy()
     kept: list[str] = []
     sans: list[str] = []
+    fens: list[str] = []
+    resets: list[bool] = []
     for uci in opening.moves if opening else ():
         try:
             move = board.parse_uci(uci)
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
-        resets = board.is_zeroing(move)
+        zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
         if natural_end(board) is not None:
             board.pop()
             break
-        if mobility is not None:
-            mobility.deferred(resets)
-        if fens is not None:
-            fens.append(fen(board))
+        resets.append(zeroing)
+        fens.append(fen(board))
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
     if not any(True for _ in board.legal_moves):
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
-    return start, board, kept, sans
+    return _Book(start, board, kept, sans, fens, resets)
 
 
 def _wants_move_data(spec: GameSpec) -> bool:
@@ -736,10 +779,12 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
                 adjudicator: Adjudicator, attempt: int) -> MovePlayed:
     """The MovePlayed event of the move just pushed on ``board``."""
     draw = adjudicator.draw_window
+    white, black = clocks[chess.WHITE], clocks[chess.BLACK]
+    timed = not white.tc.infinite  # (both clocks have the game's time control)
     return MovePlayed(
         game_id=game_id, ply=ply, uci=uci, san=san, fen=fen(board),
-        white_clock_ms=_clock_ms(clocks[chess.WHITE]),
-        black_clock_ms=_clock_ms(clocks[chess.BLACK]),
+        white_clock_ms=int(round(white.remaining * 1000)) if timed else None,
+        black_clock_ms=int(round(black.remaining * 1000)) if timed else None,
         time_ms=int(round(elapsed * 1000)),
         score_cp=None if score is None else score.score(),  # None for a mate score
         mate=None if score is None else score.mate(),
@@ -780,23 +825,43 @@ def _in_time(infinite: bool, engine: EngineConfig, clock: Clock, elapsed: float,
 
 def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.Color,
              proto: Any) -> _End | None:
-    """The game's end when the reply is a resignation or no legal move, else None."""
+    """The game's end when the reply is a resignation or no move that can be played on
+    ``board`` (none, a null move, not pseudo-legal), else None. A pseudo-legal move that
+    leaves the mover's king attacked is found as it is pushed (:func:`_push`)."""
     if played.resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
     move = played.move
-    if move is None or not move or not board.is_legal(move):
-        return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+    if move is None or not move or not board.is_pseudo_legal(move):
+        return _illegal_reply(color, proto, move)
     return None
 
 
-def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str:
-    """Play ``move``: its SAN. Its position's r-mobility is counted at the game's end, and
-    only if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
-    resets = board.is_zeroing(move)
+def _illegal_reply(color: chess.Color, proto: Any, move: chess.Move | None) -> _End:
+    """``color`` loses by the illegal reply ``move``, named as the engine wrote it."""
+    return _illegal(color, proto.last_move_text or (move.uci() if move else "(none)"))
+
+
+def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> str | None:
+    """Play the pseudo-legal ``move``: its SAN; None, the board as it was, when it is illegal.
+
+    python-chess's ``is_legal`` is ``is_pseudo_legal`` (:func:`_refused`) and the mover's
+    king not attacked after the move: asked here after the push (``was_into_check``), which
+    spares a pin search. Its position's r-mobility is counted at the game's end, and only
+    if it is drawn (:meth:`RMobility.settle`): a ply generates no legal-move count."""
     san = board.san_and_push(move)
+    if board.was_into_check():
+        board.pop()
+        return None
     if mobility is not None:
-        mobility.deferred(resets)
+        mobility.deferred(board.halfmove_clock == 0)  # a pawn move or a capture reset it
     return san
+
+
+def _moves_left(san: str) -> int | None:
+    """What python-chess's SAN of a move tells of the legal moves left to the other side:
+    none after a mate (``#``), some after a check (``+``); None: not known."""
+    last = san[-1]
+    return 0 if last == "#" else 1 if last == "+" else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
@@ -829,7 +894,8 @@ class _Plies:
 
     __slots__ = ("spec", "board", "procs", "moves", "comments", "sans", "clocks", "emit",
                  "attempt", "move_data", "mobility", "adjudicator", "position", "margin",
-                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed")
+                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed",
+                 "repetitions")
 
     def __init__(self, spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                  moves: list[str], comments: list[str], sans: list[str],
@@ -850,6 +916,7 @@ class _Plies:
                                       else fen(board.root()))
         self.engaged: set[chess.Color] = set()  # engines that had ucinewgame
         self.fixed = _fixed_limits(spec, procs, clocks)
+        self.repetitions = RepetitionWindow()  # fed every ply the game plays from here
 
     def timeout(self, color: chess.Color) -> float:
         """How long ``color``'s move may take from its ``go`` (:func:`_move_timeout`)."""
@@ -950,16 +1017,18 @@ async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayRes
     if wanted and not isinstance(pv, tuple):
         pv = _pv(pv, board, engine.protocol == "xboard")
     san = _push(board, move, g.mobility)
+    if san is None:
+        return _illegal_reply(color, proc.protocol, move)
     uci = move.uci()
     g.moves.append(uci)
     g.sans.append(san)
     info = searched_info(played.info)
-    comment = move_comment(info, color, elapsed)
-    g.comments.append(comment)
-    end = natural_end(board)
-    verdict = None
     pov = info.get("score")
     score = pov.pov(color) if pov is not None else None
+    comment = _comment(score, info.get("depth"), elapsed)
+    g.comments.append(comment)
+    end = natural_end(board, _moves_left(san), g.repetitions.played(board))
+    verdict = None
     adjudicator = g.adjudicator
     if end is None:
         if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop

@@ -10,7 +10,8 @@ move completes ``bestmove X`` it charges the move, and unless the flag fell, ``X
 plain UCI move, or the loop is 8 relayed moves behind, it writes
 ``position ... moves ... X`` and the other side's ``go`` to the other engine at once, stamped
 as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
-with its stamps and its search's last info already parsed; the referee (python-chess) stays
+with its stamps and what the referee takes already made in C (:func:`reply`: the text, the
+ponder, the search's info, for a relayed move its PlayResult); the referee (python-chess) stays
 the authority on it and, when it does not follow the relay (an illegal or non-canonical
 move, the game's end), calls :meth:`MoveRelay.settle`: the relay is disarmed, an engine that
 got a ``go`` meanwhile gets ``stop``, and its answer is awaited and dropped (not charged).
@@ -36,8 +37,7 @@ from runner.play.clientstate import IDLE, STOPPING
 from runner.play.engines import EngineProcess, TimedUciProtocol
 
 # a relay move's fields (runner.play._pipes.Relay.take)
-SIDE, LINE, STAMP, GO_STAMP, RELAYED, NEXT_GO, INFO, SCORE_KIND, SCORE, PV, REST = range(11)
-_CP, _MATE = 1, 2
+SIDE, TEXT, PONDER, STAMP, GO_STAMP, RELAYED, NEXT_GO, INFO, PV, REST, PLAYED = range(11)
 
 
 def _reader(proc: EngineProcess) -> Any:
@@ -198,11 +198,15 @@ class MoveRelay:
         """The referee does not follow the relay any more: disarm it; an engine that got a
         ``go`` meanwhile gets ``stop`` and its answer is awaited (``stop_timeout``) and
         dropped, not charged (an engine that does not answer is left STOPPING: not kept)."""
+        self.relay.disarm()
+        self._take_dropped()
+        # which side's answer is still to come, asked after the answers in were taken: one
+        # that came between the disarm and the take is not waited for (an engine answering
+        # at once, e.g. in a mated position, would have been sent stop and waited on until
+        # the timeout, then not kept); one that comes from now on is in the relay's queue
         thinking = self.relay.disarm()
-        self._woken()
-        while self.queue:  # answers already in: dropped (what followed them is the engine's)
-            self._drop(self.queue.popleft())
         if thinking < 0:
+            self._take_dropped()  # one that came just before the question
             return
         color = chess.WHITE if thinking == 0 else chess.BLACK
         proto = self.procs[color].protocol
@@ -213,6 +217,12 @@ class MoveRelay:
         with contextlib.suppress(TimeoutError, chess.engine.EngineTerminatedError):
             self._drop(await self.next(color, time.monotonic() + stop_timeout))
             proto.state = IDLE
+
+    def _take_dropped(self) -> None:
+        """The moves in the relay's queue dropped (what followed them is the engine's)."""
+        self._woken()
+        while self.queue:
+            self._drop(self.queue.popleft())
 
     def _drop(self, event: tuple[Any, ...]) -> None:
         """A move not taken: what the engine wrote after it goes to its protocol as ever."""
@@ -237,24 +247,10 @@ class MoveRelay:
 def reply(event: tuple[Any, ...], color: chess.Color
           ) -> tuple[str | None, str | None, dict[str, Any], chess.engine.PlayResult | None]:
     """(the bestmove token, its ponder token, the search's info as python-chess names it,
-    with the score as a PovScore of ``color``) of a relay move, as runner.play.uci reads
-    them; and for a relayed move (a plain UCI move text, checked in C) its PlayResult."""
-    tokens = event[LINE].decode("utf-8", errors="replace").split()
-    move = tokens[1] if len(tokens) > 1 else None
-    ponder = tokens[3] if len(tokens) > 3 and tokens[2] == "ponder" else None
-    info = event[INFO]
-    kind = event[SCORE_KIND]
-    if kind == _CP:
-        info["score"] = chess.engine.PovScore(chess.engine.Cp(event[SCORE]), color)
-    elif kind == _MATE:
-        info["score"] = chess.engine.PovScore(chess.engine.Mate(event[SCORE]), color)
-    played = None
-    if event[RELAYED]:
-        try:
-            played = chess.engine.PlayResult(chess.Move.from_uci(move), None, info)  # type: ignore[arg-type]
-        except ValueError:  # not a move for python-chess after all: read as any reply
-            played = None
-    return move, ponder, info, played
+    with the score as a PovScore of the side that moved: ``color``) of a relay move, as
+    runner.play.uci reads them; and for a relayed move (a plain UCI move text, checked in
+    C) its PlayResult. All made by the compiled relay (Relay.take) as the move came."""
+    return event[TEXT], event[PONDER], event[INFO], event[PLAYED]
 
 
 def _finite(seconds: float) -> float:

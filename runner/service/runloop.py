@@ -39,6 +39,7 @@ from runner.service.views.console import ConsoleOut
 from runner.service.views.runviews import EventViews
 from runner.service.views.sink import RecordError
 from runner.service.writes import EventWrites
+from runner.store import queries
 from runner.store.database import Store, StoredGame, StoreError
 from runner.store.writer import DiskFull
 
@@ -253,9 +254,12 @@ class RunLoop:
 
     async def _put_back_aborted(self) -> None:
         """Games left running (aborted, or held after an error) are scheduled again, their
-        engines forgotten; only the aborted ones are announced."""
-        aborted = [g.game_id for g in self.store.games()
-                   if g.status == "running" and g.game_id not in self.held]
+        engines forgotten; only the aborted ones are announced. (None left running, the
+        usual end of a round: nothing to write.)"""
+        running = queries.running_game_ids(self.store.conn)
+        if not running:
+            return
+        aborted = [game_id for game_id in running if game_id not in self.held]
         self.writes.write(lambda store: store.reset_running())
         reset = (await self.writes.written())[0]
         if reset:

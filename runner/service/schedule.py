@@ -28,12 +28,6 @@ from runner.store.tdstore import swiss_games, withdrawn_before
 Say = Callable[..., None]
 
 
-def played_game(g: StoredGame) -> PlayedGame:
-    """A finished stored game as the rules read it."""
-    return PlayedGame(round=g.round, game_in_round=g.game_in_round, white=g.white, black=g.black,
-                      result=g.result or "", rmobility=g.rmobility, extra=g.extra)
-
-
 def games_text(rows: Sequence[dict[str, Any]]) -> str:
     """A round's games as the console names them, White first as in every game line:
     "game 1 HoiChess vs Toga II, game 2 Toga II vs HoiChess"."""
@@ -103,25 +97,24 @@ class Schedule:
     def history(self, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
         """Finished scheduled rounds as pairing's RoundRecords."""
         played: dict[int, list[PlayedGame]] = {}
-        for g in self.store.games():  # one query for every round
-            if g.status == "finished":
-                played.setdefault(g.round, []).append(played_game(g))
+        for g in queries.played_games(self.store.conn):  # one query for every round
+            played.setdefault(g.round, []).append(g)
         return [RoundRecord(number=rd.number, pairs=rd.pairs,
                             games=tuple(played.get(rd.number, ())), bye=rd.bye)
                 for rd in rounds if not rd.extra]
 
     def played(self, number: int) -> list[PlayedGame]:
-        return [played_game(g) for g in self.store.games(number) if g.status == "finished"]
+        return queries.played_games(self.store.conn, number)
 
     def first_open_round(self) -> int | None:
         """The first Swiss round not complete (None: all are), read from the store each
         time: a TD decision applied during a round may have voided rounds."""
-        stored = {r.number: r for r in self.store.rounds()}
+        states = queries.round_states(self.store.conn)
         return next((n for n in range(1, self.config.swiss.rounds + 1)
-                     if n not in stored or stored[n].state != "complete"), None)
+                     if states.get(n) != "complete"), None)
 
     def is_paired(self, number: int) -> bool:
-        return any(r.number == number for r in self.store.rounds())
+        return number in queries.round_states(self.store.conn)
 
     def schedule_games(self, number: int, games: Sequence[ScheduledGame],
                        pairs: Sequence[tuple[str, str]], bye: str | None, dropped: Sequence[int],
@@ -218,4 +211,4 @@ class Schedule:
         return status is not None and status != "finished"
 
 
-__all__ = ["Schedule", "played_game"]
+__all__ = ["Schedule"]

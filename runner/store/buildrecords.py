@@ -18,6 +18,7 @@ import sqlite3
 from typing import Any
 
 from runner.clock import utc_now
+from runner.store.queries import table_rows
 
 TABLE = """CREATE TABLE IF NOT EXISTS builds (
     engine TEXT NOT NULL,
@@ -32,13 +33,10 @@ TABLE = """CREATE TABLE IF NOT EXISTS builds (
 
 def builds(conn: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
     """Every engine's builds, oldest first ({} when none was recorded)."""
-    try:
-        rows = conn.execute("SELECT engine, seq, digest, files, recorded, reason FROM builds "
-                            "ORDER BY engine, seq").fetchall()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return {}
-        raise
+    rows = table_rows(conn, "SELECT engine, seq, digest, files, recorded, reason FROM builds "
+                            "ORDER BY engine, seq")
+    if rows is None:
+        return {}
     out: dict[str, list[dict[str, Any]]] = {}
     for engine, seq, digest, files, recorded, reason in rows:
         out.setdefault(engine, []).append({"seq": seq, "digest": digest,

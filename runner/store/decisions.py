@@ -21,6 +21,7 @@ from typing import Any
 
 from runner.clock import utc_now
 from runner.store.forensics import connect
+from runner.store.queries import table_rows
 from runner.store.tdstore import TD_COMMANDS_TABLE
 
 TABLE = TD_COMMANDS_TABLE  # runner.store.tdstore: the schema's migration 5 creates it too
@@ -97,11 +98,10 @@ def commands(conn: sqlite3.Connection, state: str | None = None) -> list[Command
 
 
 def pending_ids(conn: sqlite3.Connection) -> list[int]:
-    """The cheap poll of the runner: ids of the commands waiting to be applied."""
-    if not _has_table(conn):
-        return []
-    return [r[0] for r in conn.execute("SELECT id FROM td_commands WHERE state='pending' "
-                                       "ORDER BY id")]
+    """The cheap poll of the runner: ids of the commands waiting to be applied (one
+    query: no look for the table first, [] when it is not there)."""
+    rows = table_rows(conn, "SELECT id FROM td_commands WHERE state='pending' ORDER BY id")
+    return [r[0] for r in rows or ()]
 
 
 def log_key(conn: sqlite3.Connection) -> tuple[Any, ...]:

@@ -19,9 +19,17 @@ def pgn_block(pgn: str) -> str:
 def append_pgn(path: Path, pgn: str) -> None:
     """Append one game's block. Not synced to disk: the PGN is a view of the database, and
     a file a power cut left short or torn is rebuilt from it (:func:`pgn_matches`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    block = pgn_block(pgn)
+    try:
+        _append(path, block)
+    except FileNotFoundError:  # its directory is not there (any more): made again
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _append(path, block)
+
+
+def _append(path: Path, text: str) -> None:
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(pgn_block(pgn))
+        handle.write(text)
 
 
 def count_pgn_games(path: Path) -> int | None:

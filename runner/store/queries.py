@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
+from runner.domain.models import PlayedGame
+
 
 @contextlib.contextmanager
 def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
@@ -22,6 +24,18 @@ def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         yield conn
     finally:
         conn.execute("COMMIT")
+
+
+def table_rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
+               ) -> list[Any] | None:
+    """The rows of one read; None when its table is not there (a database from before the
+    table existed, or nothing ever created it): one statement, no look at the schema first."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
 
 
 def meta_value(conn: sqlite3.Connection, key: str) -> str | None:
@@ -47,6 +61,28 @@ def game_status(conn: sqlite3.Connection, game_id: int, round_number: int, white
     row = conn.execute("SELECT status FROM games WHERE game_id=? AND round=? AND white=? "
                        "AND black=?", (game_id, round_number, white, black)).fetchone()
     return None if row is None else str(row[0])
+
+
+def round_states(conn: sqlite3.Connection) -> dict[int, str]:
+    """Each stored round's state ("playing", "complete"), by number."""
+    return dict(conn.execute("SELECT number, state FROM rounds"))
+
+
+def running_game_ids(conn: sqlite3.Connection) -> list[int]:
+    """The games marked running (being played, or left so by an aborted attempt), by id."""
+    return [int(r[0]) for r in conn.execute(
+        "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
+
+
+def played_games(conn: sqlite3.Connection, round_number: int | None = None) -> list[PlayedGame]:
+    """The finished games (of round ``round_number``, else of every round) as the rules
+    read them, by game id: only the columns they need (no opening decoded per game)."""
+    columns = "SELECT round, game_in_round, white, black, result, rmobility, extra FROM games "
+    rows = conn.execute(columns + "WHERE status='finished' ORDER BY game_id") \
+        if round_number is None else conn.execute(
+            columns + "WHERE status='finished' AND round=? ORDER BY game_id", (round_number,))
+    return [PlayedGame(round=r[0], game_in_round=r[1], white=r[2], black=r[3],
+                       result=r[4] or "", rmobility=r[5], extra=bool(r[6])) for r in rows]
 
 
 def finished_durations(conn: sqlite3.Connection) -> list[float]:

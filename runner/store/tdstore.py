@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.clock import utc_now
+from runner.store.queries import table_rows
 
 TD_SCHEMA = """
 CREATE TABLE withdrawals (
@@ -116,12 +117,10 @@ class Withdrawal:
 
 
 def withdrawals(conn: sqlite3.Connection) -> list[Withdrawal]:
-    """The withdrawn engines, in the order they were withdrawn."""
-    if not has_td_tables(conn):
-        return []
-    return [Withdrawal(r[0], r[1], bool(r[2]), r[3], r[4]) for r in conn.execute(
-        "SELECT engine, from_round, forfeit, decision_id, reason FROM withdrawals "
-        "ORDER BY decision_id, engine")]
+    """The withdrawn engines, in the order they were withdrawn (none before schema 4)."""
+    rows = table_rows(conn, "SELECT engine, from_round, forfeit, decision_id, reason "
+                            "FROM withdrawals ORDER BY decision_id, engine")
+    return [Withdrawal(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows or ()]
 
 
 def withdrawn_before(conn: sqlite3.Connection, round_number: int) -> frozenset[str]:

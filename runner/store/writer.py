@@ -14,8 +14,10 @@ connection with ``synchronous=FULL``. The ordering rule:
   seconds (default 0.9) after such a commit, and when it closes (a synced commit meanwhile,
   a game's record above all, syncs every commit before it earlier). So a power cut loses at
   most the moves of the last second (rule 7.c goes on from the last one kept), never a
-  recorded game: a job's commit keeps the connection's ``synchronous=FULL``. With nothing
-  queued and nothing to sync, the thread sleeps until something is queued.
+  recorded game: a job's commit keeps the connection's ``synchronous=FULL``. After a commit
+  of moves the thread waits ``interval`` for the next ones (a game in play queues its moves
+  without waking it: one wake per batch, not two); with nothing queued then and nothing to
+  sync, it sleeps until something is queued.
   :meth:`StoreWriter.flush` is a barrier in the same queue, never a second writer: whoever calls
   it (the loop's worker threads, a test) waits for the writer to reach it.
 * **Writes are idempotent on (game, attempt, ply).** A logged move never replaces a row of a
@@ -229,7 +231,9 @@ class StoreWriter:
         self.gave_up = False  # stopped while waiting for disk space (give_up)
         self.unsynced_since: float | None = None  # monotonic time of the first commit not fsynced
         self.syncs = 0  # fsyncs of the WAL made by the writer itself
+        self.wakes = 0  # times the thread woke from a wait (a notify or a timeout)
         self._idle = False  # the thread sleeps until something is queued
+        self._moved = False  # the last turn committed moves (more are likely to follow)
         self._dir_synced = False  # the WAL's directory entry fsynced once (a new WAL file)
 
     def start(self) -> StoreWriter:
@@ -504,15 +508,23 @@ class StoreWriter:
     def _sleep(self, due: float) -> float:
         """Wait (holding the lock) until a job comes, the writer stops, or it is time to
         commit the queued moves (``due``; returned, later when the queue was empty) or to
-        fsync; with nothing queued and nothing to sync, until anything is queued."""
+        fsync. With nothing queued: until ``due`` when moves were committed less than
+        ``interval`` ago (the moves of a game in play come one after the other: they are
+        queued without waking the thread, and committed at ``due``, within ``interval`` of
+        each), then until anything is queued (or the fsync is due)."""
         while not self._jobs and not self._stop.is_set():
             now = time.monotonic()
             if not self._queue:  # until a move (append wakes an idle writer) or the fsync
                 sync = None if self.unsynced_since is None else self.unsynced_since + self.sync_s
                 if sync is not None and now >= sync:
                     break
+                if self._moved and now < due:  # moves just committed: the next wait for due
+                    self._wake.wait(due - now if sync is None else min(due, sync) - now)
+                    self.wakes += 1  # (without a wake of their own: a game goes on)
+                    continue
                 self._idle = True
                 self._wake.wait(None if sync is None else sync - now)
+                self.wakes += 1
                 if not self._idle:  # a move: its batch is committed ``interval`` from now
                     due = time.monotonic() + self.interval
                 self._idle = False
@@ -520,6 +532,7 @@ class StoreWriter:
             if due <= now:
                 break
             self._wake.wait(due - now)
+            self.wakes += 1
         return due
 
     def _run(self) -> None:
@@ -540,6 +553,7 @@ class StoreWriter:
                 self.waiting = None
                 before = self.written
                 rest = self._write_items(items, trailing=trailing, giving_up=stopping)
+                self._moved = self.written > before
                 self._put_back(rest)
                 if self.unsynced_since is not None and (
                         stopping or time.monotonic() - self.unsynced_since >= self.sync_s):

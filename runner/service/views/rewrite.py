@@ -19,13 +19,17 @@ class RewriteSink:
     A start or end is written within ``settle`` seconds (0.1), so that a game's end and the
     next game's start, a few milliseconds apart, make one write and not two; an end within
     ``end_settle`` seconds (``settle`` here; the JSON snapshot waits longer), or sooner when
-    a game starts or a periodic write falls due meanwhile.
+    a game starts or a periodic write falls due meanwhile. With ``event_gap`` (0 here; the
+    JSON snapshot's is its ``interval``) a start or end is written no sooner than that after
+    the last write that showed one: games shorter than it (fast play) make one write per
+    ``event_gap``, not one per game.
     """
 
     settle = 0.1
     end_settle = 0.1
     what = "the file"
     moves = False
+    event_gap = 0.0
 
     def __init__(self, write: Callable[[], bool | None], interval: float,
                  errors: ViewErrors | None = None):
@@ -36,6 +40,8 @@ class RewriteSink:
         self._task: asyncio.Task[None] | None = None
         self._again = False
         self._last = 0.0
+        self._last_event = -interval  # the last write that showed a start or end
+        self._event = False  # a start or end is waiting for its write
         self._timer: asyncio.TimerHandle | None = None
 
     def handle(self, event: GameEvent) -> None:
@@ -44,13 +50,18 @@ class RewriteSink:
         elif isinstance(event, GameFinished):
             self.request(now=True, settle=self.end_settle)
 
-    def request(self, now: bool = False, settle: float | None = None) -> None:
-        """Ask for a rewrite: at once (``now``: within ``settle``, default ``self.settle``),
-        else no sooner than ``interval`` after the last one; requests during a write are
-        coalesced into one more write."""
+    def request(self, now: bool = False, settle: float | None = None, *,
+                gap: bool = True) -> None:
+        """Ask for a rewrite: at once (``now``: within ``settle``, default ``self.settle``,
+        and with ``gap`` no sooner than ``event_gap`` after the last such write), else no
+        sooner than ``interval`` after the last one; requests during a write are coalesced
+        into one more write."""
         loop = asyncio.get_running_loop()
         if now:
             wait = self.settle if settle is None else settle
+            if gap:
+                self._event = True
+                wait = max(wait, self._last_event + self.event_gap - time.monotonic())
         else:
             wait = self._last + self.interval - time.monotonic()
         if wait > 0:
@@ -81,6 +92,8 @@ class RewriteSink:
         while True:
             self._again = False
             self._last = time.monotonic()
+            if self._event:
+                self._event, self._last_event = False, self._last
             self.failed = await self._write()
             if self.failed and not self._again and self._timer is None:  # disk full? try later
                 self._timer = asyncio.get_running_loop().call_later(self.interval, self._fire)

@@ -70,9 +70,10 @@ class EventViews:
             self.live_pgn.request(now=True)
 
     def refresh(self) -> None:
-        """The snapshot at once (a TD decision changed what it shows)."""
+        """The snapshot at once (a TD decision changed what it shows): no gap after the last
+        game start or end written."""
         with contextlib.suppress(RuntimeError):
-            self.snapshot.request(now=True)
+            self.snapshot.request(now=True, gap=False)
 
     async def schedule_changed(self) -> None:
         """The TD changed recorded games (rewind, withdraw): counts read again, PGN synced."""
@@ -149,13 +150,15 @@ def moves_written(loop: asyncio.AbstractEventLoop, snapshot: SnapshotSink,
 
 class RunViews:
     """The console sink with progress, the EPD sink, (on a terminal) the progress bar and the
-    alerts' sink (engine crashes, stalls, forfeits: runner.service.views.alerts)."""
+    alerts' sink (engine crashes, stalls, forfeits: runner.service.views.alerts). ``say``:
+    None when the game lines are not shown (--quiet, no bar: no console sink at all)."""
 
-    def __init__(self, config: Config, say: Callable[[str], None], total: Callable[[], int],
-                 done: int, durations: list[float], bar_stream: TextIO | None,
-                 alerts: Sink | None = None):
+    def __init__(self, config: Config, say: Callable[[str], None] | None,
+                 total: Callable[[], int], done: int, durations: list[float],
+                 bar_stream: TextIO | None, alerts: Sink | None = None):
         self.progress = Progress(durations, done, total, **event_pace(config))
-        self.console = ProgressConsoleSink(say, total, self.progress)
+        self.console = ProgressConsoleSink(say, total, self.progress) if say is not None \
+            else None
         self.bar = ProgressBar(bar_stream, self.progress) if bar_stream is not None else None
         self.epd = EpdSink(config.epd_out) if config.epd_out is not None else None
         self.alerts = alerts
@@ -173,9 +176,11 @@ class RunViews:
 def run_views(console: ConsoleOut, config: Config, store: Store, total: Callable[[], int],
               alerts: Alerter) -> RunViews:
     """Build the run's progress views; on a terminal (and not --quiet) the console's output
-    goes above a live progress bar from now on."""
-    return RunViews(config, console.say, total, store.counts().get("finished", 0),
-                    recorded_durations(store.conn), console.below_a_bar(), alerts.sink())
+    goes above a live progress bar from now on. With --quiet the game lines are not made
+    (they would not be shown)."""
+    return RunViews(config, None if console.quiet else console.say, total,
+                    store.counts().get("finished", 0), recorded_durations(store.conn),
+                    console.below_a_bar(), alerts.sink())
 
 
 __all__ = ["EventViews", "RunViews", "StartViews", "moves_written", "run_views", "running_snapshots"]

@@ -58,13 +58,19 @@ class SnapshotSink(RewriteSink):
 
     A game's end is written within ``end_settle`` (0.5 s), sooner when the next game starts
     meanwhile (then within ``settle`` of that start): with engines started afresh for each
-    game the next start comes 0.15-0.3 s after the end, and one write shows both."""
+    game the next start comes 0.15-0.3 s after the end, and one write shows both. A start
+    or end is written no sooner than ``interval`` after the last write that showed one
+    (``event_gap``): games shorter than ``interval`` make one write per ``interval``."""
 
     what = "the JSON snapshot (StatePath)"
     end_settle = 0.5
 
     def __init__(self, file: SnapshotFile, interval: float, errors: ViewErrors | None = None):
         super().__init__(file.in_thread, interval, errors)
+
+    @property  # type: ignore[override]
+    def event_gap(self) -> float:
+        return self.interval
 
 
 __all__ = ["SnapshotFile", "SnapshotSink"]
