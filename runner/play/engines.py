@@ -48,6 +48,7 @@ from runner.play.processes import (  # noqa: F401 - the process API, also used f
     sweep_orphans,
 )
 from runner.play.uci import NotReady, UciMove, go_line
+from runner.play.ucistart import UciStart
 
 LOG = logging.getLogger(__name__)
 
@@ -229,7 +230,35 @@ class _Timed:
 
 
 class TimedUciProtocol(_Timed, chess.engine.UciProtocol):
+    """UCI: started by runner.play.ucistart (``starting`` while it is on: the lines of the
+    start are its own, not python-chess's), moves by runner.play.uci."""
+
     move_token = "bestmove"
+
+    def __init__(self, io_log: Callable[[str, str], None] | None = None) -> None:
+        super().__init__(io_log)
+        self.starting: UciStart | None = None
+
+    def bytes_read(self, data: bytes, read_at: float) -> None:
+        starting = self.starting
+        if starting is None or self.searching is not None:
+            super().bytes_read(data, read_at)
+            return
+        # the start's: whole lines decoded at once, each the start's or any other line (no
+        # python-chess command is on: nothing is handed to it)
+        self.read_at = read_at
+        text = self.partial + data if self.partial else data
+        end = text.rfind(b"\n")
+        self.partial = text[end + 1:]
+        if end < 0:
+            return
+        log = self.io_log
+        for line in text[:end].decode("utf-8", errors="replace").split("\n"):
+            line = line.rstrip("\r")
+            if not starting.take(line):
+                self.line_read(line)
+            elif log is not None:
+                log("<", line)
 
 
 class TimedXBoardProtocol(_Timed, chess.engine.XBoardProtocol):
@@ -310,9 +339,18 @@ class EngineProcess:
     async def quit(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit and wait up to ``quit_timeout`` for it to exit (whatever
         happens: it is killed next, :meth:`close`)."""
-        if self.alive:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.protocol.quit(), quit_timeout)
+        exit_code = self.ask_to_quit()
+        if exit_code is not None:
+            await asyncio.wait((exit_code,), timeout=quit_timeout)
+
+    def ask_to_quit(self) -> asyncio.Future[int] | None:
+        """Send ``quit`` (as python-chess's ``quit`` does, for both protocols) if it is
+        alive: the future of its exit code to wait for, or None."""
+        if not self.alive:
+            return None
+        with contextlib.suppress(Exception):  # a pipe closed meanwhile: it is killed next
+            self.protocol.send_line("quit")
+        return self.protocol.exit_code
 
     async def close(self, quit_timeout: float = 1.0) -> None:
         """Ask the engine to quit, then kill its whole tree whatever happened (a
@@ -332,7 +370,9 @@ async def close_engines(procs: Sequence[EngineProcess], quit_timeout: float = 1.
     a stop signal while they quit included) with one walk of /proc for them all, and that
     is waited for."""
     try:
-        await asyncio.gather(*(proc.quit(quit_timeout) for proc in procs))
+        exits = [code for code in (proc.ask_to_quit() for proc in procs) if code is not None]
+        if exits:  # no task per engine: one wait for all their exits
+            await asyncio.wait(exits, timeout=quit_timeout)
     finally:  # done even if this await is cancelled
         await asyncio.wrap_future(kill_trees_off_loop([proc._let_go() for proc in procs]))
 
@@ -429,8 +469,7 @@ async def start_engine(
     try:
         if isinstance(recorded, concurrent.futures.Future):  # committed off the loop: for the
             await asyncio.wrap_future(recorded)  # orphan sweep, before the engine is talked to
-        await asyncio.wait_for(protocol.initialize(), timeout)
-        await _set_options(proc, timeout, confirm)
+        await _handshake(proc, timeout, confirm)
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
             await pin_off_loop(pid, cpus)
     except TimeoutError:
@@ -482,9 +521,36 @@ def _process_of(transport: Any, pid: int) -> tuple[psutil.Process | None, float]
     return None, 0.0
 
 
-async def _set_options(proc: EngineProcess, timeout: float, confirm: bool) -> None:
-    """Apply the configured Options the engine has (the others skipped with a warning);
-    ``confirm``: then ask whether it is ready, naming the Options if it died of them."""
+async def _handshake(proc: EngineProcess, timeout: float, confirm: bool) -> None:
+    """The protocol's handshake, then the configured Options the engine has (the others
+    skipped with a warning); ``confirm``: then ask whether it is ready, naming the Options
+    if it died of them. UCI: runner.play.ucistart; XBoard: python-chess's own commands."""
+    protocol = proc.protocol
+    start = UciStart(protocol, timeout) if isinstance(protocol, TimedUciProtocol) else None
+    if start is not None:
+        await start.handshake()
+    else:
+        await asyncio.wait_for(protocol.initialize(), timeout)
+    options = _wanted_options(proc)
+    if start is None and options:
+        await asyncio.wait_for(protocol.configure(options), timeout)
+    try:
+        if start is not None:
+            await start.configure(options, confirm)
+        elif confirm:
+            await asyncio.wait_for(protocol.ping(), timeout)
+    except chess.engine.EngineTerminatedError as exc:
+        if not confirm:
+            raise
+        set_ = ", ".join(f"{k}={v}" for k, v in options.items())
+        raise chess.engine.EngineTerminatedError(
+            f"it exited once its Options were set ({set_}): {exc}" if options
+            else str(exc)) from None
+
+
+def _wanted_options(proc: EngineProcess) -> dict[str, Any]:
+    """The configured Options to set, by the engine's own names; those it does not have
+    are skipped (in ``proc.skipped_options``, with a warning), managed ones left alone."""
     engine, protocol = proc.config, proc.protocol
     known = {name.lower(): name for name in protocol.options}
     options: dict[str, Any] = {}
@@ -495,16 +561,7 @@ async def _set_options(proc: EngineProcess, timeout: float, confirm: bool) -> No
             LOG.warning("%s: engine has no option %r; skipped", engine.name, name)
         elif not protocol.options[real].is_managed():
             options[real] = value
-    if options:
-        await asyncio.wait_for(protocol.configure(options), timeout)
-    if confirm:
-        try:
-            await asyncio.wait_for(protocol.ping(), timeout)
-        except chess.engine.EngineTerminatedError as exc:
-            set_ = ", ".join(f"{k}={v}" for k, v in options.items())
-            raise chess.engine.EngineTerminatedError(
-                f"it exited once its Options were set ({set_}): {exc}" if options
-                else str(exc)) from None
+    return options
 
 
 def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str | None:
