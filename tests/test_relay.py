@@ -27,7 +27,7 @@ from runner.play import pipes, referee
 from runner.play.enginelog import GameLog
 from runner.play.keep import EnginePool
 from runner.play.referee import play_game
-from runner.play.relay import PV, RELAYED, SIDE, MoveRelay
+from runner.play.relay import PV, RELAYED, SETTLE_WAIT_S, SIDE, MoveRelay
 from runner.play.relay import reply as relay_reply
 from runner.play.uci import parse_info
 
@@ -330,6 +330,24 @@ def test_an_answer_that_comes_as_the_game_ends_is_not_waited_for(
     assert first.reason == "White mates" and len(first.moves) == 3 and relayed[0] == 1, first
     assert counts == [2, 2] and time.monotonic() - began < 4, (counts, time.monotonic() - began)
     assert second.reason.endswith("maximal game length")
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "fresh"])
+def test_an_engine_relayed_past_the_end_that_hangs_is_not_waited_for_long(
+        relayed: list[int], kept: bool) -> None:
+    """Stockfish mates on a relayed move; the mated side (a fake that hangs on that ``go``,
+    as Toga II hangs on the stale move a mated Ethereal answers, relayed past the end)
+    never answers ``stop``: a kept engine's answer is awaited at most SETTLE_WAIT_S, a
+    fresh one's not at all (it is closed with the game), not the engine's StartupTimeoutS."""
+    mate = Opening(0, "mate in 2", fen="7k/8/5K2/8/8/8/8/6R1 w - - 0 1")  # 1. Kf7 Kh7 2. Rh1#
+    white = dataclasses.replace(STOCKFISH, restart=not kept)
+    black = dataclasses.replace(fake("B", "--hang-on-go", "2"), restart=not kept, nodes=100,
+                                startup_timeout_s=20.0)
+    began = time.monotonic()
+    (record,), counts = play_on_one_pool([spec_for(white, black, "inf", opening=mate)])
+    assert record.reason == "White mates" and len(record.moves) == 3, record.reason
+    assert relayed[-1] == 1 and counts == [2, 0]
+    assert time.monotonic() - began < SETTLE_WAIT_S + 6, time.monotonic() - began
 
 
 def test_a_stalemate_on_a_relayed_move_then_a_clean_kept_game(relayed: list[int]) -> None:

@@ -39,6 +39,10 @@ from runner.play.engines import EngineProcess, TimedUciProtocol
 # a relay move's fields (runner.play._pipes.Relay.take)
 SIDE, TEXT, PONDER, STAMP, GO_STAMP, RELAYED, NEXT_GO, INFO, PV, REST, PLAYED = range(11)
 
+# The longest a kept engine's answer to ``stop`` is awaited at a relayed game's end (a sane
+# engine answers in milliseconds; one that does not is not kept: closed, a fresh one started).
+SETTLE_WAIT_S = 2.0
+
 
 def _reader(proc: EngineProcess) -> Any:
     pipes_ = proc.protocol.pipes
@@ -196,8 +200,11 @@ class MoveRelay:
 
     async def settle(self, stop_timeout: float) -> None:
         """The referee does not follow the relay any more: disarm it; an engine that got a
-        ``go`` meanwhile gets ``stop`` and its answer is awaited (``stop_timeout``) and
-        dropped, not charged (an engine that does not answer is left STOPPING: not kept)."""
+        ``go`` meanwhile gets ``stop`` and, when it is to be kept (Restart: off), its answer
+        is awaited (``stop_timeout``, at most SETTLE_WAIT_S) and dropped, not charged. One
+        that does not answer is left STOPPING: not kept. (The relay may have sent it a move
+        past the game's end, e.g. the stale text a mated engine answers: an engine may hang
+        on such a position rather than answer ``stop``.)"""
         self.relay.disarm()
         self._take_dropped()
         # which side's answer is still to come, asked after the answers in were taken: one
@@ -214,8 +221,11 @@ class MoveRelay:
             return
         proto.state = STOPPING
         proto.write_lines("stop")
+        if self.procs[color].config.restart:  # closed after the game anyway: no wait
+            return
+        wait = min(stop_timeout, SETTLE_WAIT_S)
         with contextlib.suppress(TimeoutError, chess.engine.EngineTerminatedError):
-            self._drop(await self.next(color, time.monotonic() + stop_timeout))
+            self._drop(await self.next(color, time.monotonic() + wait))
             proto.state = IDLE
 
     def _take_dropped(self) -> None:
