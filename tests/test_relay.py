@@ -28,6 +28,7 @@ from runner.play.enginelog import GameLog
 from runner.play.keep import EnginePool
 from runner.play.referee import play_game
 from runner.play.relay import PV, RELAYED, SETTLE_WAIT_S, SIDE, MoveRelay
+from runner.play.relay import STAMP as STAMP_AT
 from runner.play.relay import reply as relay_reply
 from runner.play.uci import parse_info
 
@@ -494,3 +495,103 @@ def test_a_relayed_move_is_made_as_python_chess_makes_it(written: str, scored: i
         relay.close()
         for fd in outs + ins:
             os.close(fd)
+
+
+def _ready_after(fd: int, began: float) -> float:
+    """How long after ``began`` the relay's fd (the loop's wake) became readable."""
+    assert select.select([fd], [], [], 5.0)[0], "the loop was never woken"
+    return time.monotonic() - began
+
+
+def test_relayed_moves_wake_the_loop_late_and_together_a_move_not_relayed_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relayed move needs nothing from the loop: its wake comes RELAY_WAKE_DELAY after it
+    was read (never sooner), or at once when RELAY_WAKE_MOVES relayed moves are queued, and
+    take() gets them all in one wake and disarms the wake; a move not relayed (a text that
+    is not a plain move, a disarmed relay) wakes the loop at once, with whatever was queued
+    before it."""
+    monkeypatch.setenv(pipes.ENV, "native")
+    module = pipes.native()
+    delay, batch = module.RELAY_WAKE_DELAY, module.RELAY_WAKE_MOVES
+    assert 0 < delay <= 0.05 and 1 < batch < module.RELAY_AHEAD
+    relay, outs, ins, _readers = _relay_on_pipes()
+    fd = relay.fileno()
+    try:
+        relay.go(0, None, 0.0, 0.0, 0, 0)
+        assert os.read(ins[0], 4096).endswith(b"go nodes 1\n")
+        began = time.monotonic()
+        os.write(outs[0], b"bestmove e2e4\n")
+        assert os.read(ins[1], 4096).endswith(b"go nodes 1\n")  # relayed at once ...
+        assert _ready_after(fd, began) >= delay - 0.001  # ... the loop woken only later
+        assert [e[RELAYED] for e in relay.take()] == [1]
+        assert not select.select([fd], [], [], 2 * delay)[0]  # taken: no wake left
+        moves = ("e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6", "e1g1", "f8e7")
+        side, began = 1, time.monotonic()
+        for move in moves[:batch]:
+            os.write(outs[side], f"bestmove {move}\n".encode())
+            assert os.read(ins[1 - side], 4096).endswith(b"go nodes 1\n")
+            side = 1 - side
+        written = time.monotonic() - began
+        waited = _ready_after(fd, began)
+        if written < delay / 3:  # the batch woke it, not the delay
+            assert waited < delay, (written, waited)
+        taken = relay.take()
+        assert [e[RELAYED] for e in taken] == [1] * batch
+        assert [e[SIDE] for e in taken] == [(1 + i) % 2 for i in range(batch)]
+        for text in (b"bestmove (none)\n", None):  # not a plain move; then disarmed
+            if text is None:
+                relay.go(side, None, 0.0, 0.0, 0, 0)
+                assert os.read(ins[side], 4096).endswith(b"go nodes 1\n")
+                relay.disarm()
+                text = b"bestmove a2a3\n"
+            began = time.monotonic()
+            os.write(outs[side], text)
+            assert _ready_after(fd, began) < delay
+            assert [e[RELAYED] for e in relay.take()] == [0]
+    finally:
+        relay.close()
+        for fd_ in outs + ins:
+            os.close(fd_)
+
+
+def test_a_relayed_game_wakes_the_loop_fewer_times_than_it_moves_each_move_in_time(
+        relayed: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stockfish and Ethereal at 2000 nodes (a move in a few milliseconds): the loop is woken
+    for the relayed moves in batches (at most one wake per two moves), and every move still
+    reaches the game's events (the store, the live views) in order, each within
+    RELAY_WAKE_DELAY and the loop's own work of its bestmove, far inside the live views'
+    200 ms."""
+    wakes: list[int] = []  # the moves each wake of the loop brought
+    real_woken = MoveRelay._woken
+
+    def woken(self: MoveRelay) -> None:
+        waiting = self.waiting if self.waiting is not None and not self.waiting.done() else None
+        before = len(self.queue)
+        real_woken(self)
+        brought = len(self.queue) - before + (waiting is not None and waiting.done())
+        if brought:
+            wakes.append(brought)
+
+    stamps: list[float] = []  # each relay move's bestmove stamp, in order
+    counted = referee.relay_reply
+
+    def stamped(event, color):  # noqa: ANN001, ANN202
+        stamps.append(event[STAMP_AT])
+        return counted(event, color)
+
+    monkeypatch.setattr(MoveRelay, "_woken", woken)
+    monkeypatch.setattr(referee, "relay_reply", stamped)
+    emitted: list[tuple[int, float]] = []
+
+    def emit(event) -> None:  # noqa: ANN001
+        if event.kind == "move":
+            emitted.append((event.ply, pipes.native().monotonic()))
+
+    spec = spec_for(STOCKFISH, ETHEREAL, "inf", adjudication=AdjudicationConfig(max_moves=40))
+    record = asyncio.run(play_game(spec, emit=emit))
+    plies = len(record.moves)
+    assert plies > 30 and [p for p, _ in emitted] == list(range(1, plies + 1))
+    assert sum(relayed) > 0.8 * plies and len(stamps) == plies - 2  # the first two: Python's
+    assert len(wakes) * 2 <= sum(relayed), wakes
+    late = [at - stamp for (_, at), stamp in zip(emitted[2:], stamps, strict=True)]
+    assert max(late) < pipes.native().RELAY_WAKE_DELAY + 0.1, late

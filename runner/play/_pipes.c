@@ -47,6 +47,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
@@ -852,12 +853,26 @@ static PyTypeObject ReaderType = {
  * last RELAY_AHEAD relayed moves yet (ack()), it appends X to the position and writes
  * "position ... moves ... X" and the other side's go line to the other engine, stamped,
  * from that same thread. Every move of the relay (relayed or not) is queued for the loop,
- * which is woken once for it through the relay's eventfd; the loop (python-chess) stays
- * the authority on the move, and disarms the relay when it does not follow it.
+ * which watches the relay's timerfd: a relayed move needs nothing from the loop (the game
+ * goes on below Python), so it does not wake the loop at once: the timer is set to fire
+ * when the oldest relayed move queued has waited RELAY_WAKE_DELAY, or at once when
+ * RELAY_WAKE_MOVES relayed moves are queued, and the loop takes them all in one wake. A
+ * move not relayed (the flag, a text that is not a plain move, the relay disarmed or too
+ * far ahead: the loop must decide) sets it to fire at once. take() disarms it. The loop
+ * (python-chess) stays the authority on every move, and disarms the relay when it does not
+ * follow it.
  * Lock order: a relay's mutex, then a reader's (a reader calls relay_move with none held).
  */
 
-#define RELAY_AHEAD 8
+#define RELAY_AHEAD 12
+/* A relayed move reaches the loop at most this late (the live views' 200 ms budget keeps
+ * far more; the loop's wakes per move fall as moves come faster than this) ... */
+#define RELAY_WAKE_DELAY_NS 15000000L
+/* ... or when this many relayed moves are queued (below RELAY_AHEAD: the relay never waits
+ * for the loop) */
+#define RELAY_WAKE_MOVES 6
+
+enum { TIMER_OFF, TIMER_LATER, TIMER_NOW };
 
 typedef struct RelayCore {
     atomic_int refs;
@@ -871,6 +886,8 @@ typedef struct RelayCore {
     double t0;
     int armed, thinking;    /* thinking: the side with a go out (-1: none) */
     int ahead;              /* moves relayed that the loop has not taken yet (ack) */
+    int queued_relayed;     /* relayed moves queued since the last take() */
+    int timer;              /* the wake timer: TIMER_OFF, TIMER_LATER or TIMER_NOW */
     Bytes position;         /* "position ..." and " moves ..." so far */
     int has_moves;
     int clocked;            /* a clock is kept (the time control is not infinite) */
@@ -1020,6 +1037,15 @@ static int relay_append(RelayCore *R, const char *move, size_t n) {
     return bytes_append(&R->position, move, n);
 }
 
+/* The loop's wake timer (under R->mu): off, at RELAY_WAKE_DELAY_NS from now, or at once. */
+static void relay_timer_locked(RelayCore *R, int when) {
+    struct itimerspec at = {0};
+    if (when == TIMER_LATER) at.it_value.tv_nsec = RELAY_WAKE_DELAY_NS;
+    else if (when == TIMER_NOW) at.it_value.tv_nsec = 1;
+    R->timer = when;
+    timerfd_settime(R->wake_fd, 0, &at, NULL);  /* also clears the expirations not read */
+}
+
 /* A reader's thread: the move of side (ev) has come. Queues it for the loop, relayed to
  * the other side when it may be. Consumes ev and the reader's reference to R. */
 static void relay_move(RelayCore *R, int side, Event *ev) {
@@ -1036,19 +1062,16 @@ static void relay_move(RelayCore *R, int side, Event *ev) {
         ev->relayed = 1;
         ev->next_go = relay_begin_locked(R, 1 - side);
     }
-    int was_empty = R->head == NULL;
     ev->next = NULL;
     if (R->tail) R->tail->next = ev;
     else R->head = ev;
     R->tail = ev;
-    pthread_mutex_unlock(&R->mu);
-    if (was_empty) {
-        uint64_t one = 1;
-        ssize_t w;
-        do {
-            w = write(R->wake_fd, &one, sizeof one);
-        } while (w < 0 && errno == EINTR);
+    if (ev->relayed && ++R->queued_relayed < RELAY_WAKE_MOVES) {
+        if (R->timer == TIMER_OFF) relay_timer_locked(R, TIMER_LATER);
+    } else if (R->timer != TIMER_NOW) {
+        relay_timer_locked(R, TIMER_NOW);
     }
+    pthread_mutex_unlock(&R->mu);
     relay_release(R);
 }
 
@@ -1336,7 +1359,7 @@ static int Relay_init(RelayObject *self, PyObject *args, PyObject *kwds) {
     R->reader[1] = rb;
     atomic_fetch_add(&rw->refs, 1);
     atomic_fetch_add(&rb->refs, 1);
-    R->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    R->wake_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     R->in_fd[0] = fcntl(wfd, F_DUPFD_CLOEXEC, 3);
     R->in_fd[1] = fcntl(bfd, F_DUPFD_CLOEXEC, 3);
     if (R->wake_fd < 0 || R->in_fd[0] < 0 || R->in_fd[1] < 0) {
@@ -1501,12 +1524,11 @@ static PyObject *Relay_fileno(RelayObject *self, PyObject *unused) {
 static PyObject *Relay_take(RelayObject *self, PyObject *unused) {
     RelayCore *R = relay_of(self);
     if (R == NULL) return NULL;
-    uint64_t count;
-    ssize_t got = read(R->wake_fd, &count, sizeof count);
-    (void)got;
     lock_from_python(&R->mu);
     Event *ev = R->head;
     R->head = R->tail = NULL;
+    R->queued_relayed = 0;
+    if (R->timer != TIMER_OFF) relay_timer_locked(R, TIMER_OFF);  /* nothing queued: no wake */
     pthread_mutex_unlock(&R->mu);
     PyObject *out = PyList_New(0);
     while (ev != NULL) {
@@ -1530,15 +1552,15 @@ static PyMethodDef Relay_methods[] = {
     {"go", (PyCFunction)Relay_go, METH_VARARGS,
      "go(side, move_or_None, white_left, black_left, white_made, black_made): append the "
      "move, set the clocks and start side's move (position + go written); the go stamp."},
-    {"ack", (PyCFunction)Relay_ack, METH_NOARGS, "The loop took a relayed move (at most 8 are relayed ahead)."},
+    {"ack", (PyCFunction)Relay_ack, METH_NOARGS, "The loop took a relayed move (at most RELAY_AHEAD are relayed ahead)."},
     {"disarm", (PyCFunction)Relay_disarm, METH_NOARGS,
      "Relay no more; the side that has a go out and no bestmove back yet (-1: none)."},
     {"close", (PyCFunction)Relay_close, METH_NOARGS,
      "Disarm and unlink the readers (a move still on becomes theirs in pass mode)."},
-    {"fileno", (PyCFunction)Relay_fileno, METH_NOARGS, "The eventfd the loop watches."},
+    {"fileno", (PyCFunction)Relay_fileno, METH_NOARGS, "The timerfd the loop watches: readable when take() has moves for it."},
     {"take", (PyCFunction)Relay_take, METH_NOARGS,
      "The moves queued since the last call: (side, text, ponder, stamp, go_stamp, relayed, "
-     "next_go, info, pv_moves_or_None, rest, played_or_None)."},
+     "next_go, info, pv_moves_or_None, rest, played_or_None); the wake timer disarmed."},
     {NULL}};
 
 static PyTypeObject RelayType = {
@@ -1578,7 +1600,11 @@ PyMODINIT_FUNC PyInit__pipes(void) {
             || PyModule_AddObject(m, "Relay", (PyObject *)&RelayType) < 0
             || PyModule_AddIntConstant(m, "DATA", EV_DATA) < 0
             || PyModule_AddIntConstant(m, "MOVE", EV_MOVE) < 0
-            || PyModule_AddIntConstant(m, "EOF", EV_EOF) < 0) {
+            || PyModule_AddIntConstant(m, "EOF", EV_EOF) < 0
+            || PyModule_AddIntConstant(m, "RELAY_AHEAD", RELAY_AHEAD) < 0
+            || PyModule_AddIntConstant(m, "RELAY_WAKE_MOVES", RELAY_WAKE_MOVES) < 0
+            || PyModule_AddObject(m, "RELAY_WAKE_DELAY",
+                                  PyFloat_FromDouble(RELAY_WAKE_DELAY_NS / 1e9)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

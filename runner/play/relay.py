@@ -7,11 +7,15 @@ the game's position line, each side's go line (a fixed one for Nodes/Depth/MoveT
 infinite time controls, else the clocks, kept in C with the arithmetic of
 runner.domain.timecontrol's ``Clock``) and the margin. When the reader thread of the side to
 move completes ``bestmove X`` it charges the move, and unless the flag fell, ``X`` is not a
-plain UCI move, or the loop is 8 relayed moves behind, it writes
+plain UCI move, or the loop is RELAY_AHEAD (12) relayed moves behind, it writes
 ``position ... moves ... X`` and the other side's ``go`` to the other engine at once, stamped
 as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
 with its stamps and what the referee takes already made in C (:func:`reply`: the text, the
-ponder, the search's info, for a relayed move its PlayResult); the referee (python-chess) stays
+ponder, the search's info, for a relayed move its PlayResult). A relayed move needs nothing
+from the loop, so it does not wake it at once: the loop is woken when the oldest relayed
+move queued has waited RELAY_WAKE_DELAY (15 ms) or RELAY_WAKE_MOVES (6) are queued, and
+takes them all in a row; a move not relayed wakes it at once, and the watchdog and an
+engine's exit take the moves queued before they judge. The referee (python-chess) stays
 the authority on it and, when it does not follow the relay (an illegal or non-canonical
 move, the game's end), calls :meth:`MoveRelay.settle`: the relay is disarmed, an engine that
 got a ``go`` meanwhile gets ``stop``, and its answer is awaited and dropped (not charged).
@@ -143,12 +147,14 @@ class MoveRelay:
     # ------------------------------------------------------------------ the moves
 
     def _woken(self) -> None:
+        """The relay's timer fired (or a move is wanted now): every move queued in C taken."""
         self.queue.extend(self.relay.take())
         waiting = self.waiting
         if waiting is not None and self.queue and not waiting.done():
             waiting.set_result(self.queue.popleft())
 
     def _exited(self, exit_code: asyncio.Future[int]) -> None:
+        self._woken()  # a move it wrote before it exited is its move, not a disconnect
         waiting = self.waiting
         if waiting is None or waiting.done():
             return
@@ -168,6 +174,7 @@ class MoveRelay:
         """The watchdog: the awaited move is late (TimeoutError), or its deadline is later
         than the one the watchdog was set for (then it waits for that one)."""
         self.watchdog = None
+        self._woken()  # a move that came in time may wait in C for the relay's timer
         waiting = self.waiting
         if waiting is None or waiting.done():
             return
@@ -179,9 +186,13 @@ class MoveRelay:
     async def next(self, color: chess.Color, deadline: float) -> tuple[Any, ...]:
         """The next move (of ``color``): TimeoutError when it has not come by ``deadline``
         (monotonic), EngineTerminatedError when the engine exits first. One watchdog timer
-        serves every move: it is set again only for a deadline earlier than its own."""
-        if self.queue:
-            return self.queue.popleft()
+        serves every move: it is set again only for a deadline earlier than its own.
+        Moves queued in C are taken without waiting for the relay's timer."""
+        queue = self.queue
+        if not queue:
+            queue.extend(self.relay.take())
+        if queue:
+            return queue.popleft()
         exit_code = self.procs[color].protocol.exit_code
         if exit_code.done():
             raise chess.engine.EngineTerminatedError(
