@@ -2,7 +2,8 @@
 engines the relayed path plays the games the Python path plays (records, PGN, clocks); the
 go lines it writes carry the referee's clocks; and where the referee does not follow it (an
 illegal move, a castling written otherwise, the game's end, a flag, a stall, a crash, a TD
-stop) the game ends or goes on exactly as on the Python path, the opponent stopped."""
+stop) the game ends or goes on exactly as on the Python path, the opponent stopped; the loop
+is woken for relayed moves in batches, for a move not relayed at once."""
 
 from __future__ import annotations
 
