@@ -506,11 +506,11 @@ def _ready_after(fd: int, began: float) -> float:
 
 def test_relayed_moves_wake_the_loop_late_and_together_a_move_not_relayed_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A relayed move needs nothing from the loop: its wake comes RELAY_WAKE_DELAY after it
-    was read (never sooner), or at once when RELAY_WAKE_MOVES relayed moves are queued, and
-    take() gets them all in one wake and disarms the wake; a move not relayed (a text that
-    is not a plain move, a disarmed relay) wakes the loop at once, with whatever was queued
-    before it."""
+    """A relayed move needs nothing from the loop: a quick one's wake comes RELAY_WAKE_DELAY
+    after it was read (never sooner), or at once when RELAY_WAKE_MOVES relayed moves are
+    queued, and take() gets them all in one wake and disarms the wake; a move thought longer
+    than the delay, and a move not relayed (a text that is not a plain move, a disarmed
+    relay), wake the loop at once."""
     monkeypatch.setenv(pipes.ENV, "native")
     module = pipes.native()
     delay, batch = module.RELAY_WAKE_DELAY, module.RELAY_WAKE_MOVES
@@ -539,6 +539,13 @@ def test_relayed_moves_wake_the_loop_late_and_together_a_move_not_relayed_at_onc
         taken = relay.take()
         assert [e[RELAYED] for e in taken] == [1] * batch
         assert [e[SIDE] for e in taken] == [(1 + i) % 2 for i in range(batch)]
+        time.sleep(1.5 * delay)  # a move thought longer than the delay: no waiting for more
+        began = time.monotonic()
+        os.write(outs[side], b"bestmove h2h3\n")
+        assert os.read(ins[1 - side], 4096).endswith(b"go nodes 1\n")
+        assert _ready_after(fd, began) < delay
+        assert [e[RELAYED] for e in relay.take()] == [1]
+        side = 1 - side
         for text in (b"bestmove (none)\n", None):  # not a plain move; then disarmed
             if text is None:
                 relay.go(side, None, 0.0, 0.0, 0, 0)

@@ -854,11 +854,12 @@ static PyTypeObject ReaderType = {
  * "position ... moves ... X" and the other side's go line to the other engine, stamped,
  * from that same thread. Every move of the relay (relayed or not) is queued for the loop,
  * which watches the relay's timerfd: a relayed move needs nothing from the loop (the game
- * goes on below Python), so it does not wake the loop at once: the timer is set to fire
- * when the oldest relayed move queued has waited RELAY_WAKE_DELAY, or at once when
- * RELAY_WAKE_MOVES relayed moves are queued, and the loop takes them all in one wake. A
- * move not relayed (the flag, a text that is not a plain move, the relay disarmed or too
- * far ahead: the loop must decide) sets it to fire at once. take() disarms it. The loop
+ * goes on below Python), so a quick one (thought less than RELAY_WAKE_DELAY) does not
+ * wake the loop at once: the timer is set to fire when the oldest relayed move queued has
+ * waited RELAY_WAKE_DELAY, or at once when RELAY_WAKE_MOVES relayed moves are queued, and
+ * the loop takes them all in one wake. A slower move (waiting would gather no other), and
+ * a move not relayed (the flag, a text that is not a plain move, the relay disarmed or too
+ * far ahead: the loop must decide) set it to fire at once. take() disarms it. The loop
  * (python-chess) stays the authority on every move, and disarms the relay when it does not
  * follow it.
  * Lock order: a relay's mutex, then a reader's (a reader calls relay_move with none held).
@@ -1066,7 +1067,9 @@ static void relay_move(RelayCore *R, int side, Event *ev) {
     if (R->tail) R->tail->next = ev;
     else R->head = ev;
     R->tail = ev;
-    if (ev->relayed && ++R->queued_relayed < RELAY_WAKE_MOVES) {
+    /* a move thought over RELAY_WAKE_DELAY: the next is not likely sooner, no waiting */
+    int quick = ev->stamp - ev->go_stamp < RELAY_WAKE_DELAY_NS / 1e9;
+    if (ev->relayed && quick && ++R->queued_relayed < RELAY_WAKE_MOVES) {
         if (R->timer == TIMER_OFF) relay_timer_locked(R, TIMER_LATER);
     } else if (R->timer != TIMER_NOW) {
         relay_timer_locked(R, TIMER_NOW);
