@@ -36,6 +36,7 @@ from runner.errors import (
     SwissRunnerError,
     unexpected_error,
 )
+from runner.play.eventloop import defer_collection
 
 
 def _with_config(module: str, function: str,
@@ -307,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` (None: the process's own command line, as the console script
     and ``python -m runner`` call it) and return its exit code."""
     if argv is None:
+        if _command(sys.argv[1:]) == "run":
+            defer_collection()  # until the run's event loop starts
         try:
             return main(sys.argv[1:])
         finally:
