@@ -5,6 +5,7 @@ process (never an in-process call) freezes its heap before exiting."""
 
 from __future__ import annotations
 
+import argparse
 import gc
 import subprocess
 import sys
@@ -26,6 +27,12 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=REPO, timeout=120, check=False)
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommands ``parser`` has built a parser for."""
+    return [name for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction) for name in action.choices]
+
+
 def test_a_command_builds_only_its_own_arguments_and_help_shows_every_one(
         capsys: pytest.CaptureFixture[str]) -> None:
     out = _python("import sys; from runner.cli import build_parser; "
@@ -33,6 +40,9 @@ def test_a_command_builds_only_its_own_arguments_and_help_shows_every_one(
                   "print(args.config, 'runner.cli.td' in sys.modules, "
                   "'runner.cli.ratings' in sys.modules)")
     assert out.stdout.split() == ["x.yaml", "False", "False"], out.stderr
+    assert _commands(build_parser("run")) == ["run"]  # the others' arguments cost 2-3 ms
+    every = _commands(build_parser(None))
+    assert len(every) > 10 and "run" in every and _commands(build_parser("valdiate")) == every
     for command in (None, "td"):
         args = build_parser(command).parse_args(["td", "c.yaml", "pause", "--reason", "r"])
         assert (args.action, args.mode, args.reason) == ("pause", "finish", "r")
