@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,22 @@ def test_only_the_process_entry_freezes_its_heap_before_exit(
                          capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert f"{demo}: OK: 7 engines" in run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.engines
+def test_the_start_up_bench_measures_every_row_in_turn() -> None:
+    """bench/bench_startup.py in small: every row measured, for this checkout and a base
+    (here the same one); the numbers are the bench's, not asserted."""
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "bench_startup.py"),
+                          "--repeat", "1", "--base", str(REPO)],
+                         capture_output=True, text=True, timeout=300, check=False,
+                         env={**os.environ, "PATH": f"{os.environ.get('PATH', '')}:/usr/games"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = {cells[0]: cells[1:] for line in run.stdout.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("| \n").split("|")]]}
+    for row in ("python -c pass", "imports of run", "run, event complete", "run, 1 opening",
+                "run, 4 openings", "per game", "once per run"):
+        this, base, diff = rows[row]
+        assert float(this) > 0 and float(base) > 0, row
+        assert diff.startswith(("+", "-")), row
