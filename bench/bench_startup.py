@@ -35,8 +35,7 @@ import tempfile
 from pathlib import Path
 
 import peers  # bench/peers.py
-import yaml
-from bench_vs_peers import ENGINES, book_lines
+from bench_vs_peers import book_lines, event_config
 
 REPO = Path(__file__).resolve().parents[1]
 # this process's CPU so far, written to the file $CPU_OUT
@@ -53,17 +52,7 @@ ROWS = ("python -c pass", "imports of run", "run, event complete", "run, 1 openi
 def event(work: Path, pairs: int, restart: str) -> Path:
     """A new event of ``pairs`` openings (each played twice) in ``work``: its config."""
     work.mkdir(parents=True)
-    book = book_lines(pairs, work)
-    config = work / "event.yaml"
-    config.write_text(yaml.safe_dump({
-        "Event": "bench", "TimeControl": "inf", "Concurrency": 1, "Restart": restart,
-        "SwissOptions": {"GamesPerMatch": 2, "Rounds": pairs, "Seeding": "listed",
-                         "RandomOpenings": False, "StatePath": str(work / "state.json")},
-        "Openings": {"File": str(book), "Format": "pgn", "Order": "sequential"},
-        "Adjudication": {"MaxMoves": 150},
-        "Engines": [{"Name": n, "Command": c, "Nodes": 3000,
-                     "Options": {"Hash": 16, "Threads": 1}} for n, c in ENGINES]}))
-    return config
+    return event_config(work, pairs, 3000, book_lines(pairs, work), restart)
 
 
 def cpu_ms(repo: Path, argv: list[str], cwd: Path) -> float:
