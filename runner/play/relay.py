@@ -12,10 +12,11 @@ plain UCI move, or the loop is RELAY_AHEAD (12) relayed moves behind, it writes
 as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
 with its stamps and what the referee takes already made in C (:func:`reply`: the text, the
 ponder, the search's info, for a relayed move its PlayResult). A relayed move needs nothing
-from the loop, so it does not wake it at once: the loop is woken when the oldest relayed
-move queued has waited RELAY_WAKE_DELAY (15 ms) or RELAY_WAKE_MOVES (6) are queued, and
-takes them all in a row; a move not relayed wakes it at once, and the watchdog and an
-engine's exit take the moves queued before they judge. The referee (python-chess) stays
+from the loop, so one thought in less than RELAY_WAKE_DELAY (15 ms) does not wake it at
+once: the loop is woken when the oldest relayed move queued has waited RELAY_WAKE_DELAY or
+RELAY_WAKE_MOVES (6) are queued, and takes them all in a row; a slower move and a move not
+relayed wake it at once, and the watchdog and an engine's exit take the moves queued
+before they judge. The referee (python-chess) stays
 the authority on it and, when it does not follow the relay (an illegal or non-canonical
 move, the game's end), calls :meth:`MoveRelay.settle`: the relay is disarmed, an engine that
 got a ``go`` meanwhile gets ``stop``, and its answer is awaited and dropped (not charged).
