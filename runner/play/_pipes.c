@@ -866,11 +866,12 @@ static PyTypeObject ReaderType = {
  */
 
 #define RELAY_AHEAD 12
-/* A relayed move reaches the loop at most this late (the live views' 200 ms budget keeps
- * far more; the loop's wakes per move fall as moves come faster than this) ... */
+/* A quick relayed move (thought in less than this) wakes the loop at most this late (the
+ * live views' 200 ms budget keeps far more; the wakes per move fall as moves come faster
+ * than this) ... */
 #define RELAY_WAKE_DELAY_NS 15000000L
-/* ... or when this many relayed moves are queued (below RELAY_AHEAD: the relay never waits
- * for the loop) */
+/* ... or when this many relayed moves are queued (below RELAY_AHEAD: the relay does not
+ * wait for a loop checking a batch) */
 #define RELAY_WAKE_MOVES 6
 
 enum { TIMER_OFF, TIMER_LATER, TIMER_NOW };
