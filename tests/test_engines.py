@@ -336,3 +336,81 @@ def test_probe_of_real_engines_node_limits(monkeypatch) -> None:
     results = engines.probe_engines([toga, stockfish, toga_depth], timeout=20)
     assert [r.error for r in results] == ["", "", ""]
     assert [r.limit_ignored for r in results] == ["go nodes 100", "", ""]
+
+
+def test_the_walk_for_owner_tokens_reads_only_processes_started_after_the_engine():
+    """The walk of /proc at a game's end reads the environment of a process only when its
+    pid can have been handed out after the engine's (issue #52: on a machine whose pids
+    wrapped around, every older process with a higher pid was read, twice a game)."""
+    from runner.play.processes import may_carry
+
+    assert may_carry(120, 100, 150) and may_carry(150, 100, 150)
+    assert not may_carry(100, 100, 150)  # the engine itself: its own exit was seen
+    assert not may_carry(90, 100, 150)  # older
+    assert not may_carry(30000, 100, 150)  # older, from before the pids wrapped around
+    # the pids wrapped around since the engine started (last below since)
+    assert may_carry(30000, 20000, 50) and may_carry(40, 20000, 50)
+    assert not may_carry(10000, 20000, 50)
+    assert may_carry(5, None, 50)  # no since: any
+    assert may_carry(120, 100, None) and not may_carry(90, 100, None)  # no last: above since
+
+
+def _carrier(token: str) -> subprocess.Popen[bytes]:
+    from runner.play.processes import OWNER_ENV
+
+    return subprocess.Popen([sys.executable, "-c", SLEEPER],
+                            env={**os.environ, OWNER_ENV: token})
+
+
+def _wait_carrying(carrier: subprocess.Popen[bytes], token: str) -> None:
+    from runner.play.processes import OWNER_ENV
+
+    def carries() -> bool:
+        with contextlib.suppress(psutil.Error):
+            return psutil.Process(carrier.pid).environ().get(OWNER_ENV) == token
+        return False
+
+    wait_until(carries, "no carrier")
+
+
+def test_a_process_carrying_the_token_is_found_after_the_pids_wrapped_around():
+    """An escaped process whose pid is below its engine's because the pids wrapped around
+    meanwhile was never looked for by the walk (only pids above the engine's were)."""
+    from runner.play import processes
+
+    token = f"{os.getpid()}:0:{uuid.uuid4().hex}"
+    carrier = _carrier(token)
+    try:
+        _wait_carrying(carrier, token)
+        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        assert last >= carrier.pid
+        # its engine had a pid above the last one handed out: the pids wrapped since
+        found = processes._owned_processes({token: last + 1})
+        assert [p.pid for p in found] == [carrier.pid]
+    finally:
+        carrier.kill()
+        carrier.wait()
+
+
+def test_a_process_older_than_the_engine_is_not_read(monkeypatch):  # noqa: ANN001
+    """A process handed out a pid after the last one the kernel gave (as seen by the walk)
+    can only be older than the engine, from before a wrap-around: its environment is not
+    read (it carries the token here, which only the walk's bound can skip)."""
+    from runner.play import processes
+
+    token = f"{os.getpid()}:0:{uuid.uuid4().hex}"
+    carrier = _carrier(token)
+    try:
+        _wait_carrying(carrier, token)
+        read: list[int] = []
+        real = processes._environ
+        monkeypatch.setattr(processes, "_environ", lambda pid: read.append(pid) or real(pid))
+        monkeypatch.setattr(processes, "last_pid", lambda: carrier.pid - 1)
+        assert processes._owned_processes({token: carrier.pid - 2}) == []
+        assert carrier.pid not in read
+        monkeypatch.setattr(processes, "last_pid", lambda: carrier.pid)
+        assert [p.pid for p in processes._owned_processes({token: carrier.pid - 2})] \
+            == [carrier.pid]
+    finally:
+        carrier.kill()
+        carrier.wait()
