@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -414,3 +415,40 @@ def test_a_process_older_than_the_engine_is_not_read(monkeypatch):  # noqa: ANN0
     finally:
         carrier.kill()
         carrier.wait()
+
+
+def test_an_unchanged_engine_binary_is_checked_with_one_stat_and_a_changed_one_again(
+        tmp_path, monkeypatch):  # noqa: ANN001
+    """A fresh engine every game (Restart: on) checked its program as execve would with a
+    stat, an access check and a read of its head each time (issue #52); now an ELF binary
+    found runnable is read once while its file is unchanged, and checked afresh once it
+    changes (no longer executable, no longer ELF)."""
+    import builtins
+    import shutil
+
+    from runner.play import engines
+
+    program = tmp_path / "engine"
+    shutil.copy(sys.executable, program)  # an ELF binary
+    reads: list[str] = []
+    real_open = builtins.open
+
+    def counting_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if str(file) == str(program):
+            reads.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    assert engines.exec_precheck(str(program)) is None
+    assert engines.exec_precheck(str(program)) is None
+    assert len(reads) == 1
+    program.chmod(0o644)
+    refused = engines.exec_precheck(str(program))
+    assert refused is not None and refused.errno == errno.EACCES
+    program.write_bytes(b"not a program\n")
+    program.chmod(0o755)
+    refused = engines.exec_precheck(str(program))
+    assert refused is not None and refused.errno == errno.ENOEXEC
+    program.unlink()
+    refused = engines.exec_precheck(str(program))
+    assert refused is not None and refused.errno == errno.ENOENT

@@ -581,18 +581,34 @@ def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str 
 # --------------------------------------------------------------------------- probing
 
 
+#: Engine programs found runnable ELF binaries, by path: the file's identity then (device,
+#: inode, mode, owner, size, modification time). A fresh engine every game (Restart: on) is
+#: then checked with one stat instead of a stat, an access check and a read of its head.
+_RUNNABLE: dict[str, tuple[int, ...]] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns)
+
+
 def exec_precheck(command: str) -> OSError | None:
     """The error execve would give for ``command`` (None: it looks runnable).
 
     Engines are started through setpriv (see :func:`child_argv`), whose exec failure is only
     an early exit, and whose execvp would run a script without a ``#!`` line through
     /bin/sh: what subprocess's execve refuses is refused here first, with the same errno.
+    An ELF binary found runnable is not read again while its file is unchanged
+    (``_RUNNABLE``); a script always is (its interpreter may change).
     """
     def error(code: int) -> OSError:
         return OSError(code, os.strerror(code), command)
 
-    if not os.path.exists(command):
+    try:
+        st = os.stat(command)
+    except (OSError, ValueError):
         return error(errno.ENOENT)
+    if _RUNNABLE.get(command) == _identity(st):
+        return None
     if os.path.isdir(command) or not os.access(command, os.X_OK):
         return error(errno.EACCES)
     try:
@@ -601,6 +617,7 @@ def exec_precheck(command: str) -> OSError | None:
     except OSError:
         return None  # executable but unreadable: let exec decide
     if head.startswith(b"\x7fELF"):
+        _RUNNABLE[command] = _identity(st)
         return None
     if head.startswith(b"#!"):
         words = head[2:].decode("utf-8", "replace").split()
