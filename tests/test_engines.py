@@ -452,3 +452,53 @@ def test_an_unchanged_engine_binary_is_checked_with_one_stat_and_a_changed_one_a
     program.unlink()
     refused = engines.exec_precheck(str(program))
     assert refused is not None and refused.errno == errno.ENOENT
+
+
+def test_an_engines_row_is_committed_while_it_starts_and_before_its_start_returns():
+    """The start of a fresh engine waited for its process row's commit (the store's writer
+    thread) before its handshake: a round trip to the writer and a wake of the loop per
+    engine (issue #52). The commit now overlaps the handshake; the start still returns only
+    once the row is committed, and a failed commit still fails the start and kills it."""
+    import concurrent.futures
+    import threading
+
+    lines: list[str] = []
+    rows: list[concurrent.futures.Future[None]] = []
+
+    def on_process(pid: int, created: float) -> concurrent.futures.Future[None]:
+        rows.append(concurrent.futures.Future())
+        return rows[-1]
+
+    def io_log(direction: str, line: str) -> None:
+        lines.append(line)
+        if line == "uciok":  # the handshake ran without the row: commit it a little later
+            threading.Timer(0.2, rows[-1].set_result, (None,)).start()
+
+    async def main() -> float:
+        started = time.monotonic()
+        proc = await asyncio.wait_for(start_engine(
+            EngineConfig("F", sys.executable, (str(FAKE),)), on_process=on_process,
+            io_log=io_log), 10)
+        took = time.monotonic() - started
+        assert rows[-1].done()
+        await proc.close()
+        return took
+
+    assert asyncio.run(main()) >= 0.2 and "uciok" in lines
+
+    def failing(pid: int, created: float) -> concurrent.futures.Future[None]:
+        row: concurrent.futures.Future[None] = concurrent.futures.Future()
+        row.set_exception(RuntimeError("disk full"))
+        rows.append(row)
+        return row
+
+    seen: list[int] = []
+
+    async def fails() -> None:
+        engine = EngineConfig("F", sys.executable, (str(FAKE),))
+        with pytest.raises(Exception, match="disk full"):
+            await start_engine(engine, on_process=lambda p, c: seen.append(p) or failing(p, c))
+
+    asyncio.run(fails())
+    wait_until(lambda: not psutil.pid_exists(seen[0]) or psutil.Process(seen[0]).status()
+               == psutil.STATUS_ZOMBIE, "the engine outlived its failed start")

@@ -467,9 +467,9 @@ async def start_engine(
     recorded = on_process(pid, create_time) if on_process is not None else None
     proc = EngineProcess(engine, transport, protocol, pid, create_time, token=token, handle=handle)
     try:
-        if isinstance(recorded, concurrent.futures.Future):  # committed off the loop: for the
-            await asyncio.wrap_future(recorded)  # orphan sweep, before the engine is talked to
         await _handshake(proc, timeout, confirm)
+        if isinstance(recorded, concurrent.futures.Future):  # its row for the orphan sweep,
+            await _committed(recorded)  # committed off the loop meanwhile: before it plays
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
             await pin_off_loop(pid, cpus)
     except TimeoutError:
@@ -508,6 +508,15 @@ async def _spawn(engine: EngineConfig, command: list[str], factory: Callable[[],
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, exc)}") from None
+
+
+async def _committed(future: concurrent.futures.Future[Any]) -> None:
+    """Wait for a write of the store's writer thread; one done already (as a started
+    engine's row is by the end of its handshake) costs the loop no wake."""
+    if future.done():
+        future.result()  # its error, if it failed
+    else:
+        await asyncio.wrap_future(future)
 
 
 def _process_of(transport: Any, pid: int) -> tuple[psutil.Process | None, float]:
