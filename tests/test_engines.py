@@ -374,7 +374,8 @@ def _wait_carrying(carrier: subprocess.Popen[bytes], token: str) -> None:
     wait_until(carries, "no carrier")
 
 
-def test_a_process_carrying_the_token_is_found_after_the_pids_wrapped_around():
+def test_a_process_carrying_the_token_is_found_after_the_pids_wrapped_around(
+        monkeypatch):  # noqa: ANN001
     """An escaped process whose pid is below its engine's because the pids wrapped around
     meanwhile was never looked for by the walk (only pids above the engine's were)."""
     from runner.play import processes
@@ -385,6 +386,8 @@ def test_a_process_carrying_the_token_is_found_after_the_pids_wrapped_around():
         _wait_carrying(carrier, token)
         last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
         assert last >= carrier.pid
+        # the kernel's last pid as the walk reads it, fixed (other processes start meanwhile)
+        monkeypatch.setattr(processes, "last_pid", lambda: last, raising=False)
         # its engine had a pid above the last one handed out: the pids wrapped since
         found = processes._owned_processes({token: last + 1})
         assert [p.pid for p in found] == [carrier.pid]
