@@ -15,6 +15,7 @@ import select
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import chess
 import psutil
@@ -603,3 +604,43 @@ def test_a_relayed_game_wakes_the_loop_fewer_times_than_it_moves_each_move_in_ti
     assert len(wakes) * 2 <= sum(relayed), wakes
     late = [at - stamp for (_, at), stamp in zip(emitted[2:], stamps, strict=True)]
     assert max(late) < pipes.native().RELAY_WAKE_DELAY + 0.1, late
+
+
+@pytest.mark.parametrize("judge", ["deadline", "exit"])
+def test_a_move_waiting_in_c_for_its_wake_is_the_move_not_a_timeout_nor_a_disconnect(
+        judge: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quick relayed move waits in C for the loop's wake; when the awaited move's deadline
+    passes, or its engine exits, meanwhile, the move that came is taken first: it is the
+    move, not a time-out nor a disconnect."""
+    monkeypatch.setenv(pipes.ENV, "native")
+    relay, outs, ins, _readers = _relay_on_pipes()
+
+    async def main() -> tuple:
+        loop = asyncio.get_running_loop()
+        procs = {c: SimpleNamespace(protocol=SimpleNamespace(exit_code=loop.create_future()))
+                 for c in (chess.WHITE, chess.BLACK)}
+        moves = MoveRelay(relay, procs, None, {}, None, None)  # type: ignore[arg-type]
+        try:
+            relay.go(0, None, 0.0, 0.0, 0, 0)
+            assert os.read(ins[0], 4096).endswith(b"go nodes 1\n")
+            os.write(outs[0], b"bestmove e2e4\n")
+            assert os.read(ins[1], 4096).endswith(b"go nodes 1\n")
+            time.sleep(0.002)  # queued in C; the loop not run since: its wake not taken
+            moves.waiting, moves.waiting_for = loop.create_future(), chess.WHITE
+            if judge == "deadline":
+                moves.deadline = time.monotonic() - 1
+                moves._timed_out()
+            else:
+                exit_code = procs[chess.WHITE].protocol.exit_code
+                exit_code.set_result(0)
+                moves._exited(exit_code)
+            return moves.waiting.result()
+        finally:
+            moves.close()
+
+    try:
+        event = asyncio.run(main())
+        assert event[SIDE] == 0 and event[RELAYED] == 1 and relay_reply(event, chess.WHITE)[0] == "e2e4"
+    finally:
+        for fd in outs + ins:
+            os.close(fd)
