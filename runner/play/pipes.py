@@ -117,8 +117,8 @@ class NativeOutput(asyncio.ReadTransport):
         self.loop: asyncio.AbstractEventLoop = owner.loop
         self.protocol = owner.protocol
         self.module = module
-        # owns fd from here on (its thread closes it)
-        self.reader = module.Reader(fd, *reader_priority())
+        # owns fd from here on (its thread closes it); at SCHED_FIFO it follows the engine's CPU
+        self.reader = module.Reader(fd, *reader_priority(), owner.get_pid())
         self.wake_fd = self.reader.fileno()
         self.closing = False
         self.loop.add_reader(self.wake_fd, self._woken)
