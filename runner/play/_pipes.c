@@ -1,8 +1,10 @@
 /* runner.play._pipes: an engine's stdout read, split and time-stamped below Python.
  *
- * One native thread per engine (a Reader) polls the engine's stdout and a stop eventfd,
- * read()s with the GIL never taken, and stamps CLOCK_MONOTONIC (the clock of Python's
- * time.monotonic() on Linux) the moment each read returns. It never touches a Python
+ * One native thread per engine (a Reader) waits in a blocking read() of the engine's stdout
+ * (one system call per wake: the engine writes a line, the read returns it) with the GIL
+ * never taken, and stamps CLOCK_MONOTONIC (the clock of Python's time.monotonic() on Linux)
+ * the moment each read returns. stop() cancels the thread (pthread_cancel), which is
+ * cancellable in that read only, never while it holds a lock. It never touches a Python
  * object: what it has for the event loop is queued under a mutex, and the loop is woken by
  * an eventfd it watches (loop.add_reader) only when the queue goes from empty to not empty.
  *
@@ -16,16 +18,17 @@
  *         is complete, stamped with the read that completed it; what follows that line is
  *         queued as a pass chunk and the reader is back in pass mode.
  *   At EOF or a read error an EOF event is queued and the thread ends (closing the
- *   engine's stdout, which it owns). stop() ends it at once.
+ *   engine's stdout, which it owns). stop() ends it at once, queueing nothing.
  *
  * Priority (Reader(fd, realtime, nice, slice_ns), chosen by runner.play.pipes): first
  * thing, the thread asks for SCHED_FIFO at priority `realtime` (> 0), else for the nice
  * value `nice` (< 0) and a time slice of `slice_ns` (Linux 6.12+), else for the slice
  * alone, for itself only (never inherited: SCHED_RESET_ON_FORK); what the kernel refuses
- * it goes without, silently. The thread only blocks in poll() and read() and spends
- * microseconds per read: what the priority buys is that the read of a bestmove, and so its
- * stamp, does not wait for a core behind engines or the event loop. `native_id` and
- * `priority` say which thread it is and what it got.
+ * it goes without, silently. The thread only blocks in read() and spends microseconds per
+ * read: what the priority buys is that the read of a bestmove, and so its stamp, does not
+ * wait for a core behind engines or the event loop. `native_id` and `priority` say which
+ * thread it is and what it got. At SCHED_FIFO, given its engine's pid, it follows the
+ * engine's CPU (see "following the engine's CPU"; `cpu` says where it is bound).
  *
  * LogFile: the engine log of one game, a 64 KiB buffer over a file descriptor shared by the
  * loop thread (its own lines) and the readers of the game's engines (their lines in move
@@ -572,9 +575,35 @@ struct dirent64_raw {
     char name[];
 };
 
-/* The CPU of the engine's first running thread (state R, a normal policy), or -1. */
-static int engine_cpu(int task_dir) {
-    char dents[8192], path[300], text[1024];
+/* The CPU of an engine thread by its stat file (read from its start): >= 0 when the thread
+ * is running (state R) at a normal policy, -1 when it is not, -2 when it cannot be read. */
+static int running_cpu(int stat_fd) {
+    char text[1024];
+    ssize_t got = pread(stat_fd, text, sizeof text - 1, 0);
+    if (got <= 0) return -2;
+    text[got] = 0;
+    char *p = strrchr(text, ')');  /* "pid (comm) state ppid ...": fields from 3 on */
+    if (p == NULL || p[1] != ' ') return -2;
+    if (p[2] != 'R') return -1;
+    long fields[42] = {0};
+    int field = 3;
+    for (p += 2; *p && field < 41; p++)
+        if (*p == ' ') fields[++field] = strtol(p + 1, NULL, 10);
+    if (field < 41 || fields[41] == SCHED_FIFO || fields[41] == SCHED_RR) return -1;
+    return (int)fields[39];  /* processor; 41: policy */
+}
+
+/* The CPU of the engine's running thread, or -1: the thread found last time (*stat_fd, its
+ * stat file kept open) when it still runs, else the first running one of its threads (its
+ * stat file kept in *stat_fd for the next time). */
+static int engine_cpu(int task_dir, int *stat_fd) {
+    if (*stat_fd >= 0) {
+        int cpu = running_cpu(*stat_fd);
+        if (cpu >= 0) return cpu;
+        close(*stat_fd);
+        *stat_fd = -1;
+    }
+    char dents[8192], path[300];
     if (lseek(task_dir, 0, SEEK_SET) < 0) return -1;
     long n = syscall(SYS_getdents64, task_dir, dents, sizeof dents);
     for (long at = 0; at < n;) {
@@ -584,26 +613,19 @@ static int engine_cpu(int task_dir) {
         snprintf(path, sizeof path, "%s/stat", d->name);
         int fd = openat(task_dir, path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) continue;
-        ssize_t got = read(fd, text, sizeof text - 1);
+        int cpu = running_cpu(fd);
+        if (cpu >= 0) {
+            *stat_fd = fd;
+            return cpu;
+        }
         close(fd);
-        if (got <= 0) continue;
-        text[got] = 0;
-        char *p = strrchr(text, ')');  /* "pid (comm) state ppid ...": fields from 3 on */
-        if (p == NULL || p[1] != ' ' || p[2] != 'R') continue;
-        long fields[42] = {0};
-        int field = 3;
-        for (p += 2; *p && field < 41; p++)
-            if (*p == ' ') fields[++field] = strtol(p + 1, NULL, 10);
-        if (field < 41) continue;
-        if (fields[41] == SCHED_FIFO || fields[41] == SCHED_RR) return -1;
-        return (int)fields[39];  /* processor; 41: policy */
     }
     return -1;
 }
 
 /* Bind the calling reader to its engine's CPU (see above). */
-static void follow_engine(ReaderCore *r, int task_dir, const cpu_set_t *allowed) {
-    int cpu = engine_cpu(task_dir);
+static void follow_engine(ReaderCore *r, int task_dir, int *stat_fd, const cpu_set_t *allowed) {
+    int cpu = engine_cpu(task_dir, stat_fd);
     if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, allowed) || cpu == atomic_load(&r->cpu))
         return;
     cpu_set_t one;
@@ -626,7 +648,7 @@ static int follow_dir(ReaderCore *r, cpu_set_t *allowed) {
 typedef struct {
     ReaderCore *r;
     char *buf;
-    int task_dir;
+    int task_dir, stat_fd;  /* following the engine (-1: not) */
     int err;  /* 0: EOF; an errno; -1: stopped (no EOF event) */
 } ReaderRun;
 
@@ -636,6 +658,7 @@ static void reader_end(void *arg) {
     ReaderCore *r = run->r;
     free(run->buf);
     if (run->task_dir >= 0) close(run->task_dir);
+    if (run->stat_fd >= 0) close(run->stat_fd);
     pthread_mutex_lock(&r->mu);
     close(r->fd);
     r->fd = -1;
@@ -680,7 +703,7 @@ static void *reader_main(void *arg) {
     atomic_store(&r->tid, (int)syscall(SYS_gettid));
     atomic_store(&r->priority, raise_priority(r->realtime, r->nice, r->slice_ns));
     cpu_set_t allowed;
-    ReaderRun run = {.r = r, .buf = malloc(READ_SIZE), .err = -1};
+    ReaderRun run = {.r = r, .buf = malloc(READ_SIZE), .stat_fd = -1, .err = -1};
     run.task_dir = follow_dir(r, &allowed);
     pthread_cleanup_push(reader_end, &run);
     char *buf = run.buf;
@@ -710,7 +733,7 @@ static void *reader_main(void *arg) {
         pthread_mutex_unlock(&r->mu);
         if (must_wake) wake(r);
         if (hand != NULL) relay_move(relay, side, hand);
-        if (follow) follow_engine(r, run.task_dir, &allowed);
+        if (follow) follow_engine(r, run.task_dir, &run.stat_fd, &allowed);
     }
     pthread_cleanup_pop(1);
     return NULL;
