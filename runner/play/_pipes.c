@@ -320,7 +320,7 @@ typedef struct {
     atomic_int tid;      /* the thread's id, once it runs (0 before) */
     atomic_int priority; /* what it got: PRIORITY_* (-1 before it asked) */
     int engine_pid;      /* the engine whose CPU it follows (0: none) */
-    int follow_due;      /* move mode: the engine's CPU is to be looked up at the next read */
+    int move_reads;      /* move mode: reads so far in this move */
     atomic_int cpu;      /* the CPU it is bound to (-1: not bound) */
 } ReaderCore;
 
@@ -560,12 +560,16 @@ static void wake(ReaderCore *r) {
  * task), wherever the engine writes from. A wake on another CPU than the writer's costs the
  * reader many times a wake on the writer's own (an interrupt to the other CPU, a cold cache:
  * 20 us against 2.5 on a 2-vCPU VM), and a move's info lines wake it once each. So, at the
- * first read of each move, a real-time reader given its engine's pid looks up the CPU of the
+ * third read of each move, a real-time reader given its engine's pid looks up the CPU of the
  * engine's running thread (/proc/<pid>/task/<tid>/stat) and binds itself to that CPU (within
  * the CPUs it was allowed at start): the engine's next lines wake it where they are written,
  * and the bestmove is read at once, the reader preempting the engine that has just written
  * it. Where the engine moves on, the next move's look-up follows it. An engine thread at a
  * real-time policy itself is not followed (the reader could not preempt it). */
+
+/* The read of a move at which the engine's CPU is looked up: an engine that writes less per
+ * move (a line or two, then bestmove) is not worth the look-up. */
+#define FOLLOW_AT 3
 
 struct dirent64_raw {
     uint64_t ino;
@@ -728,8 +732,7 @@ static void *reader_main(void *arg) {
             r->relay = NULL;
             r->relay_ev = NULL;
         }
-        int follow = r->moving && r->follow_due && run.task_dir >= 0;
-        if (r->moving) r->follow_due = 0;
+        int follow = r->moving && ++r->move_reads == FOLLOW_AT && run.task_dir >= 0;
         pthread_mutex_unlock(&r->mu);
         if (must_wake) wake(r);
         if (hand != NULL) relay_move(relay, side, hand);
@@ -926,7 +929,7 @@ static PyObject *Reader_begin_move(ReaderObject *self, PyObject *args) {
     bytes_set(&r->partial, pending, (size_t)npending);
     r->has_score = r->has_bound = r->has_pv = 0;
     r->moving = 1;
-    r->follow_due = 1;
+    r->move_reads = 0;
     pthread_mutex_unlock(&r->mu);
     log_release(old);
     Py_RETURN_NONE;
@@ -1132,7 +1135,7 @@ static double relay_begin_locked(RelayCore *R, int side) {
     atomic_fetch_add(&R->refs, 1);
     r->relay_side = side;
     r->moving = 1;
-    r->follow_due = 1;
+    r->move_reads = 0;
     pthread_mutex_unlock(&r->mu);
     log_release(old);
     if (was == R) atomic_fetch_sub(&R->refs, 1);  /* R itself: never the last */
