@@ -137,6 +137,37 @@ def test_stop_ends_a_reader_asleep_in_its_read_at_once() -> None:
     assert reader.take() == []
 
 
+def test_stop_ends_a_reader_busy_with_a_stream_of_lines() -> None:
+    """stop() while the engine writes without a pause (in move mode, a log on): the thread
+    ends at its next read, whatever it was doing, and its writer gets EPIPE."""
+    import threading
+
+    module = pipes._load()
+    r, w = os.pipe()
+    reader = started_reader(r)
+    tid = reader.native_id
+    log = module.LogFile(os.open(os.devnull, os.O_WRONLY))
+    reader.begin_move(b"", log, b" E < ", time.monotonic())
+    broken = threading.Event()
+
+    def stream() -> None:
+        try:
+            while True:
+                os.write(w, b"info depth 12 score cp 31 nodes 99 pv e2e4 e7e5\n" * 50)
+        except BrokenPipeError:
+            broken.set()
+
+    writer = threading.Thread(target=stream, daemon=True)
+    writer.start()
+    time.sleep(0.2)
+    reader.stop()
+    assert gone_within(tid, 2.0)
+    assert broken.wait(5)
+    writer.join(5)
+    os.close(w)
+    log.close()
+
+
 def test_stop_after_the_engine_is_gone_leaves_the_ended_thread_alone() -> None:
     """EOF: the EOF event is queued and the thread ends by itself; stop() afterwards (and
     the reader's deletion) touch nothing of it."""
