@@ -20,15 +20,15 @@ pytestmark = [
     pytest.mark.skipif(pipes._load() is None, reason="the compiled pipes are not built"),
 ]
 
-#: a UCI-like engine: for each line it reads, five search lines written while it computes
+#: a UCI-like engine: for each line it reads, eight search lines written while it computes
 #: (its thread running, on the CPU it is bound to), then its move
 BUSY_ENGINE = """
 import os, sys, time
 for line in sys.stdin:
     if line.strip() == "quit":
         break
-    for depth in range(1, 6):
-        until = time.monotonic() + 0.004
+    for depth in range(1, 9):
+        until = time.monotonic() + 0.003
         while time.monotonic() < until:
             pass
         os.write(1, b"info depth %d score cp 10 pv e2e4\\n" % depth)
