@@ -80,10 +80,12 @@ def engine_plies(pgn: Path) -> tuple[int, int]:
 RESTART = "on"  # --restart
 
 
-def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
+def event_config(work: Path, pairs: int, nodes: int, book: Path, restart: str) -> Path:
+    """These games as swiss-runner's event (one round per opening), its config written in
+    ``work``."""
     config = work / "event.yaml"
     config.write_text(yaml.safe_dump({
-        "Event": "bench", "TimeControl": "inf", "Concurrency": 1, "Restart": RESTART,
+        "Event": "bench", "TimeControl": "inf", "Concurrency": 1, "Restart": restart,
         "SwissOptions": {"GamesPerMatch": 2, "Rounds": pairs, "Seeding": "listed",
                          "RandomOpenings": False, "StatePath": str(work / "state.json")},
         "Openings": {"File": str(book), "Format": "pgn", "Order": "sequential"},
@@ -91,6 +93,11 @@ def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[fl
         "Engines": [{"Name": n, "Command": c, "Nodes": nodes, "Options": {"Hash": 16, "Threads": 1}}
                     for n, c in ENGINES],
     }))
+    return config
+
+
+def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:
+    config = event_config(work, pairs, nodes, book, RESTART)
     # compiled first, as an installed package is (pip compiles on install): with
     # PYTHONDONTWRITEBYTECODE set, every start would compile every module again
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "runner")], check=True)

@@ -140,3 +140,24 @@ def test_the_clock_benchs_split_adds_up_to_each_moves_excess() -> None:
     # the engine's 3 ms wait in its write: only the 0.1 ms before the read is the read's
     assert second.parts["engine waited for a CPU in its write"] == pytest.approx(1e-4)
     assert second.parts["rest of bestmove -> read"] == pytest.approx(0.0)
+
+
+@pytest.mark.slow
+@pytest.mark.engines
+@pytest.mark.skipif(not (Path("/usr/games/stockfish").exists()
+                         and Path("/usr/games/ethereal-chess").exists()),
+                    reason="Debian's stockfish and ethereal-chess are not installed")
+def test_the_fresh_game_bench_measures_every_row_for_both_checkouts() -> None:
+    """bench/bench_fresh_game.py in small: a game's two fresh engines started and closed,
+    every row measured for this checkout and a base (here the same one); the numbers are
+    the bench's, not asserted."""
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "bench_fresh_game.py"),
+                          "--games", "2", "--repeat", "1", "--base", str(REPO)],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| this")
+            or line.startswith("| base")]
+    assert len(rows) == 2, run.stdout
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("| \n").split("|")][1:]
+        assert len(cells) == 3 and all(float(cell.split()[0]) > 0 for cell in cells), row

@@ -5,7 +5,9 @@ process (never an in-process call) freezes its heap before exiting."""
 
 from __future__ import annotations
 
+import argparse
 import gc
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +28,12 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=REPO, timeout=120, check=False)
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommands ``parser`` has built a parser for."""
+    return [name for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction) for name in action.choices]
+
+
 def test_a_command_builds_only_its_own_arguments_and_help_shows_every_one(
         capsys: pytest.CaptureFixture[str]) -> None:
     out = _python("import sys; from runner.cli import build_parser; "
@@ -33,6 +41,9 @@ def test_a_command_builds_only_its_own_arguments_and_help_shows_every_one(
                   "print(args.config, 'runner.cli.td' in sys.modules, "
                   "'runner.cli.ratings' in sys.modules)")
     assert out.stdout.split() == ["x.yaml", "False", "False"], out.stderr
+    assert _commands(build_parser("run")) == ["run"]  # the others' arguments cost 2-3 ms
+    every = _commands(build_parser(None))
+    assert len(every) > 10 and "run" in every and _commands(build_parser("valdiate")) == every
     for command in (None, "td"):
         args = build_parser(command).parse_args(["td", "c.yaml", "pause", "--reason", "r"])
         assert (args.action, args.mode, args.reason) == ("pause", "finish", "r")
@@ -85,3 +96,22 @@ def test_only_the_process_entry_freezes_its_heap_before_exit(
                          capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert f"{demo}: OK: 7 engines" in run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.engines
+def test_the_start_up_bench_measures_every_row_in_turn() -> None:
+    """bench/bench_startup.py in small: every row measured, for this checkout and a base
+    (here the same one); the numbers are the bench's, not asserted."""
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "bench_startup.py"),
+                          "--repeat", "1", "--base", str(REPO)],
+                         capture_output=True, text=True, timeout=300, check=False,
+                         env={**os.environ, "PATH": f"{os.environ.get('PATH', '')}:/usr/games"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = {cells[0]: cells[1:] for line in run.stdout.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("| \n").split("|")]]}
+    for row in ("python -c pass", "imports of run", "run, event complete", "run, 1 opening",
+                "run, 4 openings", "per game", "once per run"):
+        this, base, diff = rows[row]
+        assert float(this) > 0 and float(base) > 0, row
+        assert diff.startswith(("+", "-")), row

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -336,3 +337,171 @@ def test_probe_of_real_engines_node_limits(monkeypatch) -> None:
     results = engines.probe_engines([toga, stockfish, toga_depth], timeout=20)
     assert [r.error for r in results] == ["", "", ""]
     assert [r.limit_ignored for r in results] == ["go nodes 100", "", ""]
+
+
+def test_the_walk_for_owner_tokens_reads_only_processes_started_after_the_engine():
+    """The walk of /proc at a game's end reads the environment of a process only when its
+    pid can have been handed out after the engine's (issue #52: on a machine whose pids
+    wrapped around, every older process with a higher pid was read, twice a game)."""
+    from runner.play.processes import may_carry
+
+    assert may_carry(120, 100, 150) and may_carry(150, 100, 150)
+    assert not may_carry(100, 100, 150)  # the engine itself: its own exit was seen
+    assert not may_carry(90, 100, 150)  # older
+    assert not may_carry(30000, 100, 150)  # older, from before the pids wrapped around
+    # the pids wrapped around since the engine started (last below since)
+    assert may_carry(30000, 20000, 50) and may_carry(40, 20000, 50)
+    assert not may_carry(10000, 20000, 50)
+    assert may_carry(5, None, 50)  # no since: any
+    assert may_carry(120, 100, None) and not may_carry(90, 100, None)  # no last: above since
+
+
+def _carrier(token: str) -> subprocess.Popen[bytes]:
+    from runner.play.processes import OWNER_ENV
+
+    return subprocess.Popen([sys.executable, "-c", SLEEPER],
+                            env={**os.environ, OWNER_ENV: token})
+
+
+def _wait_carrying(carrier: subprocess.Popen[bytes], token: str) -> None:
+    from runner.play.processes import OWNER_ENV
+
+    def carries() -> bool:
+        with contextlib.suppress(psutil.Error):
+            return psutil.Process(carrier.pid).environ().get(OWNER_ENV) == token
+        return False
+
+    wait_until(carries, "no carrier")
+
+
+def test_a_process_carrying_the_token_is_found_after_the_pids_wrapped_around(
+        monkeypatch):  # noqa: ANN001
+    """An escaped process whose pid is below its engine's because the pids wrapped around
+    meanwhile was never looked for by the walk (only pids above the engine's were)."""
+    from runner.play import processes
+
+    token = f"{os.getpid()}:0:{uuid.uuid4().hex}"
+    carrier = _carrier(token)
+    try:
+        _wait_carrying(carrier, token)
+        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        assert last >= carrier.pid
+        # the kernel's last pid as the walk reads it, fixed (other processes start meanwhile)
+        monkeypatch.setattr(processes, "last_pid", lambda: last, raising=False)
+        # its engine had a pid above the last one handed out: the pids wrapped since
+        found = processes._owned_processes({token: last + 1})
+        assert [p.pid for p in found] == [carrier.pid]
+    finally:
+        carrier.kill()
+        carrier.wait()
+
+
+def test_a_process_older_than_the_engine_is_not_read(monkeypatch):  # noqa: ANN001
+    """A process handed out a pid after the last one the kernel gave (as seen by the walk)
+    can only be older than the engine, from before a wrap-around: its environment is not
+    read (it carries the token here, which only the walk's bound can skip)."""
+    from runner.play import processes
+
+    token = f"{os.getpid()}:0:{uuid.uuid4().hex}"
+    carrier = _carrier(token)
+    try:
+        _wait_carrying(carrier, token)
+        read: list[int] = []
+        real = processes._environ
+        monkeypatch.setattr(processes, "_environ", lambda pid: read.append(pid) or real(pid))
+        monkeypatch.setattr(processes, "last_pid", lambda: carrier.pid - 1)
+        assert processes._owned_processes({token: carrier.pid - 2}) == []
+        assert carrier.pid not in read
+        monkeypatch.setattr(processes, "last_pid", lambda: carrier.pid)
+        assert [p.pid for p in processes._owned_processes({token: carrier.pid - 2})] \
+            == [carrier.pid]
+    finally:
+        carrier.kill()
+        carrier.wait()
+
+
+def test_an_unchanged_engine_binary_is_checked_with_one_stat_and_a_changed_one_again(
+        tmp_path, monkeypatch):  # noqa: ANN001
+    """A fresh engine every game (Restart: on) checked its program as execve would with a
+    stat, an access check and a read of its head each time (issue #52); now an ELF binary
+    found runnable is read once while its file is unchanged, and checked afresh once it
+    changes (no longer executable, no longer ELF)."""
+    import builtins
+    import shutil
+
+    from runner.play import engines
+
+    program = tmp_path / "engine"
+    shutil.copy(sys.executable, program)  # an ELF binary
+    reads: list[str] = []
+    real_open = builtins.open
+
+    def counting_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if str(file) == str(program):
+            reads.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    assert engines.exec_precheck(str(program)) is None
+    assert engines.exec_precheck(str(program)) is None
+    assert len(reads) == 1
+    program.chmod(0o644)
+    refused = engines.exec_precheck(str(program))
+    assert refused is not None and refused.errno == errno.EACCES
+    program.write_bytes(b"not a program\n")
+    program.chmod(0o755)
+    refused = engines.exec_precheck(str(program))
+    assert refused is not None and refused.errno == errno.ENOEXEC
+    program.unlink()
+    refused = engines.exec_precheck(str(program))
+    assert refused is not None and refused.errno == errno.ENOENT
+
+
+def test_an_engines_row_is_committed_while_it_starts_and_before_its_start_returns():
+    """The start of a fresh engine waited for its process row's commit (the store's writer
+    thread) before its handshake: a round trip to the writer and a wake of the loop per
+    engine (issue #52). The commit now overlaps the handshake; the start still returns only
+    once the row is committed, and a failed commit still fails the start and kills it."""
+    import concurrent.futures
+    import threading
+
+    lines: list[str] = []
+    rows: list[concurrent.futures.Future[None]] = []
+
+    def on_process(pid: int, created: float) -> concurrent.futures.Future[None]:
+        rows.append(concurrent.futures.Future())
+        return rows[-1]
+
+    def io_log(direction: str, line: str) -> None:
+        lines.append(line)
+        if line == "uciok":  # the handshake ran without the row: commit it a little later
+            threading.Timer(0.2, rows[-1].set_result, (None,)).start()
+
+    async def main() -> float:
+        started = time.monotonic()
+        proc = await asyncio.wait_for(start_engine(
+            EngineConfig("F", sys.executable, (str(FAKE),)), on_process=on_process,
+            io_log=io_log), 10)
+        took = time.monotonic() - started
+        assert rows[-1].done()
+        await proc.close()
+        return took
+
+    assert asyncio.run(main()) >= 0.2 and "uciok" in lines
+
+    def failing(pid: int, created: float) -> concurrent.futures.Future[None]:
+        row: concurrent.futures.Future[None] = concurrent.futures.Future()
+        row.set_exception(RuntimeError("disk full"))
+        rows.append(row)
+        return row
+
+    seen: list[int] = []
+
+    async def fails() -> None:
+        engine = EngineConfig("F", sys.executable, (str(FAKE),))
+        with pytest.raises(Exception, match="disk full"):
+            await start_engine(engine, on_process=lambda p, c: seen.append(p) or failing(p, c))
+
+    asyncio.run(fails())
+    wait_until(lambda: not psutil.pid_exists(seen[0]) or psutil.Process(seen[0]).status()
+               == psutil.STATUS_ZOMBIE, "the engine outlived its failed start")

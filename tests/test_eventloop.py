@@ -135,6 +135,95 @@ def test_the_heap_is_collected_before_each_round_not_during_games(
     assert calls == [0, 0]  # no game was being played at either
 
 
+# `python -m runner ARGS` in a process that records the collector's passes (the automatic
+# ones before the event loop starts, and whole-heap ones: gc.unfreeze) and the modules
+# imported by the end; the record is printed to stderr as JSON.
+_WATCHED_RUN = """
+import atexit, gc, json, runpy, sys
+import runner.cli
+from runner.play import eventloop
+record = {"start-up passes": [], "unfreezes": 0}
+phase = ["before main"]
+def watch(stage, info):
+    if stage == "start" and phase[0] == "start-up":
+        record["start-up passes"].append(info["generation"])
+gc.callbacks.append(watch)
+unfreeze = gc.unfreeze
+def counted_unfreeze():
+    record["unfreezes"] += 1
+    unfreeze()
+gc.unfreeze = counted_unfreeze
+command, loop = runner.cli._run, eventloop.run
+def started(argv):
+    phase[0] = "start-up"
+    return command(argv)
+def looping(main):
+    phase[0] = "loop"
+    return loop(main)
+runner.cli._run, eventloop.run = started, looping
+def report():
+    record["modules"] = sorted(sys.modules)
+    print(json.dumps(record), file=sys.stderr)
+atexit.register(report)
+sys.argv = ["runner", *sys.argv[1:]]
+runpy.run_module("runner", run_name="__main__")
+"""
+
+# what `run` never needs unless its config asks for it: the dashboard's web stack, the
+# cluster's Dask, the ratings' numpy and scipy, the schema tooling
+NOT_FOR_RUN = ("starlette", "uvicorn", "jinja2", "distributed", "dask", "numpy", "scipy",
+               "jsonschema", "runner.web", "runner.cluster", "runner.domain.ratings",
+               "runner.cli.schema")
+
+
+@pytest.mark.slow
+@pytest.mark.engines
+def test_a_run_makes_no_collector_pass_over_its_start_up(tmp_path: Path) -> None:
+    """`run` (the process, not an in-process call) turns the collector's automatic passes off
+    until its event loop starts, then freezes what start-up built without a pass: no pass
+    during start-up, no whole-heap pass in a short event; and it imports nothing of what its
+    config does not use."""
+    config = write_config(tmp_path, {
+        "Event": "start-up", "TimeControl": "inf", "Concurrency": 1,
+        "SwissOptions": {"GamesPerMatch": 2, "Rounds": 2, "StatePath": "state/s.json"},
+        "Adjudication": {"MaxMoves": 10},
+        "Engines": [{"Name": "Stockfish", "Command": "/usr/games/stockfish", "Nodes": 1000},
+                    {"Name": "Ethereal", "Command": "/usr/games/ethereal-chess", "Depth": 2}]})
+    run = subprocess.run([sys.executable, "-c", _WATCHED_RUN, "run", str(config), "--quiet"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "Event complete" in run.stdout
+    record = json.loads(run.stderr.strip().splitlines()[-1])
+    assert "runner.service.tournament" in record["modules"]  # the record saw the run
+    assert record["start-up passes"] == []
+    assert record["unfreezes"] == 0  # the rounds' passes scanned only what was new
+    unused = [m for m in record["modules"] if m in NOT_FOR_RUN or m.split(".")[0] in NOT_FOR_RUN]
+    assert not unused, unused[:5]
+    state = json.loads((tmp_path / "state" / "s.json").read_text())
+    assert state["games_finished"] == 4 and state["complete"]
+
+
+def test_start_up_freezes_the_heap_once_the_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    async def state() -> tuple[bool, int]:
+        return gc.isenabled(), gc.get_freeze_count()
+
+    monkeypatch.setattr(eventloop, "_full_at", [])
+    try:
+        eventloop.defer_collection()
+        assert not gc.isenabled()
+        enabled, frozen = eventloop.run(state())
+        assert enabled and frozen > 0 and eventloop._full_at  # the freeze stands for a pass
+        frozen_at = list(eventloop._full_at)
+        eventloop.resume_collection()  # once only: a later loop changes nothing
+        assert eventloop.run(state())[0] and eventloop._full_at == frozen_at
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
 def _slice_ns(tid: int = 0) -> int:
     """sched_getattr(2)'s runtime (the time slice of a normal thread), in ns."""
     import ctypes

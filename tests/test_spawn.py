@@ -176,9 +176,13 @@ def test_without_pidfds_engines_start_through_subprocess_exec(monkeypatch) -> No
     assert move in chess.Board().legal_moves
 
 
+@pytest.mark.parametrize("turns", [1, 2, 3])
 @pytest.mark.parametrize("loop_name", LOOPS)
-def test_a_start_cancelled_while_the_spawner_works_leaves_no_process(loop_name,
+def test_a_start_cancelled_while_the_spawner_works_leaves_no_process(loop_name, turns,
                                                                      monkeypatch) -> None:
+    """Cancelled before its order went to the spawner thread (1 turn of the loop), while
+    the spawner starts it (2), or once the process runs (3: delivered or about to be): no
+    process is left."""
     marker = "61.4142"  # sleep's argument: finds the process if it were left behind
 
     def left() -> list[psutil.Process]:
@@ -191,7 +195,10 @@ def test_a_start_cancelled_while_the_spawner_works_leaves_no_process(loop_name,
 
     async def main():
         task = asyncio.ensure_future(spawn.spawn(Recorder, ["/bin/sleep", marker]))
-        await asyncio.sleep(0)  # submitted to the spawner thread, not yet back
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        while turns == 3 and not left() and not task.done():
+            await asyncio.sleep(0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -323,3 +330,35 @@ def test_the_loop_closing_a_pipe_never_closes_another_games_descriptor(loop_name
     assert after <= before, f"descriptors left open: {sorted(after - before)}"
     if loop_name == "uvloop":  # libuv closes first: the race was exercised (uvloop 0.23)
         assert squatted, "uvloop no longer closes the pipe before the object: see PipeEnd"
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_starts_asked_for_in_one_turn_of_the_loop_are_one_job_of_the_spawner(
+        loop_name, monkeypatch) -> None:
+    """A game's two engines are asked for together: they are started by one job of the
+    spawner thread, and the loop is woken once for both (issue #52), each still its own
+    process and transport; a start that fails fails only its own caller."""
+    jobs: list[object] = []
+    pool = spawn._spawner_pool()
+
+    class Counting:
+        def submit(self, fn, *args):  # noqa: ANN001, ANN002, ANN202
+            jobs.append(fn)
+            return pool.submit(fn, *args)
+
+    monkeypatch.setattr(spawn, "_spawner_pool", lambda: Counting())
+
+    async def main():
+        results = await asyncio.gather(
+            spawn.spawn(Recorder, ["/bin/sh", "-c", "exit 3"], stderr=asyncio.subprocess.DEVNULL),
+            spawn.spawn(Recorder, ["/bin/sh", "-c", "exit 4"], stderr=asyncio.subprocess.DEVNULL),
+            spawn.spawn(Recorder, ["/no/such/program"]), return_exceptions=True)
+        starts = len(jobs)
+        (first, proto1), (second, proto2), missing = results
+        await asyncio.wait_for(asyncio.gather(proto1.lost, proto2.lost), 10)
+        return starts, first.get_pid() != second.get_pid(), \
+            (first.get_returncode(), second.get_returncode()), missing
+
+    starts, distinct, codes, missing = run_on(loop_name, main, monkeypatch)
+    assert starts == 1 and distinct and codes == (3, 4)
+    assert isinstance(missing, FileNotFoundError)

@@ -467,9 +467,9 @@ async def start_engine(
     recorded = on_process(pid, create_time) if on_process is not None else None
     proc = EngineProcess(engine, transport, protocol, pid, create_time, token=token, handle=handle)
     try:
-        if isinstance(recorded, concurrent.futures.Future):  # committed off the loop: for the
-            await asyncio.wrap_future(recorded)  # orphan sweep, before the engine is talked to
         await _handshake(proc, timeout, confirm)
+        if isinstance(recorded, concurrent.futures.Future):  # its row for the orphan sweep,
+            await _committed(recorded)  # committed off the loop meanwhile: before it plays
         if cpus:  # again, on every thread: the engine may have set its own mask meanwhile
             await pin_off_loop(pid, cpus)
     except TimeoutError:
@@ -508,6 +508,15 @@ async def _spawn(engine: EngineConfig, command: list[str], factory: Callable[[],
     except OSError as exc:
         raise EngineStartError(f"cannot start {engine.name} ({engine.command}): "
                                f"{exec_problem(engine.command, exc)}") from None
+
+
+async def _committed(future: concurrent.futures.Future[Any]) -> None:
+    """Wait for a write of the store's writer thread; one done already (as a started
+    engine's row is by the end of its handshake) costs the loop no wake."""
+    if future.done():
+        future.result()  # its error, if it failed
+    else:
+        await asyncio.wrap_future(future)
 
 
 def _process_of(transport: Any, pid: int) -> tuple[psutil.Process | None, float]:
@@ -581,18 +590,34 @@ def limit_problem(engine: EngineConfig, protocol: chess.engine.Protocol) -> str 
 # --------------------------------------------------------------------------- probing
 
 
+#: Engine programs found runnable ELF binaries, by path: the file's identity then (device,
+#: inode, mode, owner, size, modification time). A fresh engine every game (Restart: on) is
+#: then checked with one stat instead of a stat, an access check and a read of its head.
+_RUNNABLE: dict[str, tuple[int, ...]] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns)
+
+
 def exec_precheck(command: str) -> OSError | None:
     """The error execve would give for ``command`` (None: it looks runnable).
 
     Engines are started through setpriv (see :func:`child_argv`), whose exec failure is only
     an early exit, and whose execvp would run a script without a ``#!`` line through
     /bin/sh: what subprocess's execve refuses is refused here first, with the same errno.
+    An ELF binary found runnable is not read again while its file is unchanged
+    (``_RUNNABLE``); a script always is (its interpreter may change).
     """
     def error(code: int) -> OSError:
         return OSError(code, os.strerror(code), command)
 
-    if not os.path.exists(command):
+    try:
+        st = os.stat(command)
+    except (OSError, ValueError):
         return error(errno.ENOENT)
+    if _RUNNABLE.get(command) == _identity(st):
+        return None
     if os.path.isdir(command) or not os.access(command, os.X_OK):
         return error(errno.EACCES)
     try:
@@ -601,6 +626,7 @@ def exec_precheck(command: str) -> OSError | None:
     except OSError:
         return None  # executable but unreadable: let exec decide
     if head.startswith(b"\x7fELF"):
+        _RUNNABLE[command] = _identity(st)
         return None
     if head.startswith(b"#!"):
         words = head[2:].decode("utf-8", "replace").split()

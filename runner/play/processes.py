@@ -146,14 +146,66 @@ def _group_members(pgid: int) -> list[psutil.Process]:
     return members
 
 
+_NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+
+
+def last_pid() -> int | None:
+    """The pid the kernel handed out last in this pid namespace (threads included), or None
+    where it cannot be read."""
+    try:
+        fd = os.open(_NS_LAST_PID, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return int(os.read(fd, 32))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def may_carry(pid: int, since: int | None, last: int | None) -> bool:
+    """Whether process ``pid``, seen in a walk of /proc before ``last`` (:func:`last_pid`, None:
+    unknown) was read, can have been started after the process with pid ``since`` (None: any).
+
+    Pids are handed out in increasing order and wrap around at pid_max: without a wrap since
+    ``since`` they lie in (since, last]; after one (``last`` below ``since``) above ``since``
+    or at most ``last``. A process older than ``since`` (another user's, on a machine whose
+    pids wrapped) is then never read."""
+    if since is None:
+        return True
+    if last is None:
+        return pid > since
+    if last >= since:
+        return since < pid <= last
+    return pid > since or pid <= last
+
+
+def _environ(pid: int) -> bytes | None:
+    """Process ``pid``'s environment as /proc gives it (None: gone, or not ours to read)."""
+    try:
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _owned_processes(tokens: Mapping[str, int | None]) -> list[psutil.Process]:
     """Every running process whose environment carries exactly one of these owner tokens,
     found in one walk of /proc (the engines of a game that ended are looked for together).
 
     The environments are read straight from /proc (a process of another user is not
     readable and cannot be ours). Each token's ``since_pid``: its first process had this
-    pid, so (pids being handed out in increasing order until they wrap around at pid_max)
-    only processes with a higher pid can carry it (None: any). After a wrap-around a
+    pid, so only processes started after it can carry it (:func:`may_carry`; None: any),
+    and only their environments are read. After more than one wrap-around of the pids a
     process that escaped is still found by the sweep of the next start
     (:func:`sweep_orphans`).
     """
@@ -164,19 +216,18 @@ def _owned_processes(tokens: Mapping[str, int | None]) -> list[psutil.Process]:
     # entries are NUL-terminated "NAME=value"; the whole entry must match
     needles = [(b"\0" + f"{OWNER_ENV}={token}".encode() + b"\0", since)
                for token, since in tokens.items()]
-    floor = min((since for _, since in needles if since is not None), default=None) \
-        if all(since is not None for _, since in needles) else None
-    for pid in psutil.pids():
-        if pid == me or (floor is not None and pid <= floor):
+    pids = psutil.pids()
+    last = last_pid()  # read after the walk: every pid it saw was handed out by then
+    for pid in pids:
+        if pid == me:
             continue
-        wanted = [needle for needle, since in needles if since is None or pid > since]
+        wanted = [needle for needle, since in needles if may_carry(pid, since, last)]
         if not wanted:
             continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = b"\0" + handle.read().rstrip(b"\0") + b"\0"
-        except OSError:
+        raw = _environ(pid)
+        if raw is None:
             continue
+        environ = b"\0" + raw.rstrip(b"\0") + b"\0"
         if any(needle in environ for needle in wanted):
             with contextlib.suppress(psutil.Error):
                 found.append(psutil.Process(pid))

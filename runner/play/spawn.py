@@ -7,7 +7,9 @@ measured on a loaded machine: docs/performance.md), on the clock of an engine wh
 ``bestmove`` arrives meanwhile.
 
 :func:`spawn` starts the process with :class:`subprocess.Popen` (vfork + exec, no Python
-code in the child) on one long-lived spawner thread, hands its pipes to the loop, and learns
+code in the child) on one long-lived spawner thread (the starts asked for in one turn of the
+loop, a game's two engines, in one job of it, handed back with one wake of the loop), hands
+its pipes to the loop, and learns
 of its exit from a pidfd (Linux 5.3+) watched by the loop: no thread per engine, no fork of
 the runner, and the loop goes on while the child execs. The transport it
 returns is what python-chess's protocols expect of a subprocess transport, and keeps
@@ -344,16 +346,93 @@ def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
     return Started(proc, pidfd, handle, create_time, pipes)
 
 
-def _discard(future: concurrent.futures.Future[Started]) -> None:
-    """A start whose caller was cancelled meanwhile: kill and reap what it started."""
-    if future.cancelled() or future.exception() is not None:
-        return
-    started = future.result()
+def _discard(started: Started) -> None:
+    """A start nobody takes (its caller was cancelled meanwhile): kill and reap it."""
     os.close(started.pidfd)
     started.close_pipes()
     with contextlib.suppress(ProcessLookupError):
         started.proc.kill()
     _spawner_pool().submit(started.proc.wait)
+
+
+@dataclass
+class _Order:
+    """One process to start, for a caller on the loop awaiting ``future``."""
+
+    argv: list[str]
+    stderr: Any
+    popen_args: dict[str, Any]
+    future: asyncio.Future[Started]
+
+
+#: The orders made in this turn of each loop, started together by one job of the spawner
+#: thread (a game's two engines: one hand-over to the spawner and one wake of the loop).
+_orders: dict[asyncio.AbstractEventLoop, list[_Order]] = {}
+
+
+def _start_all(orders: list[_Order]) -> list[Started | BaseException]:
+    """On the spawner thread: each order started, or why it could not be."""
+    results: list[Started | BaseException] = []
+    for order in orders:
+        try:
+            results.append(_start(order.argv, order.stderr, order.popen_args))
+        except Exception as exc:  # noqa: BLE001 - the caller's to raise
+            results.append(exc)
+    return results
+
+
+def _deliver(orders: list[_Order], results: list[Started | BaseException]) -> None:
+    """On the loop: each result to its caller; a start whose caller is gone is discarded."""
+    for order, result in zip(orders, results, strict=True):
+        if order.future.done():  # cancelled meanwhile
+            if isinstance(result, Started):
+                _discard(result)
+        elif isinstance(result, Started):
+            order.future.set_result(result)
+        else:
+            order.future.set_exception(result)
+
+
+def _send(loop: asyncio.AbstractEventLoop) -> None:
+    """The loop's orders of this turn (those still awaited) to the spawner thread, as one job."""
+    orders = [order for order in _orders.pop(loop, ()) if not order.future.done()]
+    if not orders:
+        return
+
+    def done(job: concurrent.futures.Future[list[Started | BaseException]]) -> None:
+        exc = job.exception()
+        results = [exc] * len(orders) if exc is not None else job.result()
+        try:
+            loop.call_soon_threadsafe(_deliver, orders, results)
+        except RuntimeError:  # the loop is closed: nobody will take them
+            for result in results:
+                if isinstance(result, Started):
+                    _discard(result)
+
+    try:
+        job = _spawner_pool().submit(_start_all, orders)
+    except RuntimeError as exc:  # the interpreter is shutting down
+        for order in orders:
+            order.future.set_exception(exc)
+        return
+    job.add_done_callback(done)
+
+
+async def _started(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
+    """``argv`` started on the spawner thread, with the other starts asked for in this turn
+    of the loop (:func:`_send`); cancelled, what it started is killed and reaped."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Started] = loop.create_future()
+    orders = _orders.setdefault(loop, [])
+    if not orders:
+        loop.call_soon(_send, loop)
+    orders.append(_Order(argv, stderr, popen_args, future))
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if future.done() and not future.cancelled() and future.exception() is None:
+            _discard(future.result())  # delivered, but its caller was cancelled before it ran
+        raise
 
 
 def _native_output(transport: EngineTransport, end: PipeEnd, module: Any) -> Any:
@@ -379,12 +458,7 @@ async def spawn(protocol_factory: Callable[[], asyncio.SubprocessProtocol], argv
     then has ``bytes_read(data, read_at)`` and ``move_read(...)`` (runner.play.engines)."""
     loop = asyncio.get_running_loop()
     stderr = popen_args.pop("stderr", subprocess.PIPE)
-    future = _spawner_pool().submit(_start, argv, stderr, popen_args)
-    try:
-        started = await asyncio.wrap_future(future)
-    except asyncio.CancelledError:
-        future.add_done_callback(_discard)  # cancelled while it started: nothing may stay
-        raise
+    started = await _started(argv, stderr, popen_args)  # cancelled: nothing stays
     proc, pidfd = started.proc, started.pidfd
     protocol = protocol_factory()
     transport = EngineTransport(loop, proc, protocol)
