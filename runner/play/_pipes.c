@@ -1,8 +1,10 @@
 /* runner.play._pipes: an engine's stdout read, split and time-stamped below Python.
  *
- * One native thread per engine (a Reader) polls the engine's stdout and a stop eventfd,
- * read()s with the GIL never taken, and stamps CLOCK_MONOTONIC (the clock of Python's
- * time.monotonic() on Linux) the moment each read returns. It never touches a Python
+ * One native thread per engine (a Reader) waits in a blocking read() of the engine's stdout
+ * (one system call per wake: the engine writes a line, the read returns it) with the GIL
+ * never taken, and stamps CLOCK_MONOTONIC (the clock of Python's time.monotonic() on Linux)
+ * the moment each read returns. stop() cancels the thread (pthread_cancel), which is
+ * cancellable in that read only, never while it holds a lock. It never touches a Python
  * object: what it has for the event loop is queued under a mutex, and the loop is woken by
  * an eventfd it watches (loop.add_reader) only when the queue goes from empty to not empty.
  *
@@ -16,16 +18,17 @@
  *         is complete, stamped with the read that completed it; what follows that line is
  *         queued as a pass chunk and the reader is back in pass mode.
  *   At EOF or a read error an EOF event is queued and the thread ends (closing the
- *   engine's stdout, which it owns). stop() ends it at once.
+ *   engine's stdout, which it owns). stop() ends it at once, queueing nothing.
  *
  * Priority (Reader(fd, realtime, nice, slice_ns), chosen by runner.play.pipes): first
  * thing, the thread asks for SCHED_FIFO at priority `realtime` (> 0), else for the nice
  * value `nice` (< 0) and a time slice of `slice_ns` (Linux 6.12+), else for the slice
  * alone, for itself only (never inherited: SCHED_RESET_ON_FORK); what the kernel refuses
- * it goes without, silently. The thread only blocks in poll() and read() and spends
- * microseconds per read: what the priority buys is that the read of a bestmove, and so its
- * stamp, does not wait for a core behind engines or the event loop. `native_id` and
- * `priority` say which thread it is and what it got.
+ * it goes without, silently. The thread only blocks in read() and spends microseconds per
+ * read: what the priority buys is that the read of a bestmove, and so its stamp, does not
+ * wait for a core behind engines or the event loop. `native_id` and `priority` say which
+ * thread it is and what it got. At SCHED_FIFO, given its engine's pid, it follows the
+ * engine's CPU (see "following the engine's CPU"; `cpu` says where it is bound).
  *
  * LogFile: the engine log of one game, a 64 KiB buffer over a file descriptor shared by the
  * loop thread (its own lines) and the readers of the game's engines (their lines in move
@@ -298,7 +301,6 @@ typedef struct {
     pthread_mutex_t mu;
     int fd;        /* the engine's stdout, the thread's to read and close */
     int wake_fd;   /* eventfd: the thread tells the loop */
-    int stop_fd;   /* eventfd: the loop tells the thread */
     Event *head, *tail;
     int moving;    /* move mode */
     Bytes partial; /* move mode: the start of a line not complete yet */
@@ -307,7 +309,8 @@ typedef struct {
     LogCore *log;  /* move mode: where its lines go (NULL: nowhere) */
     Bytes prefix;  /* " <who> < " */
     double t0;     /* the log's time origin */
-    int ended;     /* the thread has queued its EOF */
+    int ended;     /* the thread has closed fd and queued its EOF (unless stopped) */
+    int stopped;   /* stop() has cancelled the thread */
     pthread_t thread;
     int started;
     struct RelayCore *relay; /* move mode begun by a relay: the move is the relay's */
@@ -317,6 +320,9 @@ typedef struct {
     long long slice_ns;  /* the time slice asked for where not realtime (0: the default) */
     atomic_int tid;      /* the thread's id, once it runs (0 before) */
     atomic_int priority; /* what it got: PRIORITY_* (-1 before it asked) */
+    int engine_pid;      /* the engine whose CPU it follows (0: none) */
+    int move_reads;      /* move mode: reads so far in this move */
+    atomic_int cpu;      /* the CPU it is bound to (-1: not bound) */
 } ReaderCore;
 
 /* What a reader thread got: bits of PRIORITY_NICE | PRIORITY_SLICE, or PRIORITY_REALTIME */
@@ -382,7 +388,6 @@ static void reader_release(ReaderCore *r) {
             ev = next;
         }
         if (r->wake_fd >= 0) close(r->wake_fd);
-        if (r->stop_fd >= 0) close(r->stop_fd);
         if (r->fd >= 0) close(r->fd);
         bytes_free(&r->partial);
         bytes_free(&r->score);
@@ -550,32 +555,173 @@ static void wake(ReaderCore *r) {
     } while (w < 0 && errno == EINTR);
 }
 
+/* ---- following the engine's CPU
+ *
+ * A SCHED_FIFO thread wakes on the CPU it last ran on (the kernel's rule for a real-time
+ * task), wherever the engine writes from. A wake on another CPU than the writer's costs the
+ * reader many times a wake on the writer's own (an interrupt to the other CPU, a cold cache:
+ * 20 us against 2.5 on a 2-vCPU VM), and a move's info lines wake it once each. So, at the
+ * third read of each move, a real-time reader given its engine's pid looks up the CPU of the
+ * engine's running thread (/proc/<pid>/task/<tid>/stat) and binds itself to that CPU (within
+ * the CPUs it was allowed at start): the engine's next lines wake it where they are written,
+ * and the bestmove is read at once, the reader preempting the engine that has just written
+ * it. Where the engine moves on, the next move's look-up follows it. An engine thread at a
+ * real-time policy itself is not followed (the reader could not preempt it). */
+
+/* The read of a move at which the engine's CPU is looked up: an engine that writes less per
+ * move (a line or two, then bestmove) is not worth the look-up. */
+#define FOLLOW_AT 3
+
+struct dirent64_raw {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* The CPU of an engine thread by its stat file (read from its start): >= 0 when the thread
+ * is running (state R) at a normal policy, -1 when it is not, -2 when it cannot be read. */
+static int running_cpu(int stat_fd) {
+    char text[1024];
+    ssize_t got = pread(stat_fd, text, sizeof text - 1, 0);
+    if (got <= 0) return -2;
+    text[got] = 0;
+    char *p = strrchr(text, ')');  /* "pid (comm) state ppid ...": fields from 3 on */
+    if (p == NULL || p[1] != ' ') return -2;
+    if (p[2] != 'R') return -1;
+    long fields[42] = {0};
+    int field = 3;
+    for (p += 2; *p && field < 41; p++)
+        if (*p == ' ') fields[++field] = strtol(p + 1, NULL, 10);
+    if (field < 41 || fields[41] == SCHED_FIFO || fields[41] == SCHED_RR) return -1;
+    return (int)fields[39];  /* processor; 41: policy */
+}
+
+/* The CPU of the engine's running thread, or -1: the thread found last time (*stat_fd, its
+ * stat file kept open) when it still runs, else the first running one of its threads (its
+ * stat file kept in *stat_fd for the next time). */
+static int engine_cpu(int task_dir, int *stat_fd) {
+    if (*stat_fd >= 0) {
+        int cpu = running_cpu(*stat_fd);
+        if (cpu >= 0) return cpu;
+        close(*stat_fd);
+        *stat_fd = -1;
+    }
+    char dents[8192], path[300];
+    if (lseek(task_dir, 0, SEEK_SET) < 0) return -1;
+    long n = syscall(SYS_getdents64, task_dir, dents, sizeof dents);
+    for (long at = 0; at < n;) {
+        struct dirent64_raw *d = (struct dirent64_raw *)(dents + at);
+        at += d->reclen;
+        if (d->name[0] < '0' || d->name[0] > '9') continue;
+        snprintf(path, sizeof path, "%s/stat", d->name);
+        int fd = openat(task_dir, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        int cpu = running_cpu(fd);
+        if (cpu >= 0) {
+            *stat_fd = fd;
+            return cpu;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+/* Bind the calling reader to its engine's CPU (see above). */
+static void follow_engine(ReaderCore *r, int task_dir, int *stat_fd, const cpu_set_t *allowed) {
+    int cpu = engine_cpu(task_dir, stat_fd);
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, allowed) || cpu == atomic_load(&r->cpu))
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) atomic_store(&r->cpu, cpu);
+}
+
+/* /proc/<pid>/task of the engine to follow, when this reader follows one (-1: it does not):
+ * a real-time reader, an engine's pid, more than one CPU allowed. */
+static int follow_dir(ReaderCore *r, cpu_set_t *allowed) {
+    if (atomic_load(&r->priority) != PRIORITY_REALTIME || r->engine_pid <= 0) return -1;
+    if (sched_getaffinity(0, sizeof *allowed, allowed) != 0 || CPU_COUNT(allowed) < 2) return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", r->engine_pid);
+    return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* What a reader thread holds, for its end (by stop(): cancelled in its read). */
+typedef struct {
+    ReaderCore *r;
+    char *buf;
+    int task_dir, stat_fd;  /* following the engine (-1: not) */
+    int err;  /* 0: EOF; an errno; -1: stopped (no EOF event) */
+} ReaderRun;
+
+/* The thread's end: the engine's stdout closed, the EOF event queued (unless stopped). */
+static void reader_end(void *arg) {
+    ReaderRun *run = arg;
+    ReaderCore *r = run->r;
+    free(run->buf);
+    if (run->task_dir >= 0) close(run->task_dir);
+    if (run->stat_fd >= 0) close(run->stat_fd);
+    pthread_mutex_lock(&r->mu);
+    close(r->fd);
+    r->fd = -1;
+    r->ended = 1;  /* from here on stop() leaves the thread alone */
+    struct RelayCore *gone = r->relay;  /* a relay's move never answered: unlinked */
+    r->relay = NULL;
+    int must_wake = 0;
+    if (run->err != -1) {
+        Event *ev = new_event(EV_EOF, now_monotonic());
+        if (ev != NULL) {
+            ev->err = run->err;
+            must_wake = enqueue_locked(r, ev);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (must_wake) wake(r);
+    relay_release(gone);
+    reader_release(r);
+}
+
+/* A blocking read of the engine's stdout: the one place where stop() (pthread_cancel) can
+ * end the thread, which is otherwise not cancellable (it never is holding a lock there). */
+static ssize_t read_or_stop(int fd, char *buf) {
+    int was;
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &was);
+    ssize_t n = read(fd, buf, READ_SIZE);
+    if (n < 0 && errno == EAGAIN) {  /* O_NONBLOCK set again by someone: wait for data */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        poll(&p, 1, -1);
+        errno = EAGAIN;
+    }
+    int got = errno;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
+    errno = got;
+    return n;
+}
+
 static void *reader_main(void *arg) {
     ReaderCore *r = arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
     pthread_setname_np(pthread_self(), "engine-reader");
     atomic_store(&r->tid, (int)syscall(SYS_gettid));
     atomic_store(&r->priority, raise_priority(r->realtime, r->nice, r->slice_ns));
-    char *buf = malloc(READ_SIZE);
-    struct pollfd fds[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->stop_fd, .events = POLLIN}};
-    int err = 0;
+    cpu_set_t allowed;
+    ReaderRun run = {.r = r, .buf = malloc(READ_SIZE), .stat_fd = -1, .err = -1};
+    run.task_dir = follow_dir(r, &allowed);
+    pthread_cleanup_push(reader_end, &run);
+    char *buf = run.buf;
     for (;;) {
-        if (buf == NULL) { err = ENOMEM; break; }
-        int p = poll(fds, 2, -1);
-        if (p < 0) {
-            if (errno == EINTR) continue;
-            err = errno;
-            break;
-        }
-        if (fds[1].revents) { err = -1; break; }  /* stopped */
-        if (!fds[0].revents) continue;
-        ssize_t n = read(r->fd, buf, READ_SIZE);
+        if (buf == NULL) { run.err = ENOMEM; break; }
+        ssize_t n = read_or_stop(r->fd, buf);  /* one syscall per wake */
         double stamp = now_monotonic();
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
-            err = errno;
+            run.err = errno;
             break;
         }
-        if (n == 0) break;
+        if (n == 0) { run.err = 0; break; }
         pthread_mutex_lock(&r->mu);
         int must_wake = r->moving ? move_chunk_locked(r, buf, (size_t)n, stamp)
                                   : queue_data_locked(r, buf, (size_t)n, stamp);
@@ -587,29 +733,13 @@ static void *reader_main(void *arg) {
             r->relay = NULL;
             r->relay_ev = NULL;
         }
+        int follow = r->moving && ++r->move_reads == FOLLOW_AT && run.task_dir >= 0;
         pthread_mutex_unlock(&r->mu);
         if (must_wake) wake(r);
         if (hand != NULL) relay_move(relay, side, hand);
+        if (follow) follow_engine(r, run.task_dir, &run.stat_fd, &allowed);
     }
-    free(buf);
-    pthread_mutex_lock(&r->mu);
-    close(r->fd);
-    r->fd = -1;
-    r->ended = 1;
-    struct RelayCore *gone = r->relay;  /* a relay's move never answered: unlinked */
-    r->relay = NULL;
-    int must_wake = 0;
-    if (err != -1) {
-        Event *ev = new_event(EV_EOF, now_monotonic());
-        if (ev != NULL) {
-            ev->err = err;
-            must_wake = enqueue_locked(r, ev);
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (must_wake) wake(r);
-    relay_release(gone);
-    reader_release(r);
+    pthread_cleanup_pop(1);
     return NULL;
 }
 
@@ -619,9 +749,10 @@ typedef struct {
 } ReaderObject;
 
 static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
-    int fd, realtime = 0, nice = 0;
+    int fd, realtime = 0, nice = 0, engine_pid = 0;
     long long slice_ns = 0;
-    if (!PyArg_ParseTuple(args, "i|iiL", &fd, &realtime, &nice, &slice_ns)) return -1;
+    if (!PyArg_ParseTuple(args, "i|iiLi", &fd, &realtime, &nice, &slice_ns, &engine_pid))
+        return -1;
     if (self->core != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a Reader is started once");
         return -1;
@@ -636,11 +767,12 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     r->realtime = realtime;
     r->nice = nice;
     r->slice_ns = slice_ns;
+    r->engine_pid = engine_pid;
+    atomic_init(&r->cpu, -1);
     atomic_init(&r->tid, 0);
     atomic_init(&r->priority, -1);
     r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (r->wake_fd < 0 || r->stop_fd < 0) {
+    if (r->wake_fd < 0) {
         int err = errno;
         r->fd = -1;  /* the caller keeps the fd on failure */
         atomic_init(&r->refs, 1);
@@ -648,8 +780,8 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         raise_errno(err);
         return -1;
     }
-    int flags = fcntl(fd, F_GETFL);
-    if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    int flags = fcntl(fd, F_GETFL);  /* the thread blocks in read() */
+    if (flags >= 0 && (flags & O_NONBLOCK)) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     atomic_init(&r->refs, 2);  /* this object and the thread */
     int rc = pthread_create(&r->thread, NULL, reader_main, r);
     if (rc != 0) {
@@ -665,12 +797,15 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* End the thread: cancelled in its read (at once, or at its next read when it is busy),
+ * unless it has ended already (its id is then no longer to be used). */
 static void stop_core(ReaderCore *r) {
-    uint64_t one = 1;
-    ssize_t w;
-    do {
-        w = write(r->stop_fd, &one, sizeof one);
-    } while (w < 0 && errno == EINTR);
+    lock_from_python(&r->mu);
+    if (r->started && !r->ended && !r->stopped) {
+        r->stopped = 1;
+        pthread_cancel(r->thread);
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void Reader_dealloc(ReaderObject *self) {
@@ -702,7 +837,16 @@ static PyObject *Reader_get_priority(ReaderObject *self, void *closure) {
     return PyUnicode_FromString(names[got]);
 }
 
+static PyObject *Reader_get_cpu(ReaderObject *self, void *closure) {
+    int cpu = self->core ? atomic_load(&self->core->cpu) : -1;
+    if (cpu < 0) Py_RETURN_NONE;
+    return PyLong_FromLong(cpu);
+}
+
 static PyGetSetDef Reader_getset[] = {
+    {"cpu", (getter)Reader_get_cpu, NULL,
+     "The CPU the thread has bound itself to, following its engine's; None while unbound.",
+     NULL},
     {"native_id", (getter)Reader_get_native_id, NULL,
      "The reader thread's id (Linux TID, as threading's native_id); None until it runs.", NULL},
     {"priority", (getter)Reader_get_priority, NULL,
@@ -786,6 +930,7 @@ static PyObject *Reader_begin_move(ReaderObject *self, PyObject *args) {
     bytes_set(&r->partial, pending, (size_t)npending);
     r->has_score = r->has_bound = r->has_pv = 0;
     r->moving = 1;
+    r->move_reads = 0;
     pthread_mutex_unlock(&r->mu);
     log_release(old);
     Py_RETURN_NONE;
@@ -832,9 +977,10 @@ static PyTypeObject ReaderType = {
     .tp_name = "runner.play._pipes.Reader",
     .tp_basicsize = sizeof(ReaderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Reader(fd, realtime=0, nice=0, slice_ns=0): a native thread reading an "
-              "engine's stdout (owns fd), at SCHED_FIFO priority realtime, else at nice "
-              "with a time slice of slice_ns, where permitted (see priority).",
+    .tp_doc = "Reader(fd, realtime=0, nice=0, slice_ns=0, engine_pid=0): a native thread "
+              "reading an engine's stdout (owns fd), at SCHED_FIFO priority realtime, else at "
+              "nice with a time slice of slice_ns, where permitted (see priority); at "
+              "SCHED_FIFO it follows the CPU of the engine engine_pid (see cpu).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Reader_init,
     .tp_dealloc = (destructor)Reader_dealloc,
@@ -1008,6 +1154,7 @@ static double relay_begin_locked(RelayCore *R, int side) {
     atomic_fetch_add(&R->refs, 1);
     r->relay_side = side;
     r->moving = 1;
+    r->move_reads = 0;
     pthread_mutex_unlock(&r->mu);
     log_release(old);
     if (was == R) atomic_fetch_sub(&R->refs, 1);  /* R itself: never the last */

@@ -17,7 +17,9 @@ of every compiled part: ``python`` also takes the FEN's pure-Python placement
 The compiled reader threads run at a higher priority than the rest of the machine where the
 kernel allows it (:func:`reader_priority`; ``SWISS_RUNNER_READER_PRIORITY=off`` keeps them
 at the process's own): the read of a ``bestmove``, and so the stamp that stops the engine's
-clock, then waits for no other task's turn on a core. Engines keep their priority.
+clock, then waits for no other task's turn on a core. Engines keep their priority. A reader
+at SCHED_FIFO also binds itself to its engine's CPU (looked up once a move), so that the
+engine's lines wake it where they are written (docs/referee.md "The engine's pipes").
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ PRIORITY_CHOICES = ("auto", "off")
 #: at the lowest real-time priority (root, CAP_SYS_NICE or RLIMIT_RTPRIO), else this nice
 #: value (CAP_SYS_NICE or RLIMIT_NICE) with a short time slice, else the slice alone (any
 #: user, Linux 6.12+: a woken thread with a shorter slice than the running task's takes the
-#: core at once). A reader blocks in poll()/read() and spends microseconds per read, so a
+#: core at once). A reader blocks in read() and spends microseconds per read, so a
 #: higher priority costs the engines nothing but those microseconds: the time they think
 #: is theirs either way.
 READER_REALTIME = 1
@@ -117,8 +119,8 @@ class NativeOutput(asyncio.ReadTransport):
         self.loop: asyncio.AbstractEventLoop = owner.loop
         self.protocol = owner.protocol
         self.module = module
-        # owns fd from here on (its thread closes it)
-        self.reader = module.Reader(fd, *reader_priority())
+        # owns fd from here on (its thread closes it); at SCHED_FIFO it follows the engine's CPU
+        self.reader = module.Reader(fd, *reader_priority(), owner.get_pid())
         self.wake_fd = self.reader.fileno()
         self.closing = False
         self.loop.add_reader(self.wake_fd, self._woken)
