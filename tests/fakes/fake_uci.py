@@ -101,7 +101,8 @@ def main() -> None:
                     help="deaf: never answers stop; right-deaf: guesses right, never answers stop")
     ap.add_argument("--think", type=float, default=0.0)
     ap.add_argument("--extra-bestmove", type=int, default=0,
-                    help="on this go, a second bestmove right after the first (nobody asked)")
+                    help="on this go, a second bestmove right after the first, in the same write "
+                         "(nobody asked)")
     opts = ap.parse_args()
     if opts.crash_at_start:
         sys.exit(1)
@@ -177,9 +178,10 @@ def main() -> None:
             if opts.garbage:
                 send("info garbage string with depth x")
                 send("bestmovez nonsense")
-            send(_bestmove(board, move, opts.ponder))
-            if gos == opts.extra_bestmove:
-                send("bestmove " + move.uci())
+            if gos == opts.extra_bestmove:  # one write: nothing can come between the two
+                send(_bestmove(board, move, opts.ponder) + "\nbestmove " + move.uci())
+            else:
+                send(_bestmove(board, move, opts.ponder))
         elif cmd == "stop" and until_stop is not None:
             send("bestmove " + until_stop)
             until_stop = None
