@@ -14,7 +14,7 @@ with its stamps and what the referee takes already made in C (:func:`reply`: the
 ponder, the search's info, for a relayed move its PlayResult). A relayed move needs nothing
 from the loop, so one thought in less than RELAY_WAKE_DELAY (15 ms) does not wake it at
 once: the loop is woken when the oldest relayed move queued has waited RELAY_WAKE_DELAY or
-RELAY_WAKE_MOVES (6) are queued, and takes them all in a row; a slower move and a move not
+RELAY_WAKE_MOVES (6) are queued, and takes them all, one per turn of the loop; a slower move and a move not
 relayed wake it at once, and the watchdog and an engine's exit take the moves queued
 before they judge. The referee (python-chess) stays
 the authority on it and, when it does not follow the relay (an illegal or non-canonical
@@ -188,11 +188,14 @@ class MoveRelay:
         """The next move (of ``color``): TimeoutError when it has not come by ``deadline``
         (monotonic), EngineTerminatedError when the engine exits first. One watchdog timer
         serves every move: it is set again only for a deadline earlier than its own.
-        Moves queued in C are taken without waiting for the relay's timer."""
+        Moves queued in C are taken without waiting for the relay's timer, each after a
+        turn of the loop (a batch of moves is checked one per turn: it never holds up the
+        other games' events longer than one move does)."""
         queue = self.queue
         if not queue:
             queue.extend(self.relay.take())
         if queue:
+            await asyncio.sleep(0)
             return queue.popleft()
         exit_code = self.procs[color].protocol.exit_code
         if exit_code.done():
