@@ -150,7 +150,7 @@ class NativeOutput(asyncio.ReadTransport):
         self.closing = True
         with contextlib.suppress(Exception):
             self.loop.remove_reader(self.wake_fd)
-        self.reader = None  # its eventfds are closed with the last of it and its thread
+        self.reader = None  # its eventfd is closed with the last of it and its thread
         self.owner.pipe_closed(1, exc)
 
     # -- asyncio's ReadTransport
