@@ -224,7 +224,11 @@ def test_a_frozen_worker_stops_its_game_and_plays_again(proxied: tuple[Cluster, 
 
     def thaw() -> None:
         for proc in frozen:
-            os.kill(proc.pid, signal.SIGCONT)
+            try:
+                os.kill(proc.pid, signal.SIGCONT)
+            except ProcessLookupError:  # a descendant killed and reaped meanwhile (seen once
+                # in a loaded CI run, cause not found): nothing to thaw; w1 itself must be there
+                assert proc.pid != frozen[0].pid, "w1 itself vanished while frozen"
 
     numbers = cut_and_wake(c, tmp_path, freeze, thaw)
     assert numbers["cut_to_continued_s"] < OVERDUE_S + 6, numbers
