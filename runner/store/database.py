@@ -425,15 +425,16 @@ class Store:
                 raise StoreError(f"{self.path}: game {game_id} is {row[2]} vs {row[3]}, "
                                  f"the record says {record.white} vs {record.black}")
             seq = c.execute("SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games").fetchone()[0]
+            moves_text, pgn = " ".join(record.moves), pgn_block(record.pgn)
             c.execute(
                 "UPDATE games SET status='finished', finish_seq=?, result=?, reason=?, termination=?,"
                 " termination_details=?, rmobility=?, moves=?, start_fen=?, pgn=?, start_time=?,"
                 " end_time=?, duration_s=?, record_sha256=? WHERE game_id=?",
                 (seq, record.result, record.reason, record.termination, record.termination_details,
-                 record.rmobility, " ".join(record.moves), record.start_fen, pgn_block(record.pgn),
+                 record.rmobility, moves_text, record.start_fen, pgn,
                  record.start_time, record.end_time, record.duration_s,
                  _record_digest(game_id, row[2], row[3], record.result, record.rmobility,
-                                " ".join(record.moves), pgn_block(record.pgn)), game_id))
+                                moves_text, pgn), game_id))
             c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
             if moves:
                 c.executemany(INSERT_MOVES, moves)

@@ -235,6 +235,7 @@ class StoreWriter:
         self._idle = False  # the thread sleeps until something is queued
         self._moved = False  # the last turn committed moves (more are likely to follow)
         self._dir_synced = False  # the WAL's directory entry fsynced once (a new WAL file)
+        self._full = True  # the connection's synchronous=FULL (NORMAL while moves go out)
 
     def start(self) -> StoreWriter:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
@@ -385,6 +386,7 @@ class StoreWriter:
             try:
                 if self._conn is None:
                     raise sqlite3.ProgrammingError(f"{self.path}: the store's writer is closed")
+                self._synchronous(full=True)
                 if item.settle is not None:
                     result = item.settle(self._conn, move_rows(mine))
                 else:
@@ -430,13 +432,10 @@ class StoreWriter:
             return None
         try:
             rows = move_rows(batch)
-            self._conn.execute("PRAGMA synchronous=NORMAL")  # fsynced by _sync, within sync_s
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany(INSERT_MOVES, rows)
-                self._conn.execute("COMMIT")
-            finally:
-                self._conn.execute("PRAGMA synchronous=FULL")  # every job's commit is synced
+            self._synchronous(full=False)  # fsynced by _sync, within sync_s
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(INSERT_MOVES, rows)
+            self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
@@ -454,6 +453,14 @@ class StoreWriter:
             self.unsynced_since = time.monotonic()
         return None
 
+    def _synchronous(self, *, full: bool) -> None:
+        """The connection's ``synchronous`` set for what comes next: NORMAL for batches of
+        moves, FULL for every job (a job's commit is synced; :meth:`Store.transaction`
+        counts on it). Set only when it changes: consecutive batches share one setting."""
+        if self._full != full and self._conn is not None:
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
+            self._full = full
+
     def _sync(self) -> None:
         """Make every commit so far durable: fsync the WAL file (what a commit with
         ``synchronous=FULL`` does), and its directory the first time (a new WAL file's
@@ -462,7 +469,7 @@ class StoreWriter:
         try:
             fd = os.open(f"{self.path}-wal", os.O_RDONLY)
             try:
-                os.fsync(fd)
+                os.fdatasync(fd)  # the WAL's data and size (what SQLite's own sync does)
             finally:
                 os.close(fd)
             if not self._dir_synced:
