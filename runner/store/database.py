@@ -199,6 +199,10 @@ class Store:
         if self.owner is not None and not self.owner():
             raise AssertionError(f"{self.path}: a commit of the store's writer ran outside "
                                  "its thread")
+        if self.conn.in_transaction:  # a game's start in the writer's batch of moves
+            with self._joined(synced):
+                yield self.conn
+            return
         if synced != self._synced:  # never changed inside a transaction (SQLite refuses)
             self.conn.execute(f"PRAGMA synchronous={'FULL' if synced else 'NORMAL'}")
             self._synced = synced
@@ -216,6 +220,23 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("PRAGMA synchronous=FULL")
                     self._synced = True
+
+    @contextlib.contextmanager
+    def _joined(self, synced: bool) -> Iterator[None]:
+        """Inside a transaction already open (runner.store.writer commits a game's start with
+        the moves around it): a savepoint, rolled back alone on an error; the commit is the
+        open transaction's, unsynced, so only an unsynced write may join it."""
+        if synced:
+            raise AssertionError(f"{self.path}: a synced commit inside an open transaction")
+        self.conn.execute("SAVEPOINT joined")
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK TO joined")
+                self.conn.execute("RELEASE joined")
+            raise
+        self.conn.execute("RELEASE joined")
 
     # ---- event ---------------------------------------------------------------------------
 

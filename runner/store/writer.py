@@ -148,6 +148,7 @@ class _Job:
     settle: Settle | None = None  # a game's record: it commits the game's queued moves
     game_id: int | None = None
     started: bool = False  # its future is RUNNING (a job tried again after a full disk)
+    joins: bool = False  # a game's start: committed with the moves around it (restart)
 
     def begin(self) -> bool:
         """Mark the future running (once); False if it was cancelled before."""
@@ -226,7 +227,8 @@ class StoreWriter:
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self.failed: BaseException | None = None  # the last failed batch of moves (None: ok)
         self.waiting: BaseException | None = None  # the disk-full error being waited out
-        self.written = 0
+        self.written = 0  # moves committed
+        self.starts = 0  # games' starts committed with them (restart)
         self.between: Callable[[], None] | None = None  # test seam (module docstring)
         self.gave_up = False  # stopped while waiting for disk space (give_up)
         self.unsynced_since: float | None = None  # monotonic time of the first commit not fsynced
@@ -282,14 +284,17 @@ class StoreWriter:
 
     def restart(self, game_id: int, attempt: int, job: Job) -> concurrent.futures.Future[Any]:
         """A new attempt of a game: queued moves of its earlier attempts are dropped (the
-        start job deletes the stored ones it replaces) and ``job`` is submitted."""
+        start job deletes the stored ones it replaces) and ``job`` is queued as a move is
+        (it wakes the writer only when it sleeps) and committed in the same transaction as
+        the moves around it, within ``interval``: ``job`` commits through
+        :meth:`Store.transaction` unsynced, which joins the writer's open transaction."""
         with self._lock:
             if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
                    for e in self._queue):
                 self._queue = collections.deque(
                     e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id ==
                                                    game_id and e.attempt < attempt))
-        return self.submit(job)
+        return self._enqueue(_Job(job, concurrent.futures.Future(), joins=True))
 
     def flush(self) -> None:
         """Wait until everything submitted so far is written: a barrier in the queue (never a
@@ -330,13 +335,16 @@ class StoreWriter:
 
     def _enqueue(self, job: _Job) -> concurrent.futures.Future[Any]:
         with self._lock:
-            if self.running:
-                self._queue.append(job)
-                self._jobs += 1
-                self._wake.notify()
-                return job.future
             self._queue.append(job)
-            self._jobs += 1
+            if self.running:
+                if not job.joins:
+                    self._jobs += 1
+                    self._wake.notify()
+                elif self._idle:  # a game's start: as a move (committed at the next batch)
+                    self._idle = False
+                    self._wake.notify()
+                return job.future
+            self._jobs += not job.joins
         self._drain_here()
         return job.future
 
@@ -353,7 +361,7 @@ class StoreWriter:
             return
         with self._lock:
             self._queue.extendleft(reversed(items))
-            self._jobs += sum(1 for e in items if isinstance(e, _Job))
+            self._jobs += sum(1 for e in items if isinstance(e, _Job) and not e.joins)
 
     def _drain_here(self) -> None:
         """Write the whole queue in the calling thread (before start, after close)."""
@@ -367,16 +375,17 @@ class StoreWriter:
         """Write ``items`` in order; return what was not written (to go back to the queue):
         the moves after the last job unless ``trailing``, or everything from a write that
         found the disk full. ``giving_up``: a full disk fails the rest instead."""
-        batch: list[MovePlayed] = []
+        batch: list[MovePlayed | _Job] = []  # moves and the games' starts among them
         for i, item in enumerate(items):
-            if isinstance(item, MovePlayed):
+            if isinstance(item, MovePlayed) or item.joins:
                 batch.append(item)
                 continue
             mine: list[MovePlayed] = []
             if item.game_id is not None:
-                mine = [e for e in batch if e.game_id == item.game_id]
+                mine = [e for e in batch if isinstance(e, MovePlayed) and e.game_id == item.game_id]
                 if mine:
-                    batch = [e for e in batch if e.game_id != item.game_id]
+                    batch = [e for e in batch if not (isinstance(e, MovePlayed)
+                                                      and e.game_id == item.game_id)]
             full = self._write_moves(batch)
             if full is not None:
                 return self._full(full, [*batch, *mine, *items[i:]], giving_up)
@@ -396,7 +405,7 @@ class StoreWriter:
                 if disk_full(exc, self.path):  # not failed: it waits at the queue's head
                     return self._full(exc, [*mine, *items[i:]], giving_up)
                 item.future.set_exception(exc)
-                batch = mine  # a record that failed: its moves are still logged
+                batch = list(mine)  # a record that failed: its moves are still logged
             else:
                 item.future.set_result(result)
         if not trailing:
@@ -424,34 +433,72 @@ class StoreWriter:
                                    "move written, by rule 7.c"))
         return []
 
-    def _write_moves(self, batch: list[MovePlayed]) -> BaseException | None:
-        """Commit a batch of moves. A full disk is returned (the caller waits it out); any
-        other error keeps the moves queued (reported once) and lets the jobs go on: the
-        ordering rule makes a late move harmless."""
-        if not batch or self._conn is None:
+    def _write_moves(self, batch: list[MovePlayed | _Job]) -> BaseException | None:
+        """Commit a batch of moves, with the games' starts among them, in order, in one
+        transaction. A full disk is returned (the caller waits it out); any other error
+        keeps the moves queued (reported once) and lets the jobs go on: the ordering rule
+        makes a late move harmless; the starts go back as jobs of their own."""
+        if self._conn is None:
+            for item in batch:
+                if isinstance(item, _Job) and item.begin():
+                    item.future.set_exception(sqlite3.ProgrammingError(
+                        f"{self.path}: the store's writer is closed"))
             return None
+        if not batch:
+            return None
+        done: list[tuple[_Job, Any, BaseException | None]] = []
         try:
-            rows = move_rows(batch)
             self._synchronous(full=False)  # fsynced by _sync, within sync_s
             self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(INSERT_MOVES, rows)
+            moves: list[MovePlayed] = []
+            for item in batch:
+                if isinstance(item, MovePlayed):
+                    moves.append(item)
+                    continue
+                if moves:
+                    self._conn.executemany(INSERT_MOVES, move_rows(moves))
+                    moves = []
+                if item.begin():
+                    done.append(self._joined(item))
+            if moves:
+                self._conn.executemany(INSERT_MOVES, move_rows(moves))
             self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
             if disk_full(exc, self.path):
                 return exc
+            for item in batch:  # each start on its own next time (a job that wakes)
+                if isinstance(item, _Job):
+                    item.joins = False
             self._put_back(list(batch))
             if self.failed is None:
                 self.failed = exc
                 if self.on_error is not None:
                     self.on_error(exc)
             return None
+        for job, result, error in done:
+            if error is None:
+                job.future.set_result(result)
+            else:
+                job.future.set_exception(error)
         self.failed = None
-        self.written += len(batch)
+        self.written += len(batch) - len(done)
+        self.starts += len(done)
         if self.unsynced_since is None:
             self.unsynced_since = time.monotonic()
         return None
+
+    def _joined(self, job: _Job) -> tuple[_Job, Any, BaseException | None]:
+        """Run a game's start inside the open transaction: its result or its error (a full
+        disk is raised: the whole batch waits)."""
+        assert job.run is not None
+        try:
+            return job, job.run(self._conn), None  # type: ignore[arg-type]
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
+            if disk_full(exc, self.path):
+                raise
+            return job, None, exc
 
     def _synchronous(self, *, full: bool) -> None:
         """The connection's ``synchronous`` set for what comes next: NORMAL for batches of
@@ -558,9 +605,9 @@ class StoreWriter:
                 if self.between is not None and items:
                     self.between()
                 self.waiting = None
-                before = self.written
+                before = self.written + self.starts
                 rest = self._write_items(items, trailing=trailing, giving_up=stopping)
-                self._moved = self.written > before
+                self._moved = self.written + self.starts > before
                 self._put_back(rest)
                 if self.unsynced_since is not None and (
                         stopping or time.monotonic() - self.unsynced_since >= self.sync_s):
@@ -578,5 +625,5 @@ class StoreWriter:
                 since = last_report = 0.0
             if stopping:
                 return
-            if self.written > before and self.on_flush is not None:
+            if self.written + self.starts > before and self.on_flush is not None:
                 self.on_flush()
