@@ -10,9 +10,10 @@ connection with ``synchronous=FULL``. The ordering rule:
   transaction at most ``interval`` seconds after the first of them was queued (default
   0.05 s), or at once when a job follows them. A batch of moves alone is committed without
   an fsync (``synchronous=NORMAL``: WAL, so every reader sees it at once, and a crash of the
-  process loses nothing); the writer fsyncs the WAL file itself at the latest ``sync_s``
-  seconds (default 0.9) after such a commit, and when it closes (a synced commit meanwhile,
-  a game's record above all, syncs every commit before it earlier). So a power cut loses at
+  process loses nothing; the connection is set to NORMAL for the batches and back to FULL
+  before a job only when that changes); the writer fsyncs the WAL file itself at the latest
+  ``sync_s`` seconds (default 0.9) after such a commit, and when it closes (a synced commit
+  meanwhile, a game's record above all, syncs every commit before it earlier). So a power cut loses at
   most the moves of the last second (rule 7.c goes on from the last one kept), never a
   recorded game: a job's commit keeps the connection's ``synchronous=FULL``. After a commit
   of moves the thread waits ``interval`` for the next ones (a game in play queues its moves
@@ -20,6 +21,12 @@ connection with ``synchronous=FULL``. The ordering rule:
   sync, it sleeps until something is queued.
   :meth:`StoreWriter.flush` is a barrier in the same queue, never a second writer: whoever calls
   it (the loop's worker threads, a test) waits for the writer to reach it.
+* **A game's start goes with the moves.** :meth:`StoreWriter.restart` queues it as a move is
+  (it wakes the thread only when it sleeps): it is committed in the transaction of the moves
+  around it (its book moves first), in its order among them, within ``interval``; its write
+  (unsynced) runs in a savepoint of that transaction (``Store.transaction`` joins an open
+  one), so a start that fails fails alone. A batch that cannot be written (not a full disk)
+  hands its starts back as jobs of their own.
 * **Writes are idempotent on (game, attempt, ply).** A logged move never replaces a row of a
   later attempt, and is not written at all for an attempt older than the game's current one;
   a game's start deletes only rows of *earlier* attempts beyond the kept prefix, never rows
