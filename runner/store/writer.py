@@ -244,7 +244,7 @@ class StoreWriter:
         self._idle = False  # the thread sleeps until something is queued
         self._moved = False  # the last turn committed moves (more are likely to follow)
         self._dir_synced = False  # the WAL's directory entry fsynced once (a new WAL file)
-        self._full = True  # the connection's synchronous=FULL (NORMAL while moves go out)
+        self._at_full = True  # the connection's synchronous=FULL (NORMAL while moves go out)
 
     def start(self) -> StoreWriter:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
@@ -511,9 +511,9 @@ class StoreWriter:
         """The connection's ``synchronous`` set for what comes next: NORMAL for batches of
         moves, FULL for every job (a job's commit is synced; :meth:`Store.transaction`
         counts on it). Set only when it changes: consecutive batches share one setting."""
-        if self._full != full and self._conn is not None:
+        if self._at_full != full and self._conn is not None:
             self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
-            self._full = full
+            self._at_full = full
 
     def _sync(self) -> None:
         """Make every commit so far durable: fsync the WAL file (what a commit with
