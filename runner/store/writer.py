@@ -16,7 +16,8 @@ connection with ``synchronous=FULL``. The ordering rule:
   meanwhile, a game's record above all, syncs every commit before it earlier). So a power cut loses at
   most the moves of the last second (rule 7.c goes on from the last one kept), never a
   recorded game: a job's commit keeps the connection's ``synchronous=FULL``. After a commit
-  of moves the thread waits ``interval`` for the next ones (a game in play queues its moves
+  of moves, or of a job with nothing left queued (a game's record: the next game's start
+  follows), the thread waits ``interval`` for the next ones (a game in play queues its moves
   without waking it: one wake per batch, not two); with nothing queued then and nothing to
   sync, it sleeps until something is queued.
   :meth:`StoreWriter.flush` is a barrier in the same queue, never a second writer: whoever calls
@@ -615,6 +616,9 @@ class StoreWriter:
                 before = self.written + self.starts
                 rest = self._write_items(items, trailing=trailing, giving_up=stopping)
                 self._moved = self.written + self.starts > before
+                if items and not rest and not trailing:  # a job's turn, nothing left queued:
+                    due = time.monotonic() + self.interval  # the next moves (a game's start
+                    self._moved = True  # after a record) are taken at due, without a wake
                 self._put_back(rest)
                 if self.unsynced_since is not None and (
                         stopping or time.monotonic() - self.unsynced_since >= self.sync_s):
