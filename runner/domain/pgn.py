@@ -155,33 +155,58 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     return game.accept(CutechessExporter(headers=True, variations=False, comments=True))
 
 
+COLUMNS = 80  # python-chess's StringExporter wraps the moves at 80 columns
+
+
 def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[str],
                  reason: str | None) -> str:
-    """The rest of ``write_game`` for moves whose SAN is known: the visits that
-    ``chess.pgn.Game.accept`` makes, in its order, without building and replaying the moves."""
+    """The rest of ``write_game`` for moves whose SAN is known: the text
+    ``game.accept(CutechessExporter(...))`` writes for them (tags, move numbers, comments
+    and the 80-column wrap of python-chess's ``StringExporter``, byte for byte), written
+    straight from the SAN without building the moves, replaying them or a visit per token."""
     if len(sans) != len(comments):
         raise ValueError(f"{len(sans)} moves but {len(comments)} comments")
-    exporter = CutechessExporter(headers=True, variations=False, comments=True)
-    exporter.begin_game()
-    for key, value in game.headers.items():
-        exporter.visit_header(key, value)
-    exporter.end_headers()
-    board = game.board()
-    turn, number = board.turn, board.fullmove_number
-    last = len(sans) - 1
-    for ply, san in enumerate(sans):
-        exporter.visit_san(turn, number, san)
-        comment = comments[ply]
-        if ply == last and reason:
-            comment = f"{comment}, {reason}" if comment else reason
-        if comment:
-            exporter.visit_comment(comment)
-        if turn == chess.BLACK:
+    headers = game.headers
+    lines = [f'[{key} "{escape_tag(value)}"]' for key, value in headers.items()]
+    lines.append("")
+    start = headers.get("FEN")
+    if start is None:
+        turn, number = chess.WHITE, 1
+    else:  # a FEN python-chess wrote (game.setup): its six fields
+        fields = start.split()
+        turn, number = fields[1] == "w", int(fields[5])
+    if reason:  # the reason the game ended goes on the last move's comment
+        comments = list(comments)
+        comments[-1] = f"{comments[-1]}, {reason}" if comments[-1] else reason
+    tokens: list[str] = []  # StringExporter's tokens: a move alone, or with its comment
+    held = ""
+    for ply, (san, comment) in enumerate(zip(sans, comments)):
+        if held:  # the move before, without a comment
+            tokens.append(held + " ")
+        if turn:
+            held = f"{number}. {san}"
+        else:
+            held = f"{number}... {san}" if ply == 0 else san
             number += 1
         turn = not turn
-    exporter.visit_result(game.headers.get("Result", "*"))
-    exporter.end_game()
-    return exporter.result()
+        if comment:
+            tokens.append(held + " {" + comment.replace("}", "").strip() + "} ")
+            held = ""
+    if held:
+        tokens.append(held + " ")
+    tokens.append(headers.get("Result", "*") + " ")
+    line = ""
+    for token in tokens:  # StringExporter.write_token: a line holds 80 columns at most
+        if COLUMNS - len(line) < len(token):
+            if line:
+                lines.append(line.rstrip())
+            line = token
+        else:
+            line += token
+    if line:
+        lines.append(line.rstrip())
+    lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 __all__ = ["ROSTER", "CutechessExporter", "escape_tag", "unescape_tag", "write_game"]
