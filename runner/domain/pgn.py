@@ -180,7 +180,7 @@ def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[s
         comments[-1] = f"{comments[-1]}, {reason}" if comments[-1] else reason
     tokens: list[str] = []  # StringExporter's tokens: a move alone, or with its comment
     held = ""
-    for ply, (san, comment) in enumerate(zip(sans, comments)):
+    for ply, (san, comment) in enumerate(zip(sans, comments, strict=True)):
         if held:  # the move before, without a comment
             tokens.append(held + " ")
         if turn:
