@@ -268,7 +268,7 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
         fens.append(fen(board))
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
-    if not any(True for _ in board.legal_moves):
+    if not kept and not any(True for _ in board.legal_moves):  # (else natural_end saw some)
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
     return _Book(start, board, kept, sans, fens, resets)
 
