@@ -138,15 +138,17 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     for key, value in tags.items():
         if key not in ("FEN", "SetUp") and not (chess960 and key == "Variant"):
             game.headers[key] = value
-    others = {key: value for key, value in game.headers.items() if key not in ROSTER}
-    for key in others:
-        del game.headers[key]
-    for key in sorted(others):
-        game.headers[key] = others[key]
+    headers = list(game.headers.items())  # the roster first, in its order
+    others = sorted((key, value) for key, value in headers if key not in ROSTER)
+    headers = [(key, value) for key, value in headers if key in ROSTER] + others
     if sans is not None and moves:
         if len(sans) != len(moves):
             raise ValueError(f"{len(moves)} moves but {len(sans)} SANs")
-        return _write_known(game, sans, comments, reason)
+        return _write_known(headers, sans, comments, reason)
+    for key, _ in others:
+        del game.headers[key]
+    for key, value in others:
+        game.headers[key] = value
     node: chess.pgn.GameNode = game
     for uci, comment in zip(moves, comments, strict=True):
         node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
@@ -158,18 +160,19 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
 COLUMNS = 80  # python-chess's StringExporter wraps the moves at 80 columns
 
 
-def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[str],
+def _write_known(headers: list[tuple[str, str]], sans: Sequence[str], comments: Sequence[str],
                  reason: str | None) -> str:
-    """The rest of ``write_game`` for moves whose SAN is known: the text
-    ``game.accept(CutechessExporter(...))`` writes for them (tags, move numbers, comments
-    and the 80-column wrap of python-chess's ``StringExporter``, byte for byte), written
-    straight from the SAN without building the moves, replaying them or a visit per token."""
+    """The rest of ``write_game`` for moves whose SAN is known (``headers``: the game's
+    tags in their order): the text ``game.accept(CutechessExporter(...))`` writes for them
+    (tags, move numbers, comments and the 80-column wrap of python-chess's
+    ``StringExporter``, byte for byte), written straight from the SAN without building the
+    moves, replaying them or a visit per token."""
     if len(sans) != len(comments):
         raise ValueError(f"{len(sans)} moves but {len(comments)} comments")
-    headers = game.headers
-    lines = [f'[{key} "{escape_tag(value)}"]' for key, value in headers.items()]
+    lines = [f'[{key} "{escape_tag(value)}"]' for key, value in headers]
     lines.append("")
-    start = headers.get("FEN")
+    tags = dict(headers)
+    start = tags.get("FEN")
     if start is None:
         turn, number = chess.WHITE, 1
     else:  # a FEN python-chess wrote (game.setup): its six fields
@@ -194,7 +197,7 @@ def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[s
             held = ""
     if held:
         tokens.append(held + " ")
-    tokens.append(headers.get("Result", "*") + " ")
+    tokens.append(tags.get("Result", "*") + " ")
     line = ""
     for token in tokens:  # StringExporter.write_token: a line holds 80 columns at most
         if COLUMNS - len(line) < len(token):

@@ -261,7 +261,7 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
                                f"{uci!r} in {board.fen()}") from None
         zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
-        if natural_end(board) is not None:
+        if natural_end(board, _moves_left(san)) is not None:
             board.pop()
             break
         resets.append(zeroing)
