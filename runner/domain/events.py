@@ -170,17 +170,15 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, Path):
         return str(value)
-    # (a simple value inside is taken as it is, without a call: a game's spec has ~90 values)
     if isinstance(value, tuple | list):
-        return [v if type(v) in _SIMPLE_TYPES else _plain(v) for v in value]
+        return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): v if type(v) in _SIMPLE_TYPES else _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v) for k, v in value.items()}
     names = _FIELDS.get(type(value))
     if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
     if names is not None:
-        return {name: v if type(v := getattr(value, name)) in _SIMPLE_TYPES else _plain(v)
-                for name in names}
+        return {name: _plain(getattr(value, name)) for name in names}
     return value
 
 
