@@ -181,31 +181,29 @@ def _write_known(headers: list[tuple[str, str]], sans: Sequence[str], comments: 
     if reason:  # the reason the game ended goes on the last move's comment
         comments = list(comments)
         comments[-1] = f"{comments[-1]}, {reason}" if comments[-1] else reason
-    tokens: list[str] = []  # StringExporter's tokens: a move alone, or with its comment
-    held = ""
+    line = ""  # StringExporter.write_token: a line holds 80 columns at most
     for ply, (san, comment) in enumerate(zip(sans, comments, strict=True)):
-        if held:  # the move before, without a comment
-            tokens.append(held + " ")
+        # one token per move: its number (White's, or the first move's), SAN and comment
         if turn:
-            held = f"{number}. {san}"
+            token = f"{number}. {san} "
         else:
-            held = f"{number}... {san}" if ply == 0 else san
+            token = f"{number}... {san} " if ply == 0 else san + " "
             number += 1
         turn = not turn
         if comment:
-            tokens.append(held + " {" + comment.replace("}", "").strip() + "} ")
-            held = ""
-    if held:
-        tokens.append(held + " ")
-    tokens.append(tags.get("Result", "*") + " ")
-    line = ""
-    for token in tokens:  # StringExporter.write_token: a line holds 80 columns at most
+            token = token + "{" + comment.replace("}", "").strip() + "} "
         if COLUMNS - len(line) < len(token):
             if line:
                 lines.append(line.rstrip())
             line = token
         else:
             line += token
+    token = tags.get("Result", "*") + " "  # (the line holds a move at least)
+    if COLUMNS - len(line) < len(token):
+        lines.append(line.rstrip())
+        line = token
+    else:
+        line += token
     if line:
         lines.append(line.rstrip())
     lines.append("")
