@@ -524,9 +524,11 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
     return out
 
 
-def standings_text(config: Config, store: Store) -> str | None:
-    """The standings table of the recorded games (None before the event has results)."""
-    results = store.event_results()
+def standings_text(config: Config, store: Store, results: EventResults | None = None
+                   ) -> str | None:
+    """The standings table of the recorded games (None before the event has results), of
+    ``results`` when the caller read them (else read here)."""
+    results = store.event_results() if results is None else results
     if results is None:
         return None
     with view("the standings table"):
