@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runner.config.typed import TIEBREAKS
 from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
@@ -42,9 +42,9 @@ SHORT = {
 # --------------------------------------------------------------------------- data
 
 
-@dataclass(frozen=True)
-class GameView:
-    """One game from one player's side."""
+class GameView(NamedTuple):
+    """One game from one player's side (a named tuple: the standings make one per game and
+    side each time they are computed, after every game and round)."""
 
     round: int
     game_in_round: int
@@ -115,6 +115,7 @@ class _Player:
     bye_rounds: list[int] = field(default_factory=list)
     round_halves: dict[int, int] = field(default_factory=lambda: defaultdict(int))  # points x 2
     round_opponent: dict[int, str] = field(default_factory=dict)
+    points_vs: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # half points
 
 
 # --------------------------------------------------------------------------- statistics
@@ -149,14 +150,8 @@ def _collect(results: EventResults) -> dict[str, _Player]:
         if p.rmob_wins:
             p.rmob += p.rmob_wins
     for p in players.values():  # SB needs everyone's final score: sum of score x points
-        p.sb = Fraction(sum(players[v.opponent].halves * _halves(v.points)
-                            for v in p.history if not v.extra), 4)
+        p.sb = Fraction(sum(players[o].halves * h for o, h in p.points_vs.items()), 4)
     return players
-
-
-def _halves(points: Fraction) -> int:
-    """A game's points (0, 1/2 or 1) in half points, without hashing the Fraction."""
-    return 2 * points.numerator // points.denominator
 
 
 def _game_problem(players: dict[str, _Player], g: PlayedGame) -> str | None:
@@ -195,6 +190,7 @@ def _add_game(players: dict[str, _Player], g: PlayedGame) -> None:
             p.rmob += rm
         p.round_halves[g.round] += halves
         p.round_opponent[g.round] = opp
+        p.points_vs[opp] += halves
         if color == "w":
             p.white += 1
         else:

@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from runner.config.typed import TIEBREAKS
-from runner.domain.models import EventResults, PlayedGame
+from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
 from runner.domain.standings import SHORT, GameView, StandingRow, round_numbers
 from runner.domain.text import markdown_cell, printable
 from runner.render.ratings_report import ratings_json, summary_line
@@ -64,17 +64,17 @@ def fmt_places(value: Fraction | None, places: int) -> str:
     return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
 
 
-#: A game's points as a cell shows them, by (numerator, denominator): no Fraction is made or
-#: hashed per cell (a table of a long event has thousands of cells, once a round).
-_POINTS = {(1, 1): "1", (0, 1): "0", (1, 2): "½"}
-
-
-def _pts(points: Fraction) -> str:
-    return _POINTS[points.numerator, points.denominator]
+#: A game as a cell shows it ("1w": won with White, "½b": drawn with Black), by (result,
+#: colour): a GameView's points are its side's score of its result (runner.domain.standings).
+#: No Fraction is made or hashed per cell (a table of a long event has thousands of cells,
+#: once a round).
+_GAME_CELL = {(result, color): {1.0: "1", 0.0: "0", 0.5: "½"}[score] + color
+              for result in RESULTS
+              for color, score in (("w", white_score(result)), ("b", 1 - white_score(result)))}
 
 
 def _cell_games(views: Sequence[GameView]) -> str:
-    return " ".join(f"{_pts(v.points)}{v.color}" for v in views)
+    return " ".join([_GAME_CELL[v.result, v.color] for v in views])
 
 
 def standings_title(results: EventResults) -> str:
