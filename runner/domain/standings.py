@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runner.config.typed import TIEBREAKS
-from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
+from runner.domain.models import RESULTS, EventResults, PlayedGame, RoundResult, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
 from runner.errors import RecordInvalid
 
@@ -117,6 +117,32 @@ class _Player:
     round_opponent: dict[int, str] = field(default_factory=dict)
     points_vs: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # half points
 
+    def copy(self) -> _Player:
+        """A copy to add games to (this one is left as it is)."""
+        return replace(self, history=list(self.history), bye_rounds=list(self.bye_rounds),
+                       round_halves=defaultdict(int, self.round_halves),
+                       round_opponent=dict(self.round_opponent),
+                       points_vs=defaultdict(int, self.points_vs))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Every engine's counts after ``rounds`` (:func:`tally`): what :func:`compute_standings`
+    goes on from when the results it ranks begin with the same rounds, so a caller that
+    ranks an event after each round adds only the new rounds' games. Never changed."""
+
+    seeds: tuple[str, ...]
+    games_per_match: int
+    rounds: tuple[RoundResult, ...]  # in number order
+    players: dict[str, _Player]
+
+
+def tally(results: EventResults, base: Tally | None = None) -> Tally:
+    """The counts of ``results`` (its rounds in number order), going on from ``base`` when
+    its rounds are the first of them. Raises RecordInvalid as :func:`compute_standings`."""
+    rounds = tuple(sorted(results.rounds, key=lambda r: r.number))
+    return Tally(results.seeds, results.games_per_match, rounds, _counted(results, rounds, base))
+
 
 # --------------------------------------------------------------------------- statistics
 
@@ -128,12 +154,20 @@ _HALVES = {r: (round(2 * white_score(r)), 2 - round(2 * white_score(r))) for r i
 _POINTS = {h: Fraction(h, 2) for h in (0, 1, 2)}
 
 
-def _collect(results: EventResults) -> dict[str, _Player]:
-    players = {name: _Player(name, i + 1) for i, name in enumerate(results.seeds)}
+def _counted(results: EventResults, rounds: tuple[RoundResult, ...], base: Tally | None
+             ) -> dict[str, _Player]:
+    """The players with the games and byes of ``rounds`` (``results``' rounds in number
+    order) counted: those of ``base`` copied when its rounds are the first of them."""
+    k = len(base.rounds) if base is not None else 0
+    if base is not None and base.seeds == results.seeds \
+            and base.games_per_match == results.games_per_match and rounds[:k] == base.rounds:
+        players = {name: p.copy() for name, p in base.players.items()}
+    else:
+        players, k = {name: _Player(name, i + 1) for i, name in enumerate(results.seeds)}, 0
     if len(players) != len(results.seeds):
         raise RecordInvalid(f"duplicate engine name in the seeds: {list(results.seeds)}")
     bye_halves = int(2 * bye_points(results.games_per_match))  # whole points
-    for rnd in sorted(results.rounds, key=lambda r: r.number):
+    for rnd in rounds[k:]:
         if rnd.bye is not None:
             if rnd.bye not in players:
                 raise RecordInvalid(f"round {rnd.number}: bye for {rnd.bye!r}, which is not a seeded engine")
@@ -144,6 +178,11 @@ def _collect(results: EventResults) -> dict[str, _Player]:
             p.round_halves[rnd.number] += bye_halves
         for g in rnd.games:
             _add_game(players, g)
+    return players
+
+
+def _collect(results: EventResults, base: Tally | None = None) -> dict[str, _Player]:
+    players = _counted(results, tuple(sorted(results.rounds, key=lambda r: r.number)), base)
     for p in players.values():
         p.score = Fraction(p.halves, 2)
         p.extra_score = Fraction(p.extra_halves, 2)
@@ -308,12 +347,15 @@ class _Ranker:
         return out
 
 
-def compute_standings(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]:
-    """Rank every seeded engine; raise ValueError on an unknown tiebreak or inconsistent results."""
+def compute_standings(results: EventResults, tiebreaks: Sequence[str],
+                      base: Tally | None = None) -> list[StandingRow]:
+    """Rank every seeded engine; raise ValueError on an unknown tiebreak or inconsistent results.
+    ``base``: a :func:`tally` of earlier results, used when its rounds are the first of
+    ``results``' (the same standings, with only the later rounds' games counted here)."""
     for name in tiebreaks:
         if name not in TIEBREAKS:
             raise ValueError(f"unknown tiebreak {name!r}: expected one of {', '.join(TIEBREAKS)}")
-    players = _collect(results)
+    players = _collect(results, base)
     values = _values(players, results)
     ranker = _Ranker(players, values)
     withdrawn = dict(results.withdrawn)

@@ -288,9 +288,12 @@ class Store:
                   g["black"], g["match_index"], None if g["opening"] is None else g["opening"].index,
                   _opening_json(g["opening"]), int(extra)) for g in games])
 
-    def rounds(self) -> list[StoredRound]:
+    def rounds(self, after: int | None = None) -> list[StoredRound]:
+        """The stored rounds (those numbered above ``after``), by number."""
         rows = self.conn.execute(
-            "SELECT number, pairs, bye, dropped, excluded, extra, state FROM rounds ORDER BY number")
+            "SELECT number, pairs, bye, dropped, excluded, extra, state FROM rounds "
+            + ("ORDER BY number" if after is None else "WHERE number>? ORDER BY number"),
+            () if after is None else (after,))
         return [_round_from_row(r) for r in rows]
 
     def games(self, round_number: int | None = None) -> list[StoredGame]:

@@ -9,6 +9,8 @@ from typing import Any
 
 from runner.config.typed import Config
 from runner.domain.models import EventResults, RoundResult
+from runner.domain.standings import Tally, tally
+from runner.errors import RecordInvalid
 from runner.service.views.snapshotdoc import standings_text
 from runner.store import queries
 from runner.store.database import Store, results_of
@@ -29,6 +31,7 @@ class RoundStandings:
         self._kept: tuple[RoundResult, ...] = ()  # rounds 1..n, complete when read
         self._mark: tuple[int, int, int] = (0, 0, 0)  # queries.finished_mark of them
         self._text: tuple[EventResults, str | None] | None = None  # the last table made
+        self._tally: Tally | None = None  # the counts of the kept rounds (when made)
 
     def results(self) -> EventResults | None:
         """``store.event_results()``, equal to it (None before the event is seeded)."""
@@ -38,8 +41,8 @@ class RoundStandings:
         conn = self.store.conn
         through = self._kept[-1].number if self._kept else 0
         if self._kept and queries.finished_mark(conn, through) != self._mark:
-            self._kept, through = (), 0  # a kept round changed: all read again
-        stored = [rd for rd in self.store.rounds() if rd.number > through]
+            self._kept, through, self._tally = (), 0, None  # a kept round changed: all read again
+        stored = self.store.rounds(after=through)
         rows = queries.result_rows_after(conn, through)
         later = results_of(fixed[0], fixed[1], stored, rows, withdrawals(conn))
         results = EventResults(seeds=later.seeds, games_per_match=later.games_per_match,
@@ -78,8 +81,21 @@ class RoundStandings:
         if results is None:
             return None
         if self._text is None or self._text[0] != results:
-            self._text = (results, standings_text(self.config, self.store, results))
+            self._text = (results, standings_text(self.config, self.store, results,
+                                                  self._counted()))
         return self._text[1]
+
+    def _counted(self) -> Tally | None:
+        """The tally of the kept rounds, made on from the last one (None when they cannot
+        be counted: the ranking then counts every round, and says what is wrong)."""
+        if not self._kept or self._fixed is None:
+            return None
+        if self._tally is None or len(self._tally.rounds) != len(self._kept):
+            try:
+                self._tally = tally(EventResults(*self._fixed, self._kept), self._tally)
+            except RecordInvalid:
+                self._tally = None
+        return self._tally
 
 
 __all__ = ["RoundStandings"]
