@@ -21,6 +21,7 @@ from runner.domain.models import EventResults, GameSpec, PlayedGame, RoundResult
 from runner.domain.pairing import RoundRecord, pair_round
 from runner.domain.standings import compute_standings, tally
 from runner.render.standings_report import render_standings
+from runner.service.schedule import Schedule
 from runner.service.td.rules import apply_rewind, apply_withdraw
 from runner.service.views import roundstandings
 from runner.store.database import Store
@@ -122,22 +123,28 @@ def test_a_rewind_between_rounds_is_seen_in_the_next_standings(
 
 def test_a_withdrawal_between_rounds_is_seen_in_the_next_standings(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Withdrawn after round 2 (before round 3 is paired): the tables after rounds 3 and 4
+    mark it, with its rounds not paired, as the ones made from scratch."""
     config = load_config(loop_config(tmp_path, players=5, Rounds=4))
     witness = Witness(config, monkeypatch)
     done: list[str] = []
+    pair = Schedule.pair
 
-    def hook(spec: GameSpec) -> None:
-        if spec.round == 3 and not done:
+    def withdraw_then_pair(schedule: Schedule, number: int) -> None:
+        if number == 3 and not done:
             store = Store.open(config.database)
             try:
                 done.append(apply_withdraw(store, config, "P5", False, "asked to leave", 1))
             finally:
                 store.close()
+        pair(schedule, number)
 
-    assert cli_run(config, run_args(), play_game=backend(hook=hook)) == 0
+    monkeypatch.setattr(Schedule, "pair", withdraw_then_pair)
+    assert cli_run(config, run_args(), play_game=backend()) == 0
     assert done
     witness.check()
-    assert "P5 (withdrawn)" in witness.seen[-1][0] and "WD" in witness.seen[-1][0]
+    assert "P5 (withdrawn)" not in witness.seen[1][0]
+    assert "P5 (withdrawn)" in witness.seen[2][0] and "WD" in witness.seen[-1][0]
 
 
 def random_event(rng: random.Random, seeds: list[str], rounds: int, gpm: int) -> EventResults:
@@ -176,3 +183,25 @@ def test_a_tally_of_other_rounds_is_not_gone_on_from() -> None:
     assert compute_standings(results, TIEBREAKS, base) == compute_standings(results, TIEBREAKS)
     fewer = tally(dataclasses.replace(results, seeds=("A", "B", "C", "D", "E"), rounds=()))
     assert compute_standings(results, TIEBREAKS, fewer) == compute_standings(results, TIEBREAKS)
+
+
+def test_the_table_with_kept_cells_is_the_table_made_without_them() -> None:
+    rng = random.Random(11)
+    results = random_event(rng, [f"E{i}" for i in range(1, 8)], 6, 2)
+    memo: dict = {}
+    for k in range(len(results.rounds) + 1):
+        part = dataclasses.replace(results, rounds=results.rounds[:k])
+        rows = compute_standings(part, TIEBREAKS)
+        assert render_standings(rows, part, "text", cells=memo) == \
+            render_standings(rows, part, "text")
+        assert len(memo) == k  # the rounds of the last table only
+    # the last round played again the other way: another RoundResult, made anew
+    last = results.rounds[-1]
+    flipped = {"1-0": "0-1", "0-1": "1-0", "1/2-1/2": "1-0"}
+    again = dataclasses.replace(results, rounds=(*results.rounds[:-1], RoundResult(
+        last.number, tuple(dataclasses.replace(g, result=flipped[g.result]) for g in last.games),
+        last.bye)))
+    rows = compute_standings(again, TIEBREAKS)
+    text = render_standings(rows, again, "text", cells=memo)
+    assert text == render_standings(rows, again, "text")
+    assert text != render_standings(compute_standings(results, TIEBREAKS), results, "text")

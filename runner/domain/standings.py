@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runner.config.typed import TIEBREAKS
@@ -250,7 +251,10 @@ def _opponent_halves(p: _Player, players: dict[str, _Player]) -> list[int]:
 def round_numbers(results: EventResults) -> list[int]:
     """Rounds shown as columns: those with a bye or a finished scheduled game (not extra rounds)."""
     return sorted(r.number for r in results.rounds
-                  if r.bye is not None or any(not g.extra for g in r.games))
+                  if r.bye is not None or not all(map(_EXTRA, r.games)))
+
+
+_EXTRA = attrgetter("extra")  # (a game's extra flag, read in C: round_numbers runs per table)
 
 
 def _values(players: dict[str, _Player], results: EventResults) -> dict[str, dict[str, Fraction]]:

@@ -11,6 +11,7 @@ from runner.config.typed import Config
 from runner.domain.models import EventResults, RoundResult
 from runner.domain.standings import Tally, tally
 from runner.errors import RecordInvalid
+from runner.render.standings_report import CellMemo
 from runner.service.views.snapshotdoc import standings_text
 from runner.store import queries
 from runner.store.database import Store, results_of
@@ -22,8 +23,10 @@ class RoundStandings:
     the games of the later rounds, and the kept ones again when the store says one of
     their games changed (a TD rewind voided, put back or replayed it:
     :func:`queries.finished_mark`). The withdrawals and the rounds after the kept ones are
-    read each time. The ranking is shared with the snapshot (snapshotdoc.ranked) and the
-    table is rendered once per change of the results. One belongs to one event's store."""
+    read each time. The ranking goes on from a tally of the kept rounds and is shared with
+    the snapshot (snapshotdoc.ranked); the table is rendered once per change of the
+    results, with the cells of the rounds in the last one kept. One belongs to one event's
+    store."""
 
     def __init__(self, config: Config, store: Store) -> None:
         self.config, self.store = config, store
@@ -32,6 +35,7 @@ class RoundStandings:
         self._mark: tuple[int, int, int] = (0, 0, 0)  # queries.finished_mark of them
         self._text: tuple[EventResults, str | None] | None = None  # the last table made
         self._tally: Tally | None = None  # the counts of the kept rounds (when made)
+        self._cells: CellMemo = {}  # each round's cells in the last table
 
     def results(self) -> EventResults | None:
         """``store.event_results()``, equal to it (None before the event is seeded)."""
@@ -82,7 +86,7 @@ class RoundStandings:
             return None
         if self._text is None or self._text[0] != results:
             self._text = (results, standings_text(self.config, self.store, results,
-                                                  self._counted()))
+                                                  self._counted(), self._cells))
         return self._text[1]
 
     def _counted(self) -> Tally | None:

@@ -527,15 +527,17 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
 
 
 def standings_text(config: Config, store: Store, results: EventResults | None = None,
-                   base: Tally | None = None) -> str | None:
+                   base: Tally | None = None,
+                   cells: standings_report.CellMemo | None = None) -> str | None:
     """The standings table of the recorded games (None before the event has results), of
-    ``results`` when the caller read them (else read here), ranked from ``base`` (ranked)."""
+    ``results`` when the caller read them (else read here), ranked from ``base`` (ranked),
+    with the rounds' cells kept in ``cells`` (render_standings)."""
     results = store.event_results() if results is None else results
     if results is None:
         return None
     with view("the standings table"):
         return standings_report.render_standings(ranked(results, config.tiebreaks, base),
-                                                 results, "text")
+                                                 results, "text", cells=cells)
 
 
 def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,
