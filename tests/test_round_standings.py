@@ -1,5 +1,6 @@
-"""The standings the run loop shows after each round (runner.service.views.roundstandings):
-what it keeps between rounds (the complete rounds' results, their tally) gives the table a
+"""The standings the run loop shows after each round (runner.service.views.roundstandings)
+and the history it pairs from (runner.service.results): what it keeps between rounds (the
+complete rounds' results, their tally, their cells) gives the table and the history a
 reading and ranking from scratch gives, also after a TD decision changed recorded rounds
 between two rounds; and the ranking that goes on from a tally of earlier rounds is the
 ranking from scratch (runner.domain.standings.tally)."""
@@ -9,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from runner.render.standings_report import render_standings
 from runner.service.schedule import Schedule
 from runner.service.td.rules import apply_rewind, apply_withdraw
 from runner.service.views import roundstandings
-from runner.store.database import Store
+from runner.store.database import Store, StoredRound
 
 TIEBREAKS = ["SonnebornBerger", "RMobility", "Wins", "DirectEncounter", "Buchholz",
              "MedianBuchholz", "ProgressiveScore", "BlackGames"]
@@ -40,6 +43,23 @@ def scratch_text(config: Config) -> str:
         return render_standings(compute_standings(results, config.tiebreaks), results, "text")
     finally:
         store.close()
+
+
+def scratch_history(config: Config, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
+    """The pairing's history read from the store as it was before the results were kept:
+    each scheduled round's finished games, by game id."""
+    conn = sqlite3.connect(config.database)
+    try:
+        rows = conn.execute("SELECT round, game_in_round, white, black, result, rmobility, "
+                            "extra FROM games WHERE status='finished' ORDER BY game_id")
+        played: dict[int, list[PlayedGame]] = {}
+        for r in rows:
+            played.setdefault(r[0], []).append(PlayedGame(r[0], r[1], r[2], r[3], r[4], r[5],
+                                                          bool(r[6])))
+    finally:
+        conn.close()
+    return [RoundRecord(rd.number, rd.pairs, tuple(played.get(rd.number, ())), rd.bye)
+            for rd in rounds if not rd.extra]
 
 
 class Witness:
@@ -66,9 +86,20 @@ class Witness:
 
         monkeypatch.setattr(roundstandings.RoundStandings, "results", read)
         monkeypatch.setattr(roundstandings.RoundStandings, "text", shown)
+        history = Schedule.history
+        self.histories: list[tuple[list[RoundRecord], list[RoundRecord]]] = []
+
+        def paired_from(schedule: Schedule, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
+            records = history(schedule, rounds)
+            self.histories.append((records, scratch_history(config, rounds)))
+            return records
+
+        monkeypatch.setattr(Schedule, "history", paired_from)
 
     def check(self) -> None:
-        assert self.seen and self.results
+        assert self.seen and self.results and self.histories
+        for records, scratch in self.histories:
+            assert records == scratch
         for kept, fresh in self.results:
             assert kept == fresh
         for table, scratch in self.seen:

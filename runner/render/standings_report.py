@@ -34,6 +34,8 @@ def fmt_num(value: Fraction | None, digits: int = 6) -> str:
     """Exact decimal when it has at most ``digits`` decimals, else rounded; '' for None."""
     if value is None:
         return ""
+    if value.denominator == 1:  # (a whole number: most scores and tiebreaks)
+        return str(value.numerator)
     scaled = value * 10**digits
     if scaled.denominator != 1:
         return f"{float(value):.{digits}f}"

@@ -13,8 +13,6 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from runner.domain.models import PlayedGame
-
 
 @contextlib.contextmanager
 def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
@@ -72,17 +70,6 @@ def running_game_ids(conn: sqlite3.Connection) -> list[int]:
     """The games marked running (being played, or left so by an aborted attempt), by id."""
     return [int(r[0]) for r in conn.execute(
         "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
-
-
-def played_games(conn: sqlite3.Connection, round_number: int | None = None) -> list[PlayedGame]:
-    """The finished games (of round ``round_number``, else of every round) as the rules
-    read them, by game id: only the columns they need (no opening decoded per game)."""
-    columns = "SELECT round, game_in_round, white, black, result, rmobility, extra FROM games "
-    rows = conn.execute(columns + "WHERE status='finished' ORDER BY game_id") \
-        if round_number is None else conn.execute(
-            columns + "WHERE status='finished' AND round=? ORDER BY game_id", (round_number,))
-    return [PlayedGame(round=r[0], game_in_round=r[1], white=r[2], black=r[3],
-                       result=r[4] or "", rmobility=r[5], extra=bool(r[6])) for r in rows]
 
 
 #: The columns of a game as the standings read it (runner.store.database.results_of), and

@@ -57,7 +57,7 @@ class EventViews:
         self.snapshot = snapshot
         self.live_pgn = live_pgn
         self.run: RunViews = run_views(console, config, store, schedule.total_games, alerts)
-        self.standings = RoundStandings(config, store)  # after each round
+        self.standings = RoundStandings(config, store, schedule.results)  # after each round
         # a failing GPU alerts (docs/gpus.md)
         self.gpu_failures: list[GpuFailureSink] = gpu_sinks(config, alerts)
 
