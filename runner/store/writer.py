@@ -296,12 +296,13 @@ class StoreWriter:
         (it wakes the writer only when it sleeps) and committed in the same transaction as
         the moves around it, within ``interval``: ``job`` commits through
         :meth:`Store.transaction` unsynced, which joins the writer's open transaction."""
-        with self._lock:
-            if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
-                   for e in self._queue):
-                self._queue = collections.deque(
-                    e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id ==
-                                                   game_id and e.attempt < attempt))
+        if attempt > 1:  # (a first attempt has no earlier one whose moves could be queued)
+            with self._lock:
+                if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
+                       for e in self._queue):
+                    self._queue = collections.deque(
+                        e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id
+                                                       == game_id and e.attempt < attempt))
         return self._enqueue(_Job(job, concurrent.futures.Future(), joins=True))
 
     def flush(self) -> None:
