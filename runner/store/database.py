@@ -200,7 +200,7 @@ class Store:
             raise AssertionError(f"{self.path}: a commit of the store's writer ran outside "
                                  "its thread")
         if self.conn.in_transaction:  # a game's start in the writer's batch of moves
-            with self._joined(synced):
+            with _joined(self.conn, self.path, synced):
                 yield self.conn
             return
         if synced != self._synced:  # never changed inside a transaction (SQLite refuses)
@@ -220,23 +220,6 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("PRAGMA synchronous=FULL")
                     self._synced = True
-
-    @contextlib.contextmanager
-    def _joined(self, synced: bool) -> Iterator[None]:
-        """Inside a transaction already open (runner.store.writer commits a game's start with
-        the moves around it): a savepoint, rolled back alone on an error; the commit is the
-        open transaction's, unsynced, so only an unsynced write may join it."""
-        if synced:
-            raise AssertionError(f"{self.path}: a synced commit inside an open transaction")
-        self.conn.execute("SAVEPOINT joined")
-        try:
-            yield
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("ROLLBACK TO joined")
-                self.conn.execute("RELEASE joined")
-            raise
-        self.conn.execute("RELEASE joined")
 
     # ---- event ---------------------------------------------------------------------------
 
@@ -533,6 +516,24 @@ class Store:
             "SELECT COALESCE(SUM(LENGTH(CAST(pgn AS BLOB))), 0) FROM games "
             "WHERE status='finished'").fetchone()[0]
         return pgn_matches(path, self.finished_pgns(), size)
+
+
+@contextlib.contextmanager
+def _joined(conn: sqlite3.Connection, path: Path, synced: bool) -> Iterator[None]:
+    """Inside a transaction already open (runner.store.writer commits a game's start with the
+    moves around it): a savepoint, rolled back alone on an error; the commit is the open
+    transaction's, unsynced, so only an unsynced write may join it."""
+    if synced:
+        raise AssertionError(f"{path}: a synced commit inside an open transaction")
+    conn.execute("SAVEPOINT joined")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK TO joined")
+            conn.execute("RELEASE joined")
+        raise
+    conn.execute("RELEASE joined")
 
 
 def _record_digest(game_id: int, white: str, black: str, result: str | None,

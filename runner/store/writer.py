@@ -206,6 +206,50 @@ def _size(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def _commit_batch(conn: sqlite3.Connection, batch: list[MovePlayed | _Job], path: Path
+                  ) -> list[tuple[_Job, Any, BaseException | None]]:
+    """Commit moves and the games' starts among them, in order, in one transaction; each
+    start's result or error (a start's full disk is raised: the whole batch waits). An error
+    of the batch is raised with the transaction still open (the caller rolls it back)."""
+    done: list[tuple[_Job, Any, BaseException | None]] = []
+    conn.execute("BEGIN IMMEDIATE")
+    moves: list[MovePlayed] = []
+    for item in batch:
+        if isinstance(item, MovePlayed):
+            moves.append(item)
+            continue
+        if moves:
+            conn.executemany(INSERT_MOVES, move_rows(moves))
+            moves = []
+        if not item.begin():
+            continue
+        assert item.run is not None
+        try:
+            done.append((item, item.run(conn), None))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
+            if disk_full(exc, path):
+                raise
+            done.append((item, None, exc))
+    if moves:
+        conn.executemany(INSERT_MOVES, move_rows(moves))
+    conn.execute("COMMIT")
+    return done
+
+
+def _sync_file(path: str | Path, sync: Callable[[int], None]) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        sync(fd)
+    finally:
+        os.close(fd)
+
+
+def _space_needed(items: list[MovePlayed | _Job]) -> int:
+    """A generous estimate of the space the waiting writes need (rows, WAL frames)."""
+    moves = sum(len(move_json(e)) for e in items if isinstance(e, MovePlayed))
+    return max(1 << 20, 4 * moves + 64 * 1024 * sum(isinstance(e, _Job) for e in items))
+
+
 class StoreWriter:
     """The store's one ordered writer: the ``moves`` table of one database, and every other
     write of a running event (:meth:`submit`), through one queue and one thread."""
@@ -455,23 +499,9 @@ class StoreWriter:
             return None
         if not batch:
             return None
-        done: list[tuple[_Job, Any, BaseException | None]] = []
         try:
             self._synchronous(full=False)  # fsynced by _sync, within sync_s
-            self._conn.execute("BEGIN IMMEDIATE")
-            moves: list[MovePlayed] = []
-            for item in batch:
-                if isinstance(item, MovePlayed):
-                    moves.append(item)
-                    continue
-                if moves:
-                    self._conn.executemany(INSERT_MOVES, move_rows(moves))
-                    moves = []
-                if item.begin():
-                    done.append(self._joined(item))
-            if moves:
-                self._conn.executemany(INSERT_MOVES, move_rows(moves))
-            self._conn.execute("COMMIT")
+            done = _commit_batch(self._conn, batch, self.path)
         except (sqlite3.Error, OSError) as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
@@ -498,17 +528,6 @@ class StoreWriter:
             self.unsynced_since = time.monotonic()
         return None
 
-    def _joined(self, job: _Job) -> tuple[_Job, Any, BaseException | None]:
-        """Run a game's start inside the open transaction: its result or its error (a full
-        disk is raised: the whole batch waits)."""
-        assert job.run is not None
-        try:
-            return job, job.run(self._conn), None  # type: ignore[arg-type]
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
-            if disk_full(exc, self.path):
-                raise
-            return job, None, exc
-
     def _synchronous(self, *, full: bool) -> None:
         """The connection's ``synchronous`` set for what comes next: NORMAL for batches of
         moves, FULL for every job (a job's commit is synced; :meth:`Store.transaction`
@@ -523,17 +542,9 @@ class StoreWriter:
         entry). A failed fsync is reported (``on_error``) and tried again at the next turn."""
         since = self.unsynced_since
         try:
-            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
-            try:
-                os.fdatasync(fd)  # the WAL's data and size (what SQLite's own sync does)
-            finally:
-                os.close(fd)
+            _sync_file(f"{self.path}-wal", os.fdatasync)  # (what SQLite's own sync does)
             if not self._dir_synced:
-                fd = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                _sync_file(self.path.parent, os.fsync)
                 self._dir_synced = True
         except FileNotFoundError:  # no WAL: checkpointed into the database and removed
             pass
@@ -546,11 +557,6 @@ class StoreWriter:
         if self.unsynced_since == since:
             self.unsynced_since = None
 
-    def _need(self, items: list[MovePlayed | _Job]) -> int:
-        """A generous estimate of the space the waiting writes need (rows, WAL frames)."""
-        moves = sum(len(move_json(e)) for e in items if isinstance(e, MovePlayed))
-        return max(1 << 20, 4 * moves + 64 * 1024 * sum(isinstance(e, _Job) for e in items))
-
     def _wait_for_space(self, rest: list[MovePlayed | _Job], since: float,
                         last_report: float) -> float:
         now = time.monotonic()
@@ -559,7 +565,7 @@ class StoreWriter:
             waited = "" if last_report == 0.0 else f" (waiting for {now - since:.0f} s)"
             self.on_wait(
                 f"{self.path}: the disk is full ({self.waiting}){waited}; waiting for space: "
-                f"about {_size(self._need(rest))} needed, {_size(free_bytes(self.path))} free "
+                f"about {_size(_space_needed(rest))} needed, {_size(free_bytes(self.path))} free "
                 "now. The games in progress go on and the event continues by itself when "
                 "space is freed; a stop signal stops it (nothing recorded is lost)")
             last_report = now
