@@ -39,7 +39,7 @@ import bench_vs_peers as peers_bench  # noqa: E402
 
 from runner.domain import adjudication  # noqa: E402
 from runner.play import engines, pipes, referee, relay, uci  # noqa: E402
-from runner.service import gamelife  # noqa: E402
+from runner.service import recording  # noqa: E402
 
 CPU: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
@@ -65,7 +65,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),
     (adjudication.Adjudicator, "update", "adjudication (TCEC rules, Syzygy)"),
     (referee, "_move_event", "the MovePlayed event (FEN, clocks)"),
-    (gamelife.GameLife, "_emit", "the event's sinks (store, console, live views)"),
+    (recording.GameEmit, "__call__", "the event's sinks (store, console, live views)"),
 ]
 
 

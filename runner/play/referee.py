@@ -131,7 +131,7 @@ def format_score(score: chess.engine.Score) -> str:
 
 def format_seconds(seconds: float) -> str:
     """cutechess move time: 0s, 0.007s, 0.32s, 5.1s, 12s (3/2/1/0 decimals by size)."""
-    ms = int(round(seconds * 1000))
+    ms = round(seconds * 1000)  # (an int, as int(round(...)) is)
     if ms <= 0:
         return "0s"
     if ms < 100:
@@ -781,15 +781,17 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
     draw = adjudicator.draw_window
     white, black = clocks[chess.WHITE], clocks[chess.BLACK]
     timed = not white.tc.infinite  # (both clocks have the game's time control)
+    get = info.get
+    # round(x) of a float is the int int(round(x)) is
     return MovePlayed(
-        game_id=game_id, ply=ply, uci=uci, san=san, fen=fen(board),
-        white_clock_ms=int(round(white.remaining * 1000)) if timed else None,
-        black_clock_ms=int(round(black.remaining * 1000)) if timed else None,
-        time_ms=int(round(elapsed * 1000)),
+        game_id, ply, uci, san, fen(board),
+        round(white.remaining * 1000) if timed else None,
+        round(black.remaining * 1000) if timed else None,
+        time_ms=round(elapsed * 1000),
         score_cp=None if score is None else score.score(),  # None for a mate score
         mate=None if score is None else score.mate(),
-        depth=info.get("depth"), seldepth=info.get("seldepth"), nodes=info.get("nodes"),
-        nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
+        depth=get("depth"), seldepth=get("seldepth"), nodes=get("nodes"), nps=get("nps"),
+        tbhits=get("tbhits"), pv=pv, comment=comment,
         draw_plies=draw.count if draw is not None else 0,
         win_plies=adjudicator.win_count, attempt=attempt,
         at_ms=int(time.time() * 1000))
