@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runner.config.typed import TIEBREAKS
-from runner.domain.models import RESULTS, EventResults, PlayedGame, white_score
+from runner.domain.models import RESULTS, EventResults, PlayedGame, RoundResult, white_score
 from runner.domain.rmobility import bye_points, rmobility_points
 from runner.errors import RecordInvalid
 
@@ -42,9 +43,9 @@ SHORT = {
 # --------------------------------------------------------------------------- data
 
 
-@dataclass(frozen=True)
-class GameView:
-    """One game from one player's side."""
+class GameView(NamedTuple):
+    """One game from one player's side (a named tuple: the standings make one per game and
+    side each time they are computed, after every game and round)."""
 
     round: int
     game_in_round: int
@@ -115,6 +116,33 @@ class _Player:
     bye_rounds: list[int] = field(default_factory=list)
     round_halves: dict[int, int] = field(default_factory=lambda: defaultdict(int))  # points x 2
     round_opponent: dict[int, str] = field(default_factory=dict)
+    points_vs: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # half points
+
+    def copy(self) -> _Player:
+        """A copy to add games to (this one is left as it is)."""
+        return replace(self, history=list(self.history), bye_rounds=list(self.bye_rounds),
+                       round_halves=defaultdict(int, self.round_halves),
+                       round_opponent=dict(self.round_opponent),
+                       points_vs=defaultdict(int, self.points_vs))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Every engine's counts after ``rounds`` (:func:`tally`): what :func:`compute_standings`
+    goes on from when the results it ranks begin with the same rounds, so a caller that
+    ranks an event after each round adds only the new rounds' games. Never changed."""
+
+    seeds: tuple[str, ...]
+    games_per_match: int
+    rounds: tuple[RoundResult, ...]  # in number order
+    players: dict[str, _Player]
+
+
+def tally(results: EventResults, base: Tally | None = None) -> Tally:
+    """The counts of ``results`` (its rounds in number order), going on from ``base`` when
+    its rounds are the first of them. Raises RecordInvalid as :func:`compute_standings`."""
+    rounds = tuple(sorted(results.rounds, key=lambda r: r.number))
+    return Tally(results.seeds, results.games_per_match, rounds, _counted(results, rounds, base))
 
 
 # --------------------------------------------------------------------------- statistics
@@ -127,12 +155,20 @@ _HALVES = {r: (round(2 * white_score(r)), 2 - round(2 * white_score(r))) for r i
 _POINTS = {h: Fraction(h, 2) for h in (0, 1, 2)}
 
 
-def _collect(results: EventResults) -> dict[str, _Player]:
-    players = {name: _Player(name, i + 1) for i, name in enumerate(results.seeds)}
+def _counted(results: EventResults, rounds: tuple[RoundResult, ...], base: Tally | None
+             ) -> dict[str, _Player]:
+    """The players with the games and byes of ``rounds`` (``results``' rounds in number
+    order) counted: those of ``base`` copied when its rounds are the first of them."""
+    k = len(base.rounds) if base is not None else 0
+    if base is not None and base.seeds == results.seeds \
+            and base.games_per_match == results.games_per_match and rounds[:k] == base.rounds:
+        players = {name: p.copy() for name, p in base.players.items()}
+    else:
+        players, k = {name: _Player(name, i + 1) for i, name in enumerate(results.seeds)}, 0
     if len(players) != len(results.seeds):
         raise RecordInvalid(f"duplicate engine name in the seeds: {list(results.seeds)}")
     bye_halves = int(2 * bye_points(results.games_per_match))  # whole points
-    for rnd in sorted(results.rounds, key=lambda r: r.number):
+    for rnd in rounds[k:]:
         if rnd.bye is not None:
             if rnd.bye not in players:
                 raise RecordInvalid(f"round {rnd.number}: bye for {rnd.bye!r}, which is not a seeded engine")
@@ -143,20 +179,19 @@ def _collect(results: EventResults) -> dict[str, _Player]:
             p.round_halves[rnd.number] += bye_halves
         for g in rnd.games:
             _add_game(players, g)
+    return players
+
+
+def _collect(results: EventResults, base: Tally | None = None) -> dict[str, _Player]:
+    players = _counted(results, tuple(sorted(results.rounds, key=lambda r: r.number)), base)
     for p in players.values():
         p.score = Fraction(p.halves, 2)
         p.extra_score = Fraction(p.extra_halves, 2)
         if p.rmob_wins:
             p.rmob += p.rmob_wins
     for p in players.values():  # SB needs everyone's final score: sum of score x points
-        p.sb = Fraction(sum(players[v.opponent].halves * _halves(v.points)
-                            for v in p.history if not v.extra), 4)
+        p.sb = Fraction(sum(players[o].halves * h for o, h in p.points_vs.items()), 4)
     return players
-
-
-def _halves(points: Fraction) -> int:
-    """A game's points (0, 1/2 or 1) in half points, without hashing the Fraction."""
-    return 2 * points.numerator // points.denominator
 
 
 def _game_problem(players: dict[str, _Player], g: PlayedGame) -> str | None:
@@ -195,6 +230,7 @@ def _add_game(players: dict[str, _Player], g: PlayedGame) -> None:
             p.rmob += rm
         p.round_halves[g.round] += halves
         p.round_opponent[g.round] = opp
+        p.points_vs[opp] += halves
         if color == "w":
             p.white += 1
         else:
@@ -215,7 +251,10 @@ def _opponent_halves(p: _Player, players: dict[str, _Player]) -> list[int]:
 def round_numbers(results: EventResults) -> list[int]:
     """Rounds shown as columns: those with a bye or a finished scheduled game (not extra rounds)."""
     return sorted(r.number for r in results.rounds
-                  if r.bye is not None or any(not g.extra for g in r.games))
+                  if r.bye is not None or not all(map(_EXTRA, r.games)))
+
+
+_EXTRA = attrgetter("extra")  # (a game's extra flag, read in C: round_numbers runs per table)
 
 
 def _values(players: dict[str, _Player], results: EventResults) -> dict[str, dict[str, Fraction]]:
@@ -312,12 +351,15 @@ class _Ranker:
         return out
 
 
-def compute_standings(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]:
-    """Rank every seeded engine; raise ValueError on an unknown tiebreak or inconsistent results."""
+def compute_standings(results: EventResults, tiebreaks: Sequence[str],
+                      base: Tally | None = None) -> list[StandingRow]:
+    """Rank every seeded engine; raise ValueError on an unknown tiebreak or inconsistent results.
+    ``base``: a :func:`tally` of earlier results, used when its rounds are the first of
+    ``results``' (the same standings, with only the later rounds' games counted here)."""
     for name in tiebreaks:
         if name not in TIEBREAKS:
             raise ValueError(f"unknown tiebreak {name!r}: expected one of {', '.join(TIEBREAKS)}")
-    players = _collect(results)
+    players = _collect(results, base)
     values = _values(players, results)
     ranker = _Ranker(players, values)
     withdrawn = dict(results.withdrawn)

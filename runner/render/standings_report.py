@@ -6,15 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
 from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from runner.config.typed import TIEBREAKS
-from runner.domain.models import EventResults, PlayedGame
-from runner.domain.standings import SHORT, GameView, StandingRow, round_numbers
+from runner.domain.models import RESULTS, EventResults, PlayedGame, RoundResult, white_score
+from runner.domain.standings import SHORT, StandingRow, round_numbers
 from runner.domain.text import markdown_cell, printable
 from runner.render.ratings_report import ratings_json, summary_line
 from runner.render.tables import markdown_table, text_table
@@ -35,6 +34,8 @@ def fmt_num(value: Fraction | None, digits: int = 6) -> str:
     """Exact decimal when it has at most ``digits`` decimals, else rounded; '' for None."""
     if value is None:
         return ""
+    if value.denominator == 1:  # (a whole number: most scores and tiebreaks)
+        return str(value.numerator)
     scaled = value * 10**digits
     if scaled.denominator != 1:
         return f"{float(value):.{digits}f}"
@@ -64,17 +65,56 @@ def fmt_places(value: Fraction | None, places: int) -> str:
     return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
 
 
-#: A game's points as a cell shows them, by (numerator, denominator): no Fraction is made or
-#: hashed per cell (a table of a long event has thousands of cells, once a round).
-_POINTS = {(1, 1): "1", (0, 1): "0", (1, 2): "½"}
+#: A game as a cell shows it ("1w": won with White, "½b": drawn with Black), by (result,
+#: colour): a GameView's points are its side's score of its result (runner.domain.standings).
+#: No Fraction is made or hashed per cell (a table of a long event has thousands of cells,
+#: once a round).
+_GAME_CELL = {(result, color): {1.0: "1", 0.0: "0", 0.5: "½"}[score] + color
+              for result in RESULTS
+              for color, score in (("w", white_score(result)), ("b", 1 - white_score(result)))}
 
 
-def _pts(points: Fraction) -> str:
-    return _POINTS[points.numerator, points.denominator]
+#: What one round shows of each engine that played in it (:func:`_round_cells`): the
+#: opponent of its first scheduled game, those games' cells, and its cells against each
+#: opponent.
+RoundCells = dict[str, tuple[str, str, dict[str, str]]]
+#: The rounds' cells a caller keeps between two tables (runner.service.views.roundstandings),
+#: by the identity of each round's RoundResult (never changed: a round played again is
+#: another object); :func:`render_standings` keeps in it the rounds it was last handed.
+CellMemo = dict[int, tuple[RoundResult, RoundCells]]
 
 
-def _cell_games(views: Sequence[GameView]) -> str:
-    return " ".join(f"{_pts(v.points)}{v.color}" for v in views)
+def _round_cells(rnd: RoundResult) -> RoundCells:
+    played: dict[str, list[tuple[str, str]]] = {}  # engine: (opponent, cell) per game
+    for g in rnd.games:
+        if not g.extra:
+            played.setdefault(g.white, []).append((g.black, _GAME_CELL[g.result, "w"]))
+            played.setdefault(g.black, []).append((g.white, _GAME_CELL[g.result, "b"]))
+    out: RoundCells = {}
+    for name, games in played.items():
+        per_opp: dict[str, list[str]] = {}
+        for opp, cell in games:
+            per_opp.setdefault(opp, []).append(cell)
+        out[name] = (games[0][0], " ".join([cell for _, cell in games]),
+                     {opp: " ".join(cells) for opp, cells in per_opp.items()})
+    return out
+
+
+def _cells_by_round(results: EventResults, memo: CellMemo | None = None) -> dict[int, RoundCells]:
+    """Each round's cells, by number in number order (as each engine's history has its
+    games); those of a round in ``memo`` taken from it, which then holds these rounds."""
+    out: dict[int, RoundCells] = {}
+    kept: CellMemo = {}
+    for rnd in sorted(results.rounds, key=lambda r: r.number):
+        entry = memo.get(id(rnd)) if memo is not None else None
+        if entry is None or entry[0] is not rnd:
+            entry = (rnd, _round_cells(rnd))
+        kept[id(rnd)] = entry
+        out[rnd.number] = entry[1]
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
+    return out
 
 
 def standings_title(results: EventResults) -> str:
@@ -130,43 +170,43 @@ def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[
     return header, body
 
 
-def _crosstable(rows: Sequence[StandingRow]) -> tuple[list[str], list[list[str]]]:
+def _crosstable(rows: Sequence[StandingRow], cells: dict[int, RoundCells]
+                ) -> tuple[list[str], list[list[str]]]:
     index = {r.name: r.rank for r in rows}
     header = ["#", "Engine", *[str(r.rank) for r in rows]]
     body = []
     for r in rows:
-        per_opp: dict[str, list[GameView]] = defaultdict(list)
-        for v in r.history:
-            if not v.extra:
-                per_opp[v.opponent].append(v)
-        cells = ["*" if o.name == r.name else _cell_games(per_opp.get(o.name, [])) for o in rows]
-        body.append([str(index[r.name]), r.label, *cells])
+        per_opp: dict[str, list[str]] = {}  # the scheduled games, in the history's order
+        for round_cells in cells.values():
+            mine = round_cells.get(r.name)
+            if mine is not None:
+                for opp, text in mine[2].items():
+                    per_opp.setdefault(opp, []).append(text)
+        line = ["*" if o.name == r.name else " ".join(per_opp.get(o.name, ())) for o in rows]
+        body.append([str(index[r.name]), r.label, *line])
     return header, body
 
 
-def _round_table(rows: Sequence[StandingRow], results: EventResults) -> tuple[list[str], list[list[str]]]:
+def _round_table(rows: Sequence[StandingRow], results: EventResults,
+                 cells: dict[int, RoundCells]) -> tuple[list[str], list[list[str]]]:
     index = {r.name: r.rank for r in rows}
     numbers = round_numbers(results)
     running = {r.number for r in results.rounds if not r.complete}
     header = ["#", "Engine", *[f"R{n}{'*' if n in running else ''}" for n in numbers]]
     body = []
     for r in rows:
-        by_round: dict[int, list[GameView]] = defaultdict(list)  # one pass over the history
-        for v in r.history:
-            if not v.extra:
-                by_round[v.round].append(v)
-        cells = []
+        line = []
         for n in numbers:
-            views = by_round.get(n)
+            mine = cells[n].get(r.name)
             if n in r.bye_rounds:
-                cells.append("BYE")
-            elif views:
-                cells.append(f"{index[views[0].opponent]}:{_cell_games(views)}")
+                line.append("BYE")
+            elif mine is not None:
+                line.append(f"{index[mine[0]]}:{mine[1]}")
             elif r.withdrawn_from is not None and n >= r.withdrawn_from:
-                cells.append("WD")  # withdrawn: not paired
+                line.append("WD")  # withdrawn: not paired
             else:
-                cells.append("-")
-        body.append([str(r.rank), r.label, *cells])
+                line.append("-")
+        body.append([str(r.rank), r.label, *line])
     return header, body
 
 
@@ -196,11 +236,15 @@ def _ratings_section(ratings: Ratings, fmt: str) -> str:
 
 
 def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: str,
-                     tiebreaks: Sequence[str] | None = None, ratings: Ratings | None = None) -> str:
-    """Standings as text | markdown | json | csv (see docs/standings.md).
+                     tiebreaks: Sequence[str] | None = None, ratings: Ratings | None = None,
+                     cells: CellMemo | None = None) -> str:
+    """Standings as text | markdown | json | csv (see docs/standings.md) of ``rows``, the
+    ranking of ``results``.
 
     ``tiebreaks`` selects the tiebreak columns (default: the chain the rows were ranked with).
     ``ratings`` (from :func:`event_ratings`) adds an Elo section / key / columns.
+    ``cells``: the rounds' cells kept by the caller between tables (:data:`CellMemo`): only
+    the rounds not in it are made (the same text).
     """
     chain = tuple(tiebreaks) if tiebreaks is not None else (rows[0].chain if rows else ())
     if fmt == "json":
@@ -212,7 +256,9 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
         return _csv(rows, results, chain, ratings)
     if fmt not in ("text", "markdown"):
         raise ValueError(f"unknown standings format {fmt!r}: expected {' | '.join(FORMATS)}")
-    table, cross, rounds = _table(rows, chain), _crosstable(rows), _round_table(rows, results)
+    by_round = _cells_by_round(results, cells)
+    table, cross = _table(rows, chain), _crosstable(rows, by_round)
+    rounds = _round_table(rows, results, by_round)
     extras = _extra_games(results)
     if fmt == "markdown":
         parts = [f"## {markdown_cell(_summary(rows, results))}", markdown_table(*table), "### Crosstable", markdown_table(*cross),
@@ -251,7 +297,7 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
     """The JSON document (schema in docs/standings.md); keys and their order are stable."""
     numbers = round_numbers(results)
     running = [r.number for r in results.rounds if not r.complete]
-    cross_header, cross_body = _crosstable(rows)
+    cross_header, cross_body = _crosstable(rows, _cells_by_round(results))
     out_rows = []
     for r in rows:
         rounds = []
@@ -294,7 +340,7 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
 def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str],
          ratings: Ratings | None = None) -> str:
     chain = _columns(tiebreaks)
-    _, rounds_body = _round_table(rows, results)
+    _, rounds_body = _round_table(rows, results, _cells_by_round(results))
     numbers = round_numbers(results)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -13,12 +13,14 @@ def text_table(header: Sequence[str], body: Sequence[Sequence[str]],
                right: Collection[int] = ()) -> str:
     """A header, a rule and the rows, columns two spaces apart; the columns ``right`` right-
     aligned, the others left-aligned; trailing spaces dropped."""
-    rows = [[printable(c) for c in row] for row in [header, *body]]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    rows = [list(map(str, row)) for row in [header, *body]]
+    if not all("".join(row).isprintable() for row in rows):  # (each cell made printable)
+        rows = [[printable(c) for c in row] for row in rows]
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    align = [str.rjust if i in right else str.ljust for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+        return "  ".join([a(c, w) for a, c, w in zip(align, cells, widths, strict=True)]).rstrip()
 
     return "\n".join([line(rows[0]), line(["-" * w for w in widths]), *map(line, rows[1:])])
 

@@ -14,11 +14,12 @@ from typing import Any
 
 from runner.books.openings import opening_for_match
 from runner.config.typed import Config, EngineConfig
-from runner.domain.models import GameSpec, Opening, PlayedGame
+from runner.domain.models import GameSpec, Opening
 from runner.domain.pairing import RoundRecord, ScheduledGame, extra_pair_games, pair_round
 from runner.domain.standings import first_place_tie
 from runner.play.gpus import GpuPool
 from runner.service.gamespec import game_spec
+from runner.service.results import KeptResults
 from runner.service.td.rules import forfeits_due
 from runner.service.writes import EventWrites
 from runner.store import queries
@@ -46,6 +47,11 @@ class Schedule:
     builds: dict[str, str] = field(default_factory=dict)  # engine -> allowed build digest
     gpus: GpuPool | None = None  # the event's devices on this machine (None: no Gpus here)
     _total_games: int | None = None  # total_games() as last read (None: read it again)
+
+    def __post_init__(self) -> None:
+        # the results as the loop reads them after each round (its pairings' history, the
+        # round's summary and standings: runner.service.views.roundstandings)
+        self.results = KeptResults(self.store)
 
     async def written(self) -> None:
         """Wait until the schedule's writes (a round paired) are committed; the counts are
@@ -95,16 +101,13 @@ class Schedule:
         return self.config.engine(game.white), self.config.engine(game.black)
 
     def history(self, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
-        """Finished scheduled rounds as pairing's RoundRecords."""
-        played: dict[int, list[PlayedGame]] = {}
-        for g in queries.played_games(self.store.conn):  # one query for every round
-            played.setdefault(g.round, []).append(g)
-        return [RoundRecord(number=rd.number, pairs=rd.pairs,
-                            games=tuple(played.get(rd.number, ())), bye=rd.bye)
+        """Finished scheduled rounds as pairing's RoundRecords (their finished games in
+        playing order: game_in_round follows the game ids within a round)."""
+        results = self.results.read()
+        played = {r.number: r.games for r in results.rounds} if results is not None else {}
+        return [RoundRecord(number=rd.number, pairs=rd.pairs, games=played.get(rd.number, ()),
+                            bye=rd.bye)
                 for rd in rounds if not rd.extra]
-
-    def played(self, number: int) -> list[PlayedGame]:
-        return queries.played_games(self.store.conn, number)
 
     def first_open_round(self) -> int | None:
         """The first Swiss round not complete (None: all are), read from the store each
@@ -166,7 +169,7 @@ class Schedule:
         when no extra pair is due (no such tie, or a tied engine was withdrawn)."""
         s = self.config.swiss
         number = s.rounds + k
-        results = self.store.event_results()
+        results = self.results.read()
         tie = first_place_tie(results) if results is not None else None
         out = set(tie or ()) & withdrawn_before(self.store.conn, number)
         if tie is not None and out:
@@ -190,7 +193,7 @@ class Schedule:
 
     def tie_left(self) -> bool:
         """Do two or more engines still share first place?"""
-        results = self.store.event_results()
+        results = self.results.read()
         return results is not None and first_place_tie(results) is not None
 
     def unfinished(self, number: int) -> list[StoredGame]:

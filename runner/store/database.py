@@ -33,7 +33,7 @@ from typing import Any
 from runner.clock import utc_now
 from runner.config.typed import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
-from runner.store import buildrecords
+from runner.store import buildrecords, queries
 from runner.store.dbformat import (
     APPLICATION_ID,
     MIGRATIONS,
@@ -288,9 +288,12 @@ class Store:
                   g["black"], g["match_index"], None if g["opening"] is None else g["opening"].index,
                   _opening_json(g["opening"]), int(extra)) for g in games])
 
-    def rounds(self) -> list[StoredRound]:
+    def rounds(self, after: int | None = None) -> list[StoredRound]:
+        """The stored rounds (those numbered above ``after``), by number."""
         rows = self.conn.execute(
-            "SELECT number, pairs, bye, dropped, excluded, extra, state FROM rounds ORDER BY number")
+            "SELECT number, pairs, bye, dropped, excluded, extra, state FROM rounds "
+            + ("ORDER BY number" if after is None else "WHERE number>? ORDER BY number"),
+            () if after is None else (after,))
         return [_round_from_row(r) for r in rows]
 
     def games(self, round_number: int | None = None) -> list[StoredGame]:
@@ -495,8 +498,7 @@ class Store:
         if gpm is None:
             return None
         rows = self.conn.execute(
-            "SELECT round, game_in_round, white, black, result, rmobility, extra, status "
-            "FROM games ORDER BY round, game_in_round")
+            f"SELECT {queries.RESULT_COLUMNS} FROM games ORDER BY round, game_in_round")
         return results_of(self.seeds(), int(gpm), self.rounds(), rows, withdrawals(self.conn))
 
     def rebuild_pgn(self, path: Path) -> Path | None:
@@ -564,8 +566,9 @@ def event_recorded(path: Path) -> bool | None:
 def results_of(seeds: Sequence[str], games_per_match: int, rounds: Sequence[StoredRound],
                games: Iterable[Sequence[Any]], withdrawn: Sequence[Withdrawal]) -> EventResults:
     """The standings' view of the event (Store.event_results) from what was read of it:
-    ``games`` as (round, game_in_round, white, black, result, rmobility, extra, status) in
-    (round, game_in_round) order (the state document builds it from the rows it read)."""
+    ``games`` as (round, game_in_round, white, black, result, rmobility, extra, status, ...)
+    (queries.RESULT_COLUMNS) in (round, game_in_round) order (the state document builds it
+    from the rows it read)."""
     by_round: dict[int, list[PlayedGame]] = {}
     unfinished: set[int] = set()
     for r in games:

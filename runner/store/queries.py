@@ -13,8 +13,6 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from runner.domain.models import PlayedGame
-
 
 @contextlib.contextmanager
 def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
@@ -74,15 +72,25 @@ def running_game_ids(conn: sqlite3.Connection) -> list[int]:
         "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
 
 
-def played_games(conn: sqlite3.Connection, round_number: int | None = None) -> list[PlayedGame]:
-    """The finished games (of round ``round_number``, else of every round) as the rules
-    read them, by game id: only the columns they need (no opening decoded per game)."""
-    columns = "SELECT round, game_in_round, white, black, result, rmobility, extra FROM games "
-    rows = conn.execute(columns + "WHERE status='finished' ORDER BY game_id") \
-        if round_number is None else conn.execute(
-            columns + "WHERE status='finished' AND round=? ORDER BY game_id", (round_number,))
-    return [PlayedGame(round=r[0], game_in_round=r[1], white=r[2], black=r[3],
-                       result=r[4] or "", rmobility=r[5], extra=bool(r[6])) for r in rows]
+#: The columns of a game as the standings read it (runner.store.database.results_of), and
+#: its finish_seq (what :func:`finished_mark` sums up).
+RESULT_COLUMNS = "round, game_in_round, white, black, result, rmobility, extra, status, finish_seq"
+
+
+def result_rows_after(conn: sqlite3.Connection, round_number: int) -> list[tuple[Any, ...]]:
+    """The games of the rounds after ``round_number`` as the standings read them
+    (:data:`RESULT_COLUMNS`), in (round, game_in_round) order."""
+    return conn.execute(f"SELECT {RESULT_COLUMNS} FROM games WHERE round>? "
+                        "ORDER BY round, game_in_round", (round_number,)).fetchall()
+
+
+def finished_mark(conn: sqlite3.Connection, through_round: int) -> tuple[int, int, int]:
+    """(games, finished games, highest finish_seq) of the rounds up to ``through_round``. It
+    changes whenever one of their games is voided, put back or recorded again: a finished
+    game is never changed in place, and a game recorded gets a finish_seq above all others."""
+    row = conn.execute("SELECT COUNT(*), COUNT(finish_seq), COALESCE(MAX(finish_seq), 0) "
+                       "FROM games WHERE round<=?", (through_round,)).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])
 
 
 def finished_durations(conn: sqlite3.Connection) -> list[float]:

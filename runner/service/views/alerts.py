@@ -40,6 +40,7 @@ from runner.clock import utc_now as _now
 from runner.config.typed import ALERT_KINDS, AlertsConfig, Config
 from runner.domain.endings import GameEnd, classify_end
 from runner.domain.events import GameEvent, GameFinished
+from runner.domain.models import EventResults
 from runner.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from runner.service.views.snapshotdoc import standings_rows
 from runner.store.database import Store
@@ -544,10 +545,12 @@ def describe(config: AlertsConfig, path: Any) -> list[str]:
     return lines
 
 
-def brief_standings(config: Config, store: Any) -> list[dict[str, Any]] | None:
-    """Place, engine and score of every engine (None when they cannot be made)."""
+def brief_standings(config: Config, store: Any, results: EventResults | None = None
+                    ) -> list[dict[str, Any]] | None:
+    """Place, engine and score of every engine (None when they cannot be made), of
+    ``results`` when the caller read them (else read here)."""
     try:
-        rows = standings_rows(config, store)
+        rows = standings_rows(config, store, results)
     except Exception:  # noqa: BLE001 - an alert never costs the event
         return None
     return None if rows is None else [

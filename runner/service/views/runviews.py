@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from runner.config.typed import Config
+from runner.domain.models import EventResults
 from runner.service.schedule import Schedule
 from runner.service.views.alerts import Alerter, brief_standings
 from runner.service.views.console import ConsoleOut
@@ -26,9 +27,9 @@ from runner.service.views.progress import (
     event_pace,
     recorded_durations,
 )
+from runner.service.views.roundstandings import RoundStandings
 from runner.service.views.sink import Sink, ViewErrors
 from runner.service.views.snapshot import SnapshotFile, SnapshotSink
-from runner.service.views.snapshotdoc import standings_text
 from runner.store.database import Store
 
 
@@ -56,6 +57,7 @@ class EventViews:
         self.snapshot = snapshot
         self.live_pgn = live_pgn
         self.run: RunViews = run_views(console, config, store, schedule.total_games, alerts)
+        self.standings = RoundStandings(config, store, schedule.results)  # after each round
         # a failing GPU alerts (docs/gpus.md)
         self.gpu_failures: list[GpuFailureSink] = gpu_sinks(config, alerts)
 
@@ -81,26 +83,33 @@ class EventViews:
         await asyncio.to_thread(self.pgn.sync)  # (reports its own failure)
 
     def round_summary(self, number: int, label: str = "Round") -> None:
-        games = self.schedule.played(number)
+        """The round's line and the standings after it (shown even with --quiet), and its
+        ``round_ended`` alert: the results read once for all of them."""
+        results = self.standings.results()
+        rd = next((r for r in results.rounds if r.number == number), None) if results else None
+        games = rd.games if rd is not None else ()
         counts = {"1-0": 0, "0-1": 0, "1/2-1/2": 0}
         for g in games:
             counts[g.result] = counts.get(g.result, 0) + 1
-        rd = next(r for r in self.store.rounds() if r.number == number)
-        bye = f"; bye: {rd.bye}" if rd.bye else ""
+        bye_name = rd.bye if rd is not None else None
+        bye = f"; bye: {bye_name}" if bye_name else ""
         self.console.say(f"{label} {number} complete: {len(games)} games, white wins "
                          f"{counts['1-0']}, black wins {counts['0-1']}, draws "
                          f"{counts['1/2-1/2']}{bye}", always=True)
-        self.show_standings()
+        self.show_standings(results)
         if self.alerts.enabled:
             self.alerts.emit("round_ended", round=number, extra=label != "Round",
                              games=len(games), white_wins=counts["1-0"],
-                             black_wins=counts["0-1"], draws=counts["1/2-1/2"], bye=rd.bye,
-                             standings=brief_standings(self.config, self.store))
+                             black_wins=counts["0-1"], draws=counts["1/2-1/2"], bye=bye_name,
+                             standings=brief_standings(self.config, self.store, results))
 
-    def show_standings(self) -> None:
+    def show_standings(self, results: EventResults | None = None) -> None:
+        """The standings table on the console (always, even with --quiet), of ``results``
+        when the caller read them."""
         table = None
         with self.errors.guard("the standings table"):
-            table = standings_text(self.config, self.store)
+            table = self.standings.text(results if results is not None
+                                        else self.standings.results())
         if table:
             self.console.say(table.rstrip("\n"), always=True)
 

@@ -43,7 +43,7 @@ _encode = json.JSONEncoder(separators=(",", ":")).encode
 _ROUNDS_MARK = ',"rounds":0,"in_progress":'  # StateCache.encode: where the rounds go
 
 if TYPE_CHECKING:
-    from runner.domain.standings import StandingRow
+    from runner.domain.standings import StandingRow, Tally
 
 STATE_FORMAT = "swiss-runner-state"
 STATE_VERSION = 2  # 2: "td" (the tournament director's pause, decisions and notes)
@@ -58,18 +58,20 @@ _RANKED: dict[tuple[Any, ...], list[Any]] = {}  # the last rankings computed (ra
 _RANKED_LOCK = threading.Lock()
 
 
-def ranked(results: EventResults, tiebreaks: Sequence[str]) -> list[StandingRow]:
+def ranked(results: EventResults, tiebreaks: Sequence[str], base: Tally | None = None
+           ) -> list[StandingRow]:
     """``compute_standings(results, tiebreaks)``, kept for the next caller with the same games:
     the runner ranks the event for its round summary and again, a moment later, for the
     snapshot written once the next round is paired. The ranking reads the rounds that have
     a game or a bye only (tests/test_state.py checks it), so a round just paired does not
-    make it another one. The rows are shared: callers must not change them."""
+    make it another one. The rows are shared: callers must not change them. ``base``: what
+    the ranking may go on from (compute_standings: the same rows, in less time)."""
     key = (results.seeds, results.games_per_match, tuple(tiebreaks),
            tuple(r for r in results.rounds if r.games or r.bye is not None), results.withdrawn)
     with _RANKED_LOCK:
         rows = _RANKED.get(key)
     if rows is None:
-        rows = standing_rules.compute_standings(results, tiebreaks)
+        rows = standing_rules.compute_standings(results, tiebreaks, base)
         with _RANKED_LOCK:
             while len(_RANKED) >= 4:
                 del _RANKED[next(iter(_RANKED))]
@@ -524,13 +526,18 @@ def _game_out(g: dict[str, Any], started: Callable[[str], dict[str, Any]] = json
     return out
 
 
-def standings_text(config: Config, store: Store) -> str | None:
-    """The standings table of the recorded games (None before the event has results)."""
-    results = store.event_results()
+def standings_text(config: Config, store: Store, results: EventResults | None = None,
+                   base: Tally | None = None,
+                   cells: standings_report.CellMemo | None = None) -> str | None:
+    """The standings table of the recorded games (None before the event has results), of
+    ``results`` when the caller read them (else read here), ranked from ``base`` (ranked),
+    with the rounds' cells kept in ``cells`` (render_standings)."""
+    results = store.event_results() if results is None else results
     if results is None:
         return None
     with view("the standings table"):
-        return standings_report.render_standings(ranked(results, config.tiebreaks), results, "text")
+        return standings_report.render_standings(ranked(results, config.tiebreaks, base),
+                                                 results, "text", cells=cells)
 
 
 def write_snapshot(config: Config, store: Store, cache: StateCache | None = None, *,
