@@ -46,8 +46,8 @@ CALLS: collections.Counter[str] = collections.Counter()
 
 PARTS: list[tuple[Any, str, str]] = [
     (relay.MoveRelay, "_woken", "relayed: the loop woken, the moves taken (made in C: text, "
-                                "info, score, PV, PlayResult)"),
-    (referee, "relay_reply", "relayed: the move's text, info and PlayResult handed over"),
+                                "info, score, PV, Move)"),
+    (referee, "relay_reply", "relayed: the move's text, info and Move handed over"),
     (relay.MoveRelay, "start", "relayed: position + go written by the loop (the relay's chain broken)"),
     (relay.MoveRelay, "ack", "relayed: the relay told the move was taken"),
     (pipes.NativeOutput, "_woken", "compiled path: the loop woken, the move read (bestmove, info parsed)"),
