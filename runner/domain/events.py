@@ -105,7 +105,7 @@ class MovePlayed:
                  comment: str = "", at_ms: int = 0, draw_plies: int = 0, win_plies: int = 0,
                  attempt: int = 1) -> None:
         """The dataclass's own ``__init__``, its fields set in one step: a frozen dataclass's
-        generated one sets each of them through ``object.__setattr__`` (23 calls, every ply).
+        generated one sets each of them through ``object.__setattr__`` (22 calls, every ply).
         tests/test_events.py checks it takes the fields, with their defaults."""
         self.__dict__.update(
             game_id=game_id, ply=ply, uci=uci, san=san, fen=fen, white_clock_ms=white_clock_ms,
