@@ -176,3 +176,31 @@ def test_a_file_is_hashed_once_per_process_until_it_changes(tmp_path: Path,
     assert cached_build(Engine()) is None  # changed: not read on the loop
     assert build_of(Engine()).files == {str(binary): sha(binary)}
     assert len(reads) == 2
+
+
+def test_a_link_moved_to_another_build_is_seen_without_walking_its_path(tmp_path: Path) -> None:
+    """A file's digest is cached by the file itself (device, inode, size, times), not by its
+    path: an engine named through a link that is moved to another build (update-alternatives,
+    a ``current`` link) is hashed again and its build differs; the same build through two
+    names is hashed once."""
+    from runner.config import fingerprint
+    from runner.play.enginebuild import build_of, cached_build
+
+    old, new = tmp_path / "engine-1", tmp_path / "engine-2"
+    old.write_bytes(b"build one")
+    new.write_bytes(b"build two")
+    link = tmp_path / "engine"
+    link.symlink_to(old)
+
+    class Engine:
+        command, args, options, working_dir = str(link), (), {}, None
+
+    first = build_of(Engine())
+    assert cached_build(Engine()) == first
+    assert fingerprint.file_digest(old, cached_only=True) == sha(old)  # one file, two names
+    moved = tmp_path / "moved"
+    moved.symlink_to(new)
+    os.replace(moved, link)
+    assert cached_build(Engine()) is None  # another file now: hashed again, off the loop
+    assert build_of(Engine()).digest != first.digest
+    assert build_of(Engine()).files == {str(link): sha(new)}

@@ -51,8 +51,8 @@ def file_digest(path: str | Path, cached_only: bool = False) -> str:
         st = os.stat(path)
     except OSError as exc:
         return f"unreadable: {exc.strerror}"
-    key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-           st.st_ctime_ns)
+    # the file itself (whatever names or links lead to it), in the version it has now
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     with _digests_lock:
         known = _digests.get(key)
     if known is None and cached_only:

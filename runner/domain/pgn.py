@@ -138,15 +138,17 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     for key, value in tags.items():
         if key not in ("FEN", "SetUp") and not (chess960 and key == "Variant"):
             game.headers[key] = value
-    others = {key: value for key, value in game.headers.items() if key not in ROSTER}
-    for key in others:
-        del game.headers[key]
-    for key in sorted(others):
-        game.headers[key] = others[key]
+    headers = list(game.headers.items())  # the roster first, in its order
+    others = sorted((key, value) for key, value in headers if key not in ROSTER)
+    headers = [(key, value) for key, value in headers if key in ROSTER] + others
     if sans is not None and moves:
         if len(sans) != len(moves):
             raise ValueError(f"{len(moves)} moves but {len(sans)} SANs")
-        return _write_known(game, sans, comments, reason)
+        return _write_known(headers, sans, comments, reason)
+    for key, _ in others:
+        del game.headers[key]
+    for key, value in others:
+        game.headers[key] = value
     node: chess.pgn.GameNode = game
     for uci, comment in zip(moves, comments, strict=True):
         node = node.add_variation(chess.Move.from_uci(uci), comment=comment)
@@ -155,33 +157,57 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     return game.accept(CutechessExporter(headers=True, variations=False, comments=True))
 
 
-def _write_known(game: chess.pgn.Game, sans: Sequence[str], comments: Sequence[str],
+COLUMNS = 80  # python-chess's StringExporter wraps the moves at 80 columns
+
+
+def _write_known(headers: list[tuple[str, str]], sans: Sequence[str], comments: Sequence[str],
                  reason: str | None) -> str:
-    """The rest of ``write_game`` for moves whose SAN is known: the visits that
-    ``chess.pgn.Game.accept`` makes, in its order, without building and replaying the moves."""
+    """The rest of ``write_game`` for moves whose SAN is known (``headers``: the game's
+    tags in their order): the text ``game.accept(CutechessExporter(...))`` writes for them
+    (tags, move numbers, comments and the 80-column wrap of python-chess's
+    ``StringExporter``, byte for byte), written straight from the SAN without building the
+    moves, replaying them or a visit per token."""
     if len(sans) != len(comments):
         raise ValueError(f"{len(sans)} moves but {len(comments)} comments")
-    exporter = CutechessExporter(headers=True, variations=False, comments=True)
-    exporter.begin_game()
-    for key, value in game.headers.items():
-        exporter.visit_header(key, value)
-    exporter.end_headers()
-    board = game.board()
-    turn, number = board.turn, board.fullmove_number
-    last = len(sans) - 1
-    for ply, san in enumerate(sans):
-        exporter.visit_san(turn, number, san)
-        comment = comments[ply]
-        if ply == last and reason:
-            comment = f"{comment}, {reason}" if comment else reason
-        if comment:
-            exporter.visit_comment(comment)
-        if turn == chess.BLACK:
+    lines = [f'[{key} "{escape_tag(value)}"]' for key, value in headers]
+    lines.append("")
+    tags = dict(headers)
+    start = tags.get("FEN")
+    if start is None:
+        turn, number = chess.WHITE, 1
+    else:  # a FEN python-chess wrote (game.setup): its six fields
+        fields = start.split()
+        turn, number = fields[1] == "w", int(fields[5])
+    if reason:  # the reason the game ended goes on the last move's comment
+        comments = list(comments)
+        comments[-1] = f"{comments[-1]}, {reason}" if comments[-1] else reason
+    line = ""  # StringExporter.write_token: a line holds 80 columns at most
+    for ply, (san, comment) in enumerate(zip(sans, comments, strict=True)):
+        # one token per move: its number (White's, or the first move's), SAN and comment
+        if turn:
+            token = f"{number}. {san} "
+        else:
+            token = f"{number}... {san} " if ply == 0 else san + " "
             number += 1
         turn = not turn
-    exporter.visit_result(game.headers.get("Result", "*"))
-    exporter.end_game()
-    return exporter.result()
+        if comment:
+            token = token + "{" + comment.replace("}", "").strip() + "} "
+        if COLUMNS - len(line) < len(token):
+            if line:
+                lines.append(line.rstrip())
+            line = token
+        else:
+            line += token
+    token = tags.get("Result", "*") + " "  # (the line holds a move at least)
+    if COLUMNS - len(line) < len(token):
+        lines.append(line.rstrip())
+        line = token
+    else:
+        line += token
+    if line:
+        lines.append(line.rstrip())
+    lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 __all__ = ["ROSTER", "CutechessExporter", "escape_tag", "unescape_tag", "write_game"]

@@ -253,24 +253,38 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
     sans: list[str] = []
     fens: list[str] = []
     resets: list[bool] = []
-    for uci in opening.moves if opening else ():
+    book = opening.moves if opening else ()
+    following: chess.Move | None = None  # the next book move, legal where it is played
+    for ply, uci in enumerate(book):
         try:
-            move = board.parse_uci(uci)
+            move = following if following is not None else board.parse_uci(uci)
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
         zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
-        if natural_end(board) is not None:
+        following = _legal(board, book[ply + 1]) if ply + 1 < len(book) else None
+        # a legal next book move: the side to move has one (no mate or stalemate to look for)
+        if natural_end(board, 1 if following is not None else _moves_left(san)) is not None:
             board.pop()
             break
         resets.append(zeroing)
         fens.append(fen(board))
         kept.append(move.uci())  # a 960 castling king-takes-rook, whichever way it came
         sans.append(san)
-    if not any(True for _ in board.legal_moves):
+    if not kept and not any(True for _ in board.legal_moves):  # (else natural_end saw some)
         raise RefereeError(f"opening {opening.name if opening else ''!r}: the start position is already over")
     return _Book(start, board, kept, sans, fens, resets)
+
+
+def _legal(board: chess.Board, uci: str) -> chess.Move | None:
+    """``uci`` as python-chess reads it on ``board``; None when it is not a legal move there
+    (or the null move, which python-chess reads without a look at the position)."""
+    try:
+        move = board.parse_uci(uci)
+    except ValueError:
+        return None
+    return move if move else None
 
 
 def _wants_move_data(spec: GameSpec) -> bool:

@@ -63,9 +63,11 @@ class RestartTags:
             for c in decisions.commands(self.store.conn, "applied"):
                 if c.action == "restart":
                     self._restarts.setdefault(c.args.get("game"), []).append(c)
-        restarts = self._restarts.get(game_id, [])
+        restarts = self._restarts.get(game_id)
+        if not restarts:  # (most games: their PGN is not read)
+            return record
         head, sep, rest = record.pgn.partition("\n\n")
-        if not restarts or not sep or "[TDRestart " in head:
+        if not sep or "[TDRestart " in head:
             return record
         text = "; ".join(f"#{c.id} by {c.who}: {c.reason}" for c in restarts)
         return replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
@@ -107,7 +109,9 @@ class Recorder:
     def publish(self, event: GameEvent, then: Then | None = None) -> None:
         """One event of a game; ``then(connection)`` runs in a record's transaction."""
         if isinstance(event, GameFinished):
-            event = replace(event, record=self.tags.tagged(event.game_id, event.record))
+            record = self.tags.tagged(event.game_id, event.record)
+            if record is not event.record:
+                event = replace(event, record=record)
         self.router.publish(event, then)
 
     async def finish(self, game: StoredGame, record: GameRecord, attempt: int, *,

@@ -282,12 +282,13 @@ class StoreWriter:
     def restart(self, game_id: int, attempt: int, job: Job) -> concurrent.futures.Future[Any]:
         """A new attempt of a game: queued moves of its earlier attempts are dropped (the
         start job deletes the stored ones it replaces) and ``job`` is submitted."""
-        with self._lock:
-            if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
-                   for e in self._queue):
-                self._queue = collections.deque(
-                    e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id ==
-                                                   game_id and e.attempt < attempt))
+        if attempt > 1:  # (a first attempt has no earlier one whose moves could be queued)
+            with self._lock:
+                if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
+                       for e in self._queue):
+                    self._queue = collections.deque(
+                        e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id
+                                                       == game_id and e.attempt < attempt))
         return self.submit(job)
 
     def flush(self) -> None:

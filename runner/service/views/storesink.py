@@ -16,6 +16,15 @@ from runner.store.decisions import AlreadyDone
 from runner.store.writer import StoreWriter
 
 
+async def _outcome(future: concurrent.futures.Future[Any]) -> Any:
+    """A write's result (or its exception): at once when it is done already (a game's start,
+    written long before its end: no wake of the loop through its self-pipe, no extra pass
+    of the loop), else awaited."""
+    if future.done() and not future.cancelled():
+        return future.result()
+    return await asyncio.wrap_future(future)
+
+
 class StoreSink:
     """The record: game starts, the per-move log, and each finished game in one transaction.
 
@@ -70,12 +79,12 @@ class StoreSink:
         """Wait for the game's writes: its start (an error as it came), then its record
         (RecordError if it could not be committed)."""
         for future in self.pending.pop(game_id, ()):
-            await asyncio.wrap_future(future)
+            await _outcome(future)
         future = self.records.pop(game_id, None)
         if future is None:
             return
         try:
-            await asyncio.wrap_future(future)
+            await _outcome(future)
         except AlreadyDone:
             raise  # a TD decision applied already (by an earlier run): nothing was written
         except Exception as exc:  # noqa: BLE001 - disk full, I/O error, integrity: stop cleanly
