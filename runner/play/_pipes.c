@@ -1735,6 +1735,11 @@ static PyMethodDef module_methods[] = {
     {"monotonic", pipes_monotonic, METH_NOARGS, "CLOCK_MONOTONIC in seconds (the readers' clock)."},
     {NULL}};
 
+/* What Python sees of this module (its types' methods, what they take and hand over):
+ * bumped with every change to it, and equal to runner.play.pipes.INTERFACE, which refuses a
+ * module built from other source (a checkout updated without a rebuild). */
+#define PIPES_INTERFACE 2
+
 static struct PyModuleDef pipes_module = {
     PyModuleDef_HEAD_INIT, "runner.play._pipes",
     "An engine's stdout read, split and time-stamped on a native thread.", -1, module_methods};
@@ -1750,6 +1755,7 @@ PyMODINIT_FUNC PyInit__pipes(void) {
     if (PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType) < 0
             || PyModule_AddObject(m, "LogFile", (PyObject *)&LogFileType) < 0
             || PyModule_AddObject(m, "Relay", (PyObject *)&RelayType) < 0
+            || PyModule_AddIntConstant(m, "INTERFACE", PIPES_INTERFACE) < 0
             || PyModule_AddIntConstant(m, "DATA", EV_DATA) < 0
             || PyModule_AddIntConstant(m, "MOVE", EV_MOVE) < 0
             || PyModule_AddIntConstant(m, "EOF", EV_EOF) < 0
