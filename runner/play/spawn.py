@@ -93,6 +93,11 @@ class PipeEnd:
     def closed(self) -> bool:
         return self.fd < 0
 
+    def detach(self) -> int:
+        """The descriptor, now the caller's to close (this end no longer closes it)."""
+        fd, self.fd = self.fileno(), -1
+        return fd
+
     def close(self) -> None:
         fd, self.fd = self.fd, -1
         if fd < 0:
@@ -436,10 +441,9 @@ async def _started(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> 
 
 
 def _native_output(transport: EngineTransport, end: PipeEnd, module: Any) -> Any:
-    """The engine's stdout handed to a compiled reader thread, which owns a duplicate of
-    the descriptor from then on (``end`` is closed here)."""
-    fd = os.dup(end.fileno())
-    end.close()
+    """The engine's stdout handed to a compiled reader thread, which owns the descriptor
+    from then on (``end`` lets go of it: the runner has no other descriptor of the pipe)."""
+    fd = end.detach()
     try:
         return pipes.NativeOutput(transport, fd, module)
     except BaseException:
