@@ -21,6 +21,7 @@ from runner.config import AdjudicationConfig, EngineConfig
 from runner.play import pipes, referee
 from runner.play.enginelog import GameLog
 from runner.play.engines import start_engine
+from runner.play.eventloop import referee_refused
 from runner.play.referee import play_game
 from runner.play.relay import RELAYED
 
@@ -260,3 +261,35 @@ def test_a_process_without_the_module_plays_on_python(tmp_path: Path) -> None:
                           timeout=60, env={"PATH": "/usr/bin:/bin"}, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "python Draw by adjudication: maximal game length"
+
+
+def test_a_compiled_module_built_from_other_source_is_refused(monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """A checkout updated without a rebuild: the compiled module's interface is not this
+    source's. The runner says so and what to do before any game (never a game played half
+    on one and half on the other); the Python path, asked for, still plays."""
+    import types
+
+    old = types.ModuleType("runner.play._pipes")
+    old.INTERFACE = pipes.INTERFACE - 1  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "runner.play._pipes", old)
+    monkeypatch.setattr(runner.play, "_pipes", old, raising=False)
+    monkeypatch.setattr(pipes, "_loaded", False)
+    monkeypatch.setattr(pipes, "_module", None)
+    monkeypatch.setattr(pipes, "_stale", None)
+    monkeypatch.delenv(pipes.ENV, raising=False)
+    with pytest.raises(pipes.PipesChoiceError,
+                       match=rf"built from other source than this checkout's \(interface "
+                             rf"{pipes.INTERFACE - 1}, this one needs {pipes.INTERFACE}\)"):
+        pipes.native()
+    said: list[str] = []
+    assert referee_refused(said.append) == 2 and "scripts/install.sh" in said[0]
+    monkeypatch.setenv(pipes.ENV, "python")
+    assert pipes.native() is None and referee_refused(said.append) is None
+
+
+def test_the_built_module_is_this_source_s() -> None:
+    """The module built here has the interface this source expects (a change to _pipes.c's
+    interface bumps both)."""
+    module = pytest.importorskip("runner.play._pipes")
+    assert module.INTERFACE == pipes.INTERFACE

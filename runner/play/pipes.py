@@ -48,8 +48,13 @@ READER_REALTIME = 1
 READER_NICE = -10
 READER_SLICE_NS = 100_000
 
+#: The compiled module's interface this source expects (``PIPES_INTERFACE`` in _pipes.c,
+#: bumped with it): a module built from other source is refused (:func:`native`).
+INTERFACE = 2
+
 _module: ModuleType | None = None
 _loaded = False
+_stale: str | None = None  # why the compiled module found cannot be used (None: it can)
 
 
 class PipesChoiceError(Exception):
@@ -57,19 +62,28 @@ class PipesChoiceError(Exception):
 
 
 def _load() -> ModuleType | None:
-    global _module, _loaded
+    global _module, _loaded, _stale
     if not _loaded:
         _loaded = True
         try:  # late: the compiled part is optional (not built without a C compiler)
             from runner.play import _pipes  # type: ignore[attr-defined]
         except ImportError:
             _pipes = None
+        built = getattr(_pipes, "INTERFACE", None)
+        if _pipes is not None and built != INTERFACE:
+            _stale = (f"runner.play._pipes (the compiled engine pipes) was built from other "
+                      f"source than this checkout's (interface {built}, this one needs "
+                      f"{INTERFACE}): rebuild it (bash scripts/install.sh, or pip install "
+                      f"-e . in the environment), or set {ENV}=python to read the engines' "
+                      "pipes in Python")
         _module = _pipes
     return _module
 
 
 def native() -> ModuleType | None:
-    """The compiled module when engines' pipes are to be read by it, else None (Python's)."""
+    """The compiled module when engines' pipes are to be read by it, else None (Python's).
+    PipesChoiceError: the switch names no path, ``native`` is asked for and not built, or
+    the module found was built from other source than this checkout's (not ``python``)."""
     choice = (os.environ.get(ENV) or "auto").strip().lower()
     if choice not in CHOICES:
         raise PipesChoiceError(f"{ENV}: got {os.environ.get(ENV)!r}, expected "
@@ -77,6 +91,8 @@ def native() -> ModuleType | None:
     if choice == "python":
         return None
     module = _load()
+    if _stale is not None:  # a checkout updated without a rebuild: said, never half-used
+        raise PipesChoiceError(_stale)
     if choice == "native" and (module is None or not fen.BUILT):
         missing = ("runner.play._pipes (the compiled engine pipes)" if module is None else
                    "runner.domain._fen (the compiled FEN)")

@@ -93,6 +93,11 @@ class PipeEnd:
     def closed(self) -> bool:
         return self.fd < 0
 
+    def detach(self) -> int:
+        """The descriptor, now the caller's to close (this end no longer closes it)."""
+        fd, self.fd = self.fileno(), -1
+        return fd
+
     def close(self) -> None:
         fd, self.fd = self.fd, -1
         if fd < 0:
@@ -299,22 +304,28 @@ class Started:
             end.close()
 
 
-def _take_pipes(proc: subprocess.Popen[bytes]) -> dict[int, PipeEnd]:
-    """The runner's ends of ``proc``'s pipes, each a :class:`PipeEnd` over a duplicate of
-    the descriptor; Popen's file objects are closed, so that only the end closes it."""
-    ends: dict[int, PipeEnd] = {}
+def _pipes_for(streams: tuple[Any, Any, Any]) -> tuple[list[Any], dict[int, int], list[int]]:
+    """The child's stdin, stdout and stderr as handed to Popen, a pipe made here for each
+    asked to be one (``subprocess.PIPE``): (what Popen gets, the runner's ends by the child's
+    fd, the child's ends, to close once Popen has returned). Popen's own pipes would come
+    as file objects, each then duplicated and closed to leave the runner one descriptor."""
+    handed: list[Any] = []
+    ours: dict[int, int] = {}
+    theirs: list[int] = []
     try:
-        for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
-            pipe = getattr(proc, name)
-            if pipe is not None:
-                ends[fd] = PipeEnd(os.dup(pipe.fileno()))
-                pipe.close()
-                setattr(proc, name, None)
+        for fd, stream in enumerate(streams):
+            if stream is not subprocess.PIPE:
+                handed.append(stream)
+                continue
+            read, write = os.pipe()  # both not inheritable: Popen dup2s the child's end
+            ours[fd], child = (write, read) if fd == 0 else (read, write)
+            theirs.append(child)
+            handed.append(child)
     except BaseException:
-        for end in ends.values():
-            end.close()
+        for end in (*ours.values(), *theirs):
+            os.close(end)
         raise
-    return ends
+    return handed, ours, theirs
 
 
 def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
@@ -323,18 +334,31 @@ def _start(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> Started:
     Popen waits until the vforked child has exec'd (CPython drops the GIL meanwhile), and
     reading /proc of a process in the middle of its exec waits for that exec: neither may
     stall the event loop that times the other games' moves."""
-    stdout = popen_args.pop("stdout", subprocess.PIPE)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
-                            bufsize=0, **popen_args)
+    handed, ours, theirs = _pipes_for((subprocess.PIPE, popen_args.pop("stdout", subprocess.PIPE),
+                                       stderr))
+    try:
+        proc = subprocess.Popen(argv, stdin=handed[0], stdout=handed[1], stderr=handed[2],
+                                bufsize=0, **popen_args)
+    except BaseException:
+        for end in ours.values():
+            os.close(end)
+        raise
+    finally:
+        for end in theirs:
+            os.close(end)
     try:
         pidfd = os.pidfd_open(proc.pid)
     except OSError:
+        for end in ours.values():
+            os.close(end)
         proc.kill()
         proc.wait()
         raise
     try:
-        pipes = _take_pipes(proc)
-    except BaseException:
+        pipes = {fd: PipeEnd(end) for fd, end in ours.items()}
+    except BaseException:  # (an fstat failing)
+        for end in ours.values():
+            os.close(end)
         os.close(pidfd)
         proc.kill()
         proc.wait()
@@ -436,10 +460,9 @@ async def _started(argv: list[str], stderr: Any, popen_args: dict[str, Any]) -> 
 
 
 def _native_output(transport: EngineTransport, end: PipeEnd, module: Any) -> Any:
-    """The engine's stdout handed to a compiled reader thread, which owns a duplicate of
-    the descriptor from then on (``end`` is closed here)."""
-    fd = os.dup(end.fileno())
-    end.close()
+    """The engine's stdout handed to a compiled reader thread, which owns the descriptor
+    from then on (``end`` lets go of it: the runner has no other descriptor of the pipe)."""
+    fd = end.detach()
     try:
         return pipes.NativeOutput(transport, fd, module)
     except BaseException:

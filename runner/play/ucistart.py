@@ -152,8 +152,10 @@ class UciStart:
         where it differs from what the engine has; the protocol's record updated."""
         proto = self.protocol
         lines: list[str] = []
-        chained = list(options.items()) + [(name, value) for name, value in proto.target_config.items()
-                                           if name not in options]
+        config = proto.config
+        chained = list(options.items()) + [
+            (name, value) for name, value in proto.target_config.items()
+            if name not in options and not self._kept_default(name, value)]
         for name, value in chained:
             if name.lower() in MANAGED:
                 raise chess.engine.EngineError(f"cannot set {name} which is automatically managed")
@@ -164,13 +166,22 @@ class UciStart:
                     "engine does not support option {} (available options: {})".format(
                         name, ", ".join(proto.options))) from None
             value = option.parse(value)
-            if value is None or value != proto.config.get(name):
+            if value is None or value != config.get(name):
                 if name != "UCI_Opponent":  # python-chess sends it after ucinewgame
                     lines.append(setoption_line(name, value))
-                proto.config[name] = value
+                config[name] = value
         proto.target_config.update({name: value for name, value in options.items()
                                     if value is not None})
         return lines
+
+    def _kept_default(self, name: str, value: Any) -> bool:
+        """Whether ``value`` is its Option's default, parsed when it was declared, and what
+        the engine has: parsed again it comes back unchanged (Option.parse of its own result
+        gives it back, and the declaration checked it), so it is not sent and the record
+        does not change."""
+        option = self.protocol.options.get(name)
+        return (option is not None and value is option.default
+                and value is self.protocol.config.get(name))
 
     async def _exchange(self, lines: tuple[str, ...], awaited: str) -> None:
         proto = self.protocol
