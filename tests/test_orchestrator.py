@@ -21,7 +21,15 @@ import chess
 import chess.pgn
 import pytest
 import yaml
-from testkit import backend, event_games, loop_config, run_args, unwritable, write_config
+from testkit import (
+    backend,
+    event_games,
+    loop_config,
+    run_args,
+    unwritable,
+    wait_until,
+    write_config,
+)
 
 from runner.cli import main
 from runner.cli.run import cli_run
@@ -298,7 +306,9 @@ def test_status_during_a_run_and_a_second_runner_is_refused(
     seen: dict[str, object] = {}
 
     def peek(spec: GameSpec) -> None:
-        if spec.game_id == 6:
+        if spec.game_id == 6:  # its start is committed within the writer's interval (0.05 s)
+            wait_until(lambda: [g[6] for g in event_games(config.database) if g[0] == 6]
+                       == ["running"], "game 6 marked running")
             seen["status"] = main(["status", str(path), "--json"])
             seen["second"] = main(["run", str(path)])
 

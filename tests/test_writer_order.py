@@ -140,3 +140,89 @@ def test_a_game_record_takes_its_queued_moves_in_its_own_transaction(tmp_path: P
     finally:
         log.close()
         store.close()
+
+
+def _status(store: Store) -> tuple[str, int]:
+    row = store.conn.execute("SELECT status, attempt FROM games WHERE game_id=1").fetchone()
+    return row[0], row[1]
+
+
+def test_a_start_is_committed_with_the_moves_around_it_in_one_transaction(tmp_path: Path
+                                                                          ) -> None:
+    """A game's start (restart) is queued as a move is: no job behind it, the writer commits
+    it within ``interval`` in the same transaction as the book moves queued after it (one
+    BEGIN, one COMMIT, the start in a savepoint), and its future is then done."""
+    store = _store(tmp_path)
+    log = StoreWriter(store.path, interval=0.2).start()
+    statements: list[str] = []
+    try:
+        assert log.conn is not None
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
+        log.submit(lambda conn: conn.set_trace_callback(statements.append)).result(10)
+        start = log.restart(1, 1, lambda conn: writer.start_game(1, 1, "{}", keep_plies=0))
+        for move in _moves(1, range(1, 4)):
+            log.append(move)
+        start.result(timeout=10)  # no flush, no job behind it: the batch's own commit
+        assert _status(store) == ("running", 1)
+        assert _logged(store) == [(1, 1), (2, 1), (3, 1)]
+        assert [s for s in statements if s.startswith(("BEGIN", "COMMIT"))] == [
+            "BEGIN IMMEDIATE", "COMMIT"]
+        assert "SAVEPOINT joined" in statements and "RELEASE joined" in statements
+        assert log.starts == 1 and log.written == 3
+    finally:
+        log.close()
+        store.close()
+
+
+def test_a_start_that_fails_in_the_batch_fails_alone(tmp_path: Path) -> None:
+    """A start whose write fails inside the batch is rolled back to its savepoint and hands
+    its error to its future; the moves around it are committed all the same."""
+    store = _store(tmp_path)
+    log = StoreWriter(store.path, interval=60.0).start()
+    try:
+        def broken(conn: object) -> None:
+            with writer.transaction(synced=False) as c:
+                c.execute("UPDATE games SET status='running' WHERE game_id=1")
+                c.execute("INSERT INTO no_such_table VALUES (1)")
+
+        assert log.conn is not None
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
+        start = log.restart(1, 1, broken)
+        for move in _moves(0, range(1, 3)):
+            log.append(move)
+        log.flush()
+        exc = start.exception(timeout=10)
+        assert exc is not None and "no_such_table" in str(exc)
+        assert _status(store) == ("scheduled", 0)  # its savepoint rolled back
+        assert _logged(store) == [(1, 0), (2, 0)]
+    finally:
+        log.close()
+        store.close()
+
+
+def test_a_start_in_a_batch_that_cannot_be_written_goes_on_by_itself(tmp_path: Path) -> None:
+    """A batch of moves that cannot be written (not a full disk) stays queued and is tried
+    again; a game's start that was in it is not held behind it: it is committed on its own
+    at once, and its future is done. The error reported is the batch's own, and the jobs
+    after it still commit with ``synchronous=FULL``."""
+    store = _store(tmp_path)
+    errors: list[BaseException] = []
+    log = StoreWriter(store.path, interval=60.0, on_error=errors.append).start()
+    try:
+        assert log.conn is not None
+        writer = Store.on_writer_thread(log.conn, store.path, log.on_writer)
+        start = log.restart(1, 1, lambda conn: writer.start_game(1, 1, "{}", keep_plies=0))
+        bad = _moves(1, range(1, 2))[0]
+        log.append(MovePlayed(**{**bad.__dict__, "ply": None}))  # NOT NULL: refused
+        log.flush()
+        assert start.result(timeout=10) is None
+        assert _status(store) == ("running", 1)
+        assert errors and "NOT NULL" in str(errors[0])
+        assert log.failed is not None and log.pending() == 1  # the move is still queued
+        # the error reported is the batch's own, and a job after it is still synced (FULL)
+        assert log.submit(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]
+                          ).result(timeout=10) == 2
+    finally:
+        log._queue.clear()  # the refused move: nothing to write at close
+        log.close()
+        store.close()

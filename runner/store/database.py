@@ -199,6 +199,10 @@ class Store:
         if self.owner is not None and not self.owner():
             raise AssertionError(f"{self.path}: a commit of the store's writer ran outside "
                                  "its thread")
+        if self.conn.in_transaction:  # a game's start in the writer's batch of moves
+            with _joined(self.conn, self.path, synced):
+                yield self.conn
+            return
         if synced != self._synced:  # never changed inside a transaction (SQLite refuses)
             self.conn.execute(f"PRAGMA synchronous={'FULL' if synced else 'NORMAL'}")
             self._synced = synced
@@ -428,15 +432,16 @@ class Store:
                 raise StoreError(f"{self.path}: game {game_id} is {row[2]} vs {row[3]}, "
                                  f"the record says {record.white} vs {record.black}")
             seq = c.execute("SELECT COALESCE(MAX(finish_seq), 0) + 1 FROM games").fetchone()[0]
+            moves_text, pgn = " ".join(record.moves), pgn_block(record.pgn)
             c.execute(
                 "UPDATE games SET status='finished', finish_seq=?, result=?, reason=?, termination=?,"
                 " termination_details=?, rmobility=?, moves=?, start_fen=?, pgn=?, start_time=?,"
                 " end_time=?, duration_s=?, record_sha256=? WHERE game_id=?",
                 (seq, record.result, record.reason, record.termination, record.termination_details,
-                 record.rmobility, " ".join(record.moves), record.start_fen, pgn_block(record.pgn),
+                 record.rmobility, moves_text, record.start_fen, pgn,
                  record.start_time, record.end_time, record.duration_s,
                  _record_digest(game_id, row[2], row[3], record.result, record.rmobility,
-                                " ".join(record.moves), pgn_block(record.pgn)), game_id))
+                                moves_text, pgn), game_id))
             c.execute("DELETE FROM processes WHERE game_id=?", (game_id,))
             if moves:
                 c.executemany(INSERT_MOVES, moves)
@@ -511,6 +516,24 @@ class Store:
             "SELECT COALESCE(SUM(LENGTH(CAST(pgn AS BLOB))), 0) FROM games "
             "WHERE status='finished'").fetchone()[0]
         return pgn_matches(path, self.finished_pgns(), size)
+
+
+@contextlib.contextmanager
+def _joined(conn: sqlite3.Connection, path: Path, synced: bool) -> Iterator[None]:
+    """Inside a transaction already open (runner.store.writer commits a game's start with the
+    moves around it): a savepoint, rolled back alone on an error; the commit is the open
+    transaction's, unsynced, so only an unsynced write may join it."""
+    if synced:
+        raise AssertionError(f"{path}: a synced commit inside an open transaction")
+    conn.execute("SAVEPOINT joined")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK TO joined")
+            conn.execute("RELEASE joined")
+        raise
+    conn.execute("RELEASE joined")
 
 
 def _record_digest(game_id: int, white: str, black: str, result: str | None,

@@ -10,16 +10,24 @@ connection with ``synchronous=FULL``. The ordering rule:
   transaction at most ``interval`` seconds after the first of them was queued (default
   0.05 s), or at once when a job follows them. A batch of moves alone is committed without
   an fsync (``synchronous=NORMAL``: WAL, so every reader sees it at once, and a crash of the
-  process loses nothing); the writer fsyncs the WAL file itself at the latest ``sync_s``
-  seconds (default 0.9) after such a commit, and when it closes (a synced commit meanwhile,
-  a game's record above all, syncs every commit before it earlier). So a power cut loses at
+  process loses nothing; the connection is set to NORMAL for the batches and back to FULL
+  before a job only when that changes); the writer fsyncs the WAL file itself at the latest
+  ``sync_s`` seconds (default 0.9) after such a commit, and when it closes (a synced commit
+  meanwhile, a game's record above all, syncs every commit before it earlier). So a power cut loses at
   most the moves of the last second (rule 7.c goes on from the last one kept), never a
   recorded game: a job's commit keeps the connection's ``synchronous=FULL``. After a commit
-  of moves the thread waits ``interval`` for the next ones (a game in play queues its moves
+  of moves, or of a job with nothing left queued (a game's record: the next game's start
+  follows), the thread waits ``interval`` for the next ones (a game in play queues its moves
   without waking it: one wake per batch, not two); with nothing queued then and nothing to
   sync, it sleeps until something is queued.
   :meth:`StoreWriter.flush` is a barrier in the same queue, never a second writer: whoever calls
   it (the loop's worker threads, a test) waits for the writer to reach it.
+* **A game's start goes with the moves.** :meth:`StoreWriter.restart` queues it as a move is
+  (it wakes the thread only when it sleeps): it is committed in the transaction of the moves
+  around it (its book moves first), in its order among them, within ``interval``; its write
+  (unsynced) runs in a savepoint of that transaction (``Store.transaction`` joins an open
+  one), so a start that fails fails alone. A batch that cannot be written (not a full disk)
+  hands its starts back as jobs of their own.
 * **Writes are idempotent on (game, attempt, ply).** A logged move never replaces a row of a
   later attempt, and is not written at all for an attempt older than the game's current one;
   a game's start deletes only rows of *earlier* attempts beyond the kept prefix, never rows
@@ -148,6 +156,7 @@ class _Job:
     settle: Settle | None = None  # a game's record: it commits the game's queued moves
     game_id: int | None = None
     started: bool = False  # its future is RUNNING (a job tried again after a full disk)
+    joins: bool = False  # a game's start: committed with the moves around it (restart)
 
     def begin(self) -> bool:
         """Mark the future running (once); False if it was cancelled before."""
@@ -197,6 +206,50 @@ def _size(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def _commit_batch(conn: sqlite3.Connection, batch: list[MovePlayed | _Job], path: Path
+                  ) -> list[tuple[_Job, Any, BaseException | None]]:
+    """Commit moves and the games' starts among them, in order, in one transaction; each
+    start's result or error (a start's full disk is raised: the whole batch waits). An error
+    of the batch is raised with the transaction still open (the caller rolls it back)."""
+    done: list[tuple[_Job, Any, BaseException | None]] = []
+    conn.execute("BEGIN IMMEDIATE")
+    moves: list[MovePlayed] = []
+    for item in batch:
+        if isinstance(item, MovePlayed):
+            moves.append(item)
+            continue
+        if moves:
+            conn.executemany(INSERT_MOVES, move_rows(moves))
+            moves = []
+        if not item.begin():
+            continue
+        assert item.run is not None
+        try:
+            done.append((item, item.run(conn), None))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
+            if disk_full(exc, path):
+                raise
+            done.append((item, None, exc))
+    if moves:
+        conn.executemany(INSERT_MOVES, move_rows(moves))
+    conn.execute("COMMIT")
+    return done
+
+
+def _sync_file(path: str | Path, sync: Callable[[int], None]) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        sync(fd)
+    finally:
+        os.close(fd)
+
+
+def _space_needed(items: list[MovePlayed | _Job]) -> int:
+    """A generous estimate of the space the waiting writes need (rows, WAL frames)."""
+    moves = sum(len(move_json(e)) for e in items if isinstance(e, MovePlayed))
+    return max(1 << 20, 4 * moves + 64 * 1024 * sum(isinstance(e, _Job) for e in items))
+
+
 class StoreWriter:
     """The store's one ordered writer: the ``moves`` table of one database, and every other
     write of a running event (:meth:`submit`), through one queue and one thread."""
@@ -226,7 +279,8 @@ class StoreWriter:
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self.failed: BaseException | None = None  # the last failed batch of moves (None: ok)
         self.waiting: BaseException | None = None  # the disk-full error being waited out
-        self.written = 0
+        self.written = 0  # moves committed
+        self.starts = 0  # games' starts committed with them (restart)
         self.between: Callable[[], None] | None = None  # test seam (module docstring)
         self.gave_up = False  # stopped while waiting for disk space (give_up)
         self.unsynced_since: float | None = None  # monotonic time of the first commit not fsynced
@@ -235,6 +289,7 @@ class StoreWriter:
         self._idle = False  # the thread sleeps until something is queued
         self._moved = False  # the last turn committed moves (more are likely to follow)
         self._dir_synced = False  # the WAL's directory entry fsynced once (a new WAL file)
+        self._at_full = True  # the connection's synchronous=FULL (NORMAL while moves go out)
 
     def start(self) -> StoreWriter:
         self._conn = connect(self.path, self.path, isolation_level=None, timeout=30.0,
@@ -281,7 +336,10 @@ class StoreWriter:
 
     def restart(self, game_id: int, attempt: int, job: Job) -> concurrent.futures.Future[Any]:
         """A new attempt of a game: queued moves of its earlier attempts are dropped (the
-        start job deletes the stored ones it replaces) and ``job`` is submitted."""
+        start job deletes the stored ones it replaces) and ``job`` is queued as a move is
+        (it wakes the writer only when it sleeps) and committed in the same transaction as
+        the moves around it, within ``interval``: ``job`` commits through
+        :meth:`Store.transaction` unsynced, which joins the writer's open transaction."""
         if attempt > 1:  # (a first attempt has no earlier one whose moves could be queued)
             with self._lock:
                 if any(isinstance(e, MovePlayed) and e.game_id == game_id and e.attempt < attempt
@@ -289,7 +347,7 @@ class StoreWriter:
                     self._queue = collections.deque(
                         e for e in self._queue if not (isinstance(e, MovePlayed) and e.game_id
                                                        == game_id and e.attempt < attempt))
-        return self.submit(job)
+        return self._enqueue(_Job(job, concurrent.futures.Future(), joins=True))
 
     def flush(self) -> None:
         """Wait until everything submitted so far is written: a barrier in the queue (never a
@@ -330,13 +388,16 @@ class StoreWriter:
 
     def _enqueue(self, job: _Job) -> concurrent.futures.Future[Any]:
         with self._lock:
-            if self.running:
-                self._queue.append(job)
-                self._jobs += 1
-                self._wake.notify()
-                return job.future
             self._queue.append(job)
-            self._jobs += 1
+            if self.running:
+                if not job.joins:
+                    self._jobs += 1
+                    self._wake.notify()
+                elif self._idle:  # a game's start: as a move (committed at the next batch)
+                    self._idle = False
+                    self._wake.notify()
+                return job.future
+            self._jobs += not job.joins
         self._drain_here()
         return job.future
 
@@ -353,7 +414,7 @@ class StoreWriter:
             return
         with self._lock:
             self._queue.extendleft(reversed(items))
-            self._jobs += sum(1 for e in items if isinstance(e, _Job))
+            self._jobs += sum(1 for e in items if isinstance(e, _Job) and not e.joins)
 
     def _drain_here(self) -> None:
         """Write the whole queue in the calling thread (before start, after close)."""
@@ -367,16 +428,17 @@ class StoreWriter:
         """Write ``items`` in order; return what was not written (to go back to the queue):
         the moves after the last job unless ``trailing``, or everything from a write that
         found the disk full. ``giving_up``: a full disk fails the rest instead."""
-        batch: list[MovePlayed] = []
+        batch: list[MovePlayed | _Job] = []  # moves and the games' starts among them
         for i, item in enumerate(items):
-            if isinstance(item, MovePlayed):
+            if isinstance(item, MovePlayed) or item.joins:
                 batch.append(item)
                 continue
             mine: list[MovePlayed] = []
             if item.game_id is not None:
-                mine = [e for e in batch if e.game_id == item.game_id]
+                mine = [e for e in batch if isinstance(e, MovePlayed) and e.game_id == item.game_id]
                 if mine:
-                    batch = [e for e in batch if e.game_id != item.game_id]
+                    batch = [e for e in batch if not (isinstance(e, MovePlayed)
+                                                      and e.game_id == item.game_id)]
             full = self._write_moves(batch)
             if full is not None:
                 return self._full(full, [*batch, *mine, *items[i:]], giving_up)
@@ -386,6 +448,7 @@ class StoreWriter:
             try:
                 if self._conn is None:
                     raise sqlite3.ProgrammingError(f"{self.path}: the store's writer is closed")
+                self._synchronous(full=True)
                 if item.settle is not None:
                     result = item.settle(self._conn, move_rows(mine))
                 else:
@@ -395,7 +458,7 @@ class StoreWriter:
                 if disk_full(exc, self.path):  # not failed: it waits at the queue's head
                     return self._full(exc, [*mine, *items[i:]], giving_up)
                 item.future.set_exception(exc)
-                batch = mine  # a record that failed: its moves are still logged
+                batch = list(mine)  # a record that failed: its moves are still logged
             else:
                 item.future.set_result(result)
         if not trailing:
@@ -423,37 +486,55 @@ class StoreWriter:
                                    "move written, by rule 7.c"))
         return []
 
-    def _write_moves(self, batch: list[MovePlayed]) -> BaseException | None:
-        """Commit a batch of moves. A full disk is returned (the caller waits it out); any
-        other error keeps the moves queued (reported once) and lets the jobs go on: the
-        ordering rule makes a late move harmless."""
-        if not batch or self._conn is None:
+    def _write_moves(self, batch: list[MovePlayed | _Job]) -> BaseException | None:
+        """Commit a batch of moves, with the games' starts among them, in order, in one
+        transaction. A full disk is returned (the caller waits it out); any other error
+        keeps the moves queued (reported once) and lets the jobs go on: the ordering rule
+        makes a late move harmless; the starts go back as jobs of their own."""
+        if self._conn is None:
+            for item in batch:
+                if isinstance(item, _Job) and item.begin():
+                    item.future.set_exception(sqlite3.ProgrammingError(
+                        f"{self.path}: the store's writer is closed"))
+            return None
+        if not batch:
             return None
         try:
-            rows = move_rows(batch)
-            self._conn.execute("PRAGMA synchronous=NORMAL")  # fsynced by _sync, within sync_s
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany(INSERT_MOVES, rows)
-                self._conn.execute("COMMIT")
-            finally:
-                self._conn.execute("PRAGMA synchronous=FULL")  # every job's commit is synced
-        except sqlite3.Error as exc:
+            self._synchronous(full=False)  # fsynced by _sync, within sync_s
+            done = _commit_batch(self._conn, batch, self.path)
+        except (sqlite3.Error, OSError) as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
             if disk_full(exc, self.path):
                 return exc
+            for item in batch:  # each start on its own next time (a job that wakes)
+                if isinstance(item, _Job):
+                    item.joins = False
             self._put_back(list(batch))
             if self.failed is None:
                 self.failed = exc
                 if self.on_error is not None:
                     self.on_error(exc)
             return None
+        for job, result, error in done:
+            if error is None:
+                job.future.set_result(result)
+            else:
+                job.future.set_exception(error)
         self.failed = None
-        self.written += len(batch)
+        self.written += len(batch) - len(done)
+        self.starts += len(done)
         if self.unsynced_since is None:
             self.unsynced_since = time.monotonic()
         return None
+
+    def _synchronous(self, *, full: bool) -> None:
+        """The connection's ``synchronous`` set for what comes next: NORMAL for batches of
+        moves, FULL for every job (a job's commit is synced; :meth:`Store.transaction`
+        counts on it). Set only when it changes: consecutive batches share one setting."""
+        if self._at_full != full and self._conn is not None:
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
+            self._at_full = full
 
     def _sync(self) -> None:
         """Make every commit so far durable: fsync the WAL file (what a commit with
@@ -461,17 +542,9 @@ class StoreWriter:
         entry). A failed fsync is reported (``on_error``) and tried again at the next turn."""
         since = self.unsynced_since
         try:
-            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _sync_file(f"{self.path}-wal", os.fdatasync)  # (what SQLite's own sync does)
             if not self._dir_synced:
-                fd = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                _sync_file(self.path.parent, os.fsync)
                 self._dir_synced = True
         except FileNotFoundError:  # no WAL: checkpointed into the database and removed
             pass
@@ -484,11 +557,6 @@ class StoreWriter:
         if self.unsynced_since == since:
             self.unsynced_since = None
 
-    def _need(self, items: list[MovePlayed | _Job]) -> int:
-        """A generous estimate of the space the waiting writes need (rows, WAL frames)."""
-        moves = sum(len(move_json(e)) for e in items if isinstance(e, MovePlayed))
-        return max(1 << 20, 4 * moves + 64 * 1024 * sum(isinstance(e, _Job) for e in items))
-
     def _wait_for_space(self, rest: list[MovePlayed | _Job], since: float,
                         last_report: float) -> float:
         now = time.monotonic()
@@ -497,7 +565,7 @@ class StoreWriter:
             waited = "" if last_report == 0.0 else f" (waiting for {now - since:.0f} s)"
             self.on_wait(
                 f"{self.path}: the disk is full ({self.waiting}){waited}; waiting for space: "
-                f"about {_size(self._need(rest))} needed, {_size(free_bytes(self.path))} free "
+                f"about {_size(_space_needed(rest))} needed, {_size(free_bytes(self.path))} free "
                 "now. The games in progress go on and the event continues by itself when "
                 "space is freed; a stop signal stops it (nothing recorded is lost)")
             last_report = now
@@ -552,9 +620,12 @@ class StoreWriter:
                 if self.between is not None and items:
                     self.between()
                 self.waiting = None
-                before = self.written
+                before = self.written + self.starts
                 rest = self._write_items(items, trailing=trailing, giving_up=stopping)
-                self._moved = self.written > before
+                self._moved = self.written + self.starts > before
+                if items and not rest and not trailing:  # a job's turn, nothing left queued:
+                    due = time.monotonic() + self.interval  # the next moves (a game's start
+                    self._moved = True  # after a record) are taken at due, without a wake
                 self._put_back(rest)
                 if self.unsynced_since is not None and (
                         stopping or time.monotonic() - self.unsynced_since >= self.sync_s):
@@ -572,5 +643,5 @@ class StoreWriter:
                 since = last_report = 0.0
             if stopping:
                 return
-            if self.written > before and self.on_flush is not None:
+            if self.written + self.starts > before and self.on_flush is not None:
                 self.on_flush()
