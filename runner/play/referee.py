@@ -956,8 +956,9 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
     """The per-ply loop: ask the engine on move, check and record its move, adjudicate;
     the game's end (an engine failing, a flag, an illegal move, a rule) is returned.
 
-    Each engine's first move is Python's (``ucinewgame``, ``isready``: runner.play.uci);
-    then, where runner.play.relay can, the moves are relayed below Python until the game
+    The first engine's first move is Python's (``ucinewgame``, ``isready``: runner.play.uci)
+    and so is the second engine's ``ucinewgame`` + ``isready``; then, where runner.play.relay
+    can, the moves (the second engine's first one on) are relayed below Python until the game
     ends or the referee does not follow the relay; the rest is Python's again."""
     g = _Plies(spec, board, procs, moves, comments, [] if sans is None else sans, clocks,
                await _adjudicator(spec, resume), emit=emit, attempt=attempt,
@@ -982,7 +983,8 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
 async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
                         until_relay: bool) -> _End | None:
     """The moves played through runner.play.uci (and python-chess's XBoard): the game's end,
-    or None once both engines have moved when ``until_relay``."""
+    or None when ``until_relay`` once both engines have had ``ucinewgame`` + ``isready`` (the
+    second's first ``go``, UCI on both sides, is left to the relay) or have moved."""
     spec, board, procs, moves, clocks = g.spec, g.board, g.procs, g.moves, g.clocks
     engaged, fixed = g.engaged, g.fixed
     while True:
