@@ -39,15 +39,15 @@ import bench_vs_peers as peers_bench  # noqa: E402
 
 from runner.domain import adjudication  # noqa: E402
 from runner.play import engines, pipes, referee, relay, uci  # noqa: E402
-from runner.service import gamelife  # noqa: E402
+from runner.service import recording  # noqa: E402
 
 CPU: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
 
 PARTS: list[tuple[Any, str, str]] = [
     (relay.MoveRelay, "_woken", "relayed: the loop woken, the moves taken (made in C: text, "
-                                "info, score, PV, PlayResult)"),
-    (referee, "relay_reply", "relayed: the move's text, info and PlayResult handed over"),
+                                "info, score, PV, Move)"),
+    (referee, "relay_reply", "relayed: the move's text, info and Move handed over"),
     (relay.MoveRelay, "start", "relayed: position + go written by the loop (the relay's chain broken)"),
     (relay.MoveRelay, "ack", "relayed: the relay told the move was taken"),
     (pipes.NativeOutput, "_woken", "compiled path: the loop woken, the move read (bestmove, info parsed)"),
@@ -65,7 +65,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),
     (adjudication.Adjudicator, "update", "adjudication (TCEC rules, Syzygy)"),
     (referee, "_move_event", "the MovePlayed event (FEN, clocks)"),
-    (gamelife.GameLife, "_emit", "the event's sinks (store, console, live views)"),
+    (recording.GameEmit, "__call__", "the event's sinks (store, console, live views)"),
 ]
 
 

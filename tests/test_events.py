@@ -87,6 +87,31 @@ def test_every_event_kind_survives_json() -> None:
         assert event_from_json(data) == event
 
 
+def test_move_played_init_is_the_dataclass_one() -> None:
+    """MovePlayed's own ``__init__`` (one dict update, not a frozen dataclass's setattr per
+    field) takes exactly the dataclass's init fields, in order, with their defaults, and
+    makes what the generated one makes: equal, hashed alike, frozen, ``replace`` working."""
+    import dataclasses
+    import inspect
+
+    fields = [f for f in dataclasses.fields(MovePlayed) if f.init]
+    params = list(inspect.signature(MovePlayed).parameters.values())
+    assert [p.name for p in params] == [f.name for f in fields]
+    assert [p.default for p in params] == [
+        inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default for f in fields]
+    generated = dataclasses.make_dataclass(
+        "Generated", [(f.name, f.type, f) for f in dataclasses.fields(MovePlayed)], frozen=True)
+    values = {f.name: (i, str(i)) for i, f in enumerate(fields)}
+    move, twin = MovePlayed(**values), generated(**values)
+    assert vars(move) == vars(twin) and list(vars(move)) == list(vars(twin))
+    assert move.kind == "move" and hash(move) == hash(MovePlayed(**values))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        move.ply = 3  # type: ignore[misc]
+    assert dataclasses.replace(move, ply=9) == MovePlayed(**{**values, "ply": 9})
+    with pytest.raises(TypeError):
+        MovePlayed(**values, kind="x")  # type: ignore[call-arg]
+
+
 def test_move_log_rows_are_the_events_wire_form() -> None:
     """The move log's fast encoding writes exactly json.dumps(event_to_json(...)) compact."""
     from runner.store.writer import move_json, move_row

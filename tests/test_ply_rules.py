@@ -23,7 +23,7 @@ PROTO = types.SimpleNamespace(last_move_text="")
 def _take(board: chess.Board, move: chess.Move) -> tuple[str | None, referee._End | None]:
     """(SAN, None) when the referee plays ``move`` on ``board``; (None, the end) when it
     refuses it."""
-    refused = referee._refused(chess.engine.PlayResult(move, None), board, board.turn, PROTO)
+    refused = referee._refused(move, False, board, board.turn, PROTO)
     if refused is not None:
         return None, refused
     san = referee._push(board, move, RMobility())

@@ -474,25 +474,27 @@ def test_a_relayed_move_is_made_as_python_chess_makes_it(written: str, scored: i
     """Each move comes to the loop made in C (Relay.take): its text and ponder as the
     bestmove line splits, its info as runner.play.uci.parse_info reads the search's score
     line, as the Python path does (the same keys in the same order, the score a PovScore of
-    the side that moved), the PV's plain moves and, relayed, the PlayResult of
-    chess.Move.from_uci: for White's move and for Black's."""
+    the side that moved), the PV's plain moves and, relayed, chess.Move.from_uci of its
+    text (one Move per text, made once): for White's move and for Black's."""
     monkeypatch.setenv(pipes.ENV, "native")
     relay, outs, ins, _readers = _relay_on_pipes()
     try:
         relay.go(0, None, 0.0, 0.0, 0, 0)
+        made: list[chess.Move] = []  # the same text both times: the same Move, made once
         for side, color in ((0, chess.WHITE), (1, chess.BLACK)):
             os.write(outs[side], written.encode())
             event = _take(relay)
-            text, ponder, info, played = relay_reply(event, color)
+            text, ponder, info, move = relay_reply(event, color)
             words = next(x for x in written.splitlines() if x.startswith("bestmove")).split()
             assert (text, ponder) == (words[1], words[3] if len(words) > 3 else None)
             search = [x for x in written.splitlines() if x.startswith("info")]
             expected = parse_info(search[scored], color)
             assert list(info.items()) == list(expected.items())
             assert event[SIDE] == side and event[RELAYED] == 1 and event[PV] == pv
-            assert played.move == chess.Move.from_uci(text) and played.ponder is None
-            assert played.info == info
+            assert move == chess.Move.from_uci(text)
+            made.append(move)
             assert os.read(ins[1 - side], 4096).endswith(b"go nodes 1\n")  # relayed at once
+        assert made[0] is made[1]
     finally:
         relay.close()
         for fd in outs + ins:

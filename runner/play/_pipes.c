@@ -1231,8 +1231,9 @@ static void relay_move(RelayCore *R, int side, Event *ev) {
  * The move's text and ponder (the bestmove line's second and fourth words, split as Python's
  * str.split splits them), the search's info as runner.play.uci.parse_info reads the line
  * (its score a chess.engine.PovScore of the side that moved), the PV's plain moves and, for
- * a relayed move (its text checked plain here), its chess.engine.PlayResult: the objects
- * python-chess would make, made without a line of Python per move. */
+ * a relayed move (its text checked plain here), its chess.Move: the objects python-chess
+ * would make, made without a line of Python per move (the Move made once, :func:`move_of`).
+ * The referee takes a relayed move's Move as it is: no PlayResult is made for it. */
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
@@ -1292,7 +1293,7 @@ static int utf8_ok(const Bytes *b) {
 /* What a move is made of, from python-chess and interned keys: loaded at the first move. */
 static struct {
     int loaded;
-    PyObject *cp, *mate, *pov_score, *play_result, *move;  /* the classes */
+    PyObject *cp, *mate, *pov_score, *move;  /* the classes */
     PyObject *int_keys[8], *time, *score, *lowerbound, *upperbound;
 } py;
 
@@ -1312,7 +1313,6 @@ static int load_py(void) {
     if ((py.cp = attr_of("chess.engine", "Cp")) == NULL
             || (py.mate = attr_of("chess.engine", "Mate")) == NULL
             || (py.pov_score = attr_of("chess.engine", "PovScore")) == NULL
-            || (py.play_result = attr_of("chess.engine", "PlayResult")) == NULL
             || (py.move = attr_of("chess", "Move")) == NULL)
         return -1;
     for (int k = 0; INT_KEYS[k]; k++)
@@ -1426,35 +1426,36 @@ static int move_words(const Bytes *line, PyObject **text, PyObject **ponder) {
     return 0;
 }
 
-/* chess.engine.PlayResult(chess.Move.from_uci(text), None, info) of a relayed move (its
- * text plain: [a-h][1-8][a-h][1-8], two squares, an optional promotion piece). */
-static PyObject *played_of(const Bytes *line, PyObject *info) {
+/* chess.Move.from_uci(text) of a relayed move (its text plain: [a-h][1-8][a-h][1-8], two
+ * squares, an optional promotion piece): new reference. python-chess never changes a Move
+ * (nor does the runner), so one Move per (from, to, promotion) is made at its first use and
+ * handed out again, as python-chess's own tables of squares are (at most 64 * 64 * 5). */
+static PyObject *moves_made[64 * 64 * 5];
+
+static PyObject *move_of(const Bytes *line) {
     size_t n;
     const char *m = move_token(line, &n);
     if (m == NULL || !plain_move(m, n)) Py_RETURN_NONE;
-    PyObject *promotion = Py_None;
     int piece = n == 5 ? (m[4] == 'n' ? 2 : m[4] == 'b' ? 3 : m[4] == 'r' ? 4 : 5) : 0;
-    PyObject *from = PyLong_FromLong((m[0] - 'a') + 8 * (m[1] - '1'));
-    PyObject *to = PyLong_FromLong((m[2] - 'a') + 8 * (m[3] - '1'));
-    if (piece) promotion = PyLong_FromLong(piece);
-    PyObject *move = NULL, *played = NULL;
-    if (from != NULL && to != NULL && promotion != NULL) {
-        PyObject *args[] = {from, to, promotion};
+    int from = (m[0] - 'a') + 8 * (m[1] - '1'), to = (m[2] - 'a') + 8 * (m[3] - '1');
+    PyObject **slot = &moves_made[(from * 64 + to) * 5 + (piece ? piece - 1 : 0)];
+    if (*slot != NULL) return Py_NewRef(*slot);
+    PyObject *from_ = PyLong_FromLong(from), *to_ = PyLong_FromLong(to);
+    PyObject *promotion = piece ? PyLong_FromLong(piece) : Py_NewRef(Py_None);
+    PyObject *move = NULL;
+    if (from_ != NULL && to_ != NULL && promotion != NULL) {
+        PyObject *args[] = {from_, to_, promotion};
         move = PyObject_Vectorcall(py.move, args, 3, NULL);
     }
-    if (move != NULL) {
-        PyObject *args[] = {move, Py_None, info};
-        played = PyObject_Vectorcall(py.play_result, args, 3, NULL);
-    }
-    Py_XDECREF(from);
-    Py_XDECREF(to);
-    if (piece) Py_XDECREF(promotion);
-    Py_XDECREF(move);
-    return played;
+    Py_XDECREF(from_);
+    Py_XDECREF(to_);
+    Py_XDECREF(promotion);
+    if (move != NULL) *slot = Py_NewRef(move);
+    return move;
 }
 
 /* (side, text, ponder, stamp, go stamp, relayed, next go stamp, info, PV moves or None,
- * what followed, PlayResult of a relayed move or None) */
+ * what followed, chess.Move of a relayed move or None) */
 static PyObject *relay_event_tuple(Event *ev) {
     if (load_py() < 0) return NULL;
     PyObject *turn = ev->side == 0 ? Py_True : Py_False;
@@ -1464,7 +1465,7 @@ static PyObject *relay_event_tuple(Event *ev) {
     if (move_words(&ev->data, &text, &ponder) < 0) return NULL;
     PyObject *info = parse_info_c(scored ? scored : &none, turn);
     PyObject *pv = ev->has_pv ? pv_moves(&ev->pv) : Py_NewRef(Py_None);
-    PyObject *played = info == NULL ? NULL : ev->relayed ? played_of(&ev->data, info)
+    PyObject *played = info == NULL ? NULL : ev->relayed ? move_of(&ev->data)
                                                          : Py_NewRef(Py_None);
     PyObject *t = NULL;
     if (info != NULL && pv != NULL && played != NULL)
@@ -1711,7 +1712,7 @@ static PyMethodDef Relay_methods[] = {
     {"fileno", (PyCFunction)Relay_fileno, METH_NOARGS, "The timerfd the loop watches: readable when take() has moves for it."},
     {"take", (PyCFunction)Relay_take, METH_NOARGS,
      "The moves queued since the last call: (side, text, ponder, stamp, go_stamp, relayed, "
-     "next_go, info, pv_moves_or_None, rest, played_or_None); the wake timer disarmed."},
+     "next_go, info, pv_moves_or_None, rest, move_or_None); the wake timer disarmed."},
     {NULL}};
 
 static PyTypeObject RelayType = {

@@ -131,7 +131,7 @@ def format_score(score: chess.engine.Score) -> str:
 
 def format_seconds(seconds: float) -> str:
     """cutechess move time: 0s, 0.007s, 0.32s, 5.1s, 12s (3/2/1/0 decimals by size)."""
-    ms = int(round(seconds * 1000))
+    ms = round(seconds * 1000)  # (an int, as int(round(...)) is)
     if ms <= 0:
         return "0s"
     if ms < 100:
@@ -801,15 +801,17 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
     draw = adjudicator.draw_window
     white, black = clocks[chess.WHITE], clocks[chess.BLACK]
     timed = not white.tc.infinite  # (both clocks have the game's time control)
+    get = info.get
+    # round(x) of a float is the int int(round(x)) is
     return MovePlayed(
-        game_id=game_id, ply=ply, uci=uci, san=san, fen=fen(board),
-        white_clock_ms=int(round(white.remaining * 1000)) if timed else None,
-        black_clock_ms=int(round(black.remaining * 1000)) if timed else None,
-        time_ms=int(round(elapsed * 1000)),
+        game_id, ply, uci, san, fen(board),
+        round(white.remaining * 1000) if timed else None,
+        round(black.remaining * 1000) if timed else None,
+        time_ms=round(elapsed * 1000),
         score_cp=None if score is None else score.score(),  # None for a mate score
         mate=None if score is None else score.mate(),
-        depth=info.get("depth"), seldepth=info.get("seldepth"), nodes=info.get("nodes"),
-        nps=info.get("nps"), tbhits=info.get("tbhits"), pv=pv, comment=comment,
+        depth=get("depth"), seldepth=get("seldepth"), nodes=get("nodes"), nps=get("nps"),
+        tbhits=get("tbhits"), pv=pv, comment=comment,
         draw_plies=draw.count if draw is not None else 0,
         win_plies=adjudicator.win_count, attempt=attempt,
         at_ms=int(time.time() * 1000))
@@ -843,14 +845,14 @@ def _in_time(infinite: bool, engine: EngineConfig, clock: Clock, elapsed: float,
     return engine.movetime_ms is None or elapsed <= engine.movetime_ms / 1000 + margin
 
 
-def _refused(played: chess.engine.PlayResult, board: chess.Board, color: chess.Color,
+def _refused(move: chess.Move | None, resigned: bool, board: chess.Board, color: chess.Color,
              proto: Any) -> _End | None:
-    """The game's end when the reply is a resignation or no move that can be played on
-    ``board`` (none, a null move, not pseudo-legal), else None. A pseudo-legal move that
-    leaves the mover's king attacked is found as it is pushed (:func:`_push`)."""
-    if played.resigned:
+    """The game's end when the reply (``move``, or ``resigned``) is a resignation or no move
+    that can be played on ``board`` (none, a null move, not pseudo-legal), else None. A
+    pseudo-legal move that leaves the mover's king attacked is found as it is pushed
+    (:func:`_push`)."""
+    if resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
-    move = played.move
     if move is None or not move or not board.is_pseudo_legal(move):
         return _illegal_reply(color, proto, move)
     return None
@@ -1021,7 +1023,8 @@ async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
         except (_NotReady, NotReady, TimeoutError, chess.engine.EngineError) as exc:
             return _failed_move(exc, proc, board, color, g.infinite)
         elapsed = _time_spent(proto, called, time.monotonic())
-        end = await _take_move(g, color, played, elapsed, proto.take_pv_line())
+        end = await _take_move(g, color, played.move, played.info, elapsed,
+                               proto.take_pv_line(), played.resigned)
         if end is not None:
             return end
         if engine.ponder and isinstance(proto, TimedUciProtocol):
@@ -1033,19 +1036,20 @@ def _both_uci(procs: dict[chess.Color, EngineProcess]) -> bool:
     return all(isinstance(p.protocol, TimedUciProtocol) for p in procs.values())
 
 
-async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayResult,
-                     elapsed: float, pv: str | tuple[str, ...] | None) -> _End | None:
-    """``color``'s reply ``played``, ``elapsed`` on its clock: charged, checked, pushed,
-    recorded and adjudicated; the game's end, or None when it goes on. ``pv``: the PV's
-    moves, or the search line it is read from (:func:`_pv`)."""
+async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
+                     info: chess.engine.InfoDict, elapsed: float,
+                     pv: str | tuple[str, ...] | None, resigned: bool = False) -> _End | None:
+    """``color``'s reply (``move`` and the search's ``info``, or ``resigned``: a
+    PlayResult's), ``elapsed`` on its clock: charged, checked, pushed, recorded and
+    adjudicated; the game's end, or None when it goes on. ``pv``: the PV's moves, or the
+    search line it is read from (:func:`_pv`)."""
     board, proc = g.board, g.procs[color]
     engine = proc.config
     if not _in_time(g.infinite, engine, g.clocks[color], elapsed, g.margin):
         return _flag_fell(board, color)
-    refused = _refused(played, board, color, proc.protocol)
+    refused = _refused(move, resigned, board, color, proc.protocol)
     if refused is not None:
         return refused
-    move = played.move
     wanted = g.emit is not None or g.move_data is not None
     if wanted and not isinstance(pv, tuple):
         pv = _pv(pv, board, engine.protocol == "xboard")
@@ -1055,7 +1059,7 @@ async def _take_move(g: _Plies, color: chess.Color, played: chess.engine.PlayRes
     uci = move.uci()
     g.moves.append(uci)
     g.sans.append(san)
-    info = searched_info(played.info)
+    info = searched_info(info)
     pov = info.get("score")
     score = pov.pov(color) if pov is not None else None
     comment = _comment(score, info.get("depth"), elapsed)
@@ -1094,15 +1098,17 @@ async def _relay_moves(g: _Plies, relay: MoveRelay) -> _End | None:
             event = await relay.next(color, go_at + g.timeout(color))
         except (TimeoutError, chess.engine.EngineError) as exc:  # both engines go (not kept)
             return _failed_move(exc, proc, board, color, g.infinite)
-        text, ponder, info, played = relay_reply(event, color)
+        text, ponder, info, move = relay_reply(event, color)
         proto.go_sent, proto.move_received = event[GO_STAMP], event[STAMP]
         proto.last_move_text = text or ""
-        if played is None:  # not relayed: read as runner.play.uci's reply is
+        if move is None:  # not relayed: read as runner.play.uci's reply is
             try:
                 played = _played(UciReply(text, info, None, ponder))
             except chess.engine.EngineError as exc:
                 return _failed_move(exc, proc, board, color, g.infinite)
-        end = await _take_move(g, color, played, _time_spent(proto, 0.0, 0.0), event[PV] or ())
+            move, info = played.move, played.info
+        end = await _take_move(g, color, move, info, _time_spent(proto, 0.0, 0.0),
+                               event[PV] or ())
         if event[REST]:
             proto.bytes_read(event[REST], event[STAMP])
         if end is not None or moves[-1] != text:  # over, or not the text it relayed

@@ -11,7 +11,7 @@ plain UCI move, or the loop is RELAY_AHEAD (12) relayed moves behind, it writes
 ``position ... moves ... X`` and the other side's ``go`` to the other engine at once, stamped
 as that side's ``go``. Every move comes to the loop (:meth:`MoveRelay.next`), relayed or not,
 with its stamps and what the referee takes already made in C (:func:`reply`: the text, the
-ponder, the search's info, for a relayed move its PlayResult). A relayed move needs nothing
+ponder, the search's info, for a relayed move its chess.Move). A relayed move needs nothing
 from the loop, so one thought in less than RELAY_WAKE_DELAY (15 ms) does not wake it at
 once: the loop is woken when the oldest relayed move queued has waited RELAY_WAKE_DELAY or
 RELAY_WAKE_MOVES (6) are queued, and takes them all, one per turn of the loop; a slower move and a move not
@@ -42,7 +42,7 @@ from runner.play.clientstate import IDLE, STOPPING
 from runner.play.engines import EngineProcess, TimedUciProtocol
 
 # a relay move's fields (runner.play._pipes.Relay.take)
-SIDE, TEXT, PONDER, STAMP, GO_STAMP, RELAYED, NEXT_GO, INFO, PV, REST, PLAYED = range(11)
+SIDE, TEXT, PONDER, STAMP, GO_STAMP, RELAYED, NEXT_GO, INFO, PV, REST, MOVE = range(11)
 
 # The longest a kept engine's answer to ``stop`` is awaited at a relayed game's end (a sane
 # engine answers in milliseconds; one that does not is not kept: closed, a fresh one started).
@@ -270,12 +270,13 @@ class MoveRelay:
 
 
 def reply(event: tuple[Any, ...], color: chess.Color
-          ) -> tuple[str | None, str | None, dict[str, Any], chess.engine.PlayResult | None]:
+          ) -> tuple[str | None, str | None, dict[str, Any], chess.Move | None]:
     """(the bestmove token, its ponder token, the search's info as python-chess names it,
     with the score as a PovScore of the side that moved: ``color``) of a relay move, as
     runner.play.uci reads them; and for a relayed move (a plain UCI move text, checked in
-    C) its PlayResult. All made by the compiled relay (Relay.take) as the move came."""
-    return event[TEXT], event[PONDER], event[INFO], event[PLAYED]
+    C) its ``chess.Move.from_uci``. All made by the compiled relay (Relay.take) as the move
+    came (a Move once per process and move: python-chess never changes one)."""
+    return event[TEXT], event[PONDER], event[INFO], event[MOVE]
 
 
 def _finite(seconds: float) -> float:

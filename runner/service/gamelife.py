@@ -10,7 +10,6 @@ forfeit) gets one from :func:`placeholder_started`; every event goes out through
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -37,7 +36,7 @@ from runner.play.backend import Backend
 from runner.play.gpus import GpuPool
 from runner.service.builds import check_local
 from runner.service.interrupted import event_tablebase, foresee_game
-from runner.service.recording import Recorder, next_attempt, placeholder_started
+from runner.service.recording import GameEmit, Recorder, next_attempt, placeholder_started
 from runner.service.resources import GameResources
 from runner.service.running import Effect, RunningGames
 from runner.service.schedule import Schedule
@@ -131,8 +130,7 @@ class GameLife:
         await self.writes.settled(game.game_id)  # recorded before the loop reads it back
 
     def _emit(self, game: StoredGame, event: GameEvent, seen: set[str]) -> None:
-        seen.add(event.kind)
-        self.recorder.publish(event)
+        GameEmit(self.recorder, seen)(event)
 
     async def _attempt(self, game: StoredGame, spec: GameSpec, attempt: int, from_start: bool,
                        seen: set[str]) -> GameRecord | None:
@@ -202,7 +200,7 @@ class GameLife:
             and self.resources.pool else ()  # a CPU slot near the game's GPUs
         with self.resources.for_game(game.game_id, attempt, f"game {game.game_id}, "
                                      f"{game.white} vs {game.black}", near) as more:
-            return await self.backend(spec, emit=functools.partial(self._emit, game, seen=seen),
+            return await self.backend(spec, emit=GameEmit(self.recorder, seen),
                                       on_process=on_process, attempt=attempt, **extra, **more)
 
     async def _finish_from_log(self, spec: GameSpec, game: StoredGame, decision: Decision,

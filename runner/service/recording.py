@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from runner.domain.events import GameEvent, GameFinished, GameStarted
+from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed
 from runner.domain.models import GameRecord
 from runner.domain.pgn import escape_tag
 from runner.service.views.router import EventRouter
@@ -73,6 +73,26 @@ class RestartTags:
         return replace(record, pgn=f'{head}\n[TDRestart "{escape_tag(text)}"]{sep}{rest}')
 
 
+class GameEmit:
+    """A game attempt's Emit (runner.play.backend): each event published through the
+    :class:`Recorder`, its kind noted in ``seen``; a move (one every ply, with nothing to
+    add on the way: no tags, no record) handed straight to the router's move path."""
+
+    __slots__ = ("recorder", "seen", "move")
+
+    def __init__(self, recorder: Recorder, seen: set[str]) -> None:
+        self.recorder = recorder
+        self.seen = seen
+        self.move = recorder.router.move
+
+    def __call__(self, event: GameEvent) -> None:
+        if isinstance(event, MovePlayed):
+            self.move(event)
+            return
+        self.seen.add(event.kind)
+        self.recorder.publish(event)
+
+
 class Recorder:
     """Publishes a game's events to the router (the store first, then the views); a
     GameFinished's record gets its TD tags (:class:`RestartTags`) on the way."""
@@ -113,4 +133,4 @@ class Recorder:
                           started=placeholder_started(game, record, attempt))
 
 
-__all__ = ["Recorder", "RestartTags", "last_attempt", "next_attempt", "placeholder_started"]
+__all__ = ["GameEmit", "Recorder", "RestartTags", "last_attempt", "next_attempt", "placeholder_started"]

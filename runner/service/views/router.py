@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.domain.events import GameEvent, MovePlayed
@@ -27,6 +27,10 @@ class EventRouter:
         self.views = list(views)
         self.errors = errors or ViewErrors(store.store.path)
         self.move_views = [v for v in self.views if getattr(v, "moves", True)]
+        # a move (one every ply): queued for the store's writer, then handed to the views
+        # that show moves; with none, the writer's queue is all there is to it
+        self.move: Callable[[MovePlayed], None] = self._move_shown if self.move_views \
+            else store.move
 
     def publish(self, event: GameEvent, then: Then | None = None) -> None:
         """A finished game reaches the views once its record is committed (never, if it
@@ -34,9 +38,7 @@ class EventRouter:
         :meth:`StoreSink.handle`. A move (one every ply) is queued for the store's writer
         and handed to the views that show moves, if any, without more."""
         if isinstance(event, MovePlayed):
-            self.store.move(event)
-            if self.move_views:
-                self.show(event)
+            self.move(event)
             return
         record = self.store.handle(event, then)  # RecordError propagates: the event must stop
         if record is None:
@@ -50,6 +52,10 @@ class EventRouter:
                     loop.call_soon_threadsafe(self.show, event)
 
         record.add_done_callback(committed)
+
+    def _move_shown(self, event: MovePlayed) -> None:
+        self.store.move(event)
+        self.show(event)
 
     def show(self, event: GameEvent) -> None:
         for view in self.move_views if isinstance(event, MovePlayed) else self.views:
