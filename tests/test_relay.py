@@ -602,9 +602,9 @@ def test_a_relayed_game_wakes_the_loop_fewer_times_than_it_moves_each_move_in_ti
     record = asyncio.run(play_game(spec, emit=emit))
     plies = len(record.moves)
     assert plies > 30 and [p for p, _ in emitted] == list(range(1, plies + 1))
-    assert sum(relayed) > 0.8 * plies and len(stamps) == plies - 2  # the first two: Python's
+    assert sum(relayed) > 0.8 * plies and len(stamps) == plies - 1  # the first: Python's
     assert len(wakes) * 2 <= sum(relayed), wakes
-    late = [at - stamp for (_, at), stamp in zip(emitted[2:], stamps, strict=True)]
+    late = [at - stamp for (_, at), stamp in zip(emitted[1:], stamps, strict=True)]
     assert max(late) < pipes.native().RELAY_WAKE_DELAY + 0.1, late
 
 
@@ -646,3 +646,31 @@ def test_a_move_waiting_in_c_for_its_wake_is_the_move_not_a_timeout_nor_a_discon
     finally:
         for fd in outs + ins:
             os.close(fd)
+
+
+def test_the_second_engines_first_move_is_relayed_after_its_readyok_as_python_sends_it(
+        relayed: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the first engine's first move goes through Python: the second engine gets
+    ``ucinewgame`` + ``isready`` once that move has come and, once ``readyok`` is in, its
+    first ``position`` + ``go`` from the relay, the lines the Python path sends, in order;
+    its first move comes through the relay and the game is the Python path's."""
+    spec = spec_for(STOCKFISH, ETHEREAL, "inf", adjudication=AdjudicationConfig(max_moves=6))
+    native = asyncio.run(play_game(spec, engine_log=GameLog(tmp_path / "native.log", "all")))
+    assert len(relayed) == len(native.moves) - 1  # all but white's first through the relay
+    monkeypatch.setenv(pipes.ENV, "python")
+    python = asyncio.run(play_game(spec, engine_log=GameLog(tmp_path / "python.log", "all")))
+    assert (native.moves, _no_times(native.comments)) == (python.moves, _no_times(python.comments))
+
+    def first_exchange(log: Path) -> list[str]:
+        lines = _log_lines(log, "Ethereal(black)")
+        new = lines.index("> ucinewgame")
+        return lines[new:lines.index(next(x for x in lines if x.startswith("< bestmove "))) + 1]
+
+    ours, theirs = (first_exchange(tmp_path / f"{p}.log") for p in ("native", "python"))
+    sent = [x for x in ours if x.startswith(">")]
+    assert sent == [x for x in theirs if x.startswith(">")] and len(sent) == 4, ours
+    assert ours.index("< readyok") < ours.index(sent[2]), ours  # position only after readyok
+    lines = _log_lines(tmp_path / "native.log", "Stockfish(white)")
+    assert lines.index(next(x for x in lines if x.startswith("< bestmove "))) < \
+        _commands(tmp_path / "native.log").index(next(
+            x for x in _commands(tmp_path / "native.log") if x.endswith("Ethereal(black) > ucinewgame")))

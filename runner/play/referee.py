@@ -681,15 +681,9 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
     caller has it already.
     """
     if isinstance(proto, TimedUciProtocol):
-        move = UciMove(proto, position, go or go_line(limit), new_game, board.turn,
-                       timeout=timeout, ready_timeout=ready_timeout)
-        try:
-            return _played(await move.start())
-        except NotReady:
-            raise _NotReady from None
-        except asyncio.CancelledError:
-            move.end()
-            raise
+        return _played(await _uci_exchange(UciMove(  # type: ignore[arg-type]
+            proto, position, go or go_line(limit), new_game, board.turn, timeout=timeout,
+            ready_timeout=ready_timeout)))
     went = proto.expect_go()
     task: asyncio.Future[Any] = asyncio.ensure_future(
         proto.play(board, limit, game=game_id, info=_INFO, ponder=ponder))  # hard / easy
@@ -706,6 +700,18 @@ async def _play_move(proto: TimedUciProtocol | TimedXBoardProtocol, board: chess
         went.cancel()
         if not task.done():
             task.cancel()
+
+
+async def _uci_exchange(move: UciMove) -> UciReply | None:
+    """``move``'s exchange (runner.play.uci): its reply; :class:`_NotReady` when the engine
+    was not ready for ``go`` in time; the move ended when the caller is cancelled."""
+    try:
+        return await move.start()
+    except NotReady:
+        raise _NotReady from None
+    except asyncio.CancelledError:
+        move.end()
+        raise
 
 
 def _played(reply: chess.engine.PlayResult | UciReply) -> chess.engine.PlayResult:
@@ -952,8 +958,9 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
     """The per-ply loop: ask the engine on move, check and record its move, adjudicate;
     the game's end (an engine failing, a flag, an illegal move, a rule) is returned.
 
-    Each engine's first move is Python's (``ucinewgame``, ``isready``: runner.play.uci);
-    then, where runner.play.relay can, the moves are relayed below Python until the game
+    The first engine's first move is Python's (``ucinewgame``, ``isready``: runner.play.uci)
+    and so is the second engine's ``ucinewgame`` + ``isready``; then, where runner.play.relay
+    can, the moves (the second engine's first one on) are relayed below Python until the game
     ends or the referee does not follow the relay; the rest is Python's again."""
     g = _Plies(spec, board, procs, moves, comments, [] if sans is None else sans, clocks,
                await _adjudicator(spec, resume), emit=emit, attempt=attempt,
@@ -978,7 +985,8 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
 async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
                         until_relay: bool) -> _End | None:
     """The moves played through runner.play.uci (and python-chess's XBoard): the game's end,
-    or None once both engines have moved when ``until_relay``."""
+    or None when ``until_relay`` once both engines have had ``ucinewgame`` + ``isready`` (the
+    second's first ``go``, UCI on both sides, is left to the relay) or have moved."""
     spec, board, procs, moves, clocks = g.spec, g.board, g.procs, g.moves, g.clocks
     engaged, fixed = g.engaged, g.fixed
     while True:
@@ -993,6 +1001,13 @@ async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
         called = time.monotonic()
         new_game = color not in engaged
         engaged.add(color)
+        if until_relay and new_game and len(engaged) == 2 and _both_uci(procs):
+            try:  # its first go is the relay's: only ucinewgame + isready here
+                await _uci_exchange(UciMove(proto, "", None, True, color,
+                                            ready_timeout=g.stop_timeout(color)))
+            except (_NotReady, chess.engine.EngineError) as exc:
+                return _failed_move(exc, proc, board, color, g.infinite)
+            return None
         ponder = pondering.pop(color, None)
         try:
             if ponder is not None and moves and moves[-1] == ponder.expected:
@@ -1015,6 +1030,10 @@ async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
         if engine.ponder and isinstance(proto, TimedUciProtocol):
             _ponder_next(pondering, color, proto, board, played.ponder, g.position, moves,
                          _limit(spec, engine, clocks, color), g.stop_timeout(color))
+
+
+def _both_uci(procs: dict[chess.Color, EngineProcess]) -> bool:
+    return all(isinstance(p.protocol, TimedUciProtocol) for p in procs.values())
 
 
 async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,

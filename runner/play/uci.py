@@ -169,7 +169,8 @@ class NotReady(Exception):
 class UciMove:
     """One move: [ucinewgame, isready, readyok,] position + go, info ..., bestmove.
 
-    :meth:`start` returns a future: the :class:`UciReply`, or :class:`NotReady` when
+    :meth:`start` returns a future: the :class:`UciReply` (None, once ``readyok`` has come,
+    for ``go`` None: a new game's exchange without a move), or :class:`NotReady` when
     ``readyok`` has not come ``ready_timeout`` seconds after ``isready``, TimeoutError when
     ``bestmove`` has not come ``timeout`` seconds after ``go``, or python-chess's
     EngineTerminatedError when the engine exits first. The protocol (a
@@ -178,7 +179,7 @@ class UciMove:
     after ``bestmove``. The engine's clock is the protocol's ``go_sent`` to ``move_received``.
     """
 
-    def __init__(self, protocol: Any, position: str, go: str, new_game: bool,
+    def __init__(self, protocol: Any, position: str, go: str | None, new_game: bool,
                  turn: chess.Color, *, timeout: float | None = None,
                  ready_timeout: float | None = None, prelude: tuple[str, ...] = ()):
         self.protocol = protocol
@@ -190,7 +191,7 @@ class UciMove:
         self.timeout = timeout
         self.ready_timeout = ready_timeout
         self.loop = asyncio.get_running_loop()
-        self.result: asyncio.Future[UciReply] = self.loop.create_future()
+        self.result: asyncio.Future[UciReply | None] = self.loop.create_future()
         self.timer: asyncio.TimerHandle | None = None
         self.waiting_ready = False
         self.gone = False  # "go" was sent
@@ -203,7 +204,7 @@ class UciMove:
         self.pv_line: str | None = None
         self.reader: Any = None  # the compiled reader while it has the move (_hand_to_reader)
 
-    def start(self) -> asyncio.Future[UciReply]:
+    def start(self) -> asyncio.Future[UciReply | None]:
         proto = self.protocol
         if proto.exit_code.done():
             raise chess.engine.EngineTerminatedError(
@@ -448,4 +449,8 @@ class UciMove:
             self._answer(tokens, now)
         elif self.waiting_ready and raw.strip() == b"readyok":
             self.waiting_ready = False
-            self._go()
+            if self.go is not None:
+                self._go()
+            else:  # ready only: its first go is the move relay's (runner.play.relay)
+                self.end()
+                self.result.set_result(None)
