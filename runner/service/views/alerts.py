@@ -48,6 +48,7 @@ from runner.store.database import Store
 ALERT_FORMAT = "swiss-runner-alert"
 ALERT_VERSION = 1
 FLUSH_S = 10.0  # close(): the longest the runner waits for queued alerts at its end
+WAIT_SLICE_S = 0.1  # close()'s wait for the last alerts looks for a stop signal this often
 DISK_CHECK_S = 120.0  # free space is checked after each game and at least this often
 DISK_RECOVERED = 1.1  # low until free space is back above 110% of DiskFreeMb (no flapping)
 BACKOFF_S = 0.5  # before retry n: BACKOFF_S * 2**n seconds, at most MAX_BACKOFF_S
@@ -274,9 +275,14 @@ class Alerter:
             self._cond.notify()
         self._wake.set()
         # an Event, not thread.join: a join interrupted by a signal can leave the thread
-        # looking finished (is_alive() False) while it still runs
+        # looking finished (is_alive() False) while it still runs. In slices: a stop signal
+        # the kernel gave another thread of the process is only acted on when this thread
+        # runs Python again.
+        end = time.monotonic() + timeout
         try:
-            self._done.wait(timeout)
+            while not self._done.wait(min(WAIT_SLICE_S, max(end - time.monotonic(), 0.0))):
+                if time.monotonic() >= end:
+                    break
         except KeyboardInterrupt:  # SIGINT/SIGTERM while waiting: stop waiting, not the run
             with self._cond:
                 self._deadline = time.monotonic()
