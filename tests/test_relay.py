@@ -223,7 +223,9 @@ def test_an_illegal_relayed_move_forfeits_with_the_opponent_stopped(relayed: lis
     assert record.reason == "White makes an illegal move: e2e5", record.reason
     assert relayed[-1] == 1  # the move relayed
     lines = _log_lines(tmp_path / "game.log", "Stockfish(black)")
-    at = lines.index(next(line for line in lines if line.endswith(" e2e5")))
+    # the position line sent with it (an info line of Stockfish's may end in e2e5 too)
+    at = lines.index(next(line for line in lines
+                          if line.startswith("> position ") and line.endswith(" e2e5")))
     assert lines[at + 1].startswith("> go wtime ") and lines[at + 2:].count("> stop") == 1, lines[at:]
     assert lines[-1].startswith("< bestmove ") or "< bestmove" in " ".join(lines[at + 2:])
     assert [e.uci for e in events if e.kind == "move"] == record.moves[:4]
