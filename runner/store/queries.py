@@ -66,10 +66,34 @@ def round_states(conn: sqlite3.Connection) -> dict[int, str]:
     return dict(conn.execute("SELECT number, state FROM rounds"))
 
 
+def round_state(conn: sqlite3.Connection, number: int) -> str | None:
+    """Round ``number``'s state ("playing", "complete"; None: not stored)."""
+    row = conn.execute("SELECT state FROM rounds WHERE number=?", (number,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def unfinished_count(conn: sqlite3.Connection, round_number: int) -> int:
+    """How many games of round ``round_number`` are not finished (scheduled or running)."""
+    return int(conn.execute("SELECT COUNT(*) FROM games WHERE round=? AND status!='finished'",
+                            (round_number,)).fetchone()[0])
+
+
+def change_mark(conn: sqlite3.Connection) -> tuple[int, int]:
+    """A mark that differs after anything was written to the database since it was taken:
+    committed by another connection (``PRAGMA data_version``) or written by this one (its
+    total changes)."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+
 def running_game_ids(conn: sqlite3.Connection) -> list[int]:
-    """The games marked running (being played, or left so by an aborted attempt), by id."""
+    """The games marked running (being played, or left so by an aborted attempt), by id.
+
+    Found through finish_seq's index (a game not finished has none: Store.record_game sets
+    it with the 'finished' status, a TD replay clears both): the loop asks after every
+    round, and a pass over every game's row reads the pages of every recorded game."""
     return [int(r[0]) for r in conn.execute(
-        "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
+        "SELECT game_id FROM games WHERE finish_seq IS NULL AND status='running' "
+        "ORDER BY game_id")]
 
 
 #: The columns of a game as the standings read it (runner.store.database.results_of), and
