@@ -86,14 +86,9 @@ def change_mark(conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 def running_game_ids(conn: sqlite3.Connection) -> list[int]:
-    """The games marked running (being played, or left so by an aborted attempt), by id.
-
-    Found through finish_seq's index (a game not finished has none: Store.record_game sets
-    it with the 'finished' status, a TD replay clears both): the loop asks after every
-    round, and a pass over every game's row reads the pages of every recorded game."""
+    """The games marked running (being played, or left so by an aborted attempt), by id."""
     return [int(r[0]) for r in conn.execute(
-        "SELECT game_id FROM games WHERE finish_seq IS NULL AND status='running' "
-        "ORDER BY game_id")]
+        "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
 
 
 #: The columns of a game as the standings read it (runner.store.database.results_of), and
