@@ -17,7 +17,7 @@ class KeptResults:
     """``store.event_results()``, read in part: the results of the rounds complete at the
     last read are kept (with their stored rounds), and each read reads only the games of
     the later rounds, and the kept ones again when the store says one of their games changed
-    (a TD rewind voided, put back or replayed it: :func:`queries.finished_mark`). The
+    (a TD rewind voided, put back or replayed it: :func:`queries.kept_mark`). The
     withdrawals and the rounds after the kept ones are read each time, unless nothing at all
     was written to the store since the last read (:func:`queries.change_mark`: the same
     results again). One belongs to one event's store."""
@@ -27,7 +27,8 @@ class KeptResults:
         self.fixed: tuple[tuple[str, ...], int] | None = None  # seeds, games per match
         self.kept: tuple[RoundResult, ...] = ()  # rounds 1..n, complete when read
         self._kept_rounds: tuple[StoredRound, ...] = ()  # their stored rounds
-        self._mark: tuple[int, int, int] = (0, 0, 0)  # queries.finished_mark of them
+        # the highest finish_seq of their games, and queries.kept_mark of them up to it
+        self._mark: tuple[int, tuple[int, str]] = (0, (0, ""))
         # the last read: the store's change mark before it, its results and stored rounds
         self._last: tuple[tuple[int, int], EventResults, tuple[StoredRound, ...]] | None = None
 
@@ -52,16 +53,16 @@ class KeptResults:
         if self._last is not None and self._last[0] == changes:
             return self._last
         through = self.kept[-1].number if self.kept else 0
-        if self.kept and queries.finished_mark(conn, through) != self._mark:
+        if self.kept and queries.kept_mark(conn, through, self._mark[0]) != self._mark[1]:
             # changed: all read again
-            self.kept, self._kept_rounds, self._mark, through = (), (), (0, 0, 0), 0
+            self.kept, self._kept_rounds, self._mark, through = (), (), (0, (0, "")), 0
         stored = self.store.rounds(after=through)
         rows = queries.result_rows_after(conn, through)
         later = results_of(fixed[0], fixed[1], stored, rows, withdrawals(conn))
         results = EventResults(seeds=later.seeds, games_per_match=later.games_per_match,
                                rounds=self.kept + later.rounds, withdrawn=later.withdrawn)
         self._last = (changes, results, self._kept_rounds + tuple(stored))
-        self._keep(later.rounds, stored, rows)
+        self._keep(later.rounds, stored, rows, changes)
         return self._last
 
     def _read_fixed(self) -> tuple[tuple[str, ...], int] | None:
@@ -75,21 +76,24 @@ class KeptResults:
         return fixed
 
     def _keep(self, rounds: tuple[RoundResult, ...], stored: list[StoredRound],
-              rows: list[tuple[Any, ...]]) -> None:
-        """Keep the leading rounds of ``rounds`` (read from ``stored``) that are complete,
-        with the mark of their games as read (``rows``: so a change after the read is seen
-        at the next read)."""
+              rows: list[tuple[Any, ...]], changes: tuple[int, int]) -> None:
+        """Keep the leading rounds of ``rounds`` (read from ``stored``, their games from
+        ``rows``) that are complete, with the mark of their games; not when anything was
+        written since ``changes`` (taken before the read: the mark must be that of the games
+        read, so that a change after the read is seen at the next read)."""
         done = 0
         while done < len(rounds) and rounds[done].complete and stored[done].state == "complete":
             done += 1
         if not done:
             return
         through = rounds[done - 1].number
-        seqs = [r[8] for r in rows if r[0] <= through]
+        top = max([self._mark[0], *(r[8] for r in rows if r[0] <= through and r[8] is not None)])
+        mark = queries.kept_mark(self.store.conn, through, top)
+        if queries.change_mark(self.store.conn) != changes:
+            return  # written during the read: kept at a later read
         self.kept += rounds[:done]
         self._kept_rounds += tuple(stored[:done])
-        self._mark = (self._mark[0] + len(seqs), self._mark[1] + sum(s is not None for s in seqs),
-                      max([self._mark[2], *(s for s in seqs if s is not None)]))
+        self._mark = (top, mark)
 
 
 __all__ = ["KeptResults"]

@@ -86,13 +86,18 @@ def change_mark(conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 def running_game_ids(conn: sqlite3.Connection) -> list[int]:
-    """The games marked running (being played, or left so by an aborted attempt), by id."""
+    """The games marked running (being played, or left so by an aborted attempt), by id.
+
+    Found through finish_seq's index (a game not finished has none: Store.record_game sets
+    it with the 'finished' status, a TD rewind clears both), not by a pass over every game's
+    row: the loop asks after every round."""
     return [int(r[0]) for r in conn.execute(
-        "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
+        "SELECT game_id FROM games WHERE finish_seq IS NULL AND status='running' "
+        "ORDER BY game_id")]
 
 
 #: The columns of a game as the standings read it (runner.store.database.results_of), and
-#: its finish_seq (what :func:`finished_mark` sums up).
+#: its finish_seq (what :func:`kept_mark` is taken up to).
 RESULT_COLUMNS = "round, game_in_round, white, black, result, rmobility, extra, status, finish_seq"
 
 
@@ -103,13 +108,18 @@ def result_rows_after(conn: sqlite3.Connection, round_number: int) -> list[tuple
                         "ORDER BY round, game_in_round", (round_number,)).fetchall()
 
 
-def finished_mark(conn: sqlite3.Connection, through_round: int) -> tuple[int, int, int]:
-    """(games, finished games, highest finish_seq) of the rounds up to ``through_round``. It
-    changes whenever one of their games is voided, put back or recorded again: a finished
-    game is never changed in place, and a game recorded gets a finish_seq above all others."""
-    row = conn.execute("SELECT COUNT(*), COUNT(finish_seq), COALESCE(MAX(finish_seq), 0) "
-                       "FROM games WHERE round<=?", (through_round,)).fetchone()
-    return int(row[0]), int(row[1]), int(row[2])
+def kept_mark(conn: sqlite3.Connection, through_round: int, top_seq: int) -> tuple[int, str]:
+    """(games of the rounds up to ``through_round``, the finish_seq and game id of every game
+    with a finish_seq up to ``top_seq``), read from two indexes only (no game's row: a pass
+    over them reads the pages of every recorded game). With the rounds' games all finished
+    and ``top_seq`` their highest finish_seq, it changes whenever one of them is voided, put
+    back or recorded again with another finish_seq: a finished game is never changed in
+    place, and a game recorded gets a finish_seq above every other one left."""
+    row = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM games WHERE round<=?), (SELECT group_concat("
+        "finish_seq || ':' || game_id, ' ') FROM (SELECT finish_seq, game_id FROM games "
+        "WHERE finish_seq<=? ORDER BY finish_seq))", (through_round, top_seq)).fetchone()
+    return int(row[0]), str(row[1] or "")
 
 
 def finished_durations(conn: sqlite3.Connection) -> list[float]:
