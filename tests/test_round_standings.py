@@ -275,6 +275,9 @@ def test_kept_results_are_read_again_after_any_write(tmp_path: Path, writer: str
                 other.close()
         again = kept.read()
         assert again is not first and again == store.event_results() != first
+        # the next match index, read from the last game's round, is one above every game's
+        top = store.conn.execute("SELECT MAX(match_index) FROM games").fetchone()[0]
+        assert store.next_match_index() == top + 1
         assert kept.rounds() == tuple(store.rounds())
         assert kept.read() is again
     finally:
