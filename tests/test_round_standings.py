@@ -28,6 +28,7 @@ from runner.service.results import KeptResults
 from runner.service.schedule import Schedule
 from runner.service.td.rules import apply_rewind, apply_withdraw
 from runner.service.views import roundstandings
+from runner.store import queries
 from runner.store.database import Store, StoredRound
 
 TIEBREAKS = ["SonnebornBerger", "RMobility", "Wins", "DirectEncounter", "Buchholz",
@@ -86,6 +87,11 @@ class Witness:
         def read(standings: roundstandings.RoundStandings) -> EventResults | None:
             kept = results(standings)
             self.results.append((kept, standings.store.event_results()))
+            held = standings.kept
+            if held.kept:  # the mark made on round by round is the mark read whole (else
+                # every read would read the kept rounds again)
+                assert held._mark[1] == queries.kept_mark(
+                    standings.store.conn, held.kept[-1].number, held._mark[0])
             return kept
 
         def shown(standings: roundstandings.RoundStandings, res: EventResults | None

@@ -88,12 +88,13 @@ class KeptResults:
             return
         through = rounds[done - 1].number
         top = max([self._mark[0], *(r[8] for r in rows if r[0] <= through and r[8] is not None)])
-        mark = queries.kept_mark(self.store.conn, through, top)
+        # the pairs up to the last top are those the read found unchanged: only the new read
+        count, added = queries.kept_mark(self.store.conn, through, top, self._mark[0])
         if queries.change_mark(self.store.conn) != changes:
             return  # written during the read: kept at a later read
         self.kept += rounds[:done]
         self._kept_rounds += tuple(stored[:done])
-        self._mark = (top, mark)
+        self._mark = (top, (count, " ".join(p for p in (self._mark[1][1], added) if p)))
 
 
 __all__ = ["KeptResults"]

@@ -108,17 +108,21 @@ def result_rows_after(conn: sqlite3.Connection, round_number: int) -> list[tuple
                         "ORDER BY round, game_in_round", (round_number,)).fetchall()
 
 
-def kept_mark(conn: sqlite3.Connection, through_round: int, top_seq: int) -> tuple[int, str]:
+def kept_mark(conn: sqlite3.Connection, through_round: int, top_seq: int,
+              after_seq: int = 0) -> tuple[int, str]:
     """(games of the rounds up to ``through_round``, the finish_seq and game id of every game
-    with a finish_seq up to ``top_seq``), read from two indexes only (no game's row: a pass
-    over them reads the pages of every recorded game). With the rounds' games all finished
-    and ``top_seq`` their highest finish_seq, it changes whenever one of them is voided, put
-    back or recorded again with another finish_seq: a finished game is never changed in
-    place, and a game recorded gets a finish_seq above every other one left."""
+    with a finish_seq above ``after_seq`` and up to ``top_seq``, in finish_seq order), read
+    from two indexes only (no game's row: a pass over them reads the pages of every recorded
+    game). With the rounds' games all finished and ``top_seq`` their highest finish_seq, it
+    changes whenever one of them is voided, put back or recorded again with another
+    finish_seq: a finished game is never changed in place, and a game recorded gets a
+    finish_seq above every other one left. (With ``after_seq``: the pairs of the mark up to
+    ``after_seq`` are left out, to be put before them, space-separated.)"""
     row = conn.execute(
         "SELECT (SELECT COUNT(*) FROM games WHERE round<=?), (SELECT group_concat("
         "finish_seq || ':' || game_id, ' ') FROM (SELECT finish_seq, game_id FROM games "
-        "WHERE finish_seq<=? ORDER BY finish_seq))", (through_round, top_seq)).fetchone()
+        "WHERE finish_seq>? AND finish_seq<=? ORDER BY finish_seq))",
+        (through_round, after_seq, top_seq)).fetchone()
     return int(row[0]), str(row[1] or "")
 
 
