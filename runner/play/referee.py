@@ -20,7 +20,14 @@ import chess
 import chess.engine
 
 from runner.config.typed import EngineConfig
-from runner.domain.adjudication import SIDE, Adjudicator, RepetitionWindow, Verdict, natural_end
+from runner.domain.adjudication import (
+    SIDE,
+    Adjudicator,
+    RepetitionWindow,
+    Verdict,
+    king_can_step,
+    natural_end,
+)
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
 from runner.domain.events import (
@@ -136,8 +143,9 @@ def format_seconds(seconds: float) -> str:
         return "0s"
     if ms < 100:
         return f"0.0{ms:02d}s"  # ``f"{ms / 1000:.3f}s"`` in integers
-    decimals = 2 if ms < 1000 else 1 if ms < 10000 else 0
-    return f"{ms / 1000:.{decimals}f}s"
+    if ms < 1000:  # (a literal format spec: one built per call, ``.{decimals}f``, costs more)
+        return f"{ms / 1000:.2f}s"
+    return f"{ms / 1000:.1f}s" if ms < 10000 else f"{ms / 1000:.0f}s"
 
 
 def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
@@ -265,7 +273,7 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
         san = board.san_and_push(move)
         following = _legal(board, book[ply + 1]) if ply + 1 < len(book) else None
         # a legal next book move: the side to move has one (no mate or stalemate to look for)
-        if natural_end(board, 1 if following is not None else _moves_left(san)) is not None:
+        if natural_end(board, 1 if following is not None else _moves_left(san, board)) is not None:
             board.pop()
             break
         resets.append(zeroing)
@@ -853,9 +861,43 @@ def _refused(move: chess.Move | None, resigned: bool, board: chess.Board, color:
     (:func:`_push`)."""
     if resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
-    if move is None or not move or not board.is_pseudo_legal(move):
+    if move is None or not move or not (_plainly_pseudo_legal(board, move)
+                                        or board.is_pseudo_legal(move)):
         return _illegal_reply(color, proto, move)
     return None
+
+
+_SQUARES, _KING_STEPS, _PAWN_ATTACKS = chess.BB_SQUARES, chess.BB_KING_ATTACKS, chess.BB_PAWN_ATTACKS
+_DOUBLE_FROM = {chess.WHITE: chess.BB_RANK_2, chess.BLACK: chess.BB_RANK_7}
+
+
+def _plainly_pseudo_legal(board: chess.Board, move: chess.Move) -> bool:
+    """True for a move python-chess's ``is_pseudo_legal`` surely takes, seen from the bitboards
+    at once: the side to move's piece to a square not its own, a king's step, a pawn's push
+    or capture short of the last rank, another piece's attack (most moves); False: not
+    known (a castling, an en passant or a promotion among them): ask python-chess, whose
+    search for those (its castling moves at every king move) this spares."""
+    if move.promotion or move.drop:
+        return False
+    turn = board.turn
+    ours = board.occupied_co[turn]
+    start, to = move.from_square, move.to_square
+    from_mask, to_mask = _SQUARES[start], _SQUARES[to]
+    if not ours & from_mask or ours & to_mask:
+        return False
+    if board.pawns & from_mask:
+        if to_mask & chess.BB_BACKRANKS:
+            return False
+        if _PAWN_ATTACKS[turn][start] & to_mask:  # (an en passant capture's square is empty)
+            return bool(board.occupied_co[not turn] & to_mask)
+        step = 8 if turn else -8
+        if to == start + step:
+            return not board.occupied & to_mask
+        return (to == start + 2 * step and bool(_DOUBLE_FROM[turn] & from_mask)
+                and not board.occupied & (to_mask | _SQUARES[start + step]))
+    if board.kings & from_mask:
+        return bool(_KING_STEPS[start] & to_mask)
+    return bool(board.attacks_mask(start) & to_mask)
 
 
 def _illegal_reply(color: chess.Color, proto: Any, move: chess.Move | None) -> _End:
@@ -879,11 +921,15 @@ def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> s
     return san
 
 
-def _moves_left(san: str) -> int | None:
-    """What python-chess's SAN of a move tells of the legal moves left to the other side:
-    none after a mate (``#``), some after a check (``+``); None: not known."""
+def _moves_left(san: str, board: chess.Board) -> int | None:
+    """What is known, without generating moves, of the legal moves left to the side to move
+    on ``board`` after the move ``san`` (python-chess's SAN): none after a mate (``#``), some
+    after a check (``+``) and, out of check, some when its king can step to a free square
+    (:func:`king_can_step`, most positions); None: not known."""
     last = san[-1]
-    return 0 if last == "#" else 1 if last == "+" else None
+    if last == "#":
+        return 0
+    return 1 if last == "+" or king_can_step(board) else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
@@ -1064,7 +1110,7 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
     score = pov.pov(color) if pov is not None else None
     comment = _comment(score, info.get("depth"), elapsed)
     g.comments.append(comment)
-    end = natural_end(board, _moves_left(san), g.repetitions.played(board))
+    end = natural_end(board, _moves_left(san, board), g.repetitions.played(board))
     verdict = None
     adjudicator = g.adjudicator
     if end is None:
