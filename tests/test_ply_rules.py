@@ -233,3 +233,26 @@ def test_a_plainly_pseudo_legal_move_is_python_chess_s_pseudo_legal_move() -> No
     assert said > asked // 3, (said, asked)
     played = sum(referee._plainly_pseudo_legal(board, move) for board, move in recorded)
     assert played > 0.95 * len(recorded), (played, len(recorded))
+
+
+def test_the_comment_from_the_score_s_parts_is_the_comment_of_the_score() -> None:
+    """The comment the referee writes from a score's ``score()`` / ``mate()`` and the move's
+    rounded milliseconds (computed once a ply, for the comment and the event) is the text
+    :func:`format_score` and :func:`format_seconds` write from the score and the seconds."""
+    rng = random.Random(55)
+    scores: list[chess.engine.Score | None] = [None, chess.engine.MateGiven]
+    scores += [chess.engine.Cp(cp) for cp in range(-3000, 3001, 7)]
+    scores += [chess.engine.Mate(m) for m in range(-40, 41) if m]
+    for score in scores:
+        for depth in (None, 0, 1, rng.randrange(2, 99)):
+            seconds = rng.choice((0.0, 0.0004, rng.uniform(0, 0.1), rng.uniform(0, 2),
+                                  rng.uniform(0, 100)))
+            want = referee.format_seconds(seconds) if score is None else (
+                f"{referee.format_score(score)}/{depth} {referee.format_seconds(seconds)}" if depth
+                else f"{referee.format_score(score)} {referee.format_seconds(seconds)}")
+            cp, mate = (None, None) if score is None else (score.score(), score.mate())
+            assert referee._comment(cp, mate, depth, round(seconds * 1000)) == want
+            info = {} if score is None else {"score": chess.engine.PovScore(score, chess.BLACK)}
+            if depth is not None:
+                info["depth"] = depth
+            assert referee.move_comment(info, chess.BLACK, seconds) == want

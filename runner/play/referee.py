@@ -126,11 +126,14 @@ def _from_verdict(v: Verdict) -> _End:
 
 def format_score(score: chess.engine.Score) -> str:
     """cutechess score text: +0.35, -1.20, 0.00, +M3 / -M4 (mate distance in plies)."""
-    mate = score.mate()
+    return _score_text(score.score(), score.mate())
+
+
+def _score_text(cp: int | None, mate: int | None) -> str:
+    """:func:`format_score` of a score's ``score()`` and ``mate()``."""
     if mate is not None:
         return f"+M{2 * mate - 1}" if mate > 0 else f"-M{-2 * mate}"
-    cp = score.score() or 0
-    if cp == 0:
+    if not cp:
         return "0.00"
     pawns, hundredths = divmod(abs(cp), 100)  # ``f"{cp / 100:+.2f}"`` in integers
     return f"{'+' if cp > 0 else '-'}{pawns}.{hundredths:02d}"
@@ -138,7 +141,11 @@ def format_score(score: chess.engine.Score) -> str:
 
 def format_seconds(seconds: float) -> str:
     """cutechess move time: 0s, 0.007s, 0.32s, 5.1s, 12s (3/2/1/0 decimals by size)."""
-    ms = round(seconds * 1000)  # (an int, as int(round(...)) is)
+    return _ms_text(round(seconds * 1000))  # (an int, as int(round(...)) is)
+
+
+def _ms_text(ms: int) -> str:
+    """:func:`format_seconds` of ``round(seconds * 1000)``."""
     if ms <= 0:
         return "0s"
     if ms < 100:
@@ -164,16 +171,20 @@ def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
     pov = info.get("score")
-    return _comment(None if pov is None else pov.pov(mover), info.get("depth"), seconds)
-
-
-def _comment(score: chess.engine.Score | None, depth: int | None, seconds: float) -> str:
-    """:func:`move_comment` of the mover's ``score`` at ``depth``."""
-    if score is None:
+    if pov is None:
         return format_seconds(seconds)
+    score = pov.pov(mover)
+    return _comment(score.score(), score.mate(), info.get("depth"), round(seconds * 1000))
+
+
+def _comment(cp: int | None, mate: int | None, depth: int | None, ms: int) -> str:
+    """:func:`move_comment` of the mover's score (its ``score()`` and ``mate()``, both None
+    without one) at ``depth``, ``ms`` milliseconds (``round(seconds * 1000)``)."""
+    if cp is None and mate is None:
+        return _ms_text(ms)
     if depth:
-        return f"{format_score(score)}/{depth} {format_seconds(seconds)}"
-    return f"{format_score(score)} {format_seconds(seconds)}"
+        return f"{_score_text(cp, mate)}/{depth} {_ms_text(ms)}"
+    return f"{_score_text(cp, mate)} {_ms_text(ms)}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -802,10 +813,11 @@ def _failed_move(exc: BaseException, proc: EngineProcess, board: chess.Board, co
 
 
 def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
-                clocks: dict[chess.Color, Clock], elapsed: float,
-                score: chess.engine.Score | None, info: dict[str, Any], pv: Any, comment: str,
+                clocks: dict[chess.Color, Clock], ms: int, cp: int | None, mate: int | None,
+                info: dict[str, Any], pv: Any, comment: str,
                 adjudicator: Adjudicator, attempt: int) -> MovePlayed:
-    """The MovePlayed event of the move just pushed on ``board``."""
+    """The MovePlayed event of the move just pushed on ``board``, ``ms`` on the mover's
+    clock, its score's ``score()`` and ``mate()`` (both None without one)."""
     draw = adjudicator.draw_window
     white, black = clocks[chess.WHITE], clocks[chess.BLACK]
     timed = not white.tc.infinite  # (both clocks have the game's time control)
@@ -815,9 +827,7 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
         game_id, ply, uci, san, fen(board),
         round(white.remaining * 1000) if timed else None,
         round(black.remaining * 1000) if timed else None,
-        time_ms=round(elapsed * 1000),
-        score_cp=None if score is None else score.score(),  # None for a mate score
-        mate=None if score is None else score.mate(),
+        time_ms=ms, score_cp=cp, mate=mate,  # (score_cp: None for a mate score)
         depth=get("depth"), seldepth=get("seldepth"), nodes=get("nodes"), nps=get("nps"),
         tbhits=get("tbhits"), pv=pv, comment=comment,
         draw_plies=draw.count if draw is not None else 0,
@@ -1107,8 +1117,13 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
     g.sans.append(san)
     info = searched_info(info)
     pov = info.get("score")
-    score = pov.pov(color) if pov is not None else None
-    comment = _comment(score, info.get("depth"), elapsed)
+    if pov is None:
+        score = cp = mate = None
+    else:
+        score = pov.pov(color)
+        cp, mate = score.score(), score.mate()
+    ms = round(elapsed * 1000)  # (the comment's time and the event's, as format_seconds rounds)
+    comment = _comment(cp, mate, info.get("depth"), ms)
     g.comments.append(comment)
     end = natural_end(board, _moves_left(san, board), g.repetitions.played(board))
     verdict = None
@@ -1119,8 +1134,8 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
         else:
             verdict = adjudicator.update(board, score)
     if wanted:
-        event = _move_event(g.spec.game_id, len(g.moves), uci, san, board, g.clocks, elapsed,
-                            score, info, pv, comment, adjudicator, g.attempt)
+        event = _move_event(g.spec.game_id, len(g.moves), uci, san, board, g.clocks, ms, cp, mate,
+                            info, pv, comment, adjudicator, g.attempt)
         _record_move(event, g.move_data, g.emit)
     if end is not None:
         return end
