@@ -1365,7 +1365,8 @@ static PyObject *pov_score(int kind, PyObject *value, PyObject *turn) {
     PyObject *args[] = {score, turn};
     PyObject *pov = PyObject_Vectorcall(py.pov_score, args, 2, NULL);
     Py_DECREF(score);
-    if (pov != NULL && slot != NULL) *slot = Py_NewRef(pov);
+    /* kept unless another thread's take made it meanwhile (the calls ran Python) */
+    if (pov != NULL && slot != NULL && *slot == NULL) *slot = Py_NewRef(pov);
     return pov;
 }
 
@@ -1514,7 +1515,7 @@ static PyObject *move_of(const Bytes *line) {
     Py_XDECREF(from_);
     Py_XDECREF(to_);
     Py_XDECREF(promotion);
-    if (move != NULL) *slot = Py_NewRef(move);
+    if (move != NULL && *slot == NULL) *slot = Py_NewRef(move);  /* (as pov_score's) */
     return move;
 }
 
