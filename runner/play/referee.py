@@ -331,8 +331,7 @@ async def _start_both(spec: GameSpec, board: chess.Board,
         kwargs: dict[str, Any] = {
             "timeout": engine.startup_timeout_s or timeout, "on_process": on_process,
             "cpus": engine_cpus(spec, color, cpus),
-            "io_log": engine_log.writer(f"{engine.name}({SIDE[color].lower()})")
-            if engine_log else None}
+            "io_log": _io_log(engine_log, engine, color)}
 
         async def once() -> EngineProcess:
             if pool is None:
@@ -348,11 +347,17 @@ async def _start_both(spec: GameSpec, board: chess.Board,
                 await asyncio.sleep(wait)
         return await once()
 
+    # kept engines taken at once (no task, no turn of the loop); the others started in tasks
+    procs = _kept_at_once(spec, pool, on_process, cpus, engine_log)
     tasks = {color: asyncio.ensure_future(start(color, engine))
-             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
+             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))
+             if color not in procs}
     try:
-        await asyncio.wait(tasks.values())
+        if tasks:
+            await asyncio.wait(tasks.values())
     except BaseException:
+        for proc in procs.values():
+            proc.kill()
         pending = [task for task in tasks.values() if not task.done()]
         for task in tasks.values():
             if task.done():
@@ -363,7 +368,6 @@ async def _start_both(spec: GameSpec, board: chess.Board,
         if pending:  # let the cancelled starts run their clean-up before going on
             await asyncio.wait(pending)
         raise
-    procs: dict[chess.Color, EngineProcess] = {}
     failures: dict[chess.Color, BaseException] = {}
     for color, task in tasks.items():
         exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
@@ -397,6 +401,30 @@ def engine_cpus(spec: GameSpec, color: chess.Color, cpus: Sequence[int] | None
         return cpus
     half = len(cpus) // 2
     return cpus[:half] if color == chess.WHITE else cpus[half:]
+
+
+def _kept_at_once(spec: GameSpec, pool: EnginePool | None,
+                  on_process: Callable[[int, float], None] | None, cpus: Sequence[int] | None,
+                  engine_log: GameLog | None) -> dict[chess.Color, EngineProcess]:
+    """The game's engines that ``pool`` hands over at once (EnginePool.kept: idle, alive,
+    no cores to pin to), White's first as the starts' tasks would take them."""
+    procs: dict[chess.Color, EngineProcess] = {}
+    if pool is None:
+        return procs
+    for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black)):
+        if engine_cpus(spec, color, cpus):
+            continue
+        proc = pool.kept(engine, on_process=on_process, io_log=_io_log(engine_log, engine, color),
+                         note=engine_log.note if engine_log else None)
+        if proc is not None:
+            procs[color] = proc
+    return procs
+
+
+def _io_log(engine_log: GameLog | None, engine: EngineConfig, color: chess.Color
+            ) -> Callable[[str, str], None] | None:
+    """The writer of the engine's lines into the game's engine log (None: no log)."""
+    return engine_log.writer(f"{engine.name}({SIDE[color].lower()})") if engine_log else None
 
 
 Emit = Callable[[GameEvent], None]
