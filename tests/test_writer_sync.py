@@ -56,17 +56,16 @@ def test_a_games_record_makes_the_moves_before_it_durable_without_an_fsync_of_th
     at ``sync_s`` nor when it closes; a move after the record is again its to fsync."""
     store = _store(tmp_path)
     log = StoreWriter(store.path, interval=0.01, sync_s=3600).start()
+    thread_store = Store.on_writer_thread(log.conn, store.path, log.on_writer)
+    *moves, last = _moves(1, range(1, 6))
     try:
-        moves = _moves(1, range(1, 6))
-        for move in moves[:4]:
-            log.append(move)
+        list(map(log.append, moves))
         wait_until(lambda: _seen(store.path) == 4, "the moves committed")
         assert log.unsynced_since is not None  # committed, not yet durable
-        thread_store = Store.on_writer_thread(log.conn, store.path, log.on_writer)
         log.settle(1, lambda conn, rows: thread_store.record_game(
             1, simple_record("A", "B", "1-0"), moves=rows)).result(timeout=10)
         assert log.unsynced_since is None and log.syncs == 0  # the record's commit synced them
-        log.append(moves[4])  # (a move logged after its game's record: committed all the same)
+        log.append(last)  # (a move logged after its game's record: committed all the same)
         wait_until(lambda: _seen(store.path) == 5, "a move after the record")
         assert log.unsynced_since is not None
     finally:
