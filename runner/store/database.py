@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from runner.clock import utc_now
 from runner.config.typed import Config
 from runner.domain.models import EventResults, GameRecord, Opening, PlayedGame, RoundResult
@@ -131,6 +133,19 @@ def _game_dict(row: Sequence[Any]) -> dict[str, Any]:
     moves = row[14]
     d["plies"] = len(moves.split()) if moves else (0 if d["status"] == "finished" else None)
     return d
+
+
+_decode_move = msgspec.json.Decoder().decode
+
+
+def move_data(text: str) -> Any:
+    """``json.loads(text)`` of a logged move, by msgspec's decoder (a third of the cost; it
+    gives the same values for every text it takes) and by ``json.loads`` for the texts it
+    refuses (NaN, lone surrogates, numbers beyond a double: json takes them)."""
+    try:
+        return _decode_move(text)
+    except msgspec.MsgspecError:
+        return json.loads(text)
 
 
 def _game_from_row(row: Sequence[Any]) -> StoredGame:
@@ -362,7 +377,7 @@ class Store:
         """The game's per-move log (MovePlayed events, wire form), in ply order."""
         if self.version < 2:
             return []
-        return [json.loads(r[0]) for r in self.conn.execute(
+        return [move_data(r[0]) for r in self.conn.execute(
             "SELECT data FROM moves WHERE game_id=? ORDER BY ply", (game_id,))]
 
     def logged_rows(self, game_id: int) -> list[tuple[int, str]]:
@@ -377,7 +392,7 @@ class Store:
         """(ply, MovePlayed in wire form) of the game's logged moves past ``ply``, in order."""
         if self.version < 2:
             return []
-        return [(r[0], json.loads(r[1])) for r in self.conn.execute(
+        return [(r[0], move_data(r[1])) for r in self.conn.execute(
             "SELECT ply, data FROM moves WHERE game_id=? AND ply>? ORDER BY ply",
             (game_id, ply)).fetchall()]
 
