@@ -119,6 +119,38 @@ def _round_from_row(r: tuple[Any, ...]) -> StoredRound:
                        extra=bool(r[5]), state=r[6])
 
 
+def _kept_game_rows(conn: sqlite3.Connection, select: str,
+                    known: dict[int, tuple[tuple[Any, ...], tuple[Any, ...], dict[str, Any]]]
+                    ) -> list[dict[str, Any]]:
+    """Store.game_rows with ``known``: the finished games whose marks (status, started,
+    finish_seq) did not change are their kept dicts; the others' rows (``select``) are read."""
+    marks = conn.execute(
+        "SELECT game_id, status, started, finish_seq FROM games ORDER BY game_id").fetchall()
+    stale = [m[0] for m in marks if m[1] != "finished" or m[0] not in known
+             or known[m[0]][0] != m]
+    rows: dict[int, tuple[Any, ...]] = {}
+    if len(stale) > 400:  # (SQLite takes at most 32766 parameters)
+        rows = {r[0]: r for r in conn.execute(select)}
+    elif stale:
+        rows = {r[0]: r for r in conn.execute(
+            f"{select} WHERE game_id IN ({','.join('?' * len(stale))})", stale)}
+    out, now = [], {}
+    for m in marks:
+        kept = known.get(m[0])
+        row = rows.get(m[0])
+        if row is None:  # unchanged and finished (or gone between the two reads)
+            if kept is not None:
+                now[m[0]] = kept
+                out.append(kept[2])
+            continue
+        d = kept[2] if kept is not None and kept[1] == row else _game_dict(row)
+        now[m[0]] = (m, row, d)
+        out.append(d)
+    known.clear()
+    known.update(now)
+    return out
+
+
 _GAME_DICT_KEYS = ("game_id", "round", "game_in_round", "pair_index", "leg", "white", "black",
                    "opening_index", "status", "result", "reason", "termination", "rmobility",
                    "extra")
@@ -414,31 +446,7 @@ class Store:
                   f"{late} FROM games")
         if known is None:
             return [_game_dict(r) for r in self.conn.execute(f"{select} ORDER BY game_id")]
-        marks = self.conn.execute(
-            "SELECT game_id, status, started, finish_seq FROM games ORDER BY game_id").fetchall()
-        stale = [m[0] for m in marks if m[1] != "finished" or m[0] not in known
-                 or known[m[0]][0] != m]
-        rows: dict[int, tuple[Any, ...]] = {}
-        if len(stale) > 400:  # (SQLite takes at most 32766 parameters)
-            rows = {r[0]: r for r in self.conn.execute(select)}
-        elif stale:
-            rows = {r[0]: r for r in self.conn.execute(
-                f"{select} WHERE game_id IN ({','.join('?' * len(stale))})", stale)}
-        out, now = [], {}
-        for m in marks:
-            kept = known.get(m[0])
-            row = rows.get(m[0])
-            if row is None:  # unchanged and finished (or gone between the two reads)
-                if kept is not None:
-                    now[m[0]] = kept
-                    out.append(kept[2])
-                continue
-            d = kept[2] if kept is not None and kept[1] == row else _game_dict(row)
-            now[m[0]] = (m, row, d)
-            out.append(d)
-        known.clear()
-        known.update(now)
-        return out
+        return _kept_game_rows(self.conn, select, known)
 
     def record_process(self, pid: int, create_time: float, game_id: int | None) -> None:
         """An engine process to sweep if this run dies (not synced: a power cut ends it too)."""
