@@ -62,6 +62,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (referee, "_push", "SAN, the move pushed, its king left safe (the rest of its legality)"),
     (referee, "searched_info", "the search info kept"),
     (referee, "_comment", "the PGN comment"),
+    (referee, "_moves_left", "the moves left told by the SAN or a free king step"),
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),
     (adjudication.Adjudicator, "update", "adjudication (TCEC rules, Syzygy)"),
     (referee, "_move_event", "the MovePlayed event (FEN, clocks)"),

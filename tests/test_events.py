@@ -138,8 +138,7 @@ _INT = st.none() | st.integers(-(1 << 70), 1 << 70) | st.floats(allow_nan=False)
     | st.sampled_from([1e16, 1e-5, 1.5, True])  # a hostile worker's event may hold any
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.fixed_dictionaries({
+_ANY_MOVE = st.fixed_dictionaries({
     "game_id": st.integers(0, 1 << 40), "ply": st.integers(0, 1000), "uci": _TEXT,
     "san": _TEXT | st.tuples(st.floats()), "fen": _TEXT | st.just(chess.STARTING_FEN), "white_clock_ms": _INT,
     "black_clock_ms": _INT, "time_ms": st.integers(0, 1 << 64), "book": st.booleans(),
@@ -148,7 +147,11 @@ _INT = st.none() | st.integers(-(1 << 70), 1 << 70) | st.floats(allow_nan=False)
     | st.lists(_TEXT, max_size=3),
     "comment": _TEXT | st.sampled_from(["book", "+0.35/16 5.1s", "\x7f", "é \u2028"]),
     "at_ms": st.integers(0, 1 << 45), "draw_plies": st.integers(0, 200),
-    "win_plies": st.integers(0, 200), "attempt": st.integers(1, 9)}))
+    "win_plies": st.integers(0, 200), "attempt": st.integers(1, 9)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_MOVE)
 def test_move_log_rows_equal_json_dumps_on_any_move(fields: dict) -> None:
     """Both encoders of a row (msgspec's where it writes the same text, json's otherwise)
     write json.dumps's text, whatever the strings and integers hold."""
@@ -158,6 +161,39 @@ def test_move_log_rows_equal_json_dumps_on_any_move(fields: dict) -> None:
     expected = json.dumps(event_to_json(move), separators=(",", ":"))
     assert move_json(move) == expected
     assert move_json_generic(move) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_MOVE)
+def test_move_log_rows_read_back_as_json_loads_reads_them(fields: dict) -> None:
+    """A logged move read back (msgspec's decoder where it takes the text, json's where it
+    refuses it) holds what json.loads reads of it: the same values, types and key order."""
+    from runner.store.database import move_data
+    from runner.store.writer import move_json
+
+    text = move_json(MovePlayed(**fields))
+    assert repr(move_data(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":NaN,"b":-Infinity}', '{"a":"\\ud800"}', '{"a":1e400}', '{"a":-0.0,"b":-0}',
+    '{"a":123456789012345678901234567890}', '{"a":1,"a":2,"b":1E5}', '[1,"\\u00e9"]',
+    '{"a":0.1,"b":5e-324,"c":1.7976931348623157e308}'])
+def test_a_logged_moves_text_reads_back_as_json_loads_reads_it(text: str) -> None:
+    from runner.store.database import move_data
+
+    assert repr(move_data(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ['{"a":1', '{"a":1} x', "", "{'a':1}"])
+def test_a_damaged_logged_move_fails_as_json_loads_fails(text: str) -> None:
+    from runner.store.database import move_data
+
+    with pytest.raises(json.JSONDecodeError) as ours:
+        move_data(text)
+    with pytest.raises(json.JSONDecodeError) as theirs:
+        json.loads(text)
+    assert str(ours.value) == str(theirs.value)
 
 
 def test_move_log_rows_take_msgspec_for_a_usual_move() -> None:

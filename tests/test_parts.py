@@ -27,6 +27,7 @@ from runner.service.schedule import Schedule
 from runner.service.tournament import Tournament
 from runner.service.views.console import ConsoleSink
 from runner.service.views.router import EventRouter
+from runner.service.views.sink import RecordError
 from runner.service.views.storesink import StoreSink
 from runner.service.writes import EventWrites
 from runner.store import decisions
@@ -317,12 +318,19 @@ def test_a_failing_view_never_keeps_the_others_from_an_event(paired: Any) -> Non
         def handle(self, event: GameEvent) -> None:
             raise OSError("disk full")
 
+    class Stopping:
+        def handle(self, event: GameEvent) -> None:
+            raise RecordError("the record failed")
+
     async def main() -> list[str]:
         writer = StoreWriter(store.path).start()
         try:
             seen = Seen()
             router = EventRouter(StoreSink(store, writer), [Broken(), seen])
             router.show(placeholder_started(game, record, 1))
+            stopped = EventRouter(StoreSink(store, writer), [Stopping(), seen])
+            with pytest.raises(RecordError):  # the store's own error still stops the event
+                stopped.show(placeholder_started(game, record, 1))
             return seen.kinds()
         finally:
             writer.close()

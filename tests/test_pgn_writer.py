@@ -83,3 +83,18 @@ def test_generated_games_cover_the_layouts_edges() -> None:
                 "White": rng.choice(names), "Black": rng.choice(names), "Result": "1-0",
                 "Opening": "Ruy López", "PlyCount": str(len(moves))}
         _both(tags, start, moves, said, rng.choice([None, "", "Black mates"]), sans, chess960)
+
+
+def test_a_tag_python_chess_refuses_is_refused_on_both_paths() -> None:
+    """The known-SAN path builds the headers without python-chess's ``Headers``: a tag name
+    it refuses, or a line break in a tag's value, raises the same ValueError either way
+    (and the roster's own values are taken as they are, as ``Headers`` takes them)."""
+    import pytest
+
+    for bad, words in (({"Bad Tag": "x"}, "invalid pgn header tag"),
+                       ({"Opening": "two\nlines"}, "line break in pgn header Opening")):
+        tags = {"Event": "E", "Result": "1-0", **bad}
+        for sans in (["e4"], None):
+            with pytest.raises(ValueError, match=words):
+                write_game(tags, None, ["e2e4"], [""], None, sans=sans)
+    assert _both({"Event": "line\nbreak", "Result": "*"}, None, ["e2e4"], [""], None, ["e4"])

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import random
 import types
+from pathlib import Path
 
 import chess
 import chess.engine
+import chess.pgn
 
-from runner.domain.adjudication import RepetitionWindow, natural_end
+from runner.domain.adjudication import RepetitionWindow, king_can_step, natural_end
 from runner.domain.rmobility import RMobility
 from runner.play import referee
 
 PROTO = types.SimpleNamespace(last_move_text="")
+DATA = Path(__file__).parent / "data" / "cutechess"
 
 
 def _take(board: chess.Board, move: chess.Move) -> tuple[str | None, referee._End | None]:
@@ -90,7 +93,7 @@ def test_a_reply_is_taken_exactly_when_python_chess_calls_it_legal() -> None:
             after = position.copy()
             after.push(move)
             assert board == after and board.move_stack == after.move_stack
-            told = natural_end(board, referee._moves_left(san))
+            told = natural_end(board, referee._moves_left(san, board))
             assert told == natural_end(board), (board.fen(), san)
             if san.endswith("#"):
                 seen["mate"] += 1
@@ -100,12 +103,61 @@ def test_a_reply_is_taken_exactly_when_python_chess_calls_it_legal() -> None:
 
 
 def test_the_moves_left_after_a_move_as_its_san_tells() -> None:
-    assert referee._moves_left("Qh7#") == 0
-    assert referee._moves_left("Nf3+") == 1
-    assert referee._moves_left("O-O") is None and referee._moves_left("e8=Q") is None
+    boxed = chess.Board("k7/8/1QK5/8/8/8/8/8 b - - 0 1")  # stalemate: no king step is free
+    free = chess.Board()
+    assert referee._moves_left("Qh7#", boxed) == 0
+    assert referee._moves_left("Nf3+", boxed) == 1
+    assert referee._moves_left("O-O", boxed) is None and referee._moves_left("e8=Q", boxed) is None
+    assert referee._moves_left("Nf3", free) is None  # the king is boxed in by its own pieces
+    assert referee._moves_left("Kf1", chess.Board("4k3/8/8/8/8/8/8/4K3 b - - 0 1")) == 1
     mate = chess.Board("7k/8/6K1/8/8/8/8/Q7 w - - 0 1")
     san = referee._push(mate, mate.parse_san("Qa8"), None)
-    assert san == "Qa8#" and natural_end(mate, referee._moves_left(san)).reason == "White mates"
+    assert san == "Qa8#" and natural_end(mate, referee._moves_left(san, mate)).reason == "White mates"
+
+
+def _recorded_plies() -> list[tuple[chess.Board, chess.Move]]:
+    """Every ply of the games in tests/data (real engines' games, cutechess's PGNs): the
+    position before it and its move."""
+    plies = []
+    for path in sorted(DATA.glob("*/games.pgn")):
+        with path.open(encoding="utf-8") as handle:
+            while (game := chess.pgn.read_game(handle)) is not None:
+                board = game.board()
+                for move in game.mainline_moves():
+                    plies.append((board.copy(stack=False), move))
+                    board.push(move)
+    return plies
+
+
+def _recorded_positions() -> list[chess.Board]:
+    """Every position after a ply of :func:`_recorded_plies`."""
+    boards = []
+    for board, move in _recorded_plies():
+        board.push(move)
+        boards.append(board)
+    return boards
+
+
+def test_a_free_king_step_is_python_chess_s_legal_king_step() -> None:
+    """Out of check, :func:`king_can_step` says what python-chess's legal moves say: the
+    king has a move that is no castling. Over the recorded games' positions (the most of
+    them), random games' (Chess960, checks, castling) and stalemates, whose natural end
+    is then python-chess's."""
+    stalemates = [chess.Board(fen) for fen in (
+        "k7/8/1QK5/8/8/8/8/8 b - - 0 1", "8/5b2/5P2/8/p7/1k6/p7/K7 w - - 1 122",
+        "8/8/3q4/4R3/6pp/3k1p2/7K/3n1r2 w - - 0 116", "5kbQ/8/1P3BP1/8/8/4R3/6N1/6K1 b - - 0 103")]
+    recorded = _recorded_positions()
+    seen = {True: 0, False: 0}
+    for board in recorded + _positions(53, 40) + stalemates:
+        if board.is_check():
+            continue
+        king = board.king(board.turn)
+        steps = any(m.from_square == king and not board.is_castling(m) for m in board.legal_moves)
+        assert king_can_step(board) == steps, board.fen()
+        seen[steps] += 1
+        left = 1 if steps else None
+        assert natural_end(board, left, False) == natural_end(board, None, False), board.fen()
+    assert len(recorded) > 3000 and seen[True] > 3000 and seen[False] > 200, seen
 
 
 def test_a_pinned_piece_or_a_king_stepping_into_check_is_refused_the_board_unchanged() -> None:
@@ -162,3 +214,45 @@ def test_the_repetition_window_never_hides_a_threefold_repetition() -> None:
                 repeated += end.reason == "Draw by 3-fold repetition"
                 break
     assert repeated > 10 and skipped > 100  # both met, often
+
+
+def test_a_plainly_pseudo_legal_move_is_python_chess_s_pseudo_legal_move() -> None:
+    """The referee's quick yes (:func:`referee._plainly_pseudo_legal`) is never said to a
+    move python-chess's ``is_pseudo_legal`` refuses, over every pseudo-legal move and some
+    that are not of the recorded games' positions (a sample) and random games'; it is said
+    to most moves the engines played, so python-chess is asked for few."""
+    rng = random.Random(54)
+    recorded = _recorded_plies()
+    said = asked = 0
+    for board in [board for board, _ in recorded[::7]] + _positions(54, 20):
+        for move in _candidates(board, rng):
+            quick = referee._plainly_pseudo_legal(board, move)
+            assert not quick or board.is_pseudo_legal(move), (board.fen(), move)
+            said += quick
+            asked += 1
+    assert said > asked // 3, (said, asked)
+    played = sum(referee._plainly_pseudo_legal(board, move) for board, move in recorded)
+    assert played > 0.95 * len(recorded), (played, len(recorded))
+
+
+def test_the_comment_from_the_score_s_parts_is_the_comment_of_the_score() -> None:
+    """The comment the referee writes from a score's ``score()`` / ``mate()`` and the move's
+    rounded milliseconds (computed once a ply, for the comment and the event) is the text
+    :func:`format_score` and :func:`format_seconds` write from the score and the seconds."""
+    rng = random.Random(55)
+    scores: list[chess.engine.Score | None] = [None, chess.engine.MateGiven]
+    scores += [chess.engine.Cp(cp) for cp in range(-3000, 3001, 7)]
+    scores += [chess.engine.Mate(m) for m in range(-40, 41) if m]
+    for score in scores:
+        for depth in (None, 0, 1, rng.randrange(2, 99)):
+            seconds = rng.choice((0.0, 0.0004, rng.uniform(0, 0.1), rng.uniform(0, 2),
+                                  rng.uniform(0, 100)))
+            want = referee.format_seconds(seconds) if score is None else (
+                f"{referee.format_score(score)}/{depth} {referee.format_seconds(seconds)}" if depth
+                else f"{referee.format_score(score)} {referee.format_seconds(seconds)}")
+            cp, mate = (None, None) if score is None else (score.score(), score.mate())
+            assert referee._comment(cp, mate, depth, round(seconds * 1000)) == want
+            info = {} if score is None else {"score": chess.engine.PovScore(score, chess.BLACK)}
+            if depth is not None:
+                info["depth"] = depth
+            assert referee.move_comment(info, chess.BLACK, seconds) == want

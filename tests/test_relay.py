@@ -467,6 +467,11 @@ SEARCHES = [  # (what the engine wrote for its move, its search line with the sc
     ("info depth 5 score cp 7 upperbound time 3 pv h2h1b\ninfo string pv score 1\n"
      "bestmove\th2h1b\tponder  a1a2 \r\n", 1, ()),
     ("info nodes 5 score cp x pv b7b8r c7c8n e2\nbestmove b7b8r ponder\n", 0, ("b7b8r", "c7c8n")),
+    # scores past the ones made once per process, words split as str.split() splits them
+    ("info depth 4 score cp -3000 pv g1f3 g8f6\nbestmove g1f3 ponder\x1cg8f6\x1d\n", 0,
+     ("g1f3", "g8f6")),
+    ("info depth 4 score mate -2047 pv c2c4\ninfo depth 5 score mate 2048 pv c2c4\n"
+     "bestmove c2c4 ponder \u00e97e5\n", 1, ("c2c4",)),
 ]
 
 
@@ -477,7 +482,9 @@ def test_a_relayed_move_is_made_as_python_chess_makes_it(written: str, scored: i
     bestmove line splits, its info as runner.play.uci.parse_info reads the search's score
     line, as the Python path does (the same keys in the same order, the score a PovScore of
     the side that moved), the PV's plain moves and, relayed, chess.Move.from_uci of its
-    text (one Move per text, made once): for White's move and for Black's."""
+    text (one Move per text, made once): for White's move and for Black's; the same on an
+    ASCII line (split in C) and on another (split by Python), for a score made once per
+    process and for one past them."""
     monkeypatch.setenv(pipes.ENV, "native")
     relay, outs, ins, _readers = _relay_on_pipes()
     try:
@@ -487,11 +494,16 @@ def test_a_relayed_move_is_made_as_python_chess_makes_it(written: str, scored: i
             os.write(outs[side], written.encode())
             event = _take(relay)
             text, ponder, info, move = relay_reply(event, color)
-            words = next(x for x in written.splitlines() if x.startswith("bestmove")).split()
+            lines = written.split("\n")  # (str.splitlines would split at \x1c too)
+            words = next(x for x in lines if x.startswith("bestmove")).split()
             assert (text, ponder) == (words[1], words[3] if len(words) > 3 else None)
-            search = [x for x in written.splitlines() if x.startswith("info")]
+            search = [x for x in lines if x.startswith("info")]
             expected = parse_info(search[scored], color)
             assert list(info.items()) == list(expected.items())
+            if "score" in expected:  # the very score python-chess makes: kind, value, side
+                score, wanted = info["score"], expected["score"]
+                assert (type(score.relative), score.relative, score.turn) \
+                    == (type(wanted.relative), wanted.relative, wanted.turn)
             assert event[SIDE] == side and event[RELAYED] == 1 and event[PV] == pv
             assert move == chess.Move.from_uci(text)
             made.append(move)

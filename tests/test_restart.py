@@ -216,6 +216,37 @@ def test_the_pool_keeps_records_repins_evicts_and_closes() -> None:
     asyncio.run(scenario())
 
 
+def test_a_kept_engine_is_taken_at_once_only_when_nothing_is_to_be_awaited() -> None:
+    """EnginePool.kept (the referee's start of a game without a task per engine): the idle
+    engine at once, with its note; None (nothing taken, acquire then starts or pins) for
+    an engine with Restart: on, for none idle, and for an idle one that died (removed)."""
+    from dataclasses import replace
+
+    from runner.config.typed import EngineConfig
+    from runner.play.keep import EnginePool
+
+    kept = EngineConfig(name="SF", command="/usr/games/stockfish", restart=False)
+
+    async def scenario() -> None:
+        pool = EnginePool(2)
+        assert pool.kept(kept) is None  # none idle
+        first = await pool.acquire(kept, timeout=30)
+        await pool.release([first], None)
+        assert pool.kept(replace(kept, restart=True)) is None and len(pool.idle) == 1
+        notes: list[str] = []
+        again = pool.kept(kept, note=notes.append)
+        assert again is first and pool.reused == 1 and not pool.idle
+        assert notes == [f"SF: engine process {first.pid} kept from an earlier game "
+                         "(Restart: off)"]
+        await pool.release([again], None)
+        os.kill(first.pid, signal.SIGKILL)  # it dies while idle
+        await asyncio.to_thread(wait_until, lambda: not first.alive, "the engine's death")
+        assert pool.kept(kept) is None and not pool.idle  # dead: dropped, not handed out
+        await pool.aclose()
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.slow
 def test_a_runner_killed_with_kept_engines_leaves_nothing_and_resumes(tmp_path: Path) -> None:
     """SIGKILL the runner of a Restart: off event right after a game finished (its engines

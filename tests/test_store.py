@@ -504,3 +504,40 @@ def test_the_reads_of_tables_a_database_may_lack_are_one_statement_each(tmp_path
     with pytest.raises(sqlite3.OperationalError, match="no such column"):
         queries.table_rows(conn, "SELECT missing FROM td_commands")
     conn.close()
+
+
+def test_game_rows_kept_between_reads_are_a_fresh_read_and_unchanged_rows_the_same(
+        tmp_path: Path) -> None:
+    """Store.game_rows(known), as the snapshot reads it (a finished game's row read again only
+    when its status, start or finish changed), equals a read of every row after each change
+    of a game: a start, a restart, a record, a rewind put back; a row that did not change is
+    the same dict."""
+    store = new_store(tmp_path / "s.sqlite3")
+    known: dict = {}
+
+    def both() -> list[dict]:
+        kept = store.game_rows(known)
+        assert kept == store.game_rows()
+        return kept
+
+    first = both()
+    assert [g["status"] for g in first] == ["scheduled", "scheduled"]
+    store.start_game(1, 1, '{"attempt":1}')
+    second = both()
+    assert second[0]["started_event"] == '{"attempt":1}' and second[1] is first[1]
+    store.start_game(1, 2, '{"attempt":2}')  # a restart: the game stays running
+    third = both()
+    assert third[0]["attempt"] == 2 and third[0]["started_event"] == '{"attempt":2}'
+    store.record_game(1, simple_record("B", "A", "0-1"))
+    fourth = both()
+    assert fourth[0]["status"] == "finished" and fourth[0]["plies"] > 0
+    assert both()[0] is fourth[0]  # finished and unchanged: not made again
+    with store.transaction() as conn:  # a TD rewind puts the game back (tdstore.rewind)
+        conn.execute("UPDATE games SET status='scheduled', started=NULL, finish_seq=NULL, "
+                     "result=NULL, moves=NULL, pgn=NULL, attempt=0, started_event=NULL "
+                     "WHERE game_id=1")
+    rewound = both()
+    assert rewound[0]["status"] == "scheduled" and rewound[0]["attempt"] == 0
+    store.add_round(2, [("A", "C")], None, (), (), game_rows(3, [("A", "C")]))
+    assert [g["game_id"] for g in both()] == [1, 2, 3]
+    store.close()

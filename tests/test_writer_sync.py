@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 from test_writer_order import _moves, _store
-from testkit import REPO, wait_until
+from testkit import REPO, simple_record, wait_until
 
+from runner.store.database import Store
 from runner.store.writer import StoreWriter
 
 
@@ -46,6 +47,31 @@ def test_moves_are_seen_by_readers_before_any_fsync_and_jobs_stay_synced(tmp_pat
         log.close()
         store.close()
     assert log.syncs == 1 and log.unsynced_since is None  # the close made them durable
+
+
+def test_a_games_record_makes_the_moves_before_it_durable_without_an_fsync_of_the_writer(
+        tmp_path: Path) -> None:
+    """Moves committed unsynced, then the game's record (a synced commit: SQLite fsyncs the
+    WAL, every frame before it included): the writer has nothing left to fsync itself, not
+    at ``sync_s`` nor when it closes; a move after the record is again its to fsync."""
+    store = _store(tmp_path)
+    log = StoreWriter(store.path, interval=0.01, sync_s=3600).start()
+    thread_store = Store.on_writer_thread(log.conn, store.path, log.on_writer)
+    *moves, last = _moves(1, range(1, 6))
+    try:
+        list(map(log.append, moves))
+        wait_until(lambda: _seen(store.path) == 4, "the moves committed")
+        assert log.unsynced_since is not None  # committed, not yet durable
+        log.settle(1, lambda conn, rows: thread_store.record_game(
+            1, simple_record("A", "B", "1-0"), moves=rows)).result(timeout=10)
+        assert log.unsynced_since is None and log.syncs == 0  # the record's commit synced them
+        log.append(last)  # (a move logged after its game's record: committed all the same)
+        wait_until(lambda: _seen(store.path) == 5, "a move after the record")
+        assert log.unsynced_since is not None
+    finally:
+        log.close()
+        store.close()
+    assert log.syncs == 1 and log.unsynced_since is None  # the close fsynced the last move
 
 
 def test_the_writer_fsyncs_within_sync_s_and_wakes_for_a_move_after_sleeping(tmp_path: Path

@@ -70,6 +70,26 @@ def natural_end(board: chess.Board, legal_moves: int | None = None,
     return None
 
 
+def king_can_step(board: chess.Board) -> bool:
+    """Can the king of the side to move step to a square that is neither its own piece's nor
+    attacked? Asked only out of check (the caller knows it: no ``+`` in the last move's SAN),
+    where that step is a legal move (python-chess's own test of a king move, and no slider's
+    line runs through a king it does not attack): then it has one, without generating any."""
+    turn = board.turn
+    king = board.king(turn)
+    if king is None:
+        return False
+    steps = chess.BB_KING_ATTACKS[king] & ~board.occupied_co[turn]
+    them = not turn
+    attackers = board.attackers_mask
+    while steps:
+        low = steps & -steps
+        if not attackers(them, low.bit_length() - 1):
+            return True
+        steps ^= low
+    return False
+
+
 class RepetitionWindow:
     """The occupied squares of each position since the last pawn move or capture, fed after
     every ply. No position before such a move comes back, and a position on the board a

@@ -183,19 +183,26 @@ _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, by its t
 
 
 def _plain(value: Any) -> Any:
-    if type(value) in _SIMPLE_TYPES:  # most values: before the costlier tests
+    """``value`` as plain JSON values (a simple value inside a container is taken as it is,
+    without a call for it: a game's moves, a spec's fields)."""
+    simple = _SIMPLE_TYPES
+    if type(value) in simple:  # most values: before the costlier tests
         return value
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
+        return [v if type(v) in simple else _plain(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): v if type(v) in simple else _plain(v) for k, v in value.items()}
     names = _FIELDS.get(type(value))
     if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
     if names is not None:
-        return {name: _plain(getattr(value, name)) for name in names}
+        plain: dict[str, Any] = {}
+        for name in names:
+            v = getattr(value, name)
+            plain[name] = v if type(v) in simple else _plain(v)
+        return plain
     return value
 
 

@@ -127,6 +127,12 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
     already has it (the referee does); the game is then not replayed on a board.
     ``chess960``: a Chess960 game (Variant tag, FEN always, castling king-takes-rook).
     """
+    standard = not chess960 and (start_fen is None or start_fen == chess.STARTING_FEN)
+    if standard and sans is not None and moves:  # the referee's games: no Game object
+        headers = _ordered_tags(tags)
+        if len(sans) != len(moves):
+            raise ValueError(f"{len(moves)} moves but {len(sans)} SANs")
+        return _write_known(headers, sans, comments, reason)
     game = chess.pgn.Game()
     if chess960:  # Variant "Chess960", and the FEN even of position 518 (the standard start)
         board = chess.Board(start_fen, chess960=True) if start_fen else chess.Board(chess960=True)
@@ -158,6 +164,31 @@ def write_game(tags: Mapping[str, str], start_fen: str | None, moves: Sequence[s
 
 
 COLUMNS = 80  # python-chess's StringExporter wraps the moves at 80 columns
+
+#: the seven-tag roster as a new ``chess.pgn.Game`` has it (its defaults, in roster order)
+_ROSTER_DEFAULTS = tuple(chess.pgn.Headers().items())
+
+
+def _ordered_tags(tags: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The headers ``write_game`` writes for a game from the standard start (``FEN`` and
+    ``SetUp`` left out): the roster in its order (python-chess's defaults where ``tags``
+    has none), then the other tags sorted; a tag python-chess's ``Headers`` refuses (a bad
+    name, a line break in a value) raises its ValueError. The list a ``chess.pgn.Game``
+    given ``tags`` yields, without building one."""
+    roster = dict(_ROSTER_DEFAULTS)
+    others = []
+    for key, value in tags.items():
+        if key in roster:
+            roster[key] = value
+        elif key in ("FEN", "SetUp"):
+            continue
+        elif not chess.pgn.TAG_NAME_REGEX.match(key):
+            raise ValueError(f"invalid pgn header tag: {key!r}")
+        elif "\n" in value or "\r" in value:
+            raise ValueError(f"line break in pgn header {key}: {value!r}")
+        else:
+            others.append((key, value))
+    return list(roster.items()) + sorted(others)
 
 
 def _write_known(headers: list[tuple[str, str]], sans: Sequence[str], comments: Sequence[str],

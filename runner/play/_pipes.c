@@ -1232,20 +1232,26 @@ static void relay_move(RelayCore *R, int side, Event *ev) {
  * str.split splits them), the search's info as runner.play.uci.parse_info reads the line
  * (its score a chess.engine.PovScore of the side that moved), the PV's plain moves and, for
  * a relayed move (its text checked plain here), its chess.Move: the objects python-chess
- * would make, made without a line of Python per move (the Move made once, :func:`move_of`).
+ * would make, made without a line of Python per move (the Move made once, :func:`move_of`;
+ * so are a plain move's text, :func:`ascii_word`, and a score, :func:`pov_score`: none of
+ * them ever changes).
  * The referee takes a relayed move's Move as it is: no PlayResult is made for it. */
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
 typedef struct { const char *p; size_t n; } Token;
 
-static size_t tokenize(const char *s, size_t n, Token *out, size_t most) {
+/* Python's str.split() whitespace among the ASCII characters (is_space's, \x1c to \x1f) */
+static int py_space(char c) { return is_space(c) || (c >= 0x1c && c <= 0x1f); }
+
+/* The first (at most) ``most`` words of s, split at ``space``. */
+static size_t tokenize(const char *s, size_t n, Token *out, size_t most, int (*space)(char)) {
     size_t k = 0, i = 0;
     while (i < n && k < most) {
-        while (i < n && is_space(s[i])) i++;
+        while (i < n && space(s[i])) i++;
         if (i >= n) break;
         size_t j = i;
-        while (j < n && !is_space(s[j])) j++;
+        while (j < n && !space(s[j])) j++;
         out[k].p = s + i;
         out[k].n = j - i;
         k++;
@@ -1333,14 +1339,34 @@ static int set_item(PyObject *d, PyObject *key, PyObject *v) {
     return rc;
 }
 
+/* Scores made once per process and value: python-chess never changes a Score or PovScore (nor
+ * does the runner), so, as the Moves (:func:`move_of`), one PovScore per (Cp or Mate, value,
+ * side) with |value| < SCORES_MADE is made at its first use and handed out again; one of a
+ * larger value is made each time. */
+#define SCORES_MADE 2048
+static PyObject *scores_made[2][2][2 * SCORES_MADE];  /* [mate][black][value + SCORES_MADE] */
+
 /* chess.engine.PovScore(Cp(value) or Mate(value), turn) (steals value). */
 static PyObject *pov_score(int kind, PyObject *value, PyObject *turn) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    PyObject **slot = NULL;
+    if (!overflow && v > -SCORES_MADE && v < SCORES_MADE)
+        slot = &scores_made[kind == 2][turn == Py_False][v + SCORES_MADE];
+    else if (v == -1 && PyErr_Occurred())
+        PyErr_Clear();  /* an int too large for the table: made as it comes */
+    if (slot != NULL && *slot != NULL) {
+        Py_DECREF(value);
+        return Py_NewRef(*slot);
+    }
     PyObject *score = PyObject_CallOneArg(kind == 1 ? py.cp : py.mate, value);
     Py_DECREF(value);
     if (score == NULL) return NULL;
     PyObject *args[] = {score, turn};
     PyObject *pov = PyObject_Vectorcall(py.pov_score, args, 2, NULL);
     Py_DECREF(score);
+    /* kept unless another thread's take made it meanwhile (the calls ran Python) */
+    if (pov != NULL && slot != NULL && *slot == NULL) *slot = Py_NewRef(pov);
     return pov;
 }
 
@@ -1352,7 +1378,7 @@ static PyObject *parse_info_c(const Bytes *line, PyObject *turn) {
     PyObject *info = PyDict_New();
     if (info == NULL || line->len == 0 || !utf8_ok(line)) return info;
     Token tok[MAX_TOKENS];
-    size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS), i = 1;
+    size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS, is_space), i = 1;
     while (i < n) {
         Token key = tok[i];
         if (token_is(key, "pv") || token_is(key, "string")) break;
@@ -1390,27 +1416,66 @@ fail:
     return NULL;
 }
 
+/* The slot of a plain move text ([a-h][1-8][a-h][1-8], two squares, an optional promotion
+ * piece) in a table of 64 * 64 * 5 (from, to, promotion or none). */
+static size_t move_slot(const char *m, size_t n) {
+    int piece = n == 5 ? (m[4] == 'n' ? 2 : m[4] == 'b' ? 3 : m[4] == 'r' ? 4 : 5) : 0;
+    int from = (m[0] - 'a') + 8 * (m[1] - '1'), to = (m[2] - 'a') + 8 * (m[3] - '1');
+    return (size_t)((from * 64 + to) * 5 + (piece ? piece - 1 : 0));
+}
+
+/* One str per plain move text, made at its first use and handed out again (a str never
+ * changes); another ASCII token is made each time. New reference. */
+static PyObject *texts_made[64 * 64 * 5];
+
+static PyObject *ascii_word(const char *p, size_t n) {
+    if (!plain_move(p, n)) return PyUnicode_DecodeASCII(p, (Py_ssize_t)n, "strict");
+    PyObject **slot = &texts_made[move_slot(p, n)];
+    if (*slot == NULL && (*slot = PyUnicode_DecodeASCII(p, (Py_ssize_t)n, "strict")) == NULL)
+        return NULL;
+    return Py_NewRef(*slot);
+}
+
 /* runner.play.referee._pv of a UCI line: the plain moves right after the first "pv". */
 static PyObject *pv_moves(const Bytes *line) {
     if (!utf8_ok(line)) Py_RETURN_NONE;
     Token tok[MAX_TOKENS];
-    size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS), i = 0;
+    size_t n = tokenize(line->data, line->len, tok, MAX_TOKENS, is_space), i = 0;
     while (i < n && !token_is(tok[i], "pv")) i++;
     size_t first = ++i;
     while (i < n && plain_move(tok[i].p, tok[i].n)) i++;
     PyObject *pv = PyTuple_New((Py_ssize_t)(i > first ? i - first : 0));
     for (size_t j = first; pv != NULL && j < i; j++) {
-        PyObject *s = PyUnicode_FromStringAndSize(tok[j].p, (Py_ssize_t)tok[j].n);
+        PyObject *s = ascii_word(tok[j].p, tok[j].n);  /* a plain move */
         if (s == NULL) Py_CLEAR(pv);
         else PyTuple_SET_ITEM(pv, (Py_ssize_t)(j - first), s);
     }
     return pv;
 }
 
+/* move_words of an ASCII line: 1 when done, 0 when the line is not ASCII. */
+static int ascii_move_words(const Bytes *line, PyObject **text, PyObject **ponder) {
+    const char *s = line->data ? line->data : "";
+    for (size_t j = 0; j < line->len; j++)
+        if ((unsigned char)s[j] >= 0x80) return 0;
+    Token tok[4];
+    size_t k = tokenize(s, line->len, tok, 4, py_space);
+    *text = k > 1 ? ascii_word(tok[1].p, tok[1].n) : Py_NewRef(Py_None);
+    *ponder = k > 3 && token_is(tok[2], "ponder") ? ascii_word(tok[3].p, tok[3].n)
+                                                   : Py_NewRef(Py_None);
+    return 1;
+}
+
 /* The bestmove line's words 1 and 3 (when word 2 is "ponder"), as runner.play.uci reads
  * them: line.decode("utf-8", errors="replace").split(). New references (None: no word). */
 static int move_words(const Bytes *line, PyObject **text, PyObject **ponder) {
     *text = *ponder = NULL;
+    if (ascii_move_words(line, text, ponder)) {
+        if (*text != NULL && *ponder != NULL) return 0;
+        Py_CLEAR(*text);
+        Py_CLEAR(*ponder);
+        return -1;
+    }
     PyObject *s = PyUnicode_DecodeUTF8(line->data ? line->data : "", (Py_ssize_t)line->len,
                                        "replace");
     if (s == NULL) return -1;
@@ -1438,7 +1503,7 @@ static PyObject *move_of(const Bytes *line) {
     if (m == NULL || !plain_move(m, n)) Py_RETURN_NONE;
     int piece = n == 5 ? (m[4] == 'n' ? 2 : m[4] == 'b' ? 3 : m[4] == 'r' ? 4 : 5) : 0;
     int from = (m[0] - 'a') + 8 * (m[1] - '1'), to = (m[2] - 'a') + 8 * (m[3] - '1');
-    PyObject **slot = &moves_made[(from * 64 + to) * 5 + (piece ? piece - 1 : 0)];
+    PyObject **slot = &moves_made[move_slot(m, n)];
     if (*slot != NULL) return Py_NewRef(*slot);
     PyObject *from_ = PyLong_FromLong(from), *to_ = PyLong_FromLong(to);
     PyObject *promotion = piece ? PyLong_FromLong(piece) : Py_NewRef(Py_None);
@@ -1450,7 +1515,7 @@ static PyObject *move_of(const Bytes *line) {
     Py_XDECREF(from_);
     Py_XDECREF(to_);
     Py_XDECREF(promotion);
-    if (move != NULL) *slot = Py_NewRef(move);
+    if (move != NULL && *slot == NULL) *slot = Py_NewRef(move);  /* (as pov_score's) */
     return move;
 }
 
@@ -1467,16 +1532,26 @@ static PyObject *relay_event_tuple(Event *ev) {
     PyObject *pv = ev->has_pv ? pv_moves(&ev->pv) : Py_NewRef(Py_None);
     PyObject *played = info == NULL ? NULL : ev->relayed ? move_of(&ev->data)
                                                          : Py_NewRef(Py_None);
-    PyObject *t = NULL;
-    if (info != NULL && pv != NULL && played != NULL)
-        t = Py_BuildValue("(iOOddidOOy#O)", ev->side, text, ponder, ev->stamp, ev->go_stamp,
-                          ev->relayed, ev->next_go, info, pv,
-                          ev->rest.data ? ev->rest.data : "", (Py_ssize_t)ev->rest.len, played);
-    Py_DECREF(text);
-    Py_DECREF(ponder);
-    Py_XDECREF(info);
-    Py_XDECREF(pv);
-    Py_XDECREF(played);
+    PyObject *t = info != NULL && pv != NULL && played != NULL ? PyTuple_New(11) : NULL;
+    if (t == NULL) {
+        Py_DECREF(text);
+        Py_DECREF(ponder);
+        Py_XDECREF(info);
+        Py_XDECREF(pv);
+        Py_XDECREF(played);
+        return NULL;
+    }
+    PyObject *items[11] = {
+        PyLong_FromLong(ev->side), text, ponder, PyFloat_FromDouble(ev->stamp),
+        PyFloat_FromDouble(ev->go_stamp), PyLong_FromLong(ev->relayed),
+        PyFloat_FromDouble(ev->next_go), info, pv,
+        PyBytes_FromStringAndSize(ev->rest.data ? ev->rest.data : "", (Py_ssize_t)ev->rest.len),
+        played};
+    for (int i = 0; i < 11; i++) {  /* each item's reference goes to the tuple, or is dropped */
+        if (items[i] == NULL) Py_CLEAR(t);
+        else if (t != NULL) PyTuple_SET_ITEM(t, i, items[i]);
+        else Py_DECREF(items[i]);
+    }
     return t;
 }
 

@@ -104,24 +104,47 @@ class EnginePool:
             if not proc.alive:  # died while idle: what is left of it goes, a fresh one starts
                 proc.kill()
                 continue
-            proc.protocol.io_log = io_log  # this game's engine log (None: none)
-            proc.protocol.last_pv_line = None
             if wanted:  # the kernel's mask, not what was asked before (half a slot?)
+                proc.protocol.io_log = io_log  # what it writes meanwhile is this game's
                 await pin_off_loop(proc.pid, wanted, unless_pinned=True)
-            if on_process is not None and (proc.pid, proc.create_time) not in self._recorded:
-                on_process(proc.pid, proc.create_time)
-            if note is not None:
-                note(f"{engine.name}: engine process {proc.pid} kept from an earlier game "
-                     "(Restart: off)")
-            self._busy[id(proc)] = proc
-            self.reused += 1
-            return proc
+            return self._lend(proc, engine, io_log, on_process, note)
         while self.idle and len(self.idle) + self._alive_busy() >= self.capacity:
             await self.idle.pop(0).proc.close()  # the oldest idle engine makes room
         proc = await start_engine(engine, timeout=timeout, on_process=on_process, cpus=cpus,
                                   io_log=io_log)
         self._busy[id(proc)] = proc
         self.started += 1
+        return proc
+
+    def kept(self, engine: EngineConfig, *,
+             on_process: Callable[[int, float], None] | None = None,
+             io_log: Callable[[str, str], None] | None = None,
+             note: Callable[[str], None] | None = None) -> EngineProcess | None:
+        """:meth:`acquire`'s kept engine for a game that pins no cores, taken at once (no
+        task, no wait) when one is idle, alive and no idle engine holds its devices; None
+        when :meth:`acquire` is to be awaited instead (nothing was taken)."""
+        if engine.restart or clashing(self.idle, engine):
+            return None
+        while (idle := self._take_idle(engine, None)) is not None:
+            if idle.proc.alive:
+                return self._lend(idle.proc, engine, io_log, on_process, note)
+            idle.proc.kill()  # died while idle: as acquire does
+        return None
+
+    def _lend(self, proc: EngineProcess, engine: EngineConfig,
+              io_log: Callable[[str, str], None] | None,
+              on_process: Callable[[int, float], None] | None,
+              note: Callable[[str], None] | None) -> EngineProcess:
+        """A kept engine handed to a game (its log, its row for the sweep, its note)."""
+        proc.protocol.io_log = io_log  # this game's engine log (None: none)
+        proc.protocol.last_pv_line = None
+        if on_process is not None and (proc.pid, proc.create_time) not in self._recorded:
+            on_process(proc.pid, proc.create_time)
+        if note is not None:
+            note(f"{engine.name}: engine process {proc.pid} kept from an earlier game "
+                 "(Restart: off)")
+        self._busy[id(proc)] = proc
+        self.reused += 1
         return proc
 
     def forget(self, proc: EngineProcess) -> None:

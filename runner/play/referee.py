@@ -20,7 +20,14 @@ import chess
 import chess.engine
 
 from runner.config.typed import EngineConfig
-from runner.domain.adjudication import SIDE, Adjudicator, RepetitionWindow, Verdict, natural_end
+from runner.domain.adjudication import (
+    SIDE,
+    Adjudicator,
+    RepetitionWindow,
+    Verdict,
+    king_can_step,
+    natural_end,
+)
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
 from runner.domain.events import (
@@ -119,11 +126,14 @@ def _from_verdict(v: Verdict) -> _End:
 
 def format_score(score: chess.engine.Score) -> str:
     """cutechess score text: +0.35, -1.20, 0.00, +M3 / -M4 (mate distance in plies)."""
-    mate = score.mate()
+    return _score_text(score.score(), score.mate())
+
+
+def _score_text(cp: int | None, mate: int | None) -> str:
+    """:func:`format_score` of a score's ``score()`` and ``mate()``."""
     if mate is not None:
         return f"+M{2 * mate - 1}" if mate > 0 else f"-M{-2 * mate}"
-    cp = score.score() or 0
-    if cp == 0:
+    if not cp:
         return "0.00"
     pawns, hundredths = divmod(abs(cp), 100)  # ``f"{cp / 100:+.2f}"`` in integers
     return f"{'+' if cp > 0 else '-'}{pawns}.{hundredths:02d}"
@@ -131,13 +141,18 @@ def format_score(score: chess.engine.Score) -> str:
 
 def format_seconds(seconds: float) -> str:
     """cutechess move time: 0s, 0.007s, 0.32s, 5.1s, 12s (3/2/1/0 decimals by size)."""
-    ms = round(seconds * 1000)  # (an int, as int(round(...)) is)
+    return _ms_text(round(seconds * 1000))  # (an int, as int(round(...)) is)
+
+
+def _ms_text(ms: int) -> str:
+    """:func:`format_seconds` of ``round(seconds * 1000)``."""
     if ms <= 0:
         return "0s"
     if ms < 100:
         return f"0.0{ms:02d}s"  # ``f"{ms / 1000:.3f}s"`` in integers
-    decimals = 2 if ms < 1000 else 1 if ms < 10000 else 0
-    return f"{ms / 1000:.{decimals}f}s"
+    if ms < 1000:  # (a literal format spec: one built per call, ``.{decimals}f``, costs more)
+        return f"{ms / 1000:.2f}s"
+    return f"{ms / 1000:.1f}s" if ms < 10000 else f"{ms / 1000:.0f}s"
 
 
 def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
@@ -156,16 +171,20 @@ def searched_info(info: chess.engine.InfoDict) -> chess.engine.InfoDict:
 def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float) -> str:
     """``+0.35/16 5.1s`` from the engine's last info (score relative to the mover)."""
     pov = info.get("score")
-    return _comment(None if pov is None else pov.pov(mover), info.get("depth"), seconds)
-
-
-def _comment(score: chess.engine.Score | None, depth: int | None, seconds: float) -> str:
-    """:func:`move_comment` of the mover's ``score`` at ``depth``."""
-    if score is None:
+    if pov is None:
         return format_seconds(seconds)
+    score = pov.pov(mover)
+    return _comment(score.score(), score.mate(), info.get("depth"), round(seconds * 1000))
+
+
+def _comment(cp: int | None, mate: int | None, depth: int | None, ms: int) -> str:
+    """:func:`move_comment` of the mover's score (its ``score()`` and ``mate()``, both None
+    without one) at ``depth``, ``ms`` milliseconds (``round(seconds * 1000)``)."""
+    if cp is None and mate is None:
+        return _ms_text(ms)
     if depth:
-        return f"{format_score(score)}/{depth} {format_seconds(seconds)}"
-    return f"{format_score(score)} {format_seconds(seconds)}"
+        return f"{_score_text(cp, mate)}/{depth} {_ms_text(ms)}"
+    return f"{_score_text(cp, mate)} {_ms_text(ms)}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -265,7 +284,7 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
         san = board.san_and_push(move)
         following = _legal(board, book[ply + 1]) if ply + 1 < len(book) else None
         # a legal next book move: the side to move has one (no mate or stalemate to look for)
-        if natural_end(board, 1 if following is not None else _moves_left(san)) is not None:
+        if natural_end(board, 1 if following is not None else _moves_left(san, board)) is not None:
             board.pop()
             break
         resets.append(zeroing)
@@ -312,8 +331,7 @@ async def _start_both(spec: GameSpec, board: chess.Board,
         kwargs: dict[str, Any] = {
             "timeout": engine.startup_timeout_s or timeout, "on_process": on_process,
             "cpus": engine_cpus(spec, color, cpus),
-            "io_log": engine_log.writer(f"{engine.name}({SIDE[color].lower()})")
-            if engine_log else None}
+            "io_log": _io_log(engine_log, engine, color)}
 
         async def once() -> EngineProcess:
             if pool is None:
@@ -329,11 +347,17 @@ async def _start_both(spec: GameSpec, board: chess.Board,
                 await asyncio.sleep(wait)
         return await once()
 
+    # kept engines taken at once (no task, no turn of the loop); the others started in tasks
+    procs = _kept_at_once(spec, pool, on_process, cpus, engine_log)
     tasks = {color: asyncio.ensure_future(start(color, engine))
-             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))}
+             for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black))
+             if color not in procs}
     try:
-        await asyncio.wait(tasks.values())
+        if tasks:
+            await asyncio.wait(tasks.values())
     except BaseException:
+        for proc in procs.values():
+            proc.kill()
         pending = [task for task in tasks.values() if not task.done()]
         for task in tasks.values():
             if task.done():
@@ -344,7 +368,6 @@ async def _start_both(spec: GameSpec, board: chess.Board,
         if pending:  # let the cancelled starts run their clean-up before going on
             await asyncio.wait(pending)
         raise
-    procs: dict[chess.Color, EngineProcess] = {}
     failures: dict[chess.Color, BaseException] = {}
     for color, task in tasks.items():
         exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
@@ -378,6 +401,30 @@ def engine_cpus(spec: GameSpec, color: chess.Color, cpus: Sequence[int] | None
         return cpus
     half = len(cpus) // 2
     return cpus[:half] if color == chess.WHITE else cpus[half:]
+
+
+def _kept_at_once(spec: GameSpec, pool: EnginePool | None,
+                  on_process: Callable[[int, float], None] | None, cpus: Sequence[int] | None,
+                  engine_log: GameLog | None) -> dict[chess.Color, EngineProcess]:
+    """The game's engines that ``pool`` hands over at once (EnginePool.kept: idle, alive,
+    no cores to pin to), White's first as the starts' tasks would take them."""
+    procs: dict[chess.Color, EngineProcess] = {}
+    if pool is None:
+        return procs
+    for color, engine in ((chess.WHITE, spec.white), (chess.BLACK, spec.black)):
+        if engine_cpus(spec, color, cpus):
+            continue
+        proc = pool.kept(engine, on_process=on_process, io_log=_io_log(engine_log, engine, color),
+                         note=engine_log.note if engine_log else None)
+        if proc is not None:
+            procs[color] = proc
+    return procs
+
+
+def _io_log(engine_log: GameLog | None, engine: EngineConfig, color: chess.Color
+            ) -> Callable[[str, str], None] | None:
+    """The writer of the engine's lines into the game's engine log (None: no log)."""
+    return engine_log.writer(f"{engine.name}({SIDE[color].lower()})") if engine_log else None
 
 
 Emit = Callable[[GameEvent], None]
@@ -794,10 +841,11 @@ def _failed_move(exc: BaseException, proc: EngineProcess, board: chess.Board, co
 
 
 def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
-                clocks: dict[chess.Color, Clock], elapsed: float,
-                score: chess.engine.Score | None, info: dict[str, Any], pv: Any, comment: str,
+                clocks: dict[chess.Color, Clock], ms: int, cp: int | None, mate: int | None,
+                info: dict[str, Any], pv: Any, comment: str,
                 adjudicator: Adjudicator, attempt: int) -> MovePlayed:
-    """The MovePlayed event of the move just pushed on ``board``."""
+    """The MovePlayed event of the move just pushed on ``board``, ``ms`` on the mover's
+    clock, its score's ``score()`` and ``mate()`` (both None without one)."""
     draw = adjudicator.draw_window
     white, black = clocks[chess.WHITE], clocks[chess.BLACK]
     timed = not white.tc.infinite  # (both clocks have the game's time control)
@@ -807,9 +855,7 @@ def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
         game_id, ply, uci, san, fen(board),
         round(white.remaining * 1000) if timed else None,
         round(black.remaining * 1000) if timed else None,
-        time_ms=round(elapsed * 1000),
-        score_cp=None if score is None else score.score(),  # None for a mate score
-        mate=None if score is None else score.mate(),
+        time_ms=ms, score_cp=cp, mate=mate,  # (score_cp: None for a mate score)
         depth=get("depth"), seldepth=get("seldepth"), nodes=get("nodes"), nps=get("nps"),
         tbhits=get("tbhits"), pv=pv, comment=comment,
         draw_plies=draw.count if draw is not None else 0,
@@ -853,9 +899,43 @@ def _refused(move: chess.Move | None, resigned: bool, board: chess.Board, color:
     (:func:`_push`)."""
     if resigned:
         return _End(_win_for(not color), f"{SIDE[color]} resigns")
-    if move is None or not move or not board.is_pseudo_legal(move):
+    if move is None or not move or not (_plainly_pseudo_legal(board, move)
+                                        or board.is_pseudo_legal(move)):
         return _illegal_reply(color, proto, move)
     return None
+
+
+_SQUARES, _KING_STEPS, _PAWN_ATTACKS = chess.BB_SQUARES, chess.BB_KING_ATTACKS, chess.BB_PAWN_ATTACKS
+_DOUBLE_FROM = {chess.WHITE: chess.BB_RANK_2, chess.BLACK: chess.BB_RANK_7}
+
+
+def _plainly_pseudo_legal(board: chess.Board, move: chess.Move) -> bool:
+    """True for a move python-chess's ``is_pseudo_legal`` surely takes, seen from the bitboards
+    at once: the side to move's piece to a square not its own, a king's step, a pawn's push
+    or capture short of the last rank, another piece's attack (most moves); False: not
+    known (a castling, an en passant or a promotion among them): ask python-chess, whose
+    search for those (its castling moves at every king move) this spares."""
+    if move.promotion or move.drop:
+        return False
+    turn = board.turn
+    ours = board.occupied_co[turn]
+    start, to = move.from_square, move.to_square
+    from_mask, to_mask = _SQUARES[start], _SQUARES[to]
+    if not ours & from_mask or ours & to_mask:
+        return False
+    if board.pawns & from_mask:
+        if to_mask & chess.BB_BACKRANKS:
+            return False
+        if _PAWN_ATTACKS[turn][start] & to_mask:  # (an en passant capture's square is empty)
+            return bool(board.occupied_co[not turn] & to_mask)
+        step = 8 if turn else -8
+        if to == start + step:
+            return not board.occupied & to_mask
+        return (to == start + 2 * step and bool(_DOUBLE_FROM[turn] & from_mask)
+                and not board.occupied & (to_mask | _SQUARES[start + step]))
+    if board.kings & from_mask:
+        return bool(_KING_STEPS[start] & to_mask)
+    return bool(board.attacks_mask(start) & to_mask)
 
 
 def _illegal_reply(color: chess.Color, proto: Any, move: chess.Move | None) -> _End:
@@ -879,11 +959,15 @@ def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> s
     return san
 
 
-def _moves_left(san: str) -> int | None:
-    """What python-chess's SAN of a move tells of the legal moves left to the other side:
-    none after a mate (``#``), some after a check (``+``); None: not known."""
+def _moves_left(san: str, board: chess.Board) -> int | None:
+    """What is known, without generating moves, of the legal moves left to the side to move
+    on ``board`` after the move ``san`` (python-chess's SAN): none after a mate (``#``), some
+    after a check (``+``) and, out of check, some when its king can step to a free square
+    (:func:`king_can_step`, most positions); None: not known."""
     last = san[-1]
-    return 0 if last == "#" else 1 if last == "+" else None
+    if last == "#":
+        return 0
+    return 1 if last == "+" or king_can_step(board) else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
@@ -1061,10 +1145,15 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
     g.sans.append(san)
     info = searched_info(info)
     pov = info.get("score")
-    score = pov.pov(color) if pov is not None else None
-    comment = _comment(score, info.get("depth"), elapsed)
+    if pov is None:
+        score = cp = mate = None
+    else:
+        score = pov.pov(color)
+        cp, mate = score.score(), score.mate()
+    ms = round(elapsed * 1000)  # (the comment's time and the event's, as format_seconds rounds)
+    comment = _comment(cp, mate, info.get("depth"), ms)
     g.comments.append(comment)
-    end = natural_end(board, _moves_left(san), g.repetitions.played(board))
+    end = natural_end(board, _moves_left(san, board), g.repetitions.played(board))
     verdict = None
     adjudicator = g.adjudicator
     if end is None:
@@ -1073,8 +1162,8 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
         else:
             verdict = adjudicator.update(board, score)
     if wanted:
-        event = _move_event(g.spec.game_id, len(g.moves), uci, san, board, g.clocks, elapsed,
-                            score, info, pv, comment, adjudicator, g.attempt)
+        event = _move_event(g.spec.game_id, len(g.moves), uci, san, board, g.clocks, ms, cp, mate,
+                            info, pv, comment, adjudicator, g.attempt)
         _record_move(event, g.move_data, g.emit)
     if end is not None:
         return end

@@ -13,7 +13,8 @@ connection with ``synchronous=FULL``. The ordering rule:
   process loses nothing; the connection is set to NORMAL for the batches and back to FULL
   before a job only when that changes); the writer fsyncs the WAL file itself at the latest
   ``sync_s`` seconds (default 0.9) after such a commit, and when it closes (a synced commit
-  meanwhile, a game's record above all, syncs every commit before it earlier). So a power cut loses at
+  meanwhile, a game's record above all, syncs every commit before it earlier: after a record
+  the writer has none of them left to fsync itself). So a power cut loses at
   most the moves of the last second (rule 7.c goes on from the last one kept), never a
   recorded game: a job's commit keeps the connection's ``synchronous=FULL``. After a commit
   of moves, or of a job with nothing left queued (a game's record: the next game's start
@@ -331,7 +332,8 @@ class StoreWriter:
 
     def settle(self, game_id: int, job: Settle) -> concurrent.futures.Future[Any]:
         """Submit the game's record: ``job(connection, rows)`` gets the game's moves queued
-        before it, and commits them in its transaction."""
+        before it, and commits them in its transaction, synced (``synchronous=FULL``: every
+        commit before it is then durable too, and the writer has none of them to fsync)."""
         return self._enqueue(_Job(None, concurrent.futures.Future(), job, game_id))
 
     def restart(self, game_id: int, attempt: int, job: Job) -> concurrent.futures.Future[Any]:
@@ -450,7 +452,10 @@ class StoreWriter:
                     raise sqlite3.ProgrammingError(f"{self.path}: the store's writer is closed")
                 self._synchronous(full=True)
                 if item.settle is not None:
+                    changes = self._conn.total_changes
                     result = item.settle(self._conn, move_rows(mine))
+                    if self._conn.total_changes != changes and not self._conn.in_transaction:
+                        self.unsynced_since = None  # its synced commit: all before it durable
                 else:
                     assert item.run is not None
                     result = item.run(self._conn)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.domain.events import GameEvent, MovePlayed
-from runner.service.views.sink import Sink, Then, ViewErrors
+from runner.service.views.sink import PASSED, Sink, Then, ViewErrors
 from runner.service.views.storesink import StoreSink
 
 
@@ -58,6 +58,12 @@ class EventRouter:
         self.show(event)
 
     def show(self, event: GameEvent) -> None:
+        """Hand ``event`` to the views that take it: ``ViewErrors.guard``'s rule, written out
+        (no context manager per view and event): a view's error is reported, not raised."""
         for view in self.move_views if isinstance(event, MovePlayed) else self.views:
-            with self.errors.guard(type(view).__name__):
+            try:
                 view.handle(event)
+            except PASSED:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a view never costs the event
+                self.errors.report(type(view).__name__, exc)

@@ -37,6 +37,11 @@ class ThreadReader:
                 store.close()
 
 
+#: what a view's update never swallows: the event stops, the run is interrupted or cancelled
+PASSED: tuple[type[BaseException], ...] = (StopEvent, KeyboardInterrupt, SystemExit,
+                                          asyncio.CancelledError)
+
+
 class ViewErrors:
     """Reports the errors of the views: each distinct one once (a view that fails at every
     game would otherwise print the same lines all event long), saying what failed and that
@@ -66,7 +71,7 @@ class ViewErrors:
         of reading the record, reported by the caller as damage)."""
         try:
             yield
-        except (StopEvent, KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+        except PASSED:
             raise
         except Exception as exc:  # noqa: BLE001 - a view never costs the event
             if store_errors and not isinstance(exc, ViewError):

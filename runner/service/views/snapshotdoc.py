@@ -23,7 +23,7 @@ from runner.config import Config
 from runner.domain import standings as standing_rules  # (module: tests replace its functions)
 from runner.domain.endings import classify_end
 from runner.domain.gpus import gpu_table, spec_gpus
-from runner.domain.models import EventResults
+from runner.domain.models import EventResults, RoundResult
 from runner.errors import ViewError, view
 from runner.render import standings_report  # (module: tests replace its functions)
 from runner.render.ratings_report import ratings_json
@@ -195,10 +195,11 @@ class StateCache:
         self.base: tuple[dict[str, Any], list[dict[str, Any]]] = ({}, [])
         self.base_key: Any = None
         self.write_error: int | None = None  # errno of the failing snapshot write (reported)
-        self.game_rows: dict[tuple[Any, ...], dict[str, Any]] = {}  # Store.game_rows(known)
+        self.game_rows: dict[int, Any] = {}  # Store.game_rows(known)
         self.games_out: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id: (row, out)
         self.rounds_out: dict[int, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {}
         self.round_texts: dict[int, tuple[dict[str, Any], str]] = {}  # number: (entry, JSON)
+        self.round_results: dict[int, tuple[StoredRound, list[dict[str, Any]], RoundResult]] = {}
 
     def encode(self, doc: dict[str, Any]) -> str:
         """``_encode(doc)``, the same text, with each round of ``doc["rounds"]`` encoded
@@ -374,15 +375,40 @@ def _rounds_out(rounds: list[StoredRound], games: list[dict[str, Any]], cache: S
 
 
 def _event_results(fixed: dict[str, Any], rounds: list[StoredRound], games: list[dict[str, Any]],
-                   withdrawn: list[Withdrawal]) -> EventResults | None:
-    """``store.event_results()`` of the rows the document was just built from (not read again)."""
+                   withdrawn: list[Withdrawal], cache: StateCache | None = None
+                   ) -> EventResults | None:
+    """``store.event_results()`` of the rows the document was just built from (not read again);
+    with ``cache``, each round's results made again only when its round or one of its games'
+    rows changed (Store.game_rows hands back the same row while it does not), and the last
+    results themselves when none changed (the standings then see at once that they did not)."""
     gpm = fixed["games_per_match"]
     if gpm is None:
         return None
-    rows = sorted(((g["round"], g["game_in_round"], g["white"], g["black"], g["result"],
-                    g["rmobility"], g["extra"], g["status"]) for g in games),
-                  key=lambda r: (r[0], r[1]))
-    return results_of(fixed["seeds"], int(gpm), rounds, rows, withdrawn)
+    kept = {} if cache is None else cache.round_results
+    by_round: dict[int, list[dict[str, Any]]] = {}
+    for g in games:
+        by_round.setdefault(g["round"], []).append(g)
+    out, now = [], {}
+    for rd in rounds:
+        rgames = by_round.get(rd.number, [])
+        last = kept.get(rd.number)
+        if last is None or last[0] is not rd or len(last[1]) != len(rgames) or not all(
+                a is b for a, b in zip(last[1], rgames, strict=True)):
+            rows = sorted(((g["round"], g["game_in_round"], g["white"], g["black"], g["result"],
+                            g["rmobility"], g["extra"], g["status"]) for g in rgames),
+                          key=lambda r: r[1])
+            last = (rd, rgames, results_of((), int(gpm), [rd], rows, ()).rounds[0])
+        now[rd.number] = last
+        out.append(last[2])
+    results = EventResults(seeds=tuple(fixed["seeds"]), games_per_match=int(gpm),
+                           rounds=tuple(out),
+                           withdrawn=tuple((w.engine, w.from_round) for w in withdrawn))
+    if cache is not None:
+        cache.round_results = now
+        previous = cache.results_key
+        if isinstance(previous, EventResults) and previous == results:
+            return previous  # (the same object: ranked and the standings' cache see it at once)
+    return results
 
 
 def _base(config: Config, store: Store, cache: StateCache, standings: bool, fresh: bool,
@@ -410,7 +436,8 @@ def _base(config: Config, store: Store, cache: StateCache, standings: bool, fres
     complete_rounds = sum(1 for r in rounds if r.state == "complete" and not r.extra)
     done_rounds = sum(1 for r in rounds if r.state == "complete")
     withdrawn = withdrawals(store.conn)
-    event_results = functools.partial(_event_results, fixed, rounds, games, withdrawn)
+    event_results = functools.partial(_event_results, fixed, rounds, games, withdrawn,
+                                      None if fresh else cache)
     results = (_results(config, store, done_rounds, cache, ratings, event_results)
                if standings else (None, None))
     doc = {
