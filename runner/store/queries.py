@@ -13,8 +13,6 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from runner.store.dashboard import data_version
-
 
 @contextlib.contextmanager
 def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
@@ -84,7 +82,7 @@ def change_mark(conn: sqlite3.Connection) -> tuple[int, int]:
     """A mark that differs after anything was written to the database since it was taken:
     committed by another connection (``PRAGMA data_version``) or written by this one (its
     total changes)."""
-    return data_version(conn), conn.total_changes
+    return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
 
 
 def running_game_ids(conn: sqlite3.Connection) -> list[int]:
