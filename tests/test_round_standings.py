@@ -24,9 +24,11 @@ from runner.domain.models import EventResults, GameSpec, PlayedGame, RoundResult
 from runner.domain.pairing import RoundRecord, pair_round
 from runner.domain.standings import compute_standings, tally
 from runner.render.standings_report import render_standings
+from runner.service.results import KeptResults
 from runner.service.schedule import Schedule
 from runner.service.td.rules import apply_rewind, apply_withdraw
 from runner.service.views import roundstandings
+from runner.store import queries
 from runner.store.database import Store, StoredRound
 
 TIEBREAKS = ["SonnebornBerger", "RMobility", "Wins", "DirectEncounter", "Buchholz",
@@ -62,6 +64,16 @@ def scratch_history(config: Config, rounds: Sequence[StoredRound]) -> list[Round
             for rd in rounds if not rd.extra]
 
 
+def scratch_rounds(config: Config) -> list[StoredRound]:
+    """The stored rounds read on a connection of their own."""
+    store = Store.open_readonly(config.database)
+    assert store is not None
+    try:
+        return store.rounds()
+    finally:
+        store.close()
+
+
 class Witness:
     """Each table the run loop shows, beside the results it read and the same table made
     from scratch at that moment."""
@@ -75,6 +87,11 @@ class Witness:
         def read(standings: roundstandings.RoundStandings) -> EventResults | None:
             kept = results(standings)
             self.results.append((kept, standings.store.event_results()))
+            held = standings.kept
+            if held.kept:  # the mark made on round by round is the mark read whole (else
+                # every read would read the kept rounds again)
+                assert held._mark[1] == queries.kept_mark(
+                    standings.store.conn, held.kept[-1].number, held._mark[0])
             return kept
 
         def shown(standings: roundstandings.RoundStandings, res: EventResults | None
@@ -92,7 +109,10 @@ class Witness:
         def paired_from(schedule: Schedule, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
             records = history(schedule, rounds)
             self.histories.append((records, scratch_history(config, rounds)))
+            self.rounds.append((list(rounds), scratch_rounds(config)))
             return records
+
+        self.rounds: list[tuple[list[StoredRound], list[StoredRound]]] = []  # kept, read
 
         monkeypatch.setattr(Schedule, "history", paired_from)
 
@@ -100,6 +120,8 @@ class Witness:
         assert self.seen and self.results and self.histories
         for records, scratch in self.histories:
             assert records == scratch
+        for kept_rounds, read_rounds in self.rounds:  # the rounds paired from (KeptResults)
+            assert kept_rounds == read_rounds
         for kept, fresh in self.results:
             assert kept == fresh
         for table, scratch in self.seen:
@@ -236,3 +258,33 @@ def test_the_table_with_kept_cells_is_the_table_made_without_them() -> None:
     text = render_standings(rows, again, "text", cells=memo)
     assert text == render_standings(rows, again, "text")
     assert text != render_standings(compute_standings(results, TIEBREAKS), results, "text")
+
+
+@pytest.mark.parametrize("writer", ["another connection", "the same connection"])
+def test_kept_results_are_read_again_after_any_write(tmp_path: Path, writer: str) -> None:
+    """Read twice with nothing written between, the results are the same object (no read);
+    after a TD rewind written on another connection (PRAGMA data_version) or on the
+    reader's own (its changes), they are read again: equal to a read from scratch."""
+    config = load_config(loop_config(tmp_path, players=4, Rounds=3))
+    assert cli_run(config, run_args(), play_game=backend()) == 0
+    store = Store.open(config.database)
+    try:
+        kept = KeptResults(store)
+        first = kept.read()
+        assert first is not None and len(first.rounds) == 3
+        assert kept.read() is first and kept.rounds() == tuple(store.rounds())
+        other = Store.open(config.database) if writer == "another connection" else store
+        try:
+            apply_rewind(other, config, first_game_of(config, 3), "round 3 again", 1)
+        finally:
+            if other is not store:
+                other.close()
+        again = kept.read()
+        assert again is not first and again == store.event_results() != first
+        # the next match index, read from the last game's round, is one above every game's
+        top = store.conn.execute("SELECT MAX(match_index) FROM games").fetchone()[0]
+        assert store.next_match_index() == top + 1
+        assert kept.rounds() == tuple(store.rounds())
+        assert kept.read() is again
+    finally:
+        store.close()

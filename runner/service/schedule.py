@@ -52,6 +52,7 @@ class Schedule:
         # the results as the loop reads them after each round (its pairings' history, the
         # round's summary and standings: runner.service.views.roundstandings)
         self.results = KeptResults(self.store)
+        self._records: dict[int, tuple[StoredRound, RoundRecord]] = {}  # history(), by round
 
     async def written(self) -> None:
         """Wait until the schedule's writes (a round paired) are committed; the counts are
@@ -102,12 +103,23 @@ class Schedule:
 
     def history(self, rounds: Sequence[StoredRound]) -> list[RoundRecord]:
         """Finished scheduled rounds as pairing's RoundRecords (their finished games in
-        playing order: game_in_round follows the game ids within a round)."""
+        playing order: game_in_round follows the game ids within a round); a round's record
+        is made again only when its stored round or its games are other objects (kept ones
+        are the same: :class:`KeptResults`)."""
         results = self.results.read()
         played = {r.number: r.games for r in results.rounds} if results is not None else {}
-        return [RoundRecord(number=rd.number, pairs=rd.pairs, games=played.get(rd.number, ()),
-                            bye=rd.bye)
-                for rd in rounds if not rd.extra]
+        records: dict[int, tuple[StoredRound, RoundRecord]] = {}
+        for rd in rounds:
+            if rd.extra:
+                continue
+            games = played.get(rd.number, ())
+            entry = self._records.get(rd.number)
+            if entry is None or entry[0] is not rd or entry[1].games is not games:
+                entry = (rd, RoundRecord(number=rd.number, pairs=rd.pairs, games=games,
+                                         bye=rd.bye))
+            records[rd.number] = entry
+        self._records = records
+        return [record for _, record in records.values()]
 
     def first_open_round(self) -> int | None:
         """The first Swiss round not complete (None: all are), read from the store each
@@ -117,7 +129,7 @@ class Schedule:
                      if states.get(n) != "complete"), None)
 
     def is_paired(self, number: int) -> bool:
-        return number in queries.round_states(self.store.conn)
+        return queries.round_state(self.store.conn, number) is not None
 
     def schedule_games(self, number: int, games: Sequence[ScheduledGame],
                        pairs: Sequence[tuple[str, str]], bye: str | None, dropped: Sequence[int],
@@ -145,7 +157,7 @@ class Schedule:
 
     def pair(self, number: int) -> None:
         """Pair Swiss round ``number`` (runner.domain.pairing) and store it."""
-        stored = self.store.rounds()
+        stored = self.results.rounds()  # store.rounds(), as the history's results were read
         excluded = stored[-1].excluded if stored else frozenset()
         s = self.config.swiss
         withdrawn = withdrawn_before(self.store.conn, number)
@@ -200,7 +212,7 @@ class Schedule:
         return [g for g in self.store.games(number) if g.status != "finished"]
 
     def round_done(self, number: int) -> bool:
-        return all(g.status == "finished" for g in self.store.games(number))
+        return queries.unfinished_count(self.store.conn, number) == 0
 
     def forfeits(self, games: list[StoredGame]) -> dict[int, str]:
         """game_id -> the engine that loses it by forfeit (withdrawn by the TD with --now)."""

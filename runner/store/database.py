@@ -375,7 +375,13 @@ class Store:
         return int(self.conn.execute("SELECT COALESCE(MAX(game_id), 0) + 1 FROM games").fetchone()[0])
 
     def next_match_index(self) -> int:
-        return int(self.conn.execute("SELECT COALESCE(MAX(match_index), -1) + 1 FROM games").fetchone()[0])
+        """One above every game's match_index, read from the round of the last game: each
+        round's games are added at once (:meth:`add_round`), their matches numbered above
+        every game's then stored, with game ids above every id then stored (no pass over
+        every game's row, which reads the pages of every recorded game)."""
+        return int(self.conn.execute(
+            "SELECT COALESCE(MAX(match_index), -1) + 1 FROM games WHERE round="
+            "(SELECT round FROM games ORDER BY game_id DESC LIMIT 1)").fetchone()[0])
 
     def start_game(self, game_id: int, attempt: int, started_event: str, *,
                    keep_plies: int = 0) -> None:

@@ -66,14 +66,38 @@ def round_states(conn: sqlite3.Connection) -> dict[int, str]:
     return dict(conn.execute("SELECT number, state FROM rounds"))
 
 
+def round_state(conn: sqlite3.Connection, number: int) -> str | None:
+    """Round ``number``'s state ("playing", "complete"; None: not stored)."""
+    row = conn.execute("SELECT state FROM rounds WHERE number=?", (number,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def unfinished_count(conn: sqlite3.Connection, round_number: int) -> int:
+    """How many games of round ``round_number`` are not finished (scheduled or running)."""
+    return int(conn.execute("SELECT COUNT(*) FROM games WHERE round=? AND status!='finished'",
+                            (round_number,)).fetchone()[0])
+
+
+def change_mark(conn: sqlite3.Connection) -> tuple[int, int]:
+    """A mark that differs after anything was written to the database since it was taken:
+    committed by another connection (``PRAGMA data_version``) or written by this one (its
+    total changes)."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+
 def running_game_ids(conn: sqlite3.Connection) -> list[int]:
-    """The games marked running (being played, or left so by an aborted attempt), by id."""
+    """The games marked running (being played, or left so by an aborted attempt), by id.
+
+    Found through finish_seq's index (a game not finished has none: Store.record_game sets
+    it with the 'finished' status, a TD rewind clears both), not by a pass over every game's
+    row: the loop asks after every round."""
     return [int(r[0]) for r in conn.execute(
-        "SELECT game_id FROM games WHERE status='running' ORDER BY game_id")]
+        "SELECT game_id FROM games WHERE finish_seq IS NULL AND status='running' "
+        "ORDER BY game_id")]
 
 
 #: The columns of a game as the standings read it (runner.store.database.results_of), and
-#: its finish_seq (what :func:`finished_mark` sums up).
+#: its finish_seq (what :func:`kept_mark` is taken up to).
 RESULT_COLUMNS = "round, game_in_round, white, black, result, rmobility, extra, status, finish_seq"
 
 
@@ -84,13 +108,22 @@ def result_rows_after(conn: sqlite3.Connection, round_number: int) -> list[tuple
                         "ORDER BY round, game_in_round", (round_number,)).fetchall()
 
 
-def finished_mark(conn: sqlite3.Connection, through_round: int) -> tuple[int, int, int]:
-    """(games, finished games, highest finish_seq) of the rounds up to ``through_round``. It
-    changes whenever one of their games is voided, put back or recorded again: a finished
-    game is never changed in place, and a game recorded gets a finish_seq above all others."""
-    row = conn.execute("SELECT COUNT(*), COUNT(finish_seq), COALESCE(MAX(finish_seq), 0) "
-                       "FROM games WHERE round<=?", (through_round,)).fetchone()
-    return int(row[0]), int(row[1]), int(row[2])
+def kept_mark(conn: sqlite3.Connection, through_round: int, top_seq: int,
+              after_seq: int = 0) -> tuple[int, str]:
+    """(games of the rounds up to ``through_round``, the finish_seq and game id of every game
+    with a finish_seq above ``after_seq`` and up to ``top_seq``, in finish_seq order), read
+    from two indexes only (no game's row: a pass over them reads the pages of every recorded
+    game). With the rounds' games all finished and ``top_seq`` their highest finish_seq, it
+    changes whenever one of them is voided, put back or recorded again with another
+    finish_seq: a finished game is never changed in place, and a game recorded gets a
+    finish_seq above every other one left. (With ``after_seq``: the pairs of the mark up to
+    ``after_seq`` are left out, to be put before them, space-separated.)"""
+    row = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM games WHERE round<=?), (SELECT group_concat("
+        "finish_seq || ':' || game_id, ' ') FROM (SELECT finish_seq, game_id FROM games "
+        "WHERE finish_seq>? AND finish_seq<=? ORDER BY finish_seq))",
+        (through_round, after_seq, top_seq)).fetchone()
+    return int(row[0]), str(row[1] or "")
 
 
 def finished_durations(conn: sqlite3.Connection) -> list[float]:
