@@ -16,7 +16,7 @@ from testkit import REPO, write_config
 
 from runner.cli import main
 from runner.errors import EXIT_BAD_INPUT
-from runner.play import eventloop
+from runner.play import eventloop, timeslice
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -229,12 +229,12 @@ def _slice_ns(tid: int = 0) -> int:
     import ctypes
     import struct
 
-    calls = eventloop._SCHED_ATTR_CALLS.get(os.uname().machine)
+    calls = timeslice.SCHED_ATTR_CALLS.get(os.uname().machine)
     if calls is None:
         pytest.skip(f"no sched_getattr number for {os.uname().machine}")
     buf = ctypes.create_string_buffer(56)
     assert ctypes.CDLL(None, use_errno=True).syscall(calls[1], tid, buf, 56, 0) == 0
-    return struct.unpack(eventloop._ATTR, buf.raw)[5]
+    return struct.unpack(timeslice.ATTR, buf.raw)[5]
 
 
 def _raw_slice_problem() -> str:
@@ -244,14 +244,14 @@ def _raw_slice_problem() -> str:
     import struct
     import threading
 
-    calls = eventloop._SCHED_ATTR_CALLS.get(os.uname().machine)
+    calls = timeslice.SCHED_ATTR_CALLS.get(os.uname().machine)
     if calls is None:
         return f"no sched_setattr number for {os.uname().machine}"
     found: list[str] = []
 
     def ask() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
-        attr = struct.pack(eventloop._ATTR, 56, os.SCHED_OTHER, 1, 0, 0, 200_000, 0, 0, 0, 0)
+        attr = struct.pack(timeslice.ATTR, 56, os.SCHED_OTHER, 1, 0, 0, 200_000, 0, 0, 0, 0)
         if libc.syscall(calls[0], 0, ctypes.c_char_p(attr), 0) != 0:
             found.append(f"sched_setattr refused: {os.strerror(ctypes.get_errno())}")
         elif _slice_ns() != 200_000:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from runner.errors import EXIT_BAD_INPUT, print_error
-from runner.play import pipes
+from runner.play import pipes, timeslice
 
 LOOP_ENV = "SWISS_RUNNER_LOOP"
 CHOICES = ("auto", "uvloop", "asyncio")
@@ -104,12 +104,7 @@ def resume_collection() -> None:
         gc.enable()
 
 
-# sched_setattr(2) and sched_getattr(2) numbers per machine (Linux); elsewhere the loop keeps
-# the default slice
-_SCHED_ATTR_CALLS = {"x86_64": (314, 315), "aarch64": (274, 275)}
-LOOP_SLICE_NS = 100_000  # 0.1 ms: the shortest time slice Linux gives a normal thread
-_ATTR = "IIQiIQQQII"  # struct sched_attr (56 bytes): size, policy, flags, nice, priority,
-# runtime (a normal thread's slice), deadline, period, util min, util max
+LOOP_SLICE_NS = timeslice.SHORT_SLICE_NS  # 0.1 ms
 
 
 def short_slice() -> bool:
@@ -120,27 +115,11 @@ def short_slice() -> bool:
     preempts it at once, instead of waiting up to a scheduler tick (4 ms at HZ=250) to read
     the move, whose time runs meanwhile. The thread gets no more CPU for it: it runs sooner,
     for shorter turns. Allowed without privileges; children and new threads do not inherit
-    it (SCHED_FLAG_RESET_ON_FORK), so engines keep the default. True when the kernel took it
-    (older kernels ignore the request, refused ones change nothing: the default slice).
+    it (SCHED_FLAG_RESET_ON_FORK; the engines get theirs from the thread that starts them,
+    runner.play.timeslice). True when the kernel took it (older kernels ignore the request,
+    refused ones change nothing: the default slice; an operator's chrt stays).
     """
-    calls = _SCHED_ATTR_CALLS.get(os.uname().machine) if sys.platform == "linux" else None
-    if calls is None or os.sched_getscheduler(0) != os.SCHED_OTHER:  # an operator's chrt stays
-        return False
-    import ctypes
-    import struct
-
-    attr = struct.pack(_ATTR, 56, os.SCHED_OTHER, 1, os.getpriority(os.PRIO_PROCESS, 0), 0,
-                       LOOP_SLICE_NS, 0, 0, 0, 0)  # flags 1: SCHED_FLAG_RESET_ON_FORK
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.syscall(calls[0], 0, ctypes.c_char_p(attr), 0) != 0:
-            return False
-        now = ctypes.create_string_buffer(56)
-        if libc.syscall(calls[1], 0, now, 56, 0) != 0:
-            return False
-        return struct.unpack(_ATTR, now.raw)[5] == LOOP_SLICE_NS
-    except (OSError, AttributeError):
-        return False
+    return timeslice.ask(LOOP_SLICE_NS, inherited=False)
 
 
 # How long a thread holding the GIL keeps it while another thread waits for it (Python's
@@ -174,15 +153,16 @@ __all__ = ["LOOP_ENV", "SWITCH_INTERVAL_S", "LoopChoiceError", "collect_garbage"
 def referee_refused(say: Callable[[str], None] | None = None) -> int | None:
     """An exit code (after saying why) when the built-in referee cannot run here, else None:
     SWISS_RUNNER_LOOP names no loop it can use (runner.play.eventloop), SWISS_RUNNER_PIPES
-    no engine pipes it can read with or SWISS_RUNNER_READER_PRIORITY no choice it knows
-    (runner.play.pipes); exit 2. Any python-chess of the
+    no engine pipes it can read with, SWISS_RUNNER_READER_PRIORITY (runner.play.pipes) or
+    SWISS_RUNNER_ENGINE_SLICE (runner.play.timeslice) no choice it knows; exit 2. Any python-chess of the
     supported range (pyproject.toml) carries it: the referee uses only its public API
     (docs/referee.md, "The engine client")."""
     try:
         loop_choice()
         pipes.native()
         pipes.reader_priority()
-    except (LoopChoiceError, pipes.PipesChoiceError) as exc:
+        timeslice.engine_slice_wanted()
+    except (LoopChoiceError, pipes.PipesChoiceError, timeslice.SliceChoiceError) as exc:
         (say or print_error)(str(exc))
         return EXIT_BAD_INPUT
     return None

@@ -34,7 +34,7 @@ from typing import Any
 
 import psutil
 
-from runner.play import pipes
+from runner.play import pipes, timeslice
 
 #: Bytes asked for by each read of an engine's stdout/stderr. asyncio asks for 256 KiB,
 #: which glibc can serve with mmap/mremap/munmap on every read: up to 0.3 ms per move in a
@@ -270,11 +270,12 @@ _spawner: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
 def _spawner_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The one thread that starts engines, for the life of this process (made again after a
     fork). It never exits before the process: an engine's parent-death signal fires when the
-    thread that started it ends, and that must mean the runner's death, not a pool's idling."""
+    thread that started it ends, and that must mean the runner's death, not a pool's idling.
+    It asks for the short time slice its engines inherit (runner.play.timeslice)."""
     global _spawner
     if _spawner is None or _spawner[0] != os.getpid():
         _spawner = (os.getpid(), concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix="engine-spawner"))
+            1, thread_name_prefix="engine-spawner", initializer=timeslice.for_engines))
     return _spawner[1]
 
 
