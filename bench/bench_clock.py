@@ -127,6 +127,9 @@ def answer(tokens, t0, read_wait, cpu):
     left = int(tokens[tokens.index(mine) + 1]) / 1000 if mine in tokens else None
     plus = int(tokens[tokens.index(inc) + 1]) / 1000 if inc in tokens else 0.0
     budget = think if think > 0 or left is None else min(left / 30 + plus / 2, left * 0.5)
+    if not any(board.legal_moves):  # a go past the game's end (a relayed move that mated):
+        out.write("bestmove (none)\\n"); out.flush()  # as real engines answer, not logged
+        return
     move = choose(board)
     time.sleep(max(0.0, budget - (time.monotonic() - t0)))
     guess = ""
@@ -189,7 +192,8 @@ for raw, t0, read_wait, cpu in lines():
         answer(tokens, t0, read_wait, cpu)
     elif line == "stop" and pondering is not None:
         pondering = None  # not a move of the game: answered at once, not logged
-        out.write(f"bestmove {{choose(board).uci()}}\\n"); out.flush()
+        best = choose(board).uci() if any(board.legal_moves) else "(none)"
+        out.write(f"bestmove {{best}}\\n"); out.flush()
     elif line.startswith("go"):
         answer(line.split(), t0, read_wait, cpu)
     elif line == "quit":
