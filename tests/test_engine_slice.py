@@ -77,16 +77,22 @@ def kernel_problem() -> str:
     return "" if took[0] else f"Linux {os.uname().release} refuses a custom slice here"
 
 
-needs_engine = pytest.mark.skipif(STOCKFISH is None, reason="Debian's stockfish is needed")
-
-
-@needs_engine
-@pytest.mark.engines
-def test_every_thread_of_an_engine_has_the_short_slice_and_the_runners_priority() -> None:
+@pytest.fixture
+def engine_probe() -> Any:
+    """:func:`probe`, on a machine with Stockfish whose kernel gives custom slices (else the
+    test is skipped, saying why)."""
+    if STOCKFISH is None:
+        pytest.skip("Debian's stockfish is needed")
     problem = kernel_problem()
     if problem:
         pytest.skip(problem)
-    seen = probe(**{timeslice.ENGINE_ENV: "auto"})
+    return probe
+
+
+@pytest.mark.engines
+def test_every_thread_of_an_engine_has_the_short_slice_and_the_runners_priority(
+        engine_probe: Any) -> None:
+    seen = engine_probe(**{timeslice.ENGINE_ENV: "auto"})
     assert len(seen["engine"]) >= 3, seen  # the main thread and two search threads at least
     for thread in seen["engine"]:
         assert thread["slice"] == timeslice.SHORT_SLICE_NS, seen
@@ -95,13 +101,9 @@ def test_every_thread_of_an_engine_has_the_short_slice_and_the_runners_priority(
     assert seen["main"]["slice"] != timeslice.SHORT_SLICE_NS, seen
 
 
-@needs_engine
 @pytest.mark.engines
-def test_off_leaves_the_engines_the_kernels_default_slice() -> None:
-    problem = kernel_problem()
-    if problem:
-        pytest.skip(problem)
-    seen = probe(**{timeslice.ENGINE_ENV: "off"})
+def test_off_leaves_the_engines_the_kernels_default_slice(engine_probe: Any) -> None:
+    seen = engine_probe(**{timeslice.ENGINE_ENV: "off"})
     for thread in seen["engine"]:
         assert thread["slice"] == seen["main"]["slice"] != timeslice.SHORT_SLICE_NS, seen
 
