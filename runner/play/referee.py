@@ -280,8 +280,8 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
-        zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
+        zeroing = board.halfmove_clock == 0  # a pawn move or a capture reset it
         following = _legal(board, book[ply + 1]) if ply + 1 < len(book) else None
         # a legal next book move: the side to move has one (no mate or stalemate to look for)
         if natural_end(board, 1 if following is not None else _moves_left(san, board)) is not None:
@@ -298,7 +298,18 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
 
 def _legal(board: chess.Board, uci: str) -> chess.Move | None:
     """``uci`` as python-chess reads it on ``board``; None when it is not a legal move there
-    (or the null move, which python-chess reads without a look at the position)."""
+    (or the null move, which python-chess reads without a look at the position).
+
+    Most book moves (a piece's plain move or capture, a king's step: :func:`_plainly_pseudo_legal`)
+    are read as they are written, asking python-chess only whether they leave the king
+    attacked (``is_into_check``): ``parse_uci``'s own test, without its castling rewrites
+    (none of these moves is one) and its full ``is_pseudo_legal``."""
+    try:
+        move = chess.Move.from_uci(uci)
+    except ValueError:
+        return None
+    if move and _plainly_pseudo_legal(board, move):
+        return None if board.is_into_check(move) else move
     try:
         move = board.parse_uci(uci)
     except ValueError:
