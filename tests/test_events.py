@@ -267,3 +267,25 @@ def test_real_game_emits_started_every_ply_and_finished(white, black) -> None:
         assert getattr(before, f"{other}_clock_ms") == getattr(after, f"{other}_clock_ms")
     for m in events:
         assert event_from_json(roundtrip(event_to_json(m))) == m
+
+
+def test_a_specs_config_parts_are_converted_once_and_each_json_is_its_own() -> None:
+    """spec_to_json converts the event's config parts (the engines, the time control, the
+    adjudication: the same objects in every game's spec) once each: every game's JSON is
+    what the generic conversion gives, and a game's JSON changed at its top level leaves
+    the next game's as it was."""
+    from runner.domain import events
+
+    first = full_spec()
+    second = GameSpec(**{**vars(first), "game_id": 8, "round": 3,
+                         "opening": Opening(index=13, name="", fen=None, moves=("d2d4",))})
+    generic = events._plain(second)
+    generic["v"] = EVENT_VERSION
+    one = spec_to_json(first)
+    before = id(events._PARTS[id(first.white)][1])
+    one["white"]["name"] = "changed"  # (a caller's own copy of the top level)
+    del one["black"]
+    two = spec_to_json(second)
+    assert two == generic and list(two) == list(generic)  # the same keys in the same order
+    assert id(events._PARTS[id(first.white)][1]) == before  # converted once
+    assert spec_from_json(roundtrip(two)) == second
