@@ -12,6 +12,7 @@ network. The wire form carries ``"v": EVENT_VERSION``; docs/state.md documents i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -258,10 +259,19 @@ def event_from_json(data: dict[str, Any]) -> GameEvent:
     raise EventFormatError(f"unknown game event kind {kind!r}")
 
 
-def spec_to_json(spec: GameSpec) -> dict[str, Any]:
+PartsMemo = MutableMapping[int, tuple[Any, dict[str, Any]]]  # spec_to_json's ``parts``
+_SPEC_PARTS = frozenset(("white", "black", "time_control", "adjudication"))
+
+
+def spec_to_json(spec: GameSpec, parts: PartsMemo | None = None) -> dict[str, Any]:
     """Everything a backend needs to play the game, as plain JSON (no paths resolved anew).
-    The event's config parts in it (the engines, the time control, the adjudication: the
-    same objects in every game's spec) are converted once each (:func:`_part_json`)."""
+
+    ``parts``: the caller's memo of the event's config parts as JSON (the engines, the time
+    control, the adjudication: the same objects in every game's spec), by the part's id
+    with the part kept beside its JSON (so that its id is no other object's meanwhile);
+    each part is then converted once, and every spec gets a copy of its top level (what is
+    nested in it, an engine's options or arguments, is shared: JSON to read, not change).
+    """
     names = _FIELDS.get(GameSpec)
     if names is None:
         names = _FIELDS[GameSpec] = tuple(f.name for f in dataclasses.fields(GameSpec))
@@ -269,27 +279,17 @@ def spec_to_json(spec: GameSpec) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in names:
         v = getattr(spec, name)
-        data[name] = v if type(v) in simple else \
-            _part_json(v) if name in _SPEC_PARTS else _plain(v)
+        if type(v) in simple:
+            data[name] = v
+        elif parts is None or name not in _SPEC_PARTS:
+            data[name] = _plain(v)
+        else:
+            kept = parts.get(id(v))
+            if kept is None or kept[0] is not v:
+                kept = parts[id(v)] = (v, _plain(v))
+            data[name] = dict(kept[1])
     data["v"] = EVENT_VERSION
     return data
-
-
-_SPEC_PARTS = frozenset(("white", "black", "time_control", "adjudication"))
-_PARTS: dict[int, tuple[Any, dict[str, Any]]] = {}  # a config part and its JSON, by its id
-_PARTS_KEPT = 32  # (the object is kept with its JSON: its id cannot be another's meanwhile)
-
-
-def _part_json(part: Any) -> dict[str, Any]:
-    """The JSON of a frozen config part of a spec (an EngineConfig, a TimeControl, an
-    AdjudicationConfig), made once per object; a copy of its top level each time. What is
-    nested in it (an engine's options, its arguments) is shared: JSON to read, not change."""
-    kept = _PARTS.get(id(part))
-    if kept is None or kept[0] is not part:
-        while len(_PARTS) >= _PARTS_KEPT:
-            del _PARTS[next(iter(_PARTS))]
-        kept = _PARTS[id(part)] = (part, _plain(part))
-    return dict(kept[1])
 
 
 def _engine(d: dict[str, Any]) -> EngineConfig:

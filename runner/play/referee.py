@@ -35,6 +35,7 @@ from runner.domain.events import (
     GameFinished,
     GameStarted,
     MovePlayed,
+    PartsMemo,
     ResumePoint,
     parse_utc,
     spec_to_json,
@@ -647,6 +648,13 @@ def _clock_ms(clock: Clock) -> int | None:
     return None if clock.tc.infinite else int(round(clock.remaining * 1000))
 
 
+# the event's config parts as JSON for GameStarted (spec_to_json's memo: the same engines,
+# time control and adjudication objects in every game's spec; new ones when Gpus hands the
+# engines over, hence the bound)
+_SPEC_JSON: PartsMemo = {}
+_SPEC_JSON_KEPT = 32
+
+
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], book_sans: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
@@ -662,6 +670,8 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
 
     white_ms, black_ms = _clock_ms(clocks[chess.WHITE]), _clock_ms(clocks[chess.BLACK])
     now_ms = int(time.time() * 1000)
+    if len(_SPEC_JSON) > _SPEC_JSON_KEPT:
+        _SPEC_JSON.clear()
     emit(GameStarted(
         game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
         white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
@@ -669,7 +679,7 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
-        attempt=attempt, spec=spec_to_json(spec), worker=worker, at_ms=now_ms,
+        attempt=attempt, spec=spec_to_json(spec, _SPEC_JSON), worker=worker, at_ms=now_ms,
         played_by=resume.workers if resume is not None else ()))
     if resume is not None:
         return
