@@ -36,22 +36,30 @@ def fmt_num(value: Fraction | None, digits: int = 6) -> str:
         return ""
     if value.denominator == 1:  # (a whole number: most scores and tiebreaks)
         return str(value.numerator)
-    scaled = value * 10**digits
-    if scaled.denominator != 1:
+    unit = 10**digits
+    if unit % value.denominator:  # (more decimals than ``digits``)
         return f"{float(value):.{digits}f}"
-    text = format(Decimal(scaled.numerator).scaleb(-digits), "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    whole, part = divmod(abs(value.numerator) * (unit // value.denominator), unit)
+    # as Decimal's fixed-point text of the scaled value, trailing zeros dropped
+    return f"{'-' if value < 0 else ''}{whole}.{part:0{digits}d}".rstrip("0").rstrip(".")
 
 
 def distinguishing_places(values: Sequence[Fraction | None], most: int = 12) -> int:
     """The fewest decimals (at most ``most``) at which values that differ still print
     differently, as TCEC's table shows r-mobility: 6, 5.5 and 2.4998 side by side, not
     6.00000000 beside 2.49975586."""
-    known = sorted({v for v in values if v is not None})
+    known = [(v.numerator, v.denominator) for v in sorted({v for v in values if v is not None})]
     for places in range(most + 1):
-        if len({round(v * 10**places) for v in known}) == len(known):
+        if len({_rounded(n * 10**places, d) for n, d in known}) == len(known):
             return places
     return most
+
+
+def _rounded(numerator: int, denominator: int) -> int:
+    """``round(Fraction(numerator, denominator))`` (half to even), in integers."""
+    whole, rest = divmod(numerator, denominator)
+    return whole + 1 if 2 * rest > denominator or (2 * rest == denominator and whole % 2) \
+        else whole
 
 
 def fmt_places(value: Fraction | None, places: int) -> str:
@@ -62,7 +70,8 @@ def fmt_places(value: Fraction | None, places: int) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     places = max(1, places)
-    return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
+    return format(Decimal(_rounded(value.numerator * 10**places, value.denominator)
+                          ).scaleb(-places), "f")
 
 
 #: A game as a cell shows it ("1w": won with White, "½b": drawn with Black), by (result,
@@ -172,18 +181,20 @@ def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[
 
 def _crosstable(rows: Sequence[StandingRow], cells: dict[int, RoundCells]
                 ) -> tuple[list[str], list[list[str]]]:
-    index = {r.name: r.rank for r in rows}
+    names = [r.name for r in rows]
     header = ["#", "Engine", *[str(r.rank) for r in rows]]
     body = []
-    for r in rows:
+    for i, r in enumerate(rows):
         per_opp: dict[str, list[str]] = {}  # the scheduled games, in the history's order
         for round_cells in cells.values():
             mine = round_cells.get(r.name)
             if mine is not None:
                 for opp, text in mine[2].items():
                     per_opp.setdefault(opp, []).append(text)
-        line = ["*" if o.name == r.name else " ".join(per_opp.get(o.name, ())) for o in rows]
-        body.append([str(index[r.name]), r.label, *line])
+        texts = {opp: " ".join(games) for opp, games in per_opp.items()}
+        line = [texts.get(name, "") for name in names]
+        line[i] = "*"
+        body.append([str(r.rank), r.label, *line])
     return header, body
 
 

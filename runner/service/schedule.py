@@ -23,7 +23,7 @@ from runner.service.results import KeptResults
 from runner.service.td.rules import forfeits_due
 from runner.service.writes import EventWrites
 from runner.store import queries
-from runner.store.database import Store, StoredGame, StoredRound
+from runner.store.database import Store, StoredGame, StoredRound, scheduled_game
 from runner.store.tdstore import swiss_games, withdrawn_before
 
 Say = Callable[..., None]
@@ -53,12 +53,17 @@ class Schedule:
         # round's summary and standings: runner.service.views.roundstandings)
         self.results = KeptResults(self.store)
         self._records: dict[int, tuple[StoredRound, RoundRecord]] = {}  # history(), by round
+        # the round last scheduled here, its games as stored, and the store's change mark
+        # once they were (None: not yet written): unfinished() without reading them back
+        self._scheduled: tuple[int, list[StoredGame], tuple[int, int] | None] | None = None
 
     async def written(self) -> None:
         """Wait until the schedule's writes (a round paired) are committed; the counts are
         read again."""
         await self.writes.written()
         self.changed()
+        if self._scheduled is not None and self._scheduled[2] is None:
+            self._scheduled = (*self._scheduled[:2], queries.change_mark(self.store.conn))
 
     def changed(self) -> None:
         """The schedule may have changed (a round paired, a TD withdrawal or rewind)."""
@@ -153,6 +158,7 @@ class Schedule:
         self.writes.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded,
                                                         rows, extra=extra))
         self._total_games = None
+        self._scheduled = (number, [scheduled_game(number, row, extra) for row in rows], None)
         return games_text(rows)
 
     def pair(self, number: int) -> None:
@@ -209,6 +215,13 @@ class Schedule:
         return results is not None and first_place_tie(results) is not None
 
     def unfinished(self, number: int) -> list[StoredGame]:
+        """Round ``number``'s games not finished, in playing order: those this schedule
+        just stored when nothing was written since (:func:`queries.change_mark`), else read."""
+        known = self._scheduled
+        if known is not None and known[0] == number and known[2] is not None \
+                and known[2] == queries.change_mark(self.store.conn):
+            return list(known[1])
+        self._scheduled = None
         return [g for g in self.store.games(number) if g.status != "finished"]
 
     def round_done(self, number: int) -> bool:
