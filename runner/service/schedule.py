@@ -56,6 +56,8 @@ class Schedule:
         # the round last scheduled here, its games as stored, and the store's change mark
         # once they were (None: not yet written): unfinished() without reading them back
         self._scheduled: tuple[int, list[StoredGame], tuple[int, int] | None] | None = None
+        # the last unfinished(): its round, its games' ids, the store's change mark then
+        self._listed: tuple[int, set[int], tuple[int, int]] | None = None
 
     async def written(self) -> None:
         """Wait until the schedule's writes (a round paired) are committed; the counts are
@@ -166,8 +168,14 @@ class Schedule:
         stored = self.results.rounds()  # store.rounds(), as the history's results were read
         excluded = stored[-1].excluded if stored else frozenset()
         s = self.config.swiss
-        withdrawn = withdrawn_before(self.store.conn, number)
-        plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
+        records = self.history(stored)
+        # the seeds and withdrawals as the same read has them (else read here)
+        results = self.results.read()
+        seeds = list(results.seeds) if results is not None else self.store.seeds()
+        withdrawn = frozenset(engine for engine, first in results.withdrawn
+                              if first <= number) if results is not None \
+            else withdrawn_before(self.store.conn, number)
+        plan = pair_round(seeds, records, number, s.games_per_match,
                           s.double_round_schedule, excluded, withdrawn)
         text = self.schedule_games(number, plan.games, plan.pairs, plan.bye,
                                    plan.dropped_history_rounds, frozenset(plan.excluded),
@@ -217,12 +225,22 @@ class Schedule:
     def unfinished(self, number: int) -> list[StoredGame]:
         """Round ``number``'s games not finished, in playing order: those this schedule
         just stored when nothing was written since (:func:`queries.change_mark`), else read."""
-        known = self._scheduled
-        if known is not None and known[0] == number and known[2] is not None \
-                and known[2] == queries.change_mark(self.store.conn):
-            return list(known[1])
-        self._scheduled = None
-        return [g for g in self.store.games(number) if g.status != "finished"]
+        known, mark = self._scheduled, queries.change_mark(self.store.conn)
+        if known is not None and known[0] == number and known[2] == mark:
+            games = list(known[1])
+        else:
+            self._scheduled = None
+            games = [g for g in self.store.games(number) if g.status != "finished"]
+        self._listed = (number, {g.game_id for g in games}, mark)
+        return games
+
+    def listed_unchanged(self, game: StoredGame) -> bool:
+        """Was ``game`` among the games the last :meth:`unfinished` listed, with nothing
+        written to the store since? (It is then still scheduled, and no forfeit is due for
+        it that the loop's check right after the listing did not find.)"""
+        listed = self._listed
+        return listed is not None and listed[0] == game.round and game.game_id in listed[1] \
+            and listed[2] == queries.change_mark(self.store.conn)
 
     def round_done(self, number: int) -> bool:
         return queries.unfinished_count(self.store.conn, number) == 0
