@@ -126,11 +126,11 @@ def _cells_by_round(results: EventResults, memo: CellMemo | None = None) -> dict
     return out
 
 
-def standings_title(results: EventResults) -> str:
+def standings_title(results: EventResults, numbers: Sequence[int] | None = None) -> str:
     """What the standings count, by rounds: "Standings after round 2, with 3 games of round
     3 (round 3 in progress)"; "Standings before round 1" only before any result."""
-    numbers = round_numbers(results)
-    complete = [r.number for r in results.rounds if r.complete and r.number in numbers]
+    shown = set(round_numbers(results) if numbers is None else numbers)  # (the caller's)
+    complete = [r.number for r in results.rounds if r.complete and r.number in shown]
     running = sorted((r for r in results.rounds if not r.complete), key=lambda r: r.number)
     text = f"Standings after round {max(complete)}" if complete else "Standings"
     counted = [(r.number, sum(1 for g in r.games if not g.extra)) for r in running]
@@ -145,9 +145,9 @@ def standings_title(results: EventResults) -> str:
     return text
 
 
-def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
+def _summary(rows: Sequence[StandingRow], results: EventResults, numbers: Sequence[int]) -> str:
     kind = "double rounds" if results.games_per_match == 2 else "single rounds"
-    return f"{standings_title(results)}: {len(rows)} engines, {kind}"
+    return f"{standings_title(results, numbers)}: {len(rows)} engines, {kind}"
 
 
 def _columns(tiebreaks: Sequence[str]) -> list[str]:
@@ -199,9 +199,9 @@ def _crosstable(rows: Sequence[StandingRow], cells: dict[int, RoundCells]
 
 
 def _round_table(rows: Sequence[StandingRow], results: EventResults,
-                 cells: dict[int, RoundCells]) -> tuple[list[str], list[list[str]]]:
+                 cells: dict[int, RoundCells], numbers: Sequence[int]
+                 ) -> tuple[list[str], list[list[str]]]:
     index = {r.name: r.rank for r in rows}
-    numbers = round_numbers(results)
     running = {r.number for r in results.rounds if not r.complete}
     header = ["#", "Engine", *[f"R{n}{'*' if n in running else ''}" for n in numbers]]
     body = []
@@ -269,10 +269,11 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
         raise ValueError(f"unknown standings format {fmt!r}: expected {' | '.join(FORMATS)}")
     by_round = _cells_by_round(results, cells)
     table, cross = _table(rows, chain), _crosstable(rows, by_round)
-    rounds = _round_table(rows, results, by_round)
+    numbers = round_numbers(results)
+    rounds = _round_table(rows, results, by_round, numbers)
     extras = _extra_games(results)
     if fmt == "markdown":
-        parts = [f"## {markdown_cell(_summary(rows, results))}", markdown_table(*table), "### Crosstable", markdown_table(*cross),
+        parts = [f"## {markdown_cell(_summary(rows, results, numbers))}", markdown_table(*table), "### Crosstable", markdown_table(*cross),
                  "### Rounds", markdown_table(*rounds)]
         if extras:
             parts += ["### Extra tie-break games",
@@ -283,7 +284,7 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
         parts.append(f"_{_legend(chain)}_")
         return "\n\n".join(parts) + "\n"
     numeric = {i for i, h in enumerate(table[0]) if h not in ("Place", "Engine", "Ahead by")}
-    parts = [_summary(rows, results), text_table(*table, right=numeric), "Crosstable",
+    parts = [_summary(rows, results, numbers), text_table(*table, right=numeric), "Crosstable",
              text_table(*cross, right={0}), "Rounds", text_table(*rounds, right={0})]
     if extras:
         parts += ["Extra tie-break games",
@@ -351,8 +352,8 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
 def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str],
          ratings: Ratings | None = None) -> str:
     chain = _columns(tiebreaks)
-    _, rounds_body = _round_table(rows, results, _cells_by_round(results))
     numbers = round_numbers(results)
+    _, rounds_body = _round_table(rows, results, _cells_by_round(results), numbers)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["rank", "place", "engine", "seed", "score", "games", "wins", "draws", "losses",
