@@ -26,10 +26,9 @@ from runner.domain.standings import compute_standings, tally
 from runner.render.standings_report import render_standings
 from runner.service.results import KeptResults
 from runner.service.schedule import Schedule
-from runner.service.td.rules import apply_rewind, apply_withdraw
+from runner.service.td.rules import apply_rewind, apply_withdraw, forfeits_due
 from runner.service.views import roundstandings
 from runner.store import queries
-from runner.service.td.rules import forfeits_due
 from runner.store.database import Store, StoredGame, StoredRound
 
 TIEBREAKS = ["SonnebornBerger", "RMobility", "Wins", "DirectEncounter", "Buchholz",
