@@ -56,6 +56,7 @@ class Schedule:
         # the round last scheduled here, its games as stored, and the store's change mark
         # once they were (None: not yet written): unfinished() without reading them back
         self._scheduled: tuple[int, list[StoredGame], tuple[int, int] | None] | None = None
+        self._order: list[int] | None = None  # the event's opening order (read once)
         # the last unfinished(): its round, its games' ids, the store's change mark then
         self._listed: tuple[int, set[int], tuple[int, int]] | None = None
 
@@ -143,7 +144,9 @@ class Schedule:
                        excluded: frozenset[int], extra: bool) -> str:
         """Assign ids and openings (one per match, in playing order) and store the round;
         returns its games as the console names them (:func:`games_text`)."""
-        order = self.store.opening_order() if self.book else []
+        if self.book and self._order is None:  # (stored with the event, never changed)
+            self._order = self.store.opening_order()
+        order = self._order if self.book and self._order is not None else []
         first_match = self.store.next_match_index()
         next_id = self.store.next_game_id()
         match_of_pair: dict[int, int] = {}
