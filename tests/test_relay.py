@@ -693,3 +693,23 @@ def test_both_engines_are_readied_at_once_and_every_move_is_relayed_as_python_se
     # black is readied before white's first move, and white's first go waits for its readyok
     assert at("Ethereal(black)", "> ucinewgame") < at("Stockfish(white)", "< bestmove ")
     assert at("Ethereal(black)", "< readyok") < at("Stockfish(white)", "> position ")
+
+
+@pytest.mark.parametrize("path", ["native", "python"])
+@pytest.mark.parametrize("slow", ["white", "black"])
+def test_an_engine_not_ready_for_the_game_stalls_as_on_the_python_path(
+        path: str, slow: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both engines are readied at once; one whose ``readyok`` does not come within its
+    start-up timeout stalls as on the Python path: the side to move before any move, the
+    other after the first move (its turn), the mover's first move played and recorded."""
+    monkeypatch.setenv(pipes.ENV, path)
+    late = fake("Slow", "--newgame-delay", "3")
+    white, black = (late, fake("B")) if slow == "white" else (fake("W"), late)
+    events: list = []
+    record = asyncio.run(play_game(spec_for(white, black, "60+1"), emit=events.append,
+                                   startup_timeout=0.5))
+    loser = slow.capitalize()
+    assert (record.result, record.reason, record.termination) == \
+        ("0-1" if slow == "white" else "1-0", f"{loser}'s connection stalls", "stalled connection")
+    assert len(record.moves) == (0 if slow == "white" else 1), record.moves
+    assert [e.uci for e in events if e.kind == "move"] == record.moves

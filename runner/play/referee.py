@@ -1072,18 +1072,31 @@ async def _new_game(g: _Plies) -> _End | None:
     """Both engines' ``ucinewgame`` + ``isready`` (runner.play.uci) at once, each within
     its ready timeout, before the first ``go``: the game's end when the side to move was
     not ready (as :func:`_python_moves` ends it). The other's failure is kept in
-    ``g.unready``, met at its first turn (after the first move, as if it were asked then)."""
+    ``g.unready``, met at its first turn (after the first move, as if it were asked then).
+    Both exchanges are driven by their engines' output in this task: no task made for them."""
     colors = (g.board.turn, not g.board.turn)
-    answers = await asyncio.gather(*(_uci_exchange(UciMove(
-        g.procs[c].protocol, "", None, True, c, ready_timeout=g.stop_timeout(c)))
-        for c in colors), return_exceptions=True)
-    for color, answer in zip(colors, answers, strict=True):
-        if not isinstance(answer, BaseException):
-            g.engaged.add(color)
-        elif isinstance(answer, _NotReady | chess.engine.EngineError):
-            g.unready[color] = answer
-        else:
-            raise answer
+    exchanges = [UciMove(g.procs[c].protocol, "", None, True, c, ready_timeout=g.stop_timeout(c))
+                 for c in colors]
+    answers: dict[chess.Color, asyncio.Future[UciReply | None]] = {}
+    for color, exchange in zip(colors, exchanges, strict=True):
+        try:
+            answers[color] = exchange.start()
+        except chess.engine.EngineError as exc:  # dead, or not idle
+            g.unready[color] = exc
+    try:
+        for color, answer in answers.items():
+            try:
+                await answer
+            except (NotReady, chess.engine.EngineError) as exc:
+                g.unready[color] = exc
+            else:
+                g.engaged.add(color)
+    except BaseException:  # cancelled (a TD's stop): neither exchange goes on
+        for exchange in exchanges:
+            exchange.end()
+            if exchange.result.done() and not exchange.result.cancelled():
+                exchange.result.exception()  # (retrieved: no "never retrieved" warning)
+        raise
     mover = colors[0]
     if mover in g.unready:
         return _failed_move(g.unready[mover], g.procs[mover], g.board, mover, g.infinite)
