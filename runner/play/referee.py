@@ -35,6 +35,7 @@ from runner.domain.events import (
     GameFinished,
     GameStarted,
     MovePlayed,
+    PartsMemo,
     ResumePoint,
     parse_utc,
     spec_to_json,
@@ -280,8 +281,8 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
-        zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
+        zeroing = board.halfmove_clock == 0  # a pawn move or a capture reset it
         following = _legal(board, book[ply + 1]) if ply + 1 < len(book) else None
         # a legal next book move: the side to move has one (no mate or stalemate to look for)
         if natural_end(board, 1 if following is not None else _moves_left(san, board)) is not None:
@@ -298,7 +299,18 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
 
 def _legal(board: chess.Board, uci: str) -> chess.Move | None:
     """``uci`` as python-chess reads it on ``board``; None when it is not a legal move there
-    (or the null move, which python-chess reads without a look at the position)."""
+    (or the null move, which python-chess reads without a look at the position).
+
+    Most book moves (a piece's plain move or capture, a king's step: :func:`_plainly_pseudo_legal`)
+    are read as they are written, asking python-chess only whether they leave the king
+    attacked (``is_into_check``): ``parse_uci``'s own test, without its castling rewrites
+    (none of these moves is one) and its full ``is_pseudo_legal``."""
+    try:
+        move = chess.Move.from_uci(uci)
+    except ValueError:
+        return None
+    if move and _plainly_pseudo_legal(board, move):
+        return None if board.is_into_check(move) else move
     try:
         move = board.parse_uci(uci)
     except ValueError:
@@ -636,6 +648,13 @@ def _clock_ms(clock: Clock) -> int | None:
     return None if clock.tc.infinite else int(round(clock.remaining * 1000))
 
 
+# the event's config parts as JSON for GameStarted (spec_to_json's memo: the same engines,
+# time control and adjudication objects in every game's spec; new ones when Gpus hands the
+# engines over, hence the bound)
+_SPEC_JSON: PartsMemo = {}
+_SPEC_JSON_KEPT = 32
+
+
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], book_sans: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
@@ -651,6 +670,8 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
 
     white_ms, black_ms = _clock_ms(clocks[chess.WHITE]), _clock_ms(clocks[chess.BLACK])
     now_ms = int(time.time() * 1000)
+    if len(_SPEC_JSON) > _SPEC_JSON_KEPT:
+        _SPEC_JSON.clear()
     emit(GameStarted(
         game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
         white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
@@ -658,7 +679,7 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
-        attempt=attempt, spec=spec_to_json(spec), worker=worker, at_ms=now_ms,
+        attempt=attempt, spec=spec_to_json(spec, _SPEC_JSON), worker=worker, at_ms=now_ms,
         played_by=resume.workers if resume is not None else ()))
     if resume is not None:
         return
