@@ -177,14 +177,31 @@ def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float
     return _comment(score.score(), score.mate(), info.get("depth"), round(seconds * 1000))
 
 
+# the texts of the centipawn scores (|cp| < 2048) and move times (under 10 s) asked so far:
+# a ply's comment is then two look-ups and one format (they repeat from ply to ply)
+_CP_TEXTS: dict[int, str] = {}
+_MS_TEXTS: dict[int, str] = {}
+
+
 def _comment(cp: int | None, mate: int | None, depth: int | None, ms: int) -> str:
     """:func:`move_comment` of the mover's score (its ``score()`` and ``mate()``, both None
     without one) at ``depth``, ``ms`` milliseconds (``round(seconds * 1000)``)."""
-    if cp is None and mate is None:
-        return _ms_text(ms)
-    if depth:
-        return f"{_score_text(cp, mate)}/{depth} {_ms_text(ms)}"
-    return f"{_score_text(cp, mate)} {_ms_text(ms)}"
+    time_text = _MS_TEXTS.get(ms)
+    if time_text is None:
+        time_text = _ms_text(ms)
+        if 0 <= ms < 10000:
+            _MS_TEXTS[ms] = time_text
+    if mate is not None:
+        score = _score_text(cp, mate)
+    elif cp is None:
+        return time_text
+    else:
+        score = _CP_TEXTS.get(cp)  # type: ignore[assignment]
+        if score is None:
+            score = _score_text(cp, None)
+            if -2048 < cp < 2048:
+                _CP_TEXTS[cp] = score
+    return f"{score}/{depth} {time_text}" if depth else f"{score} {time_text}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -1181,7 +1198,7 @@ async def _relay_moves(g: _Plies, relay: MoveRelay) -> _End | None:
         proc = procs[color]
         proto = proc.protocol
         try:
-            event = await relay.next(color, go_at + g.timeout(color))
+            event = await relay.next(color, go_at, g.timeout)
         except (TimeoutError, chess.engine.EngineError) as exc:  # both engines go (not kept)
             return _failed_move(exc, proc, board, color, g.infinite)
         text, ponder, info, move = relay_reply(event, color)
