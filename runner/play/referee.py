@@ -27,6 +27,7 @@ from runner.domain.adjudication import (
     Verdict,
     king_can_step,
     natural_end,
+    pawn_can_push,
 )
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
@@ -976,12 +977,13 @@ def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> s
 def _moves_left(san: str, board: chess.Board) -> int | None:
     """What is known, without generating moves, of the legal moves left to the side to move
     on ``board`` after the move ``san`` (python-chess's SAN): none after a mate (``#``), some
-    after a check (``+``) and, out of check, some when its king can step to a free square
-    (:func:`king_can_step`, most positions); None: not known."""
+    after a check (``+``) and, out of check, some when a pawn of it can push
+    (:func:`pawn_can_push`) or its king can step to a free square (:func:`king_can_step`):
+    most positions; None: not known."""
     last = san[-1]
     if last == "#":
         return 0
-    return 1 if last == "+" or king_can_step(board) else None
+    return 1 if last == "+" or pawn_can_push(board) or king_can_step(board) else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
