@@ -63,7 +63,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (referee, "_pv", "the PV checked on a board"),
     (referee, "_push", "SAN, the move pushed, its king left safe (the rest of its legality)"),
     (referee, "_comment", "the PGN comment"),
-    (referee, "_moves_left", "the moves left told by the SAN or a free king step"),
+    (referee, "_moves_left", "the moves left told by the SAN, a pawn's push or a free king step"),
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),
     (adjudication.Adjudicator, "update", "adjudication (TCEC rules, Syzygy)"),
     (referee, "_move_event", "the MovePlayed event (FEN, clocks)"),
