@@ -560,6 +560,44 @@ def test_a_pgn_edited_in_place_with_the_same_size_is_rebuilt(tmp_path: Path,
     assert list(tmp_path.glob("state/games.pgn.*.bak"))  # the edited file was kept aside
 
 
+def test_games_that_end_during_a_pgn_rebuild_are_appended_after_it_not_rebuilt_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild of PgnOut (here: the file deleted during the event) reads every recorded
+    game; games that end while it runs are appended once it is done, each once (not one
+    more rebuild per game, which fast games kept going to the end of the event)."""
+    from runner.cli.run import cli_run
+    from runner.config import load_config as load
+    from runner.store import database
+    from runner.store.database import Store
+
+    path = loop_config(tmp_path, players=8, Rounds=3)
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "Concurrency": 4}, sort_keys=False))
+    config = load(path)
+    pgn = config.pgn_out
+    real_rebuild = database.rebuild_pgn
+
+    def slow_rebuild(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - as rebuild_pgn
+        time.sleep(0.3)  # a big event's rebuild: the other games go on meanwhile
+        return real_rebuild(*args, **kwargs)
+
+    def meddle(spec) -> None:  # noqa: ANN001 - a GameSpec
+        if spec.game_id == 5:
+            pgn.unlink()
+
+    monkeypatch.setattr(database, "rebuild_pgn", slow_rebuild)
+    assert cli_run(config, run_args(), play_game=backend(delay=0.02, hook=meddle)) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    store = Store.open(config.database)
+    try:
+        assert store.counts().get("finished") == 24
+        assert store.pgn_matches(pgn)  # every game once, in finish order
+    finally:
+        store.close()
+    assert out.count(f"Rebuilt {pgn}") == 1, [x for x in out.splitlines() if "Rebuilt" in x]
+
+
 @pytest.mark.parametrize("how", ["zero", "schemaless", "deleted", "no event", "emptied"])
 def test_a_lost_database_next_to_the_events_outputs_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:

@@ -430,8 +430,8 @@ def test_a_first_start_killed_before_the_schema_was_committed_is_resumed(
     assert len(event_games(config.database)) == 12
 
 
-def test_the_opening_order_is_read_once_per_paired_round(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_opening_order_is_read_once_per_run(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     config = load_config(loop_config(tmp_path, players=6, Rounds=3))
     real = Store.opening_order
     callers: list[str] = []
@@ -442,5 +442,6 @@ def test_the_opening_order_is_read_once_per_paired_round(tmp_path: Path,
 
     monkeypatch.setattr(Store, "opening_order", counted)
     assert cli_run(config, run_args(), play_game=backend()) == 0
-    # one table read per paired round, not one per game (18 games); the snapshot reads its own
-    assert callers.count("schedule_games") == 3
+    # stored with the event and never changed: one read for the run's 3 paired rounds, not
+    # one per round or per game (18 games); the snapshot reads its own
+    assert callers.count("schedule_games") == 1

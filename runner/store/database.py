@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -52,7 +52,7 @@ from runner.store.writer import INSERT_MOVES, MoveRow
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
-           "load_results", "remove_stale_temp_files", "scheduled_game"]
+           "load_results", "remove_stale_temp_files", "scheduled_game", "PgnSync"]
 
 
 # --------------------------------------------------------------------------- the store
@@ -87,6 +87,15 @@ class StoredRound:
     excluded: frozenset[int]
     extra: bool
     state: str
+
+
+class PgnSync(NamedTuple):
+    """What :meth:`Store.sync_pgn` did: ``rebuilt`` the file (``backup``: where a file that
+    was not ours was kept aside), which recorded ``games`` (ids) it now holds."""
+
+    rebuilt: bool
+    backup: Path | None
+    games: frozenset[int]
 
 
 def _opening_json(opening: Opening | None) -> str | None:
@@ -580,6 +589,16 @@ class Store:
     def rebuild_pgn(self, path: Path) -> Path | None:
         """Rewrite ``path`` with exactly the recorded games (see runner.store.pgnfile)."""
         return rebuild_pgn(path, self.finished_pgns())
+
+    def sync_pgn(self, path: Path) -> PgnSync:
+        """Make ``path`` hold exactly the recorded games, read once: rewritten (see
+        runner.store.pgnfile) unless it already does; the games it then holds are named."""
+        rows = self._verified_records()
+        blocks = [r[6] for r in rows]
+        games = frozenset(r[0] for r in rows)
+        if pgn_matches(path, blocks, sum(len(b.encode("utf-8")) for b in blocks)):
+            return PgnSync(False, None, games)
+        return PgnSync(True, rebuild_pgn(path, blocks), games)
 
     def pgn_matches(self, path: Path) -> bool:
         """True when the PGN file holds exactly the recorded games, byte for byte."""

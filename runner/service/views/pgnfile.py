@@ -23,7 +23,11 @@ class PgnSink:
     directory removed) is reported once and the file is rebuilt at the next game's end or
     at the end of the run. A file deleted, moved away, replaced or written by someone else
     since the sink last wrote it is rebuilt, not appended to (a file that holds text of
-    another's is kept aside first: runner.store.pgnfile.rebuild_pgn)."""
+    another's is kept aside first: runner.store.pgnfile.rebuild_pgn).
+
+    A game that ends while a rebuild runs is appended once the rebuild is done, unless the
+    rebuild's read already had it: games that end faster than a rebuild takes make one
+    rebuild, not one each."""
 
     moves = False
 
@@ -35,6 +39,10 @@ class PgnSink:
         self.reported = False  # the current failure was reported
         self._task: asyncio.Task[None] | None = None
         self._written: tuple[int, int, int] | None = None  # the file as we last left it
+        # the games the last sync found in or wrote to the file, until a game after them is
+        # appended (events come in commit order: every later one is after that read too)
+        self._in_file: frozenset[int] = frozenset()
+        self._pending: list[GameFinished] = []  # ended while a rebuild runs
 
     def _identity(self) -> tuple[int, int, int] | None:
         """(device, inode, size) of the file now; None when it is not there."""
@@ -62,22 +70,20 @@ class PgnSink:
         if reader is None:
             return True
         try:
-            if reader.pgn_matches(self.path):
-                self.reported = False
-                self._written = self._identity()
-                return True
-            backup = reader.rebuild_pgn(self.path)
-            count = reader.counts().get("finished", 0)
+            synced = reader.sync_pgn(self.path)
         except OSError as exc:
             return self._failed(f"cannot write the PGN ({exc.strerror or exc})")
         finally:
             reader.close()
         self.reported = False
         self._written = self._identity()
-        if backup is not None:
-            self.say(f"{self.path} held games that are not this event's; kept it as {backup}",
-                     always=True)
-        self.say(f"Rebuilt {self.path} from the database ({count} games)")
+        self._in_file = synced.games
+        if not synced.rebuilt:
+            return True
+        if synced.backup is not None:
+            self.say(f"{self.path} held games that are not this event's; kept it as "
+                     f"{synced.backup}", always=True)
+        self.say(f"Rebuilt {self.path} from the database ({len(synced.games)} games)")
         return True
 
     def _failed(self, what: str) -> bool:
@@ -91,26 +97,43 @@ class PgnSink:
     def handle(self, event: GameEvent) -> None:
         if not isinstance(event, GameFinished):
             return
-        if self.dirty or (self._task is not None and not self._task.done()) or self._changed():
+        if self._task is not None and not self._task.done():
+            self._pending.append(event)  # after the rebuild, unless its read had it
+        elif self.dirty or self._changed():
             self.dirty = True  # in the next rebuild (with this game: it is committed)
-            self._rebuild()
-            return
+            self._task = asyncio.get_running_loop().create_task(self._rebuilding())
+        else:
+            self._append(event)
+
+    def _append(self, event: GameFinished) -> bool:
+        """Append the game's block (not when the last sync's read had it); False when the
+        write failed (the file is rebuilt at the next game's end or at the end)."""
+        if event.game_id in self._in_file:
+            return True
         try:
             append_pgn(self.path, event.record.pgn)
         except OSError as exc:
-            self._failed(f"cannot append game {event.game_id} ({exc.strerror or exc})")
-        else:
-            self._written = self._identity()
-
-    def _rebuild(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._rebuilding())
+            return self._failed(f"cannot append game {event.game_id} ({exc.strerror or exc})")
+        self._written = self._identity()
+        self._in_file = frozenset()
+        return True
 
     async def _rebuilding(self) -> None:
+        """Rebuild, then append the games that ended meanwhile; again while the file was
+        changed under it."""
         while self.dirty:
-            self.dirty = False
-            if not await asyncio.to_thread(self.sync):
-                return  # tried again at the next game's end, or at flush
+            while self.dirty:
+                self.dirty = False
+                if not await asyncio.to_thread(self.sync):
+                    self._pending.clear()  # committed: in the rebuild tried at the next
+                    return  # game's end, or at flush
+            pending, self._pending = self._pending, []
+            for event in pending:
+                if self._changed():
+                    self.dirty = True  # this game and the rest: in the next rebuild
+                    break
+                if not self._append(event):
+                    return
 
     async def flush(self) -> None:
         """At the end of the run: the file holds every recorded game, if it can be written."""
