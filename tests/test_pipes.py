@@ -122,9 +122,9 @@ def test_the_charge_is_the_engines_own_thinking_within_1_ms(path: str, tmp_path:
                         lambda event, color: relayed.append(event[RELAYED]) or real(event, color))
     excess, times, seen = _stamped_game(tmp_path, monkeypatch, 15)
     assert len(excess) == 30
-    # the compiled path relays the moves below Python (runner.play.relay) after the first
-    # engine's first: 29 moves, each relayed (the last one's opponent then stopped)
-    assert sum(relayed) == (29 if path == "native" else 0), relayed
+    # the compiled path relays the moves below Python (runner.play.relay), the first one
+    # on: 30 moves, each relayed (the last one's opponent then stopped)
+    assert sum(relayed) == (30 if path == "native" else 0), relayed
     assert all(e >= 0 for e in excess)
     assert excess[len(excess) // 3] < 0.001, excess
     if os.getloadavg()[0] < (os.cpu_count() or 1):

@@ -231,7 +231,7 @@ def test_an_illegal_relayed_move_forfeits_with_the_opponent_stopped(relayed: lis
     assert [e.uci for e in events if e.kind == "move"] == record.moves[:4]
 
 
-@pytest.mark.parametrize("go", [1, 3])  # the engine's first move (Python's), a relayed one
+@pytest.mark.parametrize("go", [1, 3])  # the engine's first move, a later one: both relayed
 def test_a_pinned_piece_moved_forfeits_on_both_paths_the_move_unrecorded(
         relayed: list[int], monkeypatch: pytest.MonkeyPatch, go: int) -> None:
     """A move of a pinned piece is pseudo-legal (the referee's legality is python-chess's
@@ -250,7 +250,7 @@ def test_a_pinned_piece_moved_forfeits_on_both_paths_the_move_unrecorded(
         assert len(record.moves) == 2 * (go - 1) and "c3e4" not in record.moves
         assert [e.uci for e in events if e.kind == "move"] == record.moves
         games.append((record.moves, record.comments, _pgn_moves(record.pgn)))
-    assert (relayed[-1:] == [1]) == (go > 1)  # the forfeited move came relayed (native path)
+    assert relayed[-1:] == [1]  # the forfeited move came relayed (native path), the first too
     assert games[0][0] == games[1][0] and _no_times(games[0][1]) == _no_times(games[1][1])
     assert games[0][2] == games[1][2]
 
@@ -616,9 +616,9 @@ def test_a_relayed_game_wakes_the_loop_fewer_times_than_it_moves_each_move_in_ti
     record = asyncio.run(play_game(spec, emit=emit))
     plies = len(record.moves)
     assert plies > 30 and [p for p, _ in emitted] == list(range(1, plies + 1))
-    assert sum(relayed) > 0.8 * plies and len(stamps) == plies - 1  # the first: Python's
+    assert sum(relayed) > 0.8 * plies and len(stamps) == plies  # every move, the first too
     assert len(wakes) * 2 <= sum(relayed), wakes
-    late = [at - stamp for (_, at), stamp in zip(emitted[1:], stamps, strict=True)]
+    late = [at - stamp for (_, at), stamp in zip(emitted, stamps, strict=True)]
     assert max(late) < pipes.native().RELAY_WAKE_DELAY + 0.1, late
 
 
@@ -662,29 +662,54 @@ def test_a_move_waiting_in_c_for_its_wake_is_the_move_not_a_timeout_nor_a_discon
             os.close(fd)
 
 
-def test_the_second_engines_first_move_is_relayed_after_its_readyok_as_python_sends_it(
+def test_both_engines_are_readied_at_once_and_every_move_is_relayed_as_python_sends_it(
         relayed: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the first engine's first move goes through Python: the second engine gets
-    ``ucinewgame`` + ``isready`` once that move has come and, once ``readyok`` is in, its
-    first ``position`` + ``go`` from the relay, the lines the Python path sends, in order;
-    its first move comes through the relay and the game is the Python path's."""
+    """Both engines get ``ucinewgame`` + ``isready`` at the game's start, together; once both
+    ``readyok`` are in, the first engine's first ``position`` + ``go`` is the relay's: every
+    move of the game comes through the relay, each engine is sent the lines the Python path
+    sends it, in order, and the game is the Python path's."""
     spec = spec_for(STOCKFISH, ETHEREAL, "inf", adjudication=AdjudicationConfig(max_moves=6))
     native = asyncio.run(play_game(spec, engine_log=GameLog(tmp_path / "native.log", "all")))
-    assert len(relayed) == len(native.moves) - 1  # all but white's first through the relay
+    assert len(relayed) == len(native.moves)  # all, white's first too, through the relay
     monkeypatch.setenv(pipes.ENV, "python")
     python = asyncio.run(play_game(spec, engine_log=GameLog(tmp_path / "python.log", "all")))
     assert (native.moves, _no_times(native.comments)) == (python.moves, _no_times(python.comments))
 
-    def first_exchange(log: Path) -> list[str]:
-        lines = _log_lines(log, "Ethereal(black)")
+    def first_exchange(log: Path, who: str) -> list[str]:
+        lines = _log_lines(log, who)
         new = lines.index("> ucinewgame")
         return lines[new:lines.index(next(x for x in lines if x.startswith("< bestmove "))) + 1]
 
-    ours, theirs = (first_exchange(tmp_path / f"{p}.log") for p in ("native", "python"))
-    sent = [x for x in ours if x.startswith(">")]
-    assert sent == [x for x in theirs if x.startswith(">")] and len(sent) == 4, ours
-    assert ours.index("< readyok") < ours.index(sent[2]), ours  # position only after readyok
-    lines = _log_lines(tmp_path / "native.log", "Stockfish(white)")
-    assert lines.index(next(x for x in lines if x.startswith("< bestmove "))) < \
-        _commands(tmp_path / "native.log").index(next(
-            x for x in _commands(tmp_path / "native.log") if x.endswith("Ethereal(black) > ucinewgame")))
+    for who in ("Stockfish(white)", "Ethereal(black)"):
+        ours, theirs = (first_exchange(tmp_path / f"{p}.log", who) for p in ("native", "python"))
+        sent = [x for x in ours if x.startswith(">")]
+        assert sent == [x for x in theirs if x.startswith(">")] and len(sent) == 4, ours
+        assert ours.index("< readyok") < ours.index(sent[2]), ours  # position only after readyok
+    commands = _commands(tmp_path / "native.log")
+
+    def at(who: str, line: str) -> int:
+        return commands.index(next(x for x in commands if f" {who} {line}" in x))
+
+    # black is readied before white's first move, and white's first go waits for its readyok
+    assert at("Ethereal(black)", "> ucinewgame") < at("Stockfish(white)", "< bestmove ")
+    assert at("Ethereal(black)", "< readyok") < at("Stockfish(white)", "> position ")
+
+
+@pytest.mark.parametrize("path", ["native", "python"])
+@pytest.mark.parametrize("slow", ["white", "black"])
+def test_an_engine_not_ready_for_the_game_stalls_as_on_the_python_path(
+        path: str, slow: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both engines are readied at once; one whose ``readyok`` does not come within its
+    start-up timeout stalls as on the Python path: the side to move before any move, the
+    other after the first move (its turn), the mover's first move played and recorded."""
+    monkeypatch.setenv(pipes.ENV, path)
+    late = fake("Slow", "--newgame-delay", "3")
+    white, black = (late, fake("B")) if slow == "white" else (fake("W"), late)
+    events: list = []
+    record = asyncio.run(play_game(spec_for(white, black, "60+1"), emit=events.append,
+                                   startup_timeout=0.5))
+    loser = slow.capitalize()
+    assert (record.result, record.reason, record.termination) == \
+        ("0-1" if slow == "white" else "1-0", f"{loser}'s connection stalls", "stalled connection")
+    assert len(record.moves) == (0 if slow == "white" else 1), record.moves
+    assert [e.uci for e in events if e.kind == "move"] == record.moves

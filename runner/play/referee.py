@@ -1000,8 +1000,8 @@ class _Plies:
 
     __slots__ = ("spec", "board", "procs", "moves", "comments", "sans", "clocks", "emit",
                  "attempt", "move_data", "mobility", "adjudicator", "position", "margin",
-                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "fixed",
-                 "repetitions")
+                 "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "unready",
+                 "fixed", "repetitions")
 
     def __init__(self, spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                  moves: list[str], comments: list[str], sans: list[str],
@@ -1021,6 +1021,7 @@ class _Plies:
         self.position = position_line(chess960_fen(board.root()) if board.chess960
                                       else fen(board.root()))
         self.engaged: set[chess.Color] = set()  # engines that had ucinewgame
+        self.unready: dict[chess.Color, Exception] = {}  # not ready for it (_new_game)
         self.fixed = _fixed_limits(spec, procs, clocks)
         self.repetitions = RepetitionWindow()  # fed every ply the game plays from here
 
@@ -1042,21 +1043,21 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
     """The per-ply loop: ask the engine on move, check and record its move, adjudicate;
     the game's end (an engine failing, a flag, an illegal move, a rule) is returned.
 
-    The first engine's first move is Python's (``ucinewgame``, ``isready``: runner.play.uci)
-    and so is the second engine's ``ucinewgame`` + ``isready``; then, where runner.play.relay
-    can, the moves (the second engine's first one on) are relayed below Python until the game
-    ends or the referee does not follow the relay; the rest is Python's again."""
+    Where runner.play.relay can take the game (UCI on both sides, no pondering, the compiled
+    pipes), both engines get ``ucinewgame`` + ``isready`` at once (:func:`_new_game`) and
+    the moves, the first one on, are relayed below Python until the game ends or the referee
+    does not follow the relay; the rest, and a game the relay cannot take, is Python's."""
     g = _Plies(spec, board, procs, moves, comments, [] if sans is None else sans, clocks,
                await _adjudicator(spec, resume), emit=emit, attempt=attempt,
                move_data=move_data, mobility=mobility, stall_timeout=stall_timeout,
                grace=grace, ready_timeout=ready_timeout)
-    relayable = not (spec.white.ponder or spec.black.ponder) and pipes.native() is not None
-    while True:
-        end = await _python_moves(g, pondering, until_relay=relayable)
+    if not (spec.white.ponder or spec.black.ponder) and pipes.native() is not None \
+            and _both_uci(procs):
+        end = await _new_game(g)
         if end is not None:
             return end
-        relayable = False  # once: a relay the referee left is not taken again
-        relay = open_relay(spec, procs, {c: go for c, (_, go) in g.fixed.items() if go})
+        relay = None if g.unready else \
+            open_relay(spec, procs, {c: go for c, (_, go) in g.fixed.items() if go})
         if relay is not None:
             try:
                 end = await _relay_moves(g, relay)
@@ -1064,19 +1065,51 @@ async def _play_moves(spec: GameSpec, board: chess.Board, procs: dict[chess.Colo
                 relay.close()
             if end is not None:
                 return end
+    return await _python_moves(g, pondering)
 
 
-async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
-                        until_relay: bool) -> _End | None:
-    """The moves played through runner.play.uci (and python-chess's XBoard): the game's end,
-    or None when ``until_relay`` once both engines have had ``ucinewgame`` + ``isready`` (the
-    second's first ``go``, UCI on both sides, is left to the relay) or have moved."""
+async def _new_game(g: _Plies) -> _End | None:
+    """Both engines' ``ucinewgame`` + ``isready`` (runner.play.uci) at once, each within
+    its ready timeout, before the first ``go``: the game's end when the side to move was
+    not ready (as :func:`_python_moves` ends it). The other's failure is kept in
+    ``g.unready``, met at its first turn (after the first move, as if it were asked then).
+    Both exchanges are driven by their engines' output in this task: no task made for them."""
+    colors = (g.board.turn, not g.board.turn)
+    exchanges = [UciMove(g.procs[c].protocol, "", None, True, c, ready_timeout=g.stop_timeout(c))
+                 for c in colors]
+    answers: dict[chess.Color, asyncio.Future[UciReply | None]] = {}
+    for color, exchange in zip(colors, exchanges, strict=True):
+        try:
+            answers[color] = exchange.start()
+        except chess.engine.EngineError as exc:  # dead, or not idle
+            g.unready[color] = exc
+    try:
+        for color, answer in answers.items():
+            try:
+                await answer
+            except (NotReady, chess.engine.EngineError) as exc:
+                g.unready[color] = exc
+            else:
+                g.engaged.add(color)
+    except BaseException:  # cancelled (a TD's stop): neither exchange goes on
+        for exchange in exchanges:
+            exchange.end()
+            if exchange.result.done() and not exchange.result.cancelled():
+                exchange.result.exception()  # (retrieved: no "never retrieved" warning)
+        raise
+    mover = colors[0]
+    if mover in g.unready:
+        return _failed_move(g.unready[mover], g.procs[mover], g.board, mover, g.infinite)
+    return None
+
+
+async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering]) -> _End:
+    """The moves played through runner.play.uci (and python-chess's XBoard) to the game's
+    end: ``ucinewgame`` + ``isready`` first for an engine that has not had them."""
     spec, board, procs, moves, clocks = g.spec, g.board, g.procs, g.moves, g.clocks
     engaged, fixed = g.engaged, g.fixed
     while True:
         color = board.turn
-        if until_relay and len(engaged) == 2:
-            return None
         proc = procs[color]
         engine = proc.config
         timeout = g.timeout(color)
@@ -1084,14 +1117,10 @@ async def _python_moves(g: _Plies, pondering: dict[chess.Color, Pondering],
         proto = proc.protocol
         called = time.monotonic()
         new_game = color not in engaged
-        engaged.add(color)
-        if until_relay and new_game and len(engaged) == 2 and _both_uci(procs):
-            try:  # its first go is the relay's: only ucinewgame + isready here
-                await _uci_exchange(UciMove(proto, "", None, True, color,
-                                            ready_timeout=g.stop_timeout(color)))
-            except (_NotReady, chess.engine.EngineError) as exc:
-                return _failed_move(exc, proc, board, color, g.infinite)
-            return None
+        if new_game:
+            if color in g.unready:  # not ready for the game (:func:`_new_game`)
+                return _failed_move(g.unready[color], proc, board, color, g.infinite)
+            engaged.add(color)
         ponder = pondering.pop(color, None)
         try:
             if ponder is not None and moves and moves[-1] == ponder.expected:

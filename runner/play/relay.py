@@ -1,8 +1,8 @@
 """A game's moves relayed below Python: one engine's ``bestmove`` handed to the other engine
 by the compiled pipes (runner.play._pipes.Relay), without waiting for the event loop.
 
-Once the first engine of a UCI game has made its first move and the second has answered its
-``ucinewgame`` + ``isready`` (both through runner.play.uci), :class:`MoveRelay` arms the relay with
+Once both engines of a UCI game have answered their ``ucinewgame`` + ``isready`` (sent to both
+at once through runner.play.uci at the game's start), :class:`MoveRelay` arms the relay with
 the game's position line, each side's go line (a fixed one for Nodes/Depth/MoveTime and
 infinite time controls, else the clocks, kept in C with the arithmetic of
 runner.domain.timecontrol's ``Clock``) and the margin. When the reader thread of the side to
