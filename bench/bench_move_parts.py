@@ -40,6 +40,7 @@ import bench_vs_peers as peers_bench  # noqa: E402
 from runner.domain import adjudication  # noqa: E402
 from runner.play import engines, pipes, referee, relay, uci  # noqa: E402
 from runner.service import recording  # noqa: E402
+from runner.store import writer  # noqa: E402
 
 CPU: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
@@ -57,16 +58,17 @@ PARTS: list[tuple[Any, str, str]] = [
     (uci.UciMove, "__init__", "the move's exchange made (UciMove)"),
     (uci.UciMove, "start", "position + go written (the clock starts)"),
     (referee, "_played", "the reply as python-chess's PlayResult"),
-    (referee, "_refused", "the move's legality (resigned, none, not pseudo-legal)"),
+    (referee, "_plainly_pseudo_legal", "the move's legality: the quick yes from the bitboards"),
+    (referee, "_refused", "a refused move's end (resigned, none, not pseudo-legal)"),
     (referee, "_pv", "the PV checked on a board"),
     (referee, "_push", "SAN, the move pushed, its king left safe (the rest of its legality)"),
-    (referee, "searched_info", "the search info kept"),
     (referee, "_comment", "the PGN comment"),
-    (referee, "_moves_left", "the moves left told by the SAN or a free king step"),
+    (referee, "_moves_left", "the moves left told by the SAN, a pawn's push or a free king step"),
     (referee, "natural_end", "mate, stalemate, repetition, fifty moves"),
     (adjudication.Adjudicator, "update", "adjudication (TCEC rules, Syzygy)"),
     (referee, "_move_event", "the MovePlayed event (FEN, clocks)"),
-    (recording.GameEmit, "__call__", "the event's sinks (store, console, live views)"),
+    (recording.GameEmit, "__call__", "the events' sinks but the moves' (store, console, live views)"),
+    (writer.StoreWriter, "append", "a move queued for the store's writer (no move views here)"),
 ]
 
 

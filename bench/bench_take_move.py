@@ -102,6 +102,8 @@ def one_pass(games: list[tuple[int, list[str], list[Ply]]]) -> tuple[float, int,
         g.emit, g.attempt, g.move_data, g.mobility = events.append, 1, None, RMobility()
         g.adjudicator = Adjudicator(AdjudicationConfig(max_moves=150))
         g.margin, g.infinite, g.repetitions = 0.0, True, RepetitionWindow()
+        if "emit_move" in referee._Plies.__slots__:  # (a checkout since the seventh pass)
+            g.wanted, g.emit_move = True, events.append
         for color, move, info, seconds, pv in plies:
             start = time.thread_time()
             step = referee._take_move(g, color, move, info, seconds, pv)

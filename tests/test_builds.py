@@ -204,3 +204,30 @@ def test_a_link_moved_to_another_build_is_seen_without_walking_its_path(tmp_path
     assert cached_build(Engine()) is None  # another file now: hashed again, off the loop
     assert build_of(Engine()).digest != first.digest
     assert build_of(Engine()).files == {str(link): sha(new)}
+
+
+def test_an_unchanged_build_is_the_same_build_until_a_file_changes(tmp_path: Path) -> None:
+    """The check before every game finds the engine's files as they were: the Build of last
+    time (its digest not made again); a file rewritten gives a new Build once hashed."""
+    from runner.play.enginebuild import build_of, cached_build
+
+    binary = tmp_path / "engine"
+    binary.write_bytes(b"first build")
+    net = tmp_path / "net.nnue"
+    net.write_bytes(b"weights")
+
+    class Engine:
+        command, args, options, working_dir = str(binary), (), {"EvalFile": str(net)}, None
+
+    first = build_of(Engine())
+    again = cached_build(Engine())
+    assert again is not None and again.digest == first.digest and again.files == first.files
+    assert cached_build(Engine()) is again  # nothing changed: last time's build
+    replaced = tmp_path / "new"
+    replaced.write_bytes(b"other weights")
+    os.replace(replaced, net)
+    assert cached_build(Engine()) is None  # changed: hashed off the loop (build_of)
+    rebuilt = build_of(Engine())
+    now = cached_build(Engine())
+    assert now is not None and now.digest == rebuilt.digest != first.digest
+    assert now.files == {str(binary): sha(binary), str(net): sha(net)}

@@ -267,3 +267,25 @@ def test_real_game_emits_started_every_ply_and_finished(white, black) -> None:
         assert getattr(before, f"{other}_clock_ms") == getattr(after, f"{other}_clock_ms")
     for m in events:
         assert event_from_json(roundtrip(event_to_json(m))) == m
+
+
+def test_a_specs_config_parts_are_converted_once_and_each_json_is_its_own() -> None:
+    """spec_to_json with a memo converts the event's config parts (the engines, the time
+    control, the adjudication: the same objects in every game's spec) once each: every
+    game's JSON is what the conversion without one gives, and a game's JSON changed at its
+    top level leaves the next game's as it was."""
+    first = full_spec()
+    second = GameSpec(**{**vars(first), "game_id": 8, "round": 3,
+                         "opening": Opening(index=13, name="", fen=None, moves=("d2d4",))})
+    parts: dict = {}
+    one = spec_to_json(first, parts)
+    assert set(parts) == {id(first.white), id(first.black), id(first.time_control),
+                          id(first.adjudication)}
+    converted = {key: id(json) for key, (_, json) in parts.items()}
+    one["white"]["name"] = "changed"  # (a caller's own copy of the top level)
+    del one["black"]
+    two = spec_to_json(second, parts)
+    plain = spec_to_json(second)
+    assert two == plain and list(two) == list(plain)  # the same keys in the same order
+    assert {key: id(json) for key, (_, json) in parts.items()} == converted  # once each
+    assert spec_from_json(roundtrip(two)) == second

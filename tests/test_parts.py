@@ -152,6 +152,46 @@ def test_a_move_goes_to_the_move_log_and_to_the_views_that_show_moves_only(paire
     assert [m["uci"] for m in store.logged_moves(game.game_id)] == ["e2e4"]
 
 
+def test_a_records_commit_wakes_the_loop_once_views_first_then_the_game(paired: Any) -> None:
+    """A finished game's commit reaches the loop in one callback from the writer thread: the
+    views are shown the GameFinished, then the game's task waiting in ``settled`` goes on
+    (the views have it by then); nothing else is scheduled from the writer for it."""
+    config, store, _ = paired
+    game = store.games(1)[0]
+    record = make_record(Schedule(config, store, EventWrites(store), print).spec_for(game), "1-0")
+    ends = SeenNoMoves()
+
+    async def main() -> tuple[int, list[str]]:
+        loop = asyncio.get_running_loop()
+        calls: list[object] = []
+        real = loop.call_soon_threadsafe
+
+        def counted(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(callback)
+            return real(callback, *args, **kwargs)
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        writer = StoreWriter(store.path).start()
+        try:
+            sink = StoreSink(store, writer)
+            router = EventRouter(sink, [ends])
+            router.publish(placeholder_started(game, record, 1))
+            await sink.settled(game.game_id)
+            calls.clear()
+            router.publish(GameFinished(game.game_id, record, 1))
+            await sink.settled(game.game_id)
+            seen_at_settled = ends.kinds()
+        finally:
+            writer.close()
+            del loop.call_soon_threadsafe
+        return len(calls), seen_at_settled
+
+    wakes, seen = asyncio.run(main())
+    assert wakes == 1
+    assert seen == ["started", "finished"]
+    assert next(g for g in store.games(1) if g.game_id == game.game_id).status == "finished"
+
+
 def test_a_decision_already_applied_leaves_the_game_unrecorded_and_unshown(paired: Any) -> None:
     """The TD's mark runs in the record's transaction: when it refuses (the command was
     applied by an earlier run), neither the record nor the views see the game."""

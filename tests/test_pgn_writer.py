@@ -98,3 +98,19 @@ def test_a_tag_python_chess_refuses_is_refused_on_both_paths() -> None:
             with pytest.raises(ValueError, match=words):
                 write_game(tags, None, ["e2e4"], [""], None, sans=sans)
     assert _both({"Event": "line\nbreak", "Result": "*"}, None, ["e2e4"], [""], None, ["e4"])
+
+
+def test_the_time_tags_are_strftimes_text() -> None:
+    """GameStartTime/GameEndTime, written out field by field, are what strftime writes
+    (``%Y-%m-%dT%H:%M:%S.`` + milliseconds + `` UTC``)."""
+    from datetime import UTC, datetime
+
+    from runner.domain.gamerecord import _utc_tag
+
+    rng = random.Random(8)
+    for _ in range(2000):
+        moment = datetime(rng.randint(1000, 9999), rng.randint(1, 12), rng.randint(1, 28),
+                          rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59),
+                          rng.randint(0, 999999), tzinfo=UTC)
+        assert _utc_tag(moment) == moment.strftime("%Y-%m-%dT%H:%M:%S.") \
+            + f"{moment.microsecond // 1000:03d} UTC"

@@ -15,7 +15,7 @@ import chess
 import chess.engine
 import chess.pgn
 
-from runner.domain.adjudication import RepetitionWindow, king_can_step, natural_end
+from runner.domain.adjudication import RepetitionWindow, king_can_step, natural_end, pawn_can_push
 from runner.domain.rmobility import RMobility
 from runner.play import referee
 
@@ -108,7 +108,9 @@ def test_the_moves_left_after_a_move_as_its_san_tells() -> None:
     assert referee._moves_left("Qh7#", boxed) == 0
     assert referee._moves_left("Nf3+", boxed) == 1
     assert referee._moves_left("O-O", boxed) is None and referee._moves_left("e8=Q", boxed) is None
-    assert referee._moves_left("Nf3", free) is None  # the king is boxed in by its own pieces
+    assert referee._moves_left("Nf3", free) == 1  # its king boxed in, a pawn can push
+    boxed_in = chess.Board("k7/8/8/8/8/p7/P7/KB6 w - - 0 1")  # b2 attacked, a2 blocked
+    assert referee._moves_left("Kb8", boxed_in) is None and any(boxed_in.legal_moves)
     assert referee._moves_left("Kf1", chess.Board("4k3/8/8/8/8/8/8/4K3 b - - 0 1")) == 1
     mate = chess.Board("7k/8/6K1/8/8/8/8/Q7 w - - 0 1")
     san = referee._push(mate, mate.parse_san("Qa8"), None)
@@ -138,14 +140,17 @@ def _recorded_positions() -> list[chess.Board]:
     return boards
 
 
+STALEMATES = ("k7/8/1QK5/8/8/8/8/8 b - - 0 1", "8/5b2/5P2/8/p7/1k6/p7/K7 w - - 1 122",
+              "8/8/3q4/4R3/6pp/3k1p2/7K/3n1r2 w - - 0 116",
+              "5kbQ/8/1P3BP1/8/8/4R3/6N1/6K1 b - - 0 103")
+
+
 def test_a_free_king_step_is_python_chess_s_legal_king_step() -> None:
     """Out of check, :func:`king_can_step` says what python-chess's legal moves say: the
     king has a move that is no castling. Over the recorded games' positions (the most of
     them), random games' (Chess960, checks, castling) and stalemates, whose natural end
     is then python-chess's."""
-    stalemates = [chess.Board(fen) for fen in (
-        "k7/8/1QK5/8/8/8/8/8 b - - 0 1", "8/5b2/5P2/8/p7/1k6/p7/K7 w - - 1 122",
-        "8/8/3q4/4R3/6pp/3k1p2/7K/3n1r2 w - - 0 116", "5kbQ/8/1P3BP1/8/8/4R3/6N1/6K1 b - - 0 103")]
+    stalemates = [chess.Board(fen) for fen in STALEMATES]
     recorded = _recorded_positions()
     seen = {True: 0, False: 0}
     for board in recorded + _positions(53, 40) + stalemates:
@@ -158,6 +163,36 @@ def test_a_free_king_step_is_python_chess_s_legal_king_step() -> None:
         left = 1 if steps else None
         assert natural_end(board, left, False) == natural_end(board, None, False), board.fen()
     assert len(recorded) > 3000 and seen[True] > 3000 and seen[False] > 200, seen
+
+
+def test_a_pawn_that_can_push_has_python_chess_s_legal_push() -> None:
+    """Out of check, when :func:`pawn_can_push` says yes, python-chess has a legal push of a
+    pawn one square (its natural end then the same), over the recorded games' positions,
+    random games' (Chess960, checks), positions with pinned pawns and stalemates (none of
+    them a yes)."""
+    pinned = [chess.Board(fen) for fen in (
+        "4k3/8/8/8/8/8/4P3/4KR2 w - - 0 1",  # the e-pawn on its king's file: it may push
+        "4k3/4r3/8/8/8/8/4P3/4K3 w - - 0 1",  # pinned on the file: it may still push
+        "7k/8/8/8/1b6/8/3P4/4K3 w - - 0 1",  # pinned on the diagonal: no push is legal
+        "4k3/8/8/8/8/8/r2PK3/8 w - - 0 1",  # pinned on the rank: no push is legal
+        "8/8/8/8/8/3p4/3P4/K6k w - - 0 1")]  # blocked: no push at all
+    stalemates = [chess.Board(fen) for fen in STALEMATES]
+    recorded = _recorded_positions()
+    seen = {True: 0, False: 0}
+    for board in recorded + _positions(54, 40) + pinned + stalemates:
+        if board.is_check():
+            continue
+        said = pawn_can_push(board)
+        seen[said] += 1
+        if not said:
+            continue
+        step = 8 if board.turn else -8
+        assert any(board.pawns & chess.BB_SQUARES[m.from_square] and m.to_square == m.from_square + step
+                   for m in board.legal_moves), board.fen()
+        assert natural_end(board, 1, False) == natural_end(board, None, False), board.fen()
+    assert [pawn_can_push(board) for board in pinned] == [False, False, False, False, False]
+    assert not any(pawn_can_push(board) for board in stalemates)
+    assert len(recorded) > 3000 and seen[True] > 2000 and seen[False] > 500, seen
 
 
 def test_a_pinned_piece_or_a_king_stepping_into_check_is_refused_the_board_unchanged() -> None:
@@ -251,7 +286,8 @@ def test_the_comment_from_the_score_s_parts_is_the_comment_of_the_score() -> Non
                 f"{referee.format_score(score)}/{depth} {referee.format_seconds(seconds)}" if depth
                 else f"{referee.format_score(score)} {referee.format_seconds(seconds)}")
             cp, mate = (None, None) if score is None else (score.score(), score.mate())
-            assert referee._comment(cp, mate, depth, round(seconds * 1000)) == want
+            for _ in range(2):  # (the second time from the texts kept: the same)
+                assert referee._comment(cp, mate, depth, round(seconds * 1000)) == want
             info = {} if score is None else {"score": chess.engine.PovScore(score, chess.BLACK)}
             if depth is not None:
                 info["depth"] = depth

@@ -104,3 +104,38 @@ def test_a_mate_in_the_book_is_dropped_and_the_moves_after_it_are_not_read() -> 
     assert book.kept == ["f2f3", "e7e5", "g2g4"] and book.sans == ["f3", "e5", "g4"]
     with pytest.raises(RefereeError, match="illegal book move 'e2e5'"):
         _book(Opening(1, "bad", None, ("f2f3", "e7e5", "e2e5")), False)
+
+
+def test_a_book_move_is_read_as_python_chess_reads_it() -> None:
+    """The next book move's quick reading (a plain move or a king's step, then python-chess's
+    ``is_into_check``) gives what ``parse_uci`` gives (None for an illegal or null move) on
+    random positions of standard chess and Chess960, for every legal move, castling in
+    both notations, and random moves."""
+    from runner.play.referee import _legal
+
+    def parsed(board: chess.Board, uci: str) -> chess.Move | None:
+        try:
+            move = board.parse_uci(uci)
+        except ValueError:
+            return None
+        return move if move else None
+
+    rng = random.Random(52)
+    checked = 0
+    for game in range(60):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if game % 3 == 0 \
+            else chess.Board()
+        for _ in range(70):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            tries = [m.uci() for m in legal] + ["e1g1", "e1c1", "e8g8", "e8c8", "e1h1",
+                                                "e8a8", "0000", "e7e8q", "a2a4", "zz"]
+            tries += [chess.Move(rng.randrange(64), rng.randrange(64)).uci() for _ in range(10)]
+            for uci in tries:
+                want, got = parsed(board, uci), _legal(board, uci)
+                assert got == want, (board.fen(), uci)
+                assert got is None or got.uci() == want.uci()  # type: ignore[union-attr]
+                checked += 1
+            board.push(rng.choice(legal))
+    assert checked > 20000

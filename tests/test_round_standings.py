@@ -26,10 +26,10 @@ from runner.domain.standings import compute_standings, tally
 from runner.render.standings_report import render_standings
 from runner.service.results import KeptResults
 from runner.service.schedule import Schedule
-from runner.service.td.rules import apply_rewind, apply_withdraw
+from runner.service.td.rules import apply_rewind, apply_withdraw, forfeits_due
 from runner.service.views import roundstandings
 from runner.store import queries
-from runner.store.database import Store, StoredRound
+from runner.store.database import Store, StoredGame, StoredRound
 
 TIEBREAKS = ["SonnebornBerger", "RMobility", "Wins", "DirectEncounter", "Buchholz",
              "MedianBuchholz", "ProgressiveScore", "BlackGames"]
@@ -115,9 +115,41 @@ class Witness:
         self.rounds: list[tuple[list[StoredRound], list[StoredRound]]] = []  # kept, read
 
         monkeypatch.setattr(Schedule, "history", paired_from)
+        # the games each round is played from, beside a read of the store at that moment;
+        # each game the loop starts without asking the store, beside what the store says
+        unfinished, listed = Schedule.unfinished, Schedule.listed_unchanged
+        self.played_from: list[tuple[list[StoredGame], list[StoredGame]]] = []
+        self.unasked: list[tuple[StoredGame, str | None, dict[int, str]]] = []
+
+        def games_of(schedule: Schedule, number: int) -> list[StoredGame]:
+            games = unfinished(schedule, number)
+            self.played_from.append((games, [g for g in scratch_games(config, number)
+                                             if g.status != "finished"]))
+            return games
+
+        def unchanged(schedule: Schedule, game: StoredGame) -> bool:
+            same = listed(schedule, game)
+            if same:
+                now = {g.game_id: g for g in scratch_games(config, game.round)}.get(game.game_id)
+                store = Store.open_readonly(config.database)
+                assert store is not None
+                try:
+                    self.unasked.append((game, None if now is None else now.status,
+                                         forfeits_due(store, [game])))
+                finally:
+                    store.close()
+            return same
+
+        monkeypatch.setattr(Schedule, "unfinished", games_of)
+        monkeypatch.setattr(Schedule, "listed_unchanged", unchanged)
 
     def check(self) -> None:
         assert self.seen and self.results and self.histories
+        assert self.played_from and self.unasked
+        for played, read in self.played_from:
+            assert played == read
+        for _game, status, due in self.unasked:
+            assert status == "scheduled" and not due
         for records, scratch in self.histories:
             assert records == scratch
         for kept_rounds, read_rounds in self.rounds:  # the rounds paired from (KeptResults)
@@ -126,6 +158,16 @@ class Witness:
             assert kept == fresh
         for table, scratch in self.seen:
             assert table == scratch
+
+
+def scratch_games(config: Config, number: int) -> list[StoredGame]:
+    """Round ``number``'s games read on a connection of their own."""
+    store = Store.open_readonly(config.database)
+    assert store is not None
+    try:
+        return store.games(number)
+    finally:
+        store.close()
 
 
 def first_game_of(config: Config, number: int) -> int:
@@ -288,3 +330,56 @@ def test_kept_results_are_read_again_after_any_write(tmp_path: Path, writer: str
         assert kept.read() is again
     finally:
         store.close()
+
+
+def test_a_round_just_paired_is_played_from_the_games_stored_without_reading_them_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round the run pairs is played from the games it stored (equal to a read of the
+    store: the Witness), without reading them back while nothing else was written."""
+    config = load_config(loop_config(tmp_path, players=4, Rounds=3))
+    witness = Witness(config, monkeypatch)
+    reads: list[int | None] = []
+    games = Store.games
+
+    def counted(store: Store, round_number: int | None = None) -> list[StoredGame]:
+        if not store.readonly:  # (the run's store, not the witness's)
+            reads.append(round_number)
+        return games(store, round_number)
+
+    monkeypatch.setattr(Store, "games", counted)
+    assert cli_run(config, run_args(), play_game=backend()) == 0
+    witness.check()
+    assert len(witness.played_from) == 3
+    assert not {1, 2, 3} & set(reads)
+
+
+def test_games_listed_are_asked_of_the_store_again_after_any_write(tmp_path: Path) -> None:
+    """The games of a round listed by Schedule.unfinished are known unchanged only while
+    nothing is written to the store: a write on another connection (a TD decision) makes
+    the loop ask the store again before it starts them."""
+    config = load_config(loop_config(tmp_path, players=4, Rounds=2))
+    assert cli_run(config, run_args(), play_game=backend()) == 0
+    other = sqlite3.connect(config.database)
+    try:
+        with other:  # round 2 as if not played yet
+            other.execute("UPDATE games SET status='scheduled', result=NULL, reason=NULL, "
+                          "finish_seq=NULL WHERE round=2")
+        store = Store.open(config.database)
+        try:
+            schedule = Schedule(config, store, None, lambda *_a, **_k: None)  # type: ignore[arg-type]
+            listed = schedule.unfinished(2)
+            assert listed and listed == store.games(2)
+            assert all(schedule.listed_unchanged(g) for g in listed)
+            assert not any(schedule.listed_unchanged(g) for g in store.games(1))
+            with other:  # the TD settles the first of them
+                other.execute("UPDATE games SET status='finished', result='1-0' WHERE "
+                              "game_id=?", (listed[0].game_id,))
+            assert not any(schedule.listed_unchanged(g) for g in listed)
+            assert schedule.unfinished(2) == listed[1:]
+            store.conn.execute("UPDATE games SET status='finished', result='1-0' WHERE "
+                               "game_id=?", (listed[1].game_id,))  # on its own connection
+            assert not schedule.listed_unchanged(listed[2])
+        finally:
+            store.close()
+    finally:
+        other.close()

@@ -15,7 +15,12 @@ import pytest
 from runner.config import DEFAULT_TIEBREAKS, TIEBREAKS
 from runner.domain.models import EventResults, PlayedGame, RoundResult
 from runner.domain.standings import compute_standings, first_place_tie
-from runner.render.standings_report import fmt_num, render_standings
+from runner.render.standings_report import (
+    distinguishing_places,
+    fmt_num,
+    fmt_places,
+    render_standings,
+)
 
 TCEC = list(DEFAULT_TIEBREAKS)
 RES = {"1": "1-0", "0": "0-1", "=": "1/2-1/2"}
@@ -552,3 +557,85 @@ def test_sums_in_half_points_are_the_fraction_sums(seed: int) -> None:
         assert row.extra_score == (want["extra"] if row.extra_games else None)
         for key in chain:
             assert row.tiebreaks[key] == want[key] and type(row.tiebreaks[key]) is F, key
+
+
+def _decimal_text(value: F, digits: int) -> str:
+    """fmt_num's text as it was made with Decimal (the reference)."""
+    from decimal import Decimal
+
+    if value.denominator == 1:
+        return str(value.numerator)
+    scaled = value * 10**digits
+    if scaled.denominator != 1:
+        return f"{float(value):.{digits}f}"
+    text = format(Decimal(scaled.numerator).scaleb(-digits), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+_VALUES = [F(n, d) for n in range(-130, 131, 3)
+           for d in (1, 2, 3, 4, 5, 8, 16, 25, 64, 125, 1024, 4096, 10**6, 2 * 10**6, 3 * 10**6)]
+
+
+@pytest.mark.parametrize("digits", [0, 1, 2, 6, 9])
+def test_numbers_print_as_their_decimal_text(digits: int) -> None:
+    """A tiebreak's text (made in integers) is the Decimal text it was, for any value."""
+    for value in _VALUES:
+        assert fmt_num(value, digits) == _decimal_text(value, digits), value
+
+
+def test_rmobility_places_are_those_of_fraction_rounding() -> None:
+    """The fewest places that tell values apart, and a value at those places, as rounding
+    the Fractions (half to even) gives them."""
+    from decimal import Decimal
+
+    def reference(values: list[F | None], most: int = 12) -> int:
+        known = sorted({v for v in values if v is not None})
+        for places in range(most + 1):
+            if len({round(v * 10**places) for v in known}) == len(known):
+                return places
+        return most
+
+    for group in ([F(6), F(11, 2), F(2499, 1000)], [F(1, 3), F(1, 3) + F(1, 10**9), None],
+                  [F(5, 2), F(7, 2), F(-5, 2), F(1, 8), F(3, 8)], [F(n, 7) for n in range(40)],
+                  [None], []):
+        assert distinguishing_places(group) == reference(group)
+    for value in _VALUES:
+        for places in (1, 2, 3, 5):
+            expected = str(value.numerator) if value.denominator == 1 else format(
+                Decimal(round(value * 10**places)).scaleb(-places), "f")
+            assert fmt_places(value, places) == expected, (value, places)
+
+
+def test_tables_align_as_ljust_and_rjust_do() -> None:
+    from runner.render.tables import text_table
+
+    header = ["#", "Engine", "Score", "R1"]
+    body = [["1", "Stockfish ½", "10.5", "2:1w"], ["12", "E\x1b[31m", "", "BYE"],
+            ["3", "", "7", ""], ["4", "{0} {x}", "½", "WD"]]
+    text = text_table(header, body, right={0, 2})
+    rows = [header, *[[c.replace("\x1b", "\\x1b") for c in row] for row in body]]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in (0, 2) else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    assert text == "\n".join([line(header), line(["-" * w for w in widths]),
+                              *map(line, rows[1:])])
+    with pytest.raises(ValueError):
+        text_table(header, [["1", "2"]])
+
+
+def test_a_ranking_kept_for_other_games_is_not_taken() -> None:
+    """Two events with the same rounds, byes and game counts but one result changed are
+    ranked each on its own (the rankings kept are looked up by their rounds' games)."""
+    from runner.service.views.snapshotdoc import ranked
+
+    def event(result: str) -> EventResults:
+        games = (PlayedGame(1, 1, "A", "B", "1-0"), PlayedGame(1, 2, "B", "A", result))
+        return EventResults(("A", "B", "C"), 2, (RoundResult(1, games, "C"),))
+
+    won, lost = event("1-0"), event("0-1")
+    assert ranked(won, DEFAULT_TIEBREAKS) == compute_standings(won, DEFAULT_TIEBREAKS)
+    assert ranked(lost, DEFAULT_TIEBREAKS) == compute_standings(lost, DEFAULT_TIEBREAKS)
+    assert ranked(won, DEFAULT_TIEBREAKS) != ranked(lost, DEFAULT_TIEBREAKS)

@@ -18,6 +18,8 @@ Rules (TCEC rules 6.b-6.c, docs/referee.md, and the config keys under
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 import chess
@@ -68,6 +70,25 @@ def natural_end(board: chess.Board, legal_moves: int | None = None,
     if board.halfmove_clock >= 100:
         return End(DRAW, "Draw by fifty moves rule")
     return None
+
+
+# each square's lines: the rank, file and diagonals through it (python-chess's BB_RAYS)
+_LINES = [functools.reduce(operator.or_, chess.BB_RAYS[square]) for square in chess.SQUARES]
+
+
+def pawn_can_push(board: chess.Board) -> bool:
+    """Has the side to move a pawn off every line through its king with the square ahead of
+    it empty? Asked only out of check (as :func:`king_can_step`), where that push is a legal
+    move: a piece off its king's lines is pinned by nothing, and moving it (not en passant)
+    opens no line to the king. Then it has one, without generating any (a few bitboard
+    operations: most positions with pawns)."""
+    turn = board.turn
+    king = board.king(turn)
+    if king is None:
+        return False
+    pawns = board.pawns & board.occupied_co[turn] & ~_LINES[king]
+    ahead = pawns << 8 if turn else pawns >> 8
+    return bool(ahead & ~board.occupied & chess.BB_ALL)
 
 
 def king_can_step(board: chess.Board) -> bool:

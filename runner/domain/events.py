@@ -12,6 +12,7 @@ network. The wire form carries ``"v": EVENT_VERSION``; docs/state.md documents i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -258,9 +259,35 @@ def event_from_json(data: dict[str, Any]) -> GameEvent:
     raise EventFormatError(f"unknown game event kind {kind!r}")
 
 
-def spec_to_json(spec: GameSpec) -> dict[str, Any]:
-    """Everything a backend needs to play the game, as plain JSON (no paths resolved anew)."""
-    data = _plain(spec)
+PartsMemo = MutableMapping[int, tuple[Any, dict[str, Any]]]  # spec_to_json's ``parts``
+_SPEC_PARTS = frozenset(("white", "black", "time_control", "adjudication"))
+
+
+def spec_to_json(spec: GameSpec, parts: PartsMemo | None = None) -> dict[str, Any]:
+    """Everything a backend needs to play the game, as plain JSON (no paths resolved anew).
+
+    ``parts``: the caller's memo of the event's config parts as JSON (the engines, the time
+    control, the adjudication: the same objects in every game's spec), by the part's id
+    with the part kept beside its JSON (so that its id is no other object's meanwhile);
+    each part is then converted once, and every spec gets a copy of its top level (what is
+    nested in it, an engine's options or arguments, is shared: JSON to read, not change).
+    """
+    names = _FIELDS.get(GameSpec)
+    if names is None:
+        names = _FIELDS[GameSpec] = tuple(f.name for f in dataclasses.fields(GameSpec))
+    simple = _SIMPLE_TYPES
+    data: dict[str, Any] = {}
+    for name in names:
+        v = getattr(spec, name)
+        if type(v) in simple:
+            data[name] = v
+        elif parts is None or name not in _SPEC_PARTS:
+            data[name] = _plain(v)
+        else:
+            kept = parts.get(id(v))
+            if kept is None or kept[0] is not v:
+                kept = parts[id(v)] = (v, _plain(v))
+            data[name] = dict(kept[1])
     data["v"] = EVENT_VERSION
     return data
 

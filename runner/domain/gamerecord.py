@@ -30,7 +30,10 @@ LOG_TAG = "EngineLog"  # the PGN tag naming a kept engine log (runner.play.engin
 
 
 def _utc_tag(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+    """``%Y-%m-%dT%H:%M:%S.mmm UTC`` (strftime's fields, written out: one format, no parse
+    of a format string per call)."""
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
+            f"{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d} UTC")
 
 
 def _duration_tag(seconds: float) -> str:
@@ -40,12 +43,14 @@ def _duration_tag(seconds: float) -> str:
 
 def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], comments: list[str],
               end: End, start: datetime, finish: datetime, rmobility: str | None,
-              extra: dict[str, str] | None = None, sans: Sequence[str] | None = None) -> str:
-    """The game's PGN, as cutechess writes it (runner.domain.pgn, shared with the cutechess backend)."""
+              extra: dict[str, str] | None = None, sans: Sequence[str] | None = None,
+              start_fen: str | None = None) -> str:
+    """The game's PGN, as cutechess writes it (runner.domain.pgn, shared with the cutechess
+    backend); ``start_fen``: ``fen(start_board)``, when the caller has it."""
     tags: dict[str, str] = {
         "Event": spec.event,
         "Site": spec.site,
-        "Date": start.strftime("%Y.%m.%d"),
+        "Date": f"{start.year:04d}.{start.month:02d}.{start.day:02d}",  # %Y.%m.%d
         "Round": spec.round_label,
         "White": spec.white.name,
         "Black": spec.black.name,
@@ -72,7 +77,7 @@ def build_pgn(spec: GameSpec, start_board: chess.Board, moves: list[str], commen
     if spec.withdrawn:
         tags[WITHDRAWN_TAG] = ", ".join(spec.withdrawn)
     tags.update(extra or {})
-    return write_game(tags, fen(start_board), moves, comments, end.reason, sans=sans,
+    return write_game(tags, fen(start_board) if start_fen is None else start_fen, moves, comments, end.reason, sans=sans,
                       chess960=start_board.chess960)
 
 
@@ -129,7 +134,7 @@ def game_record(spec: GameSpec, start_board: chess.Board, moves: list[str],
     if sans is not None and len(sans) != len(moves):
         sans = None  # not the moves played: the PGN replays them instead
     pgn = build_pgn(spec, start_board, moves, pgn_comments, end, started, finished, rmob, extra,
-                    sans=sans)
+                    sans=sans, start_fen=start_text)
     return GameRecord(
         white=spec.white.name, black=spec.black.name, result=end.result, reason=end.reason,
         termination=end.termination, termination_details=end.details, moves=list(moves),

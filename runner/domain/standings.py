@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -108,7 +108,7 @@ class _Player:
     black: int = 0
     sb: Fraction = Fraction(0)
     rmob: Fraction = Fraction(0)
-    rmob_wins: int = 0  # decisive games won: a whole r-mobility point each (added at the end)
+    rmob_wins: int = 0  # decisive games won: a whole r-mobility point each (beside rmob)
     extra_score: Fraction = Fraction(0)
     extra_halves: int = 0
     extra_games: int = 0
@@ -119,18 +119,26 @@ class _Player:
     points_vs: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # half points
 
     def copy(self) -> _Player:
-        """A copy to add games to (this one is left as it is)."""
-        return replace(self, history=list(self.history), bye_rounds=list(self.bye_rounds),
-                       round_halves=defaultdict(int, self.round_halves),
-                       round_opponent=dict(self.round_opponent),
-                       points_vs=defaultdict(int, self.points_vs))
+        """A copy to add games to (this one is left as it is): its fields as they are, its
+        lists and dicts copied (made without ``dataclasses.replace``, which calls
+        ``__init__`` through every field's default: the runner copies each engine's counts
+        after every round)."""
+        new = object.__new__(_Player)
+        new.__dict__.update(self.__dict__)
+        new.history, new.bye_rounds = list(self.history), list(self.bye_rounds)
+        new.round_halves = defaultdict(int, self.round_halves)
+        new.round_opponent = dict(self.round_opponent)
+        new.points_vs = defaultdict(int, self.points_vs)
+        return new
 
 
 @dataclass(frozen=True)
 class Tally:
     """Every engine's counts after ``rounds`` (:func:`tally`): what :func:`compute_standings`
     goes on from when the results it ranks begin with the same rounds, so a caller that
-    ranks an event after each round adds only the new rounds' games. Never changed."""
+    ranks an event after each round adds only the new rounds' games. Its counts are never
+    changed (a ranking of exactly its rounds uses its players as they are, and sets only
+    what it derives from their counts: the same values each time)."""
 
     seeds: tuple[str, ...]
     games_per_match: int
@@ -155,13 +163,16 @@ _HALVES = {r: (round(2 * white_score(r)), 2 - round(2 * white_score(r))) for r i
 _POINTS = {h: Fraction(h, 2) for h in (0, 1, 2)}
 
 
-def _counted(results: EventResults, rounds: tuple[RoundResult, ...], base: Tally | None
-             ) -> dict[str, _Player]:
+def _counted(results: EventResults, rounds: tuple[RoundResult, ...], base: Tally | None,
+             shared: bool = False) -> dict[str, _Player]:
     """The players with the games and byes of ``rounds`` (``results``' rounds in number
-    order) counted: those of ``base`` copied when its rounds are the first of them."""
+    order) counted: those of ``base`` copied when its rounds are the first of them (with
+    ``shared``, ``base``'s own when the later rounds add nothing to count)."""
     k = len(base.rounds) if base is not None else 0
     if base is not None and base.seeds == results.seeds \
             and base.games_per_match == results.games_per_match and rounds[:k] == base.rounds:
+        if shared and not any(r.games or r.bye is not None for r in rounds[k:]):
+            return base.players  # (counted as they are: nothing to add)
         players = {name: p.copy() for name, p in base.players.items()}
     else:
         players, k = {name: _Player(name, i + 1) for i, name in enumerate(results.seeds)}, 0
@@ -182,13 +193,23 @@ def _counted(results: EventResults, rounds: tuple[RoundResult, ...], base: Tally
     return players
 
 
+def _halves(halves: int) -> Fraction:
+    """``Fraction(halves, 2)``: one of a table made once for the usual values (a ranking
+    makes several per engine after every game)."""
+    return _HALF[halves] if 0 <= halves < len(_HALF) else Fraction(halves, 2)
+
+
+_HALF = tuple(Fraction(h, 2) for h in range(256))
+
+
 def _collect(results: EventResults, base: Tally | None = None) -> dict[str, _Player]:
-    players = _counted(results, tuple(sorted(results.rounds, key=lambda r: r.number)), base)
+    """The players of ``results`` counted (``base``'s own when it counts all of them: only
+    the values derived from the counts are set, never a count)."""
+    players = _counted(results, tuple(sorted(results.rounds, key=lambda r: r.number)), base,
+                       shared=True)
     for p in players.values():
-        p.score = Fraction(p.halves, 2)
-        p.extra_score = Fraction(p.extra_halves, 2)
-        if p.rmob_wins:
-            p.rmob += p.rmob_wins
+        p.score = _halves(p.halves)
+        p.extra_score = _halves(p.extra_halves)
     for p in players.values():  # SB needs everyone's final score: sum of score x points
         p.sb = Fraction(sum(players[o].halves * h for o, h in p.points_vs.items()), 4)
     return players
@@ -260,6 +281,7 @@ _EXTRA = attrgetter("extra")  # (a game's extra flag, read in C: round_numbers r
 def _values(players: dict[str, _Player], results: EventResults) -> dict[str, dict[str, Fraction]]:
     """Every numeric tiebreak for every player (DirectEncounter is group-relative: not here)."""
     numbered = round_numbers(results)
+    bye = bye_points(results.games_per_match)
     out: dict[str, dict[str, Fraction]] = {}
     for name, p in players.items():
         opp = _opponent_halves(p, players)
@@ -268,14 +290,15 @@ def _values(players: dict[str, _Player], results: EventResults) -> dict[str, dic
         for number in numbered:
             running += p.round_halves.get(number, 0)
             progressive += running
+        rmob = p.rmob + p.rmob_wins if p.rmob_wins else p.rmob
         out[name] = {
             "SonnebornBerger": p.sb,
-            "RMobility": p.rmob + bye_points(results.games_per_match) * p.byes,
-            "Wins": Fraction(p.wins),
-            "Buchholz": Fraction(sum(opp), 2),
-            "MedianBuchholz": Fraction(sum(median), 2),
-            "ProgressiveScore": Fraction(progressive, 2),
-            "BlackGames": Fraction(p.black),
+            "RMobility": rmob + bye * p.byes if p.byes else rmob,
+            "Wins": _halves(2 * p.wins),
+            "Buchholz": _halves(sum(opp)),
+            "MedianBuchholz": _halves(sum(median)),
+            "ProgressiveScore": _halves(progressive),
+            "BlackGames": _halves(2 * p.black),
         }
     return out
 

@@ -18,6 +18,9 @@ from runner.domain.events import GameEvent, ResumePoint
 from runner.domain.models import GameRecord, GameSpec
 
 Emit = Callable[[GameEvent], None]
+# An Emit may carry ``move``: a callable that takes a MovePlayed as the Emit itself would
+# (recording.GameEmit's: the router's move path), which a backend may call instead for its
+# moves (the referee does: one call and one type test fewer per ply).
 # an engine process started for the game: (pid, create_time); what it returns is awaited
 # by the referee when it is a future (the row committed before the engine plays)
 OnProcess = Callable[[int, float], Any]

@@ -62,14 +62,24 @@ def _build(files: dict[str, str]) -> Build:
     return Build(hashlib.sha256("\n".join(files.values()).encode()).hexdigest(), files)
 
 
+_LAST: dict[tuple[str, ...], Build] = {}  # the last build of each list of files named
+
+
 def cached_build(engine: Any) -> Build | None:
     """build_of when none of the engine's files changed since they were last hashed (a
-    ``stat`` each: cheap enough for an event loop), else None (build_of must read them)."""
+    ``stat`` each: cheap enough for an event loop), else None (build_of must read them).
+    The same files with the same digests as last time give the same Build (not hashed
+    into a digest again: an event checks its engines' builds before every game)."""
+    names = tuple(_named_files(engine))
     try:
-        files = {path: file_digest(path, cached_only=True) for path in _named_files(engine)}
+        digests = [file_digest(path, cached_only=True) for path in names]
     except _NotCached:
         return None
-    return _build(files)
+    last = _LAST.get(names)
+    if last is not None and list(last.files.values()) == digests:
+        return last
+    build = _LAST[names] = _build(dict(zip(names, digests, strict=True)))
+    return build
 
 
 def build_difference(name: str, recorded: dict[str, Any], now: Build, named: bool = True) -> str:

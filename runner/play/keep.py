@@ -47,6 +47,8 @@ def clashing(idle: Sequence[_Idle], engine: EngineConfig) -> list[_Idle]:
     """The idle engines that hold a device ``engine`` is given (runner.domain.gpus) and
     are not the kept process it may take: closed before it starts."""
     mine = env_devices(engine)
+    if not mine:  # (most engines: no device, so no clash; no look at the idle ones)
+        return []
     return [entry for entry in idle if env_devices(entry.proc.config) & mine
             and (entry.proc.config.name, entry.proc.config.env) != (engine.name, engine.env)]
 

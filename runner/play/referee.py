@@ -27,6 +27,7 @@ from runner.domain.adjudication import (
     Verdict,
     king_can_step,
     natural_end,
+    pawn_can_push,
 )
 from runner.domain.adjudication import End as _End
 from runner.domain.adjudication import win_for as _win_for
@@ -35,6 +36,7 @@ from runner.domain.events import (
     GameFinished,
     GameStarted,
     MovePlayed,
+    PartsMemo,
     ResumePoint,
     parse_utc,
     spec_to_json,
@@ -177,14 +179,31 @@ def move_comment(info: chess.engine.InfoDict, mover: chess.Color, seconds: float
     return _comment(score.score(), score.mate(), info.get("depth"), round(seconds * 1000))
 
 
+# the texts of the centipawn scores (|cp| < 2048) and move times (under 10 s) asked so far:
+# a ply's comment is then two look-ups and one format (they repeat from ply to ply)
+_CP_TEXTS: dict[int, str] = {}
+_MS_TEXTS: dict[int, str] = {}
+
+
 def _comment(cp: int | None, mate: int | None, depth: int | None, ms: int) -> str:
     """:func:`move_comment` of the mover's score (its ``score()`` and ``mate()``, both None
     without one) at ``depth``, ``ms`` milliseconds (``round(seconds * 1000)``)."""
-    if cp is None and mate is None:
-        return _ms_text(ms)
-    if depth:
-        return f"{_score_text(cp, mate)}/{depth} {_ms_text(ms)}"
-    return f"{_score_text(cp, mate)} {_ms_text(ms)}"
+    time_text = _MS_TEXTS.get(ms)
+    if time_text is None:
+        time_text = _ms_text(ms)
+        if 0 <= ms < 10000:
+            _MS_TEXTS[ms] = time_text
+    if mate is not None:
+        score = _score_text(cp, mate)
+    elif cp is None:
+        return time_text
+    else:
+        score = _CP_TEXTS.get(cp)  # type: ignore[assignment]
+        if score is None:
+            score = _score_text(cp, None)
+            if -2048 < cp < 2048:
+                _CP_TEXTS[cp] = score
+    return f"{score}/{depth} {time_text}" if depth else f"{score} {time_text}"
 
 
 # --------------------------------------------------------------------------- the game
@@ -280,8 +299,8 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
         except ValueError:
             raise RefereeError(f"opening {opening.name or opening.index!r}: illegal book move "  # type: ignore[union-attr]
                                f"{uci!r} in {board.fen()}") from None
-        zeroing = board.is_zeroing(move)
         san = board.san_and_push(move)
+        zeroing = board.halfmove_clock == 0  # a pawn move or a capture reset it
         following = _legal(board, book[ply + 1]) if ply + 1 < len(book) else None
         # a legal next book move: the side to move has one (no mate or stalemate to look for)
         if natural_end(board, 1 if following is not None else _moves_left(san, board)) is not None:
@@ -298,7 +317,18 @@ def _book(opening: Opening | None, chess960: bool) -> _Book:
 
 def _legal(board: chess.Board, uci: str) -> chess.Move | None:
     """``uci`` as python-chess reads it on ``board``; None when it is not a legal move there
-    (or the null move, which python-chess reads without a look at the position)."""
+    (or the null move, which python-chess reads without a look at the position).
+
+    Most book moves (a piece's plain move or capture, a king's step: :func:`_plainly_pseudo_legal`)
+    are read as they are written, asking python-chess only whether they leave the king
+    attacked (``is_into_check``): ``parse_uci``'s own test, without its castling rewrites
+    (none of these moves is one) and its full ``is_pseudo_legal``."""
+    try:
+        move = chess.Move.from_uci(uci)
+    except ValueError:
+        return None
+    if move and _plainly_pseudo_legal(board, move):
+        return None if board.is_into_check(move) else move
     try:
         move = board.parse_uci(uci)
     except ValueError:
@@ -636,6 +666,13 @@ def _clock_ms(clock: Clock) -> int | None:
     return None if clock.tc.infinite else int(round(clock.remaining * 1000))
 
 
+# the event's config parts as JSON for GameStarted (spec_to_json's memo: the same engines,
+# time control and adjudication objects in every game's spec; new ones when Gpus hands the
+# engines over, hence the bound)
+_SPEC_JSON: PartsMemo = {}
+_SPEC_JSON_KEPT = 32
+
+
 def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProcess],
                 start_board: chess.Board, book: list[str], book_sans: list[str], started: datetime,
                 clocks: dict[chess.Color, Clock], attempt: int,
@@ -651,6 +688,8 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
 
     white_ms, black_ms = _clock_ms(clocks[chess.WHITE]), _clock_ms(clocks[chess.BLACK])
     now_ms = int(time.time() * 1000)
+    if len(_SPEC_JSON) > _SPEC_JSON_KEPT:
+        _SPEC_JSON.clear()
     emit(GameStarted(
         game_id=spec.game_id, white=spec.white.name, black=spec.black.name,
         white_id=id_name(chess.WHITE), black_id=id_name(chess.BLACK),
@@ -658,7 +697,7 @@ def _emit_start(emit: Emit, spec: GameSpec, procs: dict[chess.Color, EngineProce
         book_plies=resume.book_plies if resume is not None else len(book),
         white_clock_ms=white_ms, black_clock_ms=black_ms,
         resumed_from_ply=resume.ply if resume is not None else 0,
-        attempt=attempt, spec=spec_to_json(spec), worker=worker, at_ms=now_ms,
+        attempt=attempt, spec=spec_to_json(spec, _SPEC_JSON), worker=worker, at_ms=now_ms,
         played_by=resume.workers if resume is not None else ()))
     if resume is not None:
         return
@@ -840,27 +879,24 @@ def _failed_move(exc: BaseException, proc: EngineProcess, board: chess.Board, co
     return _illegal(color, text)
 
 
-def _move_event(game_id: int, ply: int, uci: str, san: str, board: chess.Board,
-                clocks: dict[chess.Color, Clock], ms: int, cp: int | None, mate: int | None,
-                info: dict[str, Any], pv: Any, comment: str,
-                adjudicator: Adjudicator, attempt: int) -> MovePlayed:
-    """The MovePlayed event of the move just pushed on ``board``, ``ms`` on the mover's
-    clock, its score's ``score()`` and ``mate()`` (both None without one)."""
+def _move_event(g: _Plies, uci: str, san: str, ms: int, cp: int | None, mate: int | None,
+                depth: int | None, info: dict[str, Any], pv: Any, comment: str) -> MovePlayed:
+    """The MovePlayed event of the move just pushed on ``g.board`` (ply ``len(g.moves)``),
+    ``ms`` on the mover's clock, its score's ``score()`` and ``mate()`` (both None without
+    one), its ``depth``; every field passed in place (no keyword matched per ply)."""
+    adjudicator = g.adjudicator
     draw = adjudicator.draw_window
-    white, black = clocks[chess.WHITE], clocks[chess.BLACK]
-    timed = not white.tc.infinite  # (both clocks have the game's time control)
+    if g.infinite:
+        white_ms = black_ms = None
+    else:  # round(x) of a float is the int int(round(x)) is
+        clocks = g.clocks
+        white_ms = round(clocks[chess.WHITE].remaining * 1000)
+        black_ms = round(clocks[chess.BLACK].remaining * 1000)
     get = info.get
-    # round(x) of a float is the int int(round(x)) is
-    return MovePlayed(
-        game_id, ply, uci, san, fen(board),
-        round(white.remaining * 1000) if timed else None,
-        round(black.remaining * 1000) if timed else None,
-        time_ms=ms, score_cp=cp, mate=mate,  # (score_cp: None for a mate score)
-        depth=get("depth"), seldepth=get("seldepth"), nodes=get("nodes"), nps=get("nps"),
-        tbhits=get("tbhits"), pv=pv, comment=comment,
-        draw_plies=draw.count if draw is not None else 0,
-        win_plies=adjudicator.win_count, attempt=attempt,
-        at_ms=int(time.time() * 1000))
+    return MovePlayed(g.spec.game_id, len(g.moves), uci, san, fen(g.board), white_ms, black_ms,
+                      ms, False, cp, mate, depth, get("seldepth"), get("nodes"), get("nps"),
+                      get("tbhits"), pv, comment, int(time.time() * 1000),
+                      draw.count if draw is not None else 0, adjudicator.win_count, g.attempt)
 
 
 def _move_timeout(infinite: bool, engine: EngineConfig, clock: Clock, slack: float,
@@ -962,12 +998,13 @@ def _push(board: chess.Board, move: chess.Move, mobility: RMobility | None) -> s
 def _moves_left(san: str, board: chess.Board) -> int | None:
     """What is known, without generating moves, of the legal moves left to the side to move
     on ``board`` after the move ``san`` (python-chess's SAN): none after a mate (``#``), some
-    after a check (``+``) and, out of check, some when its king can step to a free square
-    (:func:`king_can_step`, most positions); None: not known."""
+    after a check (``+``) and, out of check, some when a pawn of it can push
+    (:func:`pawn_can_push`) or its king can step to a free square (:func:`king_can_step`):
+    most positions; None: not known."""
     last = san[-1]
     if last == "#":
         return 0
-    return 1 if last == "+" or king_can_step(board) else None
+    return 1 if last == "+" or pawn_can_push(board) or king_can_step(board) else None
 
 
 async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str) -> None:
@@ -975,14 +1012,6 @@ async def _settle_mobility(mobility: RMobility, board: chess.Board, result: str)
     copy of the last position in a thread: the loop serves the other games meanwhile."""
     if mobility.pending and result not in (WHITE_WIN, BLACK_WIN):
         await asyncio.to_thread(mobility.settle, board.copy(stack=mobility.pending))
-
-
-def _record_move(event: MovePlayed, move_data: list[MovePlayed] | None, emit: Emit | None) -> None:
-    """Keep the move's event for the record and hand it to ``emit``."""
-    if move_data is not None:
-        move_data.append(event)
-    if emit is not None:
-        emit(event)
 
 
 def _ponder_next(pondering: dict[chess.Color, Pondering], color: chess.Color,
@@ -1001,7 +1030,7 @@ class _Plies:
     __slots__ = ("spec", "board", "procs", "moves", "comments", "sans", "clocks", "emit",
                  "attempt", "move_data", "mobility", "adjudicator", "position", "margin",
                  "infinite", "stall_timeout", "grace", "ready_timeout", "engaged", "unready",
-                 "fixed", "repetitions")
+                 "fixed", "repetitions", "wanted", "emit_move")
 
     def __init__(self, spec: GameSpec, board: chess.Board, procs: dict[chess.Color, EngineProcess],
                  moves: list[str], comments: list[str], sans: list[str],
@@ -1011,6 +1040,10 @@ class _Plies:
         self.emit: Emit | None = more["emit"]
         self.attempt: int = more["attempt"]
         self.move_data: list[MovePlayed] | None = more["move_data"]
+        # each ply's MovePlayed: made when the emit or the record takes it, emitted through
+        # the emit's move path when it has one (runner.play.backend.Emit)
+        self.wanted = self.emit is not None or self.move_data is not None
+        self.emit_move: Callable[[MovePlayed], None] | None = getattr(self.emit, "move", self.emit)
         self.mobility: RMobility | None = more["mobility"]
         self.stall_timeout: float = more["stall_timeout"]
         self.grace: float = more["grace"]
@@ -1160,10 +1193,10 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
     engine = proc.config
     if not _in_time(g.infinite, engine, g.clocks[color], elapsed, g.margin):
         return _flag_fell(board, color)
-    refused = _refused(move, resigned, board, color, proc.protocol)
-    if refused is not None:
-        return refused
-    wanted = g.emit is not None or g.move_data is not None
+    if resigned or move is None or not (_plainly_pseudo_legal(board, move)
+                                        or board.is_pseudo_legal(move)):
+        return _refused(move, resigned, board, color, proc.protocol)
+    wanted = g.wanted
     if wanted and not isinstance(pv, tuple):
         pv = _pv(pv, board, engine.protocol == "xboard")
     san = _push(board, move, g.mobility)
@@ -1172,28 +1205,32 @@ async def _take_move(g: _Plies, color: chess.Color, move: chess.Move | None,
     uci = move.uci()
     g.moves.append(uci)
     g.sans.append(san)
-    info = searched_info(info)
-    pov = info.get("score")
+    # the mover's score (searched_info's rule: none reported at depth 0), its parts once
+    depth = info.get("depth")
+    pov = info.get("score") if depth != 0 else None
     if pov is None:
         score = cp = mate = None
     else:
-        score = pov.pov(color)
+        score = pov.relative if pov.turn == color else -pov.relative
         cp, mate = score.score(), score.mate()
     ms = round(elapsed * 1000)  # (the comment's time and the event's, as format_seconds rounds)
-    comment = _comment(cp, mate, info.get("depth"), ms)
+    comment = _comment(cp, mate, depth, ms)
     g.comments.append(comment)
     end = natural_end(board, _moves_left(san, board), g.repetitions.played(board))
     verdict = None
     adjudicator = g.adjudicator
     if end is None:
-        if adjudicator.will_probe(board):  # a Syzygy probe reads table files: off the loop
+        if adjudicator.tablebase is not None and adjudicator.will_probe(board):
+            # a Syzygy probe reads table files: off the loop
             verdict = await asyncio.to_thread(adjudicator.update, board, score)
         else:
             verdict = adjudicator.update(board, score)
     if wanted:
-        event = _move_event(g.spec.game_id, len(g.moves), uci, san, board, g.clocks, ms, cp, mate,
-                            info, pv, comment, adjudicator, g.attempt)
-        _record_move(event, g.move_data, g.emit)
+        event = _move_event(g, uci, san, ms, cp, mate, depth, info, pv, comment)
+        if g.move_data is not None:
+            g.move_data.append(event)
+        if g.emit_move is not None:
+            g.emit_move(event)
     if end is not None:
         return end
     if verdict is not None:
@@ -1213,7 +1250,7 @@ async def _relay_moves(g: _Plies, relay: MoveRelay) -> _End | None:
         proc = procs[color]
         proto = proc.protocol
         try:
-            event = await relay.next(color, go_at + g.timeout(color))
+            event = await relay.next(color, go_at, g.timeout)
         except (TimeoutError, chess.engine.EngineError) as exc:  # both engines go (not kept)
             return _failed_move(exc, proc, board, color, g.infinite)
         text, ponder, info, move = relay_reply(event, color)

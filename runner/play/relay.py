@@ -31,6 +31,7 @@ import asyncio
 import collections
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import chess
@@ -184,9 +185,11 @@ class MoveRelay:
         else:
             self._watch(self.deadline)
 
-    async def next(self, color: chess.Color, deadline: float) -> tuple[Any, ...]:
-        """The next move (of ``color``): TimeoutError when it has not come by ``deadline``
-        (monotonic), EngineTerminatedError when the engine exits first. One watchdog timer
+    async def next(self, color: chess.Color, go_at: float,
+                   timeout: Callable[[chess.Color], float]) -> tuple[Any, ...]:
+        """The next move (of ``color``): TimeoutError when it has not come by the deadline
+        ``go_at + timeout(color)`` (monotonic; asked only when the move is not in yet),
+        EngineTerminatedError when the engine exits first. One watchdog timer
         serves every move: it is set again only for a deadline earlier than its own.
         Moves queued in C are taken without waiting for the relay's timer, each after a
         turn of the loop (a batch of moves is checked one per turn: it never holds up the
@@ -201,7 +204,7 @@ class MoveRelay:
         if exit_code.done():
             raise chess.engine.EngineTerminatedError(
                 f"engine process dead (exit code: {exit_code.result()})")
-        self.deadline = deadline
+        self.deadline = deadline = go_at + timeout(color)
         if self.watchdog is None or deadline < self.watch_at:
             self._watch(deadline)
         self.waiting = self.loop.create_future()
@@ -240,7 +243,7 @@ class MoveRelay:
             return
         wait = min(stop_timeout, SETTLE_WAIT_S)
         with contextlib.suppress(TimeoutError, chess.engine.EngineTerminatedError):
-            self._drop(await self.next(color, time.monotonic() + wait))
+            self._drop(await self.next(color, time.monotonic(), lambda _: wait))
             proto.state = IDLE
 
     def _take_dropped(self) -> None:

@@ -36,22 +36,30 @@ def fmt_num(value: Fraction | None, digits: int = 6) -> str:
         return ""
     if value.denominator == 1:  # (a whole number: most scores and tiebreaks)
         return str(value.numerator)
-    scaled = value * 10**digits
-    if scaled.denominator != 1:
+    unit = 10**digits
+    if unit % value.denominator:  # (more decimals than ``digits``)
         return f"{float(value):.{digits}f}"
-    text = format(Decimal(scaled.numerator).scaleb(-digits), "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    whole, part = divmod(abs(value.numerator) * (unit // value.denominator), unit)
+    # as Decimal's fixed-point text of the scaled value, trailing zeros dropped
+    return f"{'-' if value < 0 else ''}{whole}.{part:0{digits}d}".rstrip("0").rstrip(".")
 
 
 def distinguishing_places(values: Sequence[Fraction | None], most: int = 12) -> int:
     """The fewest decimals (at most ``most``) at which values that differ still print
     differently, as TCEC's table shows r-mobility: 6, 5.5 and 2.4998 side by side, not
     6.00000000 beside 2.49975586."""
-    known = sorted({v for v in values if v is not None})
+    known = [(v.numerator, v.denominator) for v in sorted({v for v in values if v is not None})]
     for places in range(most + 1):
-        if len({round(v * 10**places) for v in known}) == len(known):
+        if len({_rounded(n * 10**places, d) for n, d in known}) == len(known):
             return places
     return most
+
+
+def _rounded(numerator: int, denominator: int) -> int:
+    """``round(Fraction(numerator, denominator))`` (half to even), in integers."""
+    whole, rest = divmod(numerator, denominator)
+    return whole + 1 if 2 * rest > denominator or (2 * rest == denominator and whole % 2) \
+        else whole
 
 
 def fmt_places(value: Fraction | None, places: int) -> str:
@@ -62,7 +70,8 @@ def fmt_places(value: Fraction | None, places: int) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     places = max(1, places)
-    return format(Decimal(round(value * 10**places)).scaleb(-places), "f")
+    return format(Decimal(_rounded(value.numerator * 10**places, value.denominator)
+                          ).scaleb(-places), "f")
 
 
 #: A game as a cell shows it ("1w": won with White, "½b": drawn with Black), by (result,
@@ -117,11 +126,11 @@ def _cells_by_round(results: EventResults, memo: CellMemo | None = None) -> dict
     return out
 
 
-def standings_title(results: EventResults) -> str:
+def standings_title(results: EventResults, numbers: Sequence[int] | None = None) -> str:
     """What the standings count, by rounds: "Standings after round 2, with 3 games of round
     3 (round 3 in progress)"; "Standings before round 1" only before any result."""
-    numbers = round_numbers(results)
-    complete = [r.number for r in results.rounds if r.complete and r.number in numbers]
+    shown = set(round_numbers(results) if numbers is None else numbers)  # (the caller's)
+    complete = [r.number for r in results.rounds if r.complete and r.number in shown]
     running = sorted((r for r in results.rounds if not r.complete), key=lambda r: r.number)
     text = f"Standings after round {max(complete)}" if complete else "Standings"
     counted = [(r.number, sum(1 for g in r.games if not g.extra)) for r in running]
@@ -136,9 +145,9 @@ def standings_title(results: EventResults) -> str:
     return text
 
 
-def _summary(rows: Sequence[StandingRow], results: EventResults) -> str:
+def _summary(rows: Sequence[StandingRow], results: EventResults, numbers: Sequence[int]) -> str:
     kind = "double rounds" if results.games_per_match == 2 else "single rounds"
-    return f"{standings_title(results)}: {len(rows)} engines, {kind}"
+    return f"{standings_title(results, numbers)}: {len(rows)} engines, {kind}"
 
 
 def _columns(tiebreaks: Sequence[str]) -> list[str]:
@@ -172,25 +181,27 @@ def _table(rows: Sequence[StandingRow], tiebreaks: Sequence[str]) -> tuple[list[
 
 def _crosstable(rows: Sequence[StandingRow], cells: dict[int, RoundCells]
                 ) -> tuple[list[str], list[list[str]]]:
-    index = {r.name: r.rank for r in rows}
+    names = [r.name for r in rows]
     header = ["#", "Engine", *[str(r.rank) for r in rows]]
     body = []
-    for r in rows:
+    for i, r in enumerate(rows):
         per_opp: dict[str, list[str]] = {}  # the scheduled games, in the history's order
         for round_cells in cells.values():
             mine = round_cells.get(r.name)
             if mine is not None:
                 for opp, text in mine[2].items():
                     per_opp.setdefault(opp, []).append(text)
-        line = ["*" if o.name == r.name else " ".join(per_opp.get(o.name, ())) for o in rows]
-        body.append([str(index[r.name]), r.label, *line])
+        texts = {opp: " ".join(games) for opp, games in per_opp.items()}
+        line = [texts.get(name, "") for name in names]
+        line[i] = "*"
+        body.append([str(r.rank), r.label, *line])
     return header, body
 
 
 def _round_table(rows: Sequence[StandingRow], results: EventResults,
-                 cells: dict[int, RoundCells]) -> tuple[list[str], list[list[str]]]:
+                 cells: dict[int, RoundCells], numbers: Sequence[int]
+                 ) -> tuple[list[str], list[list[str]]]:
     index = {r.name: r.rank for r in rows}
-    numbers = round_numbers(results)
     running = {r.number for r in results.rounds if not r.complete}
     header = ["#", "Engine", *[f"R{n}{'*' if n in running else ''}" for n in numbers]]
     body = []
@@ -258,10 +269,11 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
         raise ValueError(f"unknown standings format {fmt!r}: expected {' | '.join(FORMATS)}")
     by_round = _cells_by_round(results, cells)
     table, cross = _table(rows, chain), _crosstable(rows, by_round)
-    rounds = _round_table(rows, results, by_round)
+    numbers = round_numbers(results)
+    rounds = _round_table(rows, results, by_round, numbers)
     extras = _extra_games(results)
     if fmt == "markdown":
-        parts = [f"## {markdown_cell(_summary(rows, results))}", markdown_table(*table), "### Crosstable", markdown_table(*cross),
+        parts = [f"## {markdown_cell(_summary(rows, results, numbers))}", markdown_table(*table), "### Crosstable", markdown_table(*cross),
                  "### Rounds", markdown_table(*rounds)]
         if extras:
             parts += ["### Extra tie-break games",
@@ -272,7 +284,7 @@ def render_standings(rows: Sequence[StandingRow], results: EventResults, fmt: st
         parts.append(f"_{_legend(chain)}_")
         return "\n\n".join(parts) + "\n"
     numeric = {i for i, h in enumerate(table[0]) if h not in ("Place", "Engine", "Ahead by")}
-    parts = [_summary(rows, results), text_table(*table, right=numeric), "Crosstable",
+    parts = [_summary(rows, results, numbers), text_table(*table, right=numeric), "Crosstable",
              text_table(*cross, right={0}), "Rounds", text_table(*rounds, right={0})]
     if extras:
         parts += ["Extra tie-break games",
@@ -340,8 +352,8 @@ def standings_json(rows: Sequence[StandingRow], results: EventResults,
 def _csv(rows: Sequence[StandingRow], results: EventResults, tiebreaks: Sequence[str],
          ratings: Ratings | None = None) -> str:
     chain = _columns(tiebreaks)
-    _, rounds_body = _round_table(rows, results, _cells_by_round(results))
     numbers = round_numbers(results)
+    _, rounds_body = _round_table(rows, results, _cells_by_round(results), numbers)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["rank", "place", "engine", "seed", "score", "games", "wins", "draws", "losses",

@@ -17,12 +17,11 @@ def text_table(header: Sequence[str], body: Sequence[Sequence[str]],
     if not all("".join(row).isprintable() for row in rows):  # (each cell made printable)
         rows = [[printable(c) for c in row] for row in rows]
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
-    align = [str.rjust if i in right else str.ljust for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join([a(c, w) for a, c, w in zip(align, cells, widths, strict=True)]).rstrip()
-
-    return "\n".join([line(rows[0]), line(["-" * w for w in widths]), *map(line, rows[1:])])
+    # one format for every line (str.format pads as str.ljust and str.rjust do)
+    line = "  ".join([f"{{:{'>' if i in right else '<'}{w}}}"
+                      for i, w in enumerate(widths)]).format
+    return "\n".join([line(*rows[0]).rstrip(), line(*["-" * w for w in widths]).rstrip(),
+                      *[line(*cells).rstrip() for cells in rows[1:]]])
 
 
 def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:

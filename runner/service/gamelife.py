@@ -63,6 +63,12 @@ def record_from_log(spec: GameSpec, board: chess.Board, started: dict[str, Any],
                        worker=workers_tag(played_by(started, logged)))
 
 
+def _cancelling() -> int:
+    """How many cancellations of the current task are asked and not over (Task.cancelling)."""
+    task = asyncio.current_task()
+    return 0 if task is None else task.cancelling()
+
+
 def started_event(store: Store, game_id: int) -> dict[str, Any]:
     """The GameStarted its latest attempt logged ({} when none, or unreadable)."""
     try:
@@ -177,16 +183,25 @@ class GameLife:
         order = self.running.orders_for(game.game_id)
         if not order.done():
             play = asyncio.ensure_future(self._run_backend(game, spec, attempt, resume, seen))
+
+            def stop(_: Any) -> None:  # an order came: the backend's call is stopped
+                play.cancel()
+
+            # (a callback on the order, not a wait on both: the game's task awaits its play,
+            # and cancelling the game's task cancels the play and waits for it to end)
+            order.add_done_callback(stop)
+            asked = _cancelling()
             try:
-                await asyncio.wait({play, order}, return_when=asyncio.FIRST_COMPLETED)
+                record = await play
+            except asyncio.CancelledError:
+                if not order.done() or _cancelling() > asked:  # the game's task, or the backend
+                    raise
+            else:
+                if _cancelling() > asked:  # the game's task was cancelled as its play ended
+                    raise asyncio.CancelledError
+                return record  # (its order, if one came too, is run by the Director)
             finally:
-                if not play.done():  # an order came, or the game's task is cancelled
-                    play.cancel()
-                    await asyncio.wait({play})
-            if not play.cancelled():
-                return play.result()  # (its order, if one came too, is run by the Director)
-            if not order.done():  # the backend's call cancelled itself: a cancelled game
-                raise asyncio.CancelledError
+                order.remove_done_callback(stop)
         self.running.taken(game.game_id)
         return order.result()
 

@@ -76,7 +76,8 @@ class RestartTags:
 class GameEmit:
     """A game attempt's Emit (runner.play.backend): each event published through the
     :class:`Recorder`, its kind noted in ``seen``; a move (one every ply, with nothing to
-    add on the way: no tags, no record) handed straight to the router's move path."""
+    add on the way: no tags, no record) handed straight to the router's move path, which
+    it carries as ``move`` for a backend to call directly (runner.play.backend.Emit)."""
 
     __slots__ = ("recorder", "seen", "move")
 

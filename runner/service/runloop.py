@@ -275,7 +275,10 @@ class RunLoop:
     async def _still_to_play(self, game: StoredGame) -> bool:
         """False when a TD decision applied during the round settled the game: recorded
         (a forfeit), voided with its round (a rewind), or now lost by forfeit (its engine
-        was withdrawn with --now: recorded here)."""
+        was withdrawn with --now: recorded here). Not asked of the store while nothing was
+        written since the round's games were listed (Schedule.listed_unchanged)."""
+        if self.schedule.listed_unchanged(game):
+            return True
         return self.schedule.still_scheduled(game) and bool(
             await self._forfeit_withdrawn([game]))
 

@@ -23,7 +23,7 @@ from runner.service.results import KeptResults
 from runner.service.td.rules import forfeits_due
 from runner.service.writes import EventWrites
 from runner.store import queries
-from runner.store.database import Store, StoredGame, StoredRound
+from runner.store.database import Store, StoredGame, StoredRound, scheduled_game
 from runner.store.tdstore import swiss_games, withdrawn_before
 
 Say = Callable[..., None]
@@ -53,12 +53,20 @@ class Schedule:
         # round's summary and standings: runner.service.views.roundstandings)
         self.results = KeptResults(self.store)
         self._records: dict[int, tuple[StoredRound, RoundRecord]] = {}  # history(), by round
+        # the round last scheduled here, its games as stored, and the store's change mark
+        # once they were (None: not yet written): unfinished() without reading them back
+        self._scheduled: tuple[int, list[StoredGame], tuple[int, int] | None] | None = None
+        self._order: list[int] | None = None  # the event's opening order (read once)
+        # the last unfinished(): its round, its games' ids, the store's change mark then
+        self._listed: tuple[int, set[int], tuple[int, int]] | None = None
 
     async def written(self) -> None:
         """Wait until the schedule's writes (a round paired) are committed; the counts are
         read again."""
         await self.writes.written()
         self.changed()
+        if self._scheduled is not None and self._scheduled[2] is None:
+            self._scheduled = (*self._scheduled[:2], queries.change_mark(self.store.conn))
 
     def changed(self) -> None:
         """The schedule may have changed (a round paired, a TD withdrawal or rewind)."""
@@ -136,7 +144,9 @@ class Schedule:
                        excluded: frozenset[int], extra: bool) -> str:
         """Assign ids and openings (one per match, in playing order) and store the round;
         returns its games as the console names them (:func:`games_text`)."""
-        order = self.store.opening_order() if self.book else []
+        if self.book and self._order is None:  # (stored with the event, never changed)
+            self._order = self.store.opening_order()
+        order = self._order if self.book and self._order is not None else []
         first_match = self.store.next_match_index()
         next_id = self.store.next_game_id()
         match_of_pair: dict[int, int] = {}
@@ -153,6 +163,7 @@ class Schedule:
         self.writes.write(lambda store: store.add_round(number, pairs, bye, dropped, excluded,
                                                         rows, extra=extra))
         self._total_games = None
+        self._scheduled = (number, [scheduled_game(number, row, extra) for row in rows], None)
         return games_text(rows)
 
     def pair(self, number: int) -> None:
@@ -160,8 +171,14 @@ class Schedule:
         stored = self.results.rounds()  # store.rounds(), as the history's results were read
         excluded = stored[-1].excluded if stored else frozenset()
         s = self.config.swiss
-        withdrawn = withdrawn_before(self.store.conn, number)
-        plan = pair_round(self.store.seeds(), self.history(stored), number, s.games_per_match,
+        records = self.history(stored)
+        # the seeds and withdrawals as the same read has them (else read here)
+        results = self.results.read()
+        seeds = list(results.seeds) if results is not None else self.store.seeds()
+        withdrawn = frozenset(engine for engine, first in results.withdrawn
+                              if first <= number) if results is not None \
+            else withdrawn_before(self.store.conn, number)
+        plan = pair_round(seeds, records, number, s.games_per_match,
                           s.double_round_schedule, excluded, withdrawn)
         text = self.schedule_games(number, plan.games, plan.pairs, plan.bye,
                                    plan.dropped_history_rounds, frozenset(plan.excluded),
@@ -209,7 +226,24 @@ class Schedule:
         return results is not None and first_place_tie(results) is not None
 
     def unfinished(self, number: int) -> list[StoredGame]:
-        return [g for g in self.store.games(number) if g.status != "finished"]
+        """Round ``number``'s games not finished, in playing order: those this schedule
+        just stored when nothing was written since (:func:`queries.change_mark`), else read."""
+        known, mark = self._scheduled, queries.change_mark(self.store.conn)
+        if known is not None and known[0] == number and known[2] == mark:
+            games = list(known[1])
+        else:
+            self._scheduled = None
+            games = [g for g in self.store.games(number) if g.status != "finished"]
+        self._listed = (number, {g.game_id for g in games}, mark)
+        return games
+
+    def listed_unchanged(self, game: StoredGame) -> bool:
+        """Was ``game`` among the games the last :meth:`unfinished` listed, with nothing
+        written to the store since? (It is then still scheduled, and no forfeit is due for
+        it that the loop's check right after the listing did not find.)"""
+        listed = self._listed
+        return listed is not None and listed[0] == game.round and game.game_id in listed[1] \
+            and listed[2] == queries.change_mark(self.store.conn)
 
     def round_done(self, number: int) -> bool:
         return queries.unfinished_count(self.store.conn, number) == 0

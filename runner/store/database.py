@@ -52,7 +52,7 @@ from runner.store.writer import INSERT_MOVES, MoveRow
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "StoreError", "StoredGame", "StoredRound",
            "append_pgn", "atomic_write", "count_pgn_games", "damaged_state", "event_recorded", "file_identity",
-           "load_results", "remove_stale_temp_files"]
+           "load_results", "remove_stale_temp_files", "scheduled_game"]
 
 
 # --------------------------------------------------------------------------- the store
@@ -178,6 +178,17 @@ def move_data(text: str) -> Any:
         return _decode_move(text)
     except msgspec.MsgspecError:
         return json.loads(text)
+
+
+def scheduled_game(number: int, game: dict[str, Any], extra: bool) -> StoredGame:
+    """The game ``game`` of :meth:`Store.add_round`'s ``games`` (round ``number``) as
+    :meth:`Store.games` reads it back once stored (its Opening as it is: the stored JSON
+    gives back an equal one)."""
+    return StoredGame(
+        game_id=game["game_id"], round=number, game_in_round=game["game_in_round"],
+        pair_index=game["pair_index"], leg=game["leg"], white=game["white"],
+        black=game["black"], match_index=game["match_index"], opening=game["opening"],
+        extra=bool(extra), status="scheduled")
 
 
 def _game_from_row(row: Sequence[Any]) -> StoredGame:

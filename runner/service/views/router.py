@@ -8,11 +8,7 @@ sinks are views that report their own failures and never lose a game (compare fa
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from runner.domain.events import GameEvent, MovePlayed
 from runner.service.views.sink import PASSED, Sink, Then, ViewErrors
@@ -40,18 +36,9 @@ class EventRouter:
         if isinstance(event, MovePlayed):
             self.move(event)
             return
-        record = self.store.handle(event, then)  # RecordError propagates: the event must stop
-        if record is None:
+        # RecordError propagates: the event must stop; a record's views: once committed
+        if self.store.handle(event, then, lambda: self.show(event)) is None:
             self.show(event)
-            return
-        loop = asyncio.get_running_loop()
-
-        def committed(future: concurrent.futures.Future[Any]) -> None:
-            if future.exception() is None:
-                with contextlib.suppress(RuntimeError):  # the loop is closed: run over
-                    loop.call_soon_threadsafe(self.show, event)
-
-        record.add_done_callback(committed)
 
     def _move_shown(self, event: MovePlayed) -> None:
         self.store.move(event)

@@ -93,10 +93,11 @@ class EventViews:
             counts[g.result] = counts.get(g.result, 0) + 1
         bye_name = rd.bye if rd is not None else None
         bye = f"; bye: {bye_name}" if bye_name else ""
-        self.console.say(f"{label} {number} complete: {len(games)} games, white wins "
-                         f"{counts['1-0']}, black wins {counts['0-1']}, draws "
-                         f"{counts['1/2-1/2']}{bye}", always=True)
-        self.show_standings(results)
+        line = (f"{label} {number} complete: {len(games)} games, white wins {counts['1-0']}, "
+                f"black wins {counts['0-1']}, draws {counts['1/2-1/2']}{bye}")
+        table = self._standings_text(lambda: results)
+        # (one write for both: the same lines)
+        self.console.say(line if table is None else f"{line}\n{table}", always=True)
         if self.alerts.enabled:
             self.alerts.emit("round_ended", round=number, extra=label != "Round",
                              games=len(games), white_wins=counts["1-0"],
@@ -106,12 +107,18 @@ class EventViews:
     def show_standings(self, results: EventResults | None = None) -> None:
         """The standings table on the console (always, even with --quiet), of ``results``
         when the caller read them."""
+        table = self._standings_text(lambda: results if results is not None
+                                     else self.standings.results())
+        if table is not None:
+            self.console.say(table, always=True)
+
+    def _standings_text(self, results: Callable[[], EventResults | None]) -> str | None:
+        """The standings table of the results ``results`` gives, as the console shows it
+        (None: no results, or it failed: reported)."""
         table = None
         with self.errors.guard("the standings table"):
-            table = self.standings.text(results if results is not None
-                                        else self.standings.results())
-        if table:
-            self.console.say(table.rstrip("\n"), always=True)
+            table = self.standings.text(results())
+        return table.rstrip("\n") if table else None
 
     def close_progress(self) -> None:
         """The progress line, the EPD file, the GPU failure look-ups (before the store's

@@ -54,7 +54,27 @@ _SEARCH_KEYS = ("score_cp", "mate", "depth", "seldepth", "nodes", "nps", "tbhits
 
 
 
-_RANKED: dict[tuple[Any, ...], list[Any]] = {}  # the last rankings computed (ranked())
+class _RankKey:
+    """What a ranking is of (:func:`ranked`), hashed once by its rounds' numbers, byes,
+    states and game counts (not by every game: a long event has thousands, ranked after
+    each game) and compared whole."""
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, parts: tuple[Any, ...]) -> None:
+        seeds, gpm, tiebreaks, rounds, withdrawn = parts
+        self.parts = parts
+        self._hash = hash((seeds, gpm, tiebreaks, withdrawn,
+                           tuple([(r.number, r.bye, r.complete, len(r.games)) for r in rounds])))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _RankKey) and self.parts == other.parts
+
+
+_RANKED: dict[_RankKey, list[Any]] = {}  # the last rankings computed (ranked())
 _RANKED_LOCK = threading.Lock()
 
 
@@ -66,8 +86,9 @@ def ranked(results: EventResults, tiebreaks: Sequence[str], base: Tally | None =
     a game or a bye only (tests/test_state.py checks it), so a round just paired does not
     make it another one. The rows are shared: callers must not change them. ``base``: what
     the ranking may go on from (compute_standings: the same rows, in less time)."""
-    key = (results.seeds, results.games_per_match, tuple(tiebreaks),
-           tuple(r for r in results.rounds if r.games or r.bye is not None), results.withdrawn)
+    key = _RankKey((results.seeds, results.games_per_match, tuple(tiebreaks),
+                    tuple(r for r in results.rounds if r.games or r.bye is not None),
+                    results.withdrawn))
     with _RANKED_LOCK:
         rows = _RANKED.get(key)
     if rows is None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from runner.domain.events import GameEvent, GameFinished, GameStarted, MovePlayed, event_to_json
@@ -38,13 +40,16 @@ class StoreSink:
         assert store_writer.conn is not None, "start the writer first"
         self.thread_store = Store.on_writer_thread(store_writer.conn, store.path, store_writer.on_writer)
         self.pending: dict[int, list[concurrent.futures.Future[Any]]] = {}
-        self.records: dict[int, concurrent.futures.Future[Any]] = {}
+        # a game's record: its write's future, and the loop's future woken once it is done
+        self.records: dict[int, tuple[concurrent.futures.Future[Any], asyncio.Future[None]]] = {}
         self.move = store_writer.append  # a MovePlayed: queued for the writer thread
 
-    def handle(self, event: GameEvent, then: Then | None = None
-               ) -> concurrent.futures.Future[Any] | None:
+    def handle(self, event: GameEvent, then: Then | None = None,
+               shown: Callable[[], None] | None = None) -> concurrent.futures.Future[Any] | None:
         """Enqueue the event's write; for a GameFinished, the future of its record
-        (``then(connection)`` runs in the record's transaction: a TD decision's mark)."""
+        (``then(connection)`` runs in the record's transaction: a TD decision's mark;
+        ``shown()`` runs on the loop once it is committed, before :meth:`settled` returns:
+        :meth:`_woken`)."""
         if isinstance(event, MovePlayed):
             self.move(event)
             return None
@@ -65,9 +70,33 @@ class StoreSink:
                 gid, (lambda conn, rows: writer.record_game(gid, record, moves=rows))
                 if then is None else
                 (lambda conn, rows: writer.record_game(gid, record, moves=rows, then=then)))
-            self.records[gid] = future
+            self.records[gid] = (future, self._woken(future, shown))
             return future
         return None
+
+    @staticmethod
+    def _woken(future: concurrent.futures.Future[Any], shown: Callable[[], None] | None
+               ) -> asyncio.Future[None]:
+        """The loop's future done once the record's write is: one wake of the loop (one
+        callback from the writer thread), which runs ``shown`` (the views, when it was
+        committed) and then wakes the game's task waiting in :meth:`settled`."""
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+
+        def on_loop() -> None:
+            try:
+                if shown is not None and future.exception() is None:
+                    shown()
+            finally:
+                if not woken.done():  # (cancelled: its game's task was)
+                    woken.set_result(None)
+
+        def done(_: concurrent.futures.Future[Any]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
+                loop.call_soon_threadsafe(on_loop)
+
+        future.add_done_callback(done)
+        return woken
 
     def record_process(self, pid: int, create_time: float,
                        game_id: int | None) -> concurrent.futures.Future[Any]:
@@ -80,11 +109,14 @@ class StoreSink:
         (RecordError if it could not be committed)."""
         for future in self.pending.pop(game_id, ()):
             await _outcome(future)
-        future = self.records.pop(game_id, None)
-        if future is None:
+        record = self.records.pop(game_id, None)
+        if record is None:
             return
+        future, woken = record
         try:
-            await _outcome(future)
+            if not future.done():
+                await woken
+            future.result()
         except AlreadyDone:
             raise  # a TD decision applied already (by an earlier run): nothing was written
         except Exception as exc:  # noqa: BLE001 - disk full, I/O error, integrity: stop cleanly
@@ -98,7 +130,7 @@ class StoreSink:
         await asyncio.wrap_future(self.store_writer.submit(lambda conn: None))
         self.pending.clear()
         records, self.records = self.records, {}
-        for gid, future in records.items():
+        for gid, (future, _) in records.items():
             exc = future.exception()
             if exc is not None:
                 return str(self.record_error(gid, exc))
