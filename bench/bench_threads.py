@@ -5,11 +5,13 @@ Plays bench_vs_peers.py's games (Stockfish vs Ethereal at ``--nodes``, one round
 of books/default.pgn, each opening with colours reversed) as a swiss-runner event in a process
 of its own, twice: with ``--pairs`` openings and with ``--steady``. Each thread's CPU
 (user + system) is read from /proc/PID/task every 20 ms while the run lasts (a thread's last
-reading stands for it: up to 20 ms of a thread that ends before the run are lost, and /proc
-counts in scheduler ticks, 10 ms here); the marginal CPU per ply of each group is (the long
-run's - the short run's) / (the long run's plies - the short run's), so the start-up cancels
-out. ``--repeat`` runs each size that many times, in turn; the table gives the median with
-[lowest, highest] and the load averages. ``--pythonpath`` measures another checkout the
+reading stands for it: up to 20 ms of a thread that ends before the run are lost): its time
+on a CPU in nanoseconds (``schedstat``), or where the kernel keeps no schedstat its user and
+system times, which count in scheduler ticks (10 ms here: 6 us per ply of the difference).
+The marginal CPU per ply of each group is (the long run's - the short run's) / (the long
+run's plies - the short run's), so the start-up cancels out. ``--repeat`` runs each size
+that many times, in turn; the table gives the median with [lowest, highest] and the load
+averages. ``--pythonpath`` measures another checkout the
 same way (its compiled parts as it built them). Linux only (/proc).
 
     PATH=$PATH:/usr/games python bench/bench_threads.py [--pairs 32] [--steady 8]
@@ -49,9 +51,15 @@ def thread_cpu(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, flo
                 stat = Path(f"/proc/{proc.pid}/task/{tid}/stat").read_text()
             except OSError:
                 continue
+            try:  # its time on a CPU, in ns
+                on_cpu = int(Path(f"/proc/{proc.pid}/task/{tid}/schedstat").read_text()
+                             .split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                on_cpu = None  # no schedstat: user + system, in ticks
             fields = stat[stat.rindex(")") + 2:].split()
             name = stat[stat.index("(") + 1:stat.rindex(")")]
-            last[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+            last[int(tid)] = (name, on_cpu if on_cpu is not None
+                              else (int(fields[11]) + int(fields[12])) / tick)
         time.sleep(0.02)
     _, err = proc.communicate()
     if proc.returncode != 0:

@@ -1,6 +1,7 @@
 """Benchmark the store's writer thread: its CPU per move for what a run hands it.
 
     python bench/bench_writer.py [--games 32] [--book 8] [--plies 32] [--gap-ms 4] [--repeat 3]
+        [--interval 0.05]
 
 Replays, from one thread as the event loop does, what a run of one game at a time hands the
 writer (runner.store.writer.StoreWriter) for each game: its start (``restart``, the start job
@@ -10,7 +11,9 @@ PGN of the game), awaited as the loop awaits it; and each round's pairing (two g
 round, as in bench_vs_peers's event), awaited. Prints the writer thread's own CPU
 (``time.thread_time`` in the thread: user and system) per move, with its wakes; the median
 of ``--repeat`` runs. No engines: the writer alone, so two trees compare within a few
-percent where a whole run moves 10-30% on a shared machine.
+percent where a whole run moves 10-30% on a shared machine. ``--interval``: the writer's
+commit interval for moves (StoreWriter's ``interval``; the runner's is its default), to
+measure what the commits of the batches cost (docs/performance.md, seventh pass: writer3).
 """
 
 from __future__ import annotations
@@ -66,10 +69,13 @@ def game_moves(plies: int, seed: int) -> list[MovePlayed]:
     return out
 
 
-def one_run(games: int, book: int, plies: int, gap: float, work: Path) -> tuple[float, int, int]:
-    """(writer CPU s, moves, wakes) of one replay into a new database under ``work``."""
+def one_run(games: int, book: int, plies: int, gap: float, work: Path,
+            interval: float | None = None) -> tuple[float, int, int]:
+    """(writer CPU s, moves, wakes) of one replay into a new database under ``work``
+    (``interval``: the writer's commit interval, None for its default)."""
     store = Store.open(work / "bench.sqlite3")
-    writer = TimedWriter(store.path).start()
+    writer = (TimedWriter(store.path) if interval is None
+              else TimedWriter(store.path, interval=interval)).start()
     assert writer.conn is not None
     thread_store = Store.on_writer_thread(writer.conn, store.path, writer.on_writer)
     moves = 0
@@ -114,12 +120,14 @@ def main() -> None:
     ap.add_argument("--plies", type=int, default=32)
     ap.add_argument("--gap-ms", type=float, default=4.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--interval", type=float, default=None,
+                    help="the writer's commit interval for moves, s (default: its own)")
     args = ap.parse_args()
     per_move, wakes = [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             cpu, moves, woke = one_run(args.games, args.book, args.plies, args.gap_ms / 1000,
-                                       Path(tmp))
+                                       Path(tmp), args.interval)
         per_move.append(cpu / moves * 1e6)
         wakes.append(woke)
         print(f"writer CPU {cpu * 1000:.1f} ms for {moves} moves: {per_move[-1]:.1f} us/move, "
