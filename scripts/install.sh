@@ -31,8 +31,9 @@ RUNTIME_APT="stockfish ethereal-chess toga2 glaurung fairy-stockfish fairymax ph
 RUNTIME_EXTRAS="web,cluster"
 # The tests' Debian packages besides: Chromium (the dashboard's browser tests, through
 # Playwright), an SSH server (the tests of engines over ssh start one on loopback), the
-# gnuchess opening book and scid's ECO data (the book and ECO tests).
-TEST_APT="chromium openssh-server gnuchess-book scid-data"
+# gnuchess opening book and scid's ECO data (the book and ECO tests), valgrind (the test of
+# bench/bench_instructions.py, which counts the runner's instructions under callgrind).
+TEST_APT="chromium openssh-server gnuchess-book scid-data valgrind"
 # The tests' extras besides: pytest, hypothesis, playwright, ruff, httpx2, jsonschema.
 TEST_EXTRAS="dev"
 

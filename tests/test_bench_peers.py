@@ -161,3 +161,30 @@ def test_the_fresh_game_bench_measures_every_row_for_both_checkouts() -> None:
     for row in rows:
         cells = [cell.strip() for cell in row.strip("| \n").split("|")][1:]
         assert len(cells) == 3 and all(float(cell.split()[0]) > 0 for cell in cells), row
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("valgrind") and Path("/usr/games/stockfish").exists()
+                         and Path("/usr/games/ethereal-chess").exists()),
+                    reason="valgrind and Debian's stockfish and ethereal-chess are needed")
+def test_the_instruction_bench_counts_both_runs_and_the_same_plies_again() -> None:
+    """bench/bench_instructions.py in small, twice: every run counted under callgrind, the
+    marginal count per ply positive, and the same games give the same plies and nearly the
+    same count (the point of counting: CPU seconds here move 10-25% between runs)."""
+    def once() -> list[list[str]]:
+        run = subprocess.run([sys.executable, str(BENCH / "bench_instructions.py"), "--pairs",
+                              "2", "--steady", "1", "--nodes", "500"],
+                             cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+        rows = [[c.strip() for c in line.strip("| ").split("|")]
+                for line in run.stdout.splitlines() if line.startswith("| 1 ")]
+        assert len(rows) == 1, run.stdout
+        return rows[0]
+
+    first, second = once(), once()
+    long_plies, short_plies = (int(cell.split(",")[-1]) for cell in first[1:3])
+    assert long_plies > short_plies > 0, first
+    assert [c.split(",")[-1] for c in first[1:3]] == [c.split(",")[-1] for c in second[1:3]]
+    margins = [float(row[4].replace(",", "")) for row in (first, second)]
+    assert all(m > 0 for m in margins), (first, second)
+    assert abs(margins[0] - margins[1]) / margins[0] < 0.05, (first, second)
