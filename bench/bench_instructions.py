@@ -23,13 +23,11 @@ slower under callgrind: the two default runs take about 1.5 minutes. Needs valgr
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -54,15 +52,7 @@ def counted(argv: list[str], cwd: Path, env: dict[str, str]) -> int:
 
 def run(repo: Path, pairs: int, nodes: int, restart: str) -> tuple[int, int]:
     """One event of ``pairs`` openings played by the checkout ``repo``: instructions, plies."""
-    with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
-        work = Path(tmp)
-        book = peers.book_lines(pairs, work)
-        config = peers.event_config(work, pairs, nodes, book, restart)
-        env = {**os.environ, "PYTHONPATH": str(repo)}
-        count = counted([sys.executable, "-m", "runner", "run", str(config), "--quiet"], work,
-                        env)
-        _, plies = peers.engine_plies(work / "games.pgn")
-    return count, plies
+    return peers.measured_event(repo, pairs, nodes, restart, counted)
 
 
 def main() -> None:

@@ -25,7 +25,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -74,15 +73,7 @@ def thread_cpu(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, flo
 
 def run(repo: Path, pairs: int, nodes: int, restart: str) -> tuple[dict[str, float], int]:
     """One event of ``pairs`` openings played by the checkout ``repo``: CPU per group, plies."""
-    with tempfile.TemporaryDirectory(prefix="bench-threads-") as tmp:
-        work = Path(tmp)
-        book = peers.book_lines(pairs, work)
-        config = peers.event_config(work, pairs, nodes, book, restart)
-        env = {**os.environ, "PYTHONPATH": str(repo)}
-        groups = thread_cpu([sys.executable, "-m", "runner", "run", str(config), "--quiet"],
-                            work, env)
-        _, plies = peers.engine_plies(work / "games.pgn")
-    return groups, plies
+    return peers.measured_event(repo, pairs, nodes, restart, thread_cpu)
 
 
 def main() -> None:

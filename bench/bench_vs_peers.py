@@ -42,7 +42,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import chess.pgn
 import peers  # bench/peers.py
@@ -52,6 +54,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "books" / "default.pgn"
 ENGINES = [("Stockfish", "/usr/games/stockfish"), ("Ethereal", "/usr/games/ethereal-chess")]
+T = TypeVar("T")
 
 
 def book_lines(pairs: int, directory: Path) -> Path:
@@ -94,6 +97,21 @@ def event_config(work: Path, pairs: int, nodes: int, book: Path, restart: str) -
                     for n, c in ENGINES],
     }))
     return config
+
+
+def measured_event(repo: Path, pairs: int, nodes: int, restart: str,
+                   measure: Callable[[list[str], Path, dict[str, str]], T]) -> tuple[T, int]:
+    """These games as an event of ``pairs`` openings played by the checkout ``repo`` in a
+    process of its own, in a directory of its own: what ``measure(argv, cwd, env)`` (which
+    runs it) gives, and the engine plies."""
+    with tempfile.TemporaryDirectory(prefix="bench-event-") as tmp:
+        work = Path(tmp)
+        config = event_config(work, pairs, nodes, book_lines(pairs, work), restart)
+        env = {**os.environ, "PYTHONPATH": str(repo)}
+        measured = measure([sys.executable, "-m", "runner", "run", str(config), "--quiet"],
+                           work, env)
+        _, plies = engine_plies(work / "games.pgn")
+    return measured, plies
 
 
 def run_swiss_runner(pairs: int, nodes: int, work: Path, book: Path) -> tuple[float, int, int]:

@@ -185,6 +185,8 @@ def test_the_instruction_bench_counts_both_runs_and_the_same_plies_again() -> No
     long_plies, short_plies = (int(cell.split(",")[-1]) for cell in first[1:3])
     assert long_plies > short_plies > 0, first
     assert [c.split(",")[-1] for c in first[1:3]] == [c.split(",")[-1] for c in second[1:3]]
-    margins = [float(row[4].replace(",", "")) for row in (first, second)]
-    assert all(m > 0 for m in margins), (first, second)
-    assert abs(margins[0] - margins[1]) / margins[0] < 0.05, (first, second)
+    assert all(float(row[4].replace(",", "")) > 0 for row in (first, second)), (first, second)
+    # each run's own count repeats within 0.5% (its marginal, over 41 plies here, less so)
+    for cell in (1, 2):
+        a, b = (int(row[cell].rsplit(",", 1)[0].replace(",", "")) for row in (first, second))
+        assert abs(a - b) / a < 0.005, (first, second)
