@@ -560,11 +560,15 @@ def test_a_pgn_edited_in_place_with_the_same_size_is_rebuilt(tmp_path: Path,
     assert list(tmp_path.glob("state/games.pgn.*.bak"))  # the edited file was kept aside
 
 
+@pytest.mark.parametrize("slow", ["its read", "its write"])
 def test_games_that_end_during_a_pgn_rebuild_are_appended_after_it_not_rebuilt_again(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        slow: str) -> None:
     """A rebuild of PgnOut (here: the file deleted during the event) reads every recorded
     game; games that end while it runs are appended once it is done, each once (not one
-    more rebuild per game, which fast games kept going to the end of the event)."""
+    more rebuild per game, which fast games kept going to the end of the event). Slow
+    before its read, the games that end meanwhile are in the file it writes: not appended
+    again; slow after its read, they are not: appended."""
     from runner.cli.run import cli_run
     from runner.config import load_config as load
     from runner.store import database
@@ -575,17 +579,18 @@ def test_games_that_end_during_a_pgn_rebuild_are_appended_after_it_not_rebuilt_a
     path.write_text(yaml.safe_dump({**data, "Concurrency": 4}, sort_keys=False))
     config = load(path)
     pgn = config.pgn_out
-    real_rebuild = database.rebuild_pgn
+    owner, name = (Store, "sync_pgn") if slow == "its read" else (database, "rebuild_pgn")
+    real = getattr(owner, name)
 
-    def slow_rebuild(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - as rebuild_pgn
+    def slowed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - as the real one
         time.sleep(0.3)  # a big event's rebuild: the other games go on meanwhile
-        return real_rebuild(*args, **kwargs)
+        return real(*args, **kwargs)
 
     def meddle(spec) -> None:  # noqa: ANN001 - a GameSpec
         if spec.game_id == 5:
             pgn.unlink()
 
-    monkeypatch.setattr(database, "rebuild_pgn", slow_rebuild)
+    monkeypatch.setattr(owner, name, slowed)
     assert cli_run(config, run_args(), play_game=backend(delay=0.02, hook=meddle)) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in err, err
