@@ -753,9 +753,20 @@ def probe_engines(engines: Sequence[EngineConfig], timeout: float | None = None,
     level = LOG.level
     LOG.setLevel(logging.ERROR)  # skipped options are in the result, not warnings
     try:
-        return asyncio.run(_probe_all(engines, timeout, default))
+        with asyncio.Runner() as runner:
+            runner.get_loop().set_exception_handler(_quiet_on_stop)
+            return runner.run(_probe_all(engines, timeout, default))
     finally:
         LOG.setLevel(level)
+
+
+def _quiet_on_stop(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The probe loop's exception handler: a stop signal (`run`'s KeyboardInterrupt,
+    runner.service.setup.stop_signals) that lands in a task's step ends that task with it,
+    and nobody asks for its result: asyncio would log "Task exception was never retrieved"
+    to the user when the task is freed. The stop itself propagates as usual."""
+    if not isinstance(context.get("exception"), KeyboardInterrupt):
+        loop.default_exception_handler(context)
 
 
 def probe_engine(engine: EngineConfig, timeout: float | None = None) -> ProbeResult:
