@@ -22,7 +22,6 @@ slower under callgrind: the two default runs take about 1.5 minutes. Needs valgr
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import statistics
@@ -56,14 +55,7 @@ def run(repo: Path, pairs: int, nodes: int, restart: str) -> tuple[int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=32)
-    parser.add_argument("--steady", type=int, default=8)
-    parser.add_argument("--restart", choices=("off", "on"), default="off")
-    parser.add_argument("--nodes", type=int, default=3000)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--pythonpath", type=Path, default=peers.REPO)
-    args = parser.parse_args()
+    args = peers.measured_event_args(__doc__.split("\n\n")[0], repeat=1)
     if shutil.which("valgrind") is None:
         sys.exit("bench_instructions: valgrind is not on PATH (Debian: apt install valgrind)")
     repo = args.pythonpath.resolve()

@@ -20,7 +20,6 @@ same way (its compiled parts as it built them). Linux only (/proc).
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -77,14 +76,7 @@ def run(repo: Path, pairs: int, nodes: int, restart: str) -> tuple[dict[str, flo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=32)
-    parser.add_argument("--steady", type=int, default=8)
-    parser.add_argument("--restart", choices=("off", "on"), default="off")
-    parser.add_argument("--nodes", type=int, default=3000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--pythonpath", type=Path, default=peers.REPO)
-    args = parser.parse_args()
+    args = peers.measured_event_args(__doc__.split("\n\n")[0], repeat=3)
     repo = args.pythonpath.resolve()
     # compiled first, as an installed package is (with PYTHONDONTWRITEBYTECODE set, every
     # start would compile every module again)

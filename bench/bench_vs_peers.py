@@ -99,6 +99,19 @@ def event_config(work: Path, pairs: int, nodes: int, book: Path, restart: str) -
     return config
 
 
+def measured_event_args(description: str, repeat: int) -> argparse.Namespace:
+    """The command line of a bench built on :func:`measured_event` (the long and the short
+    run's openings, the mode, the nodes, the repeats, the checkout)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--pairs", type=int, default=32)
+    parser.add_argument("--steady", type=int, default=8)
+    parser.add_argument("--restart", choices=("off", "on"), default="off")
+    parser.add_argument("--nodes", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--pythonpath", type=Path, default=REPO)
+    return parser.parse_args()
+
+
 def measured_event(repo: Path, pairs: int, nodes: int, restart: str,
                    measure: Callable[[list[str], Path, dict[str, str]], T]) -> tuple[T, int]:
     """These games as an event of ``pairs`` openings played by the checkout ``repo`` in a
