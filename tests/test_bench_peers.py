@@ -190,3 +190,34 @@ def test_the_instruction_bench_counts_both_runs_and_the_same_plies_again() -> No
     for cell in (1, 2):
         a, b = (int(row[cell].rsplit(",", 1)[0].replace(",", "")) for row in (first, second))
         assert abs(a - b) / a < 0.005, (first, second)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("restart", ["off", "on"])
+@pytest.mark.skipif(not (Path("/usr/games/stockfish").exists()
+                         and Path("/usr/games/ethereal-chess").exists()),
+                    reason="Debian's stockfish and ethereal-chess are not installed")
+def test_the_floor_bench_plays_the_runners_plies_and_stores_every_one(restart: str) -> None:
+    """bench/bench_floor.py --vs-peers in small, kept and fresh engines: the mandated floor
+    (and floor+SAN) plays as many engine plies as the runner in both runs, has a move row in
+    its SQLite for each, and the table has every tool's row, median and thread split."""
+    run = subprocess.run([sys.executable, str(BENCH / "bench_floor.py"), "--vs-peers", "--pairs",
+                          "2", "--steady", "1", "--nodes", "500", "--repeat", "1", "--restart",
+                          restart], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+    rows = {cells[1]: cells[2:] for line in run.stdout.splitlines() if line.startswith("| 1 |")
+            for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
+    fastchess = next((tool for tool in rows if tool.startswith("fastchess")), None)
+    assert fastchess is not None and {"swiss-runner", "floor", "floor+SAN"} <= set(rows), run.stdout
+    assert rows[fastchess][0].startswith("not found") != bool(installed("fastchess")), run.stdout
+    plies = rows["swiss-runner"][0]
+    long, short = (int(n) for n in plies.split("/"))
+    assert long > short > 0, run.stdout
+    for tool in ("floor", "floor+SAN"):
+        assert rows[tool][0] == plies and rows[tool][1] == plies, run.stdout  # plies, rows
+        assert rows[tool][2] != "-", run.stdout  # a marginal measured
+    for tool in ("fastchess", "swiss-runner", "floor", "floor+SAN"):
+        assert f"| **median** | {tool} |" in run.stdout, run.stdout
+    split = [line for line in run.stdout.splitlines() if line.startswith("| floor")
+             and line.count("|") == 7]
+    assert len(split) == 2, run.stdout
