@@ -1,6 +1,8 @@
 """The runner's instructions per engine ply, counted: what CPU seconds on a shared machine
-cannot show (there, a run's CPU moves 10-25% from one minute to the next; this count moves
-well under 1%).
+cannot show (there, a run's CPU moves 10-25% from one minute to the next; this count moved
+0.4% between two runs under like load, but up to 3.5% between loads: the store's writer and
+the snapshot run on timers, and a game under callgrind spans more of their turns on a busier
+machine. Compare two checkouts measured side by side, at the same time).
 
 Plays bench_vs_peers.py's games (Stockfish vs Ethereal at ``--nodes``, one round per opening
 of books/default.pgn, each opening with colours reversed) as a swiss-runner event in a
