@@ -26,7 +26,7 @@ issue mandates, built from the runner's own parts), against fastchess and the ru
 - ``floor``: the engines started and readied by the runner's engine layer
   (runner.play.engines.start_engine, runner.play.uci.UciMove's ``ucinewgame`` + ``isready``),
   read by the compiled pipes, each bestmove relayed to the other engine below Python by
-  runner.play.relay (``open_relay``, ``MoveRelay.next``/``ack``/``settle``, as
+  runner.play.relay (``open_relay``, ``MoveRelay.next``/``pass_turn``/``settle``, as
   runner.play.referee's ``_relay_moves``); per ply the move checked and pushed by
   python-chess (the referee's quick pseudo-legality, ``push``, ``was_into_check``), the
   game ended by the rules (runner.domain.adjudication's ``natural_end``) or 150 moves, the
@@ -267,7 +267,7 @@ async def _floor(book: Path, nodes: int, restart: str, san: bool, db: Path, out:
     from runner.play import eventloop
     from runner.play.engines import close_engines, start_engine
     from runner.play.referee import _moves_left, _plainly_pseudo_legal
-    from runner.play.relay import NEXT_GO, RELAYED, REST, STAMP, open_relay
+    from runner.play.relay import REST, STAMP, open_relay
     from runner.play.relay import reply as relay_reply
     from runner.play.uci import UciMove, go_line, position_line
 
@@ -352,11 +352,7 @@ async def _floor(book: Path, nodes: int, restart: str, san: bool, db: Path, out:
                 if move.uci() != text:
                     raise RuntimeError(f"a move text the relay cannot follow: {text}")
                 color = not color
-                if event[RELAYED]:
-                    relay.ack()
-                    go_at = event[NEXT_GO]
-                else:
-                    go_at = relay.start(color, text, clocks)
+                go_at = relay.pass_turn(event, color, text, clocks)
             await relay.settle(30.0)
         finally:
             relay.close()

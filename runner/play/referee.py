@@ -76,7 +76,7 @@ from runner.play.ponder import (
     start_pondering,
     stop_pondering,
 )
-from runner.play.relay import GO_STAMP, NEXT_GO, PV, RELAYED, REST, STAMP, MoveRelay, open_relay
+from runner.play.relay import GO_STAMP, PV, REST, STAMP, MoveRelay, open_relay
 from runner.play.relay import reply as relay_reply
 from runner.play.tablebases import open_tablebase
 from runner.play.uci import NotReady, UciMove, UciReply, go_line, position_line
@@ -1270,11 +1270,7 @@ async def _relay_moves(g: _Plies, relay: MoveRelay) -> _End | None:
             await relay.settle(g.stop_timeout(not color))
             return end
         color = not color
-        if event[RELAYED]:
-            relay.ack()
-            go_at = event[NEXT_GO]
-        else:
-            go_at = relay.start(color, text, clocks)
+        go_at = relay.pass_turn(event, color, text, clocks)
 
 
 class RefereeBackend:

@@ -97,7 +97,7 @@ def open_relay(spec: GameSpec, procs: dict[chess.Color, EngineProcess],
 
 class MoveRelay:
     """One game's relay, as the referee drives it: :meth:`start` a side's move, :meth:`next`
-    move (relayed or not), :meth:`ack` a relayed move taken, :meth:`settle` at the end."""
+    move (relayed or not), :meth:`pass_turn` once a move is taken, :meth:`settle` at the end."""
 
     def __init__(self, relay: Any, procs: dict[chess.Color, EngineProcess], spec: GameSpec,
                  fixed_go: dict[chess.Color, str], log: Any, writers: Any):
@@ -143,8 +143,14 @@ class MoveRelay:
         return self.relay.go(0 if color else 1, move, _finite(white.remaining),
                              _finite(black.remaining), white.moves_made, black.moves_made)
 
-    def ack(self) -> None:
-        self.relay.ack()
+    def pass_turn(self, event: tuple[Any, ...], color: chess.Color, move: str,
+                  clocks: dict[chess.Color, Any]) -> float:
+        """The move of ``event`` taken, ``color`` to move next: the go the relay already
+        wrote for it acknowledged, else its go written now after ``move``; its go stamp."""
+        if event[RELAYED]:
+            self.relay.ack()
+            return event[NEXT_GO]
+        return self.start(color, move, clocks)
 
     # ------------------------------------------------------------------ the moves
 
